@@ -1,0 +1,145 @@
+r"""Destination catalogs: the candidates of all-entity ranking and of uniform sampling (SPEC §7).
+
+A catalog is a set of destination ids, each with the time from which it may be offered:
+item ``c`` is a candidate for an event at time ``t`` iff ``available_from[c] < t``. Three
+definitions are built from a stream:
+
+* ``"train"`` (the default, fixed): every destination of the training prefix, always
+  available.
+* ``"time-available"``: every destination of the stream, available strictly after its
+  first appearance as a destination (``available_from`` = that time), so an event at
+  ``t`` sees exactly the destinations observed before ``t``.
+* ``"all"``: every destination of the whole stream, always available. It uses knowledge of
+  the future destination set and is offered only as a named variant.
+
+Items are stored sorted by ``(available_from, id)``, so the candidates of an event at ``t``
+are the prefix ``items[:num_available(t)]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import Tensor
+from torch_geometric.data import TemporalData
+
+from tgeval.data.groups import same_source_group_pairs
+from tgeval.errors import CatalogError
+
+__all__ = ["Catalog", "CatalogKind", "CATALOG_KINDS", "build_catalog", "excluded_candidates"]
+
+CatalogKind = Literal["train", "time-available", "all", "custom"]
+CATALOG_KINDS = ("train", "time-available", "all")
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Candidate destinations with availability times.
+
+    Attributes:
+        kind: how the catalog was defined (``"train"``, ``"time-available"``, ``"all"``
+            or ``"custom"``).
+        items: int64 ``[N]`` distinct ids, sorted by ``(available_from, id)``.
+        available_from: ``[N]`` times (dtype of the stream's ``t``), non-decreasing; item
+            ``k`` is offered to events with ``t > available_from[k]``. ``None`` means every
+            item is always available.
+        num_nodes: exclusive upper bound of ids (size of the membership table).
+    """
+
+    kind: str
+    items: Tensor
+    available_from: Tensor | None
+    num_nodes: int
+
+    def __post_init__(self) -> None:
+        if self.items.numel() == 0:
+            raise CatalogError(f"the {self.kind!r} catalog is empty: there is no destination to rank against. "
+                               f"Use a longer training prefix or another catalog.")
+        if int(self.items.max()) >= self.num_nodes or int(self.items.min()) < 0:
+            raise CatalogError(f"catalog ids must lie in [0, num_nodes={self.num_nodes}).")
+        table = torch.full((self.num_nodes,), -1, dtype=torch.long, device=self.items.device)
+        table[self.items] = torch.arange(self.size, device=self.items.device)
+        object.__setattr__(self, "_table", table)  # id -> position, built once
+
+    @property
+    def size(self) -> int:
+        return self.items.numel()
+
+    @property
+    def device(self) -> torch.device:
+        return self.items.device
+
+    def to(self, device: torch.device | str) -> "Catalog":
+        af = None if self.available_from is None else self.available_from.to(device)
+        return Catalog(self.kind, self.items.to(device), af, self.num_nodes)
+
+    def num_available(self, t: Tensor) -> Tensor:
+        """Number of items available at each time: int64 ``[B]`` for ``t`` ``[B]``."""
+        if self.available_from is None:
+            return torch.full(t.shape, self.size, dtype=torch.long, device=t.device)
+        return torch.searchsorted(self.available_from, t.to(self.available_from.dtype), right=False)
+
+    def position(self, ids: Tensor) -> Tensor:
+        """Position of each id in ``items``, or ``-1`` for ids outside the catalog: int64, shape of ``ids``."""
+        table: Tensor = self._table  # type: ignore[attr-defined]
+        inside = (ids >= 0) & (ids < self.num_nodes)
+        return torch.where(inside, table[ids.clamp(0, self.num_nodes - 1)], torch.full_like(ids, -1))
+
+    def available(self, ids: Tensor, t: Tensor) -> Tensor:
+        """Whether each id is a candidate at the matching time: bool, shape of ``ids`` (broadcast with ``t``)."""
+        pos = self.position(ids)
+        if self.available_from is None:
+            return pos >= 0
+        return (pos >= 0) & (self.available_from[pos.clamp(min=0)] < t.to(self.available_from.dtype))
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "size": self.size, "time_masked": self.available_from is not None}
+
+
+def build_catalog(data: TemporalData, kind: str = "train", *, train_end: int | None = None,
+                  num_nodes: int | None = None) -> Catalog:
+    """Build a catalog of ``data`` (validated, time-sorted).
+
+    Args:
+        data: the whole stream.
+        kind: ``"train"``, ``"time-available"`` or ``"all"`` (see the module docstring).
+        train_end: end (exclusive event index) of the training prefix; required for ``"train"``.
+        num_nodes: id bound; defaults to ``max(src, dst) + 1``.
+    """
+    if kind not in CATALOG_KINDS:
+        raise ValueError(f"catalog kind must be one of {CATALOG_KINDS}, got {kind!r}.")
+    n = int(num_nodes) if num_nodes is not None else int(max(int(data.src.max()), int(data.dst.max())) + 1)
+    if kind == "train":
+        if train_end is None:
+            raise ValueError("a 'train' catalog needs `train_end`, the end of the training prefix.")
+        items = torch.unique(data.dst[:train_end])
+        return Catalog("train", items, None, n)
+    if kind == "all":
+        return Catalog("all", torch.unique(data.dst), None, n)
+    # time-available: first appearance of each destination (t is sorted, so the first index wins).
+    ids, inverse = torch.unique(data.dst, return_inverse=True)
+    first_index = torch.full((ids.numel(),), data.dst.numel(), dtype=torch.long, device=ids.device)
+    first_index.scatter_reduce_(0, inverse, torch.arange(data.dst.numel(), device=ids.device), reduce="amin")
+    first_time = data.t[first_index]
+    # sort by (first_time, id): ids are already ascending, so a stable sort by time suffices.
+    order = torch.sort(first_time, stable=True).indices
+    return Catalog("time-available", ids[order], first_time[order], n)
+
+
+def excluded_candidates(src: Tensor, dst: Tensor, t: Tensor, catalog: Catalog) -> tuple[Tensor, Tensor]:
+    """Available catalog items that are not candidates of each event.
+
+    Returns:
+        (event, item): int64 ``[X]`` each, sorted by ``event * num_nodes + item``, without
+        duplicates: the source and the same-source-same-timestamp destinations of each
+        event, restricted to items available at the event's time.
+    """
+    n = catalog.num_nodes
+    event, item = same_source_group_pairs(src, dst, t, n)
+    event = torch.cat([event, torch.arange(src.numel(), device=src.device)])
+    item = torch.cat([item, src])
+    keep = catalog.available(item, t[event])
+    key = torch.unique(event[keep] * n + item[keep])
+    return key // n, key % n

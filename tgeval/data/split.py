@@ -1,0 +1,119 @@
+"""Chronological train / validation / test splits at timestamp boundaries (SPEC §2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+import numpy as np
+import torch
+from torch_geometric.data import TemporalData
+
+from tgeval.errors import SplitError
+
+__all__ = ["Segment", "Split", "chronological_split"]
+
+Number = Union[int, float]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A contiguous range of events ``[start, end)`` of a time-sorted stream.
+
+    ``t_first`` / ``t_last`` are the first and last timestamps inside the segment
+    (``None`` when the segment is empty).
+    """
+
+    name: str
+    start: int
+    end: int
+    t_first: Number | None
+    t_last: Number | None
+
+    @property
+    def num_events(self) -> int:
+        return self.end - self.start
+
+    def select(self, data: TemporalData) -> TemporalData:
+        """The segment's events: ``data[start:end]``."""
+        return data[self.start : self.end]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "start": self.start, "end": self.end,
+                "num_events": self.num_events, "t_first": self.t_first, "t_last": self.t_last}
+
+
+@dataclass(frozen=True)
+class Split:
+    """Three consecutive segments covering a stream, cut between distinct timestamps."""
+
+    train: Segment
+    val: Segment
+    test: Segment
+    ratios: tuple[float, float, float]
+
+    def __getitem__(self, name: str) -> Segment:
+        if name not in ("train", "val", "test"):
+            raise KeyError(f"segment must be 'train', 'val' or 'test', got {name!r}.")
+        return getattr(self, name)
+
+    def to_dict(self) -> dict:
+        return {"ratios": list(self.ratios),
+                **{name: self[name].to_dict() for name in ("train", "val", "test")}}
+
+
+def _segment(name: str, t: torch.Tensor, start: int, end: int) -> Segment:
+    if end <= start:
+        return Segment(name, start, end, None, None)
+    return Segment(name, start, end, t[start].tolist(), t[end - 1].tolist())
+
+
+def chronological_split(data: TemporalData, ratios: Sequence[float] = (0.70, 0.15, 0.15)) -> Split:
+    r"""Split a time-sorted stream into train / val / test by time quantiles.
+
+    With :math:`\tau_1, \tau_2` the :math:`(r_{train})` and :math:`(r_{train} + r_{val})`
+    quantiles of the per-event timestamps (numpy's linear interpolation), train holds the
+    events with :math:`t \le \tau_1`, val those with :math:`\tau_1 < t \le \tau_2` and test the
+    rest. Each cut therefore falls between two distinct timestamps: a timestamp group is
+    never split. Segment sizes follow the ratios only approximately when groups are large.
+
+    Args:
+        data: a validated (time-sorted) stream.
+        ratios: ``(train, val, test)`` fractions, each ``>= 0``, summing to 1. A segment
+            with a positive ratio that ends up empty raises.
+
+    Raises:
+        SplitError: if the ratios are invalid or a segment with a positive ratio is empty.
+    """
+    ratios = tuple(float(r) for r in ratios)
+    if len(ratios) != 3 or any(r < 0 or not np.isfinite(r) for r in ratios) or abs(sum(ratios) - 1.0) > 1e-6:
+        raise SplitError(
+            f"ratios must be three non-negative fractions (train, val, test) summing to 1, got {ratios}. "
+            f"Example: (0.70, 0.15, 0.15)."
+        )
+    t = data.t
+    t_np = t.detach().cpu().numpy()
+    if t_np.size > 1 and bool((t_np[1:] < t_np[:-1]).any()):
+        raise SplitError("`t` must be non-decreasing before splitting. Call `tgeval.data.validate(data, sort=True)` first.")
+    train_time, val_time = np.quantile(t_np, [ratios[0], ratios[0] + ratios[1]])
+    # Events with t <= cut (int64 timestamps compare exactly as float64 below 2**53).
+    train_end = int(np.searchsorted(t_np, train_time, side="right"))
+    val_end = int(np.searchsorted(t_np, val_time, side="right"))
+    if ratios[2] == 0:
+        val_end = t_np.size
+    if ratios[1] == 0:
+        val_end = train_end
+    split = Split(
+        _segment("train", t, 0, train_end),
+        _segment("val", t, train_end, val_end),
+        _segment("test", t, val_end, t_np.size),
+        ratios,  # type: ignore[arg-type]
+    )
+    for name, ratio in zip(("train", "val", "test"), ratios):
+        if ratio > 0 and split[name].num_events == 0:
+            raise SplitError(
+                f"the {name} segment is empty with ratios {ratios} on {t_np.size} events whose "
+                f"timestamps take {np.unique(t_np).size} distinct values: a segment must hold whole "
+                f"timestamp groups. Use a larger {name} ratio or data with more distinct timestamps."
+            )
+    return split

@@ -1,0 +1,652 @@
+r"""Ranking and classification metrics of SPEC §7, as pure vectorised torch functions.
+
+Every function here is pure: inputs are never mutated, outputs live on the input device,
+and sums are accumulated exactly (int64 counts) or in float64. No function loops over
+events, queries or groups in Python.
+
+Ranking (one positive against ``K`` negatives per query)
+    :func:`count_above_equal` -> :func:`rank_from_counts` -> :func:`reciprocal_rank`,
+    :func:`hits_at_k`, under the tie conventions of :data:`TIE_POLICIES`.
+
+Classification (scores and binary labels)
+    :func:`auroc`, :func:`average_precision` (global) and :func:`grouped_auroc`,
+    :func:`grouped_average_precision` (one value per group, e.g. per batch). They equal
+    ``sklearn.metrics.roc_auc_score`` / ``average_precision_score``, ties included.
+
+Aggregation
+    :func:`micro_mean` (mean over events) and :func:`macro_mean` (mean over groups, e.g.
+    sources, of each group's mean).
+
+NaN policy (one rule for the whole module):
+
+* A NaN *score* never counts as good. Ranks and reciprocal ranks of a query whose positive
+  or any unmasked negative is NaN are NaN; an AUROC / AP group containing a NaN score is NaN.
+* Undefined classification metrics (one class only, empty group, NaN score) return NaN and
+  warn :class:`~tgeval.errors.UndefinedMetricWarning` once per call.
+* :func:`micro_mean` and :func:`macro_mean` *ignore* NaN values (``nanmean`` semantics), so
+  "mean per-batch AUROC" skips batches whose AUROC is undefined (warned about where it was
+  computed). They warn and return NaN only if no non-NaN value is left.
+
+Host synchronisation: the pure rank functions never synchronise. Functions that may warn
+(or need ``G = groups.max() + 1``, or validate non-bool labels) read one small tensor back
+to the host to decide, which is inherent to warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Literal, Optional
+
+import torch
+from torch import Tensor
+
+from tgeval.errors import UndefinedMetricWarning
+
+__all__ = [
+    "TiePolicy",
+    "TIE_POLICIES",
+    "check_ties",
+    "count_above_equal",
+    "rank_from_counts",
+    "reciprocal_rank",
+    "hits_at_k",
+    "auroc",
+    "average_precision",
+    "grouped_auroc",
+    "grouped_average_precision",
+    "micro_mean",
+    "macro_mean",
+]
+
+TiePolicy = Literal["average", "pessimistic", "optimistic"]
+"""How negatives that score exactly like the positive are counted (SPEC §7)."""
+
+TIE_POLICIES: tuple[str, ...] = ("average", "pessimistic", "optimistic")
+"""The valid values of every ``ties`` argument."""
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_ties(ties: str) -> str:
+    """Validate a tie convention and return it unchanged.
+
+    Args:
+        ties (str): ``"average"``, ``"pessimistic"`` or ``"optimistic"``.
+
+    Returns:
+        str: ``ties``.
+
+    Raises:
+        ValueError: if ``ties`` is not one of :data:`TIE_POLICIES`.
+
+    Example:
+        >>> check_ties("average")
+        'average'
+    """
+    if not isinstance(ties, str) or ties not in TIE_POLICIES:
+        choices = ", ".join(repr(p) for p in TIE_POLICIES)
+        raise ValueError(f"`ties` must be one of {choices}, but got {ties!r}.")
+    return ties
+
+
+def _check_1d(name: str, x: Tensor) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"`{name}` must be a torch.Tensor, but got {type(x).__name__}.")
+    if x.dim() != 1:
+        raise ValueError(f"`{name}` must be 1-D, but has shape {tuple(x.shape)}.")
+
+
+def _check_scores(scores: Tensor) -> None:
+    _check_1d("scores", scores)
+    if scores.dtype == torch.bool or scores.is_complex():
+        raise TypeError(f"`scores` must be a real (float or integer) tensor, but has dtype {scores.dtype}.")
+
+
+def _as_bool_labels(labels: Tensor, scores: Tensor) -> Tensor:
+    """Return ``labels`` as bool ``[N]``; non-bool labels must hold only 0 and 1."""
+    _check_1d("labels", labels)
+    if labels.numel() != scores.numel():
+        raise ValueError(
+            f"`labels` must have one entry per score, but has {labels.numel()} for "
+            f"{scores.numel()} scores."
+        )
+    if labels.device != scores.device:
+        raise ValueError(f"`labels` is on {labels.device} but `scores` is on {scores.device}; move both to one device.")
+    if labels.dtype == torch.bool:
+        return labels
+    if labels.is_complex():
+        raise TypeError(f"`labels` must be bool or 0/1 numbers, but has dtype {labels.dtype}.")
+    positive = labels == 1
+    if bool(((labels != 0) & ~positive).any()):  # one host sync; pass bool labels to avoid it
+        bad = labels[(labels != 0) & ~positive][:3].tolist()
+        raise ValueError(
+            f"`labels` must contain only 0 and 1 (or be bool), but contains {bad}. "
+            f"Pass `labels == positive_value`."
+        )
+    return positive
+
+
+def _check_groups(groups: Tensor, scores: Tensor, num_groups: Optional[int]) -> int:
+    """Validate ``groups`` (int64 ``[N]``, values in ``[0, G)``) and return ``G``."""
+    _check_1d("groups", groups)
+    if groups.dtype != torch.long:
+        raise TypeError(f"`groups` must be int64, but has dtype {groups.dtype}; call `groups.long()`.")
+    if groups.numel() != scores.numel():
+        raise ValueError(
+            f"`groups` must have one entry per score, but has {groups.numel()} for {scores.numel()} scores."
+        )
+    if groups.device != scores.device:
+        raise ValueError(f"`groups` is on {groups.device} but `scores` is on {scores.device}; move both to one device.")
+    if num_groups is not None and (isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 0):
+        raise ValueError(f"`num_groups` must be a non-negative int, but got {num_groups!r}.")
+    if groups.numel() == 0:
+        return 0 if num_groups is None else num_groups
+    lo, hi = (int(v) for v in torch.aminmax(groups))  # one host sync
+    if lo < 0:
+        raise ValueError(f"`groups` must be non-negative, but contains {lo}.")
+    if num_groups is None:
+        return hi + 1
+    if hi >= num_groups:
+        raise ValueError(
+            f"`groups` must be smaller than `num_groups`={num_groups}, but contains {hi}. "
+            f"Raise `num_groups` or leave it as None."
+        )
+    return num_groups
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+def count_above_equal(pos: Tensor, neg: Tensor, mask: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
+    r"""Count negatives scoring strictly above / exactly equal to each positive.
+
+    .. math::
+        a_i = \sum_j m_{ij}\,\mathbb{1}\{n_{ij} > p_i\}, \qquad
+        b_i = \sum_j m_{ij}\,\mathbb{1}\{n_{ij} = p_i\}
+
+    Comparisons follow IEEE rules, so a NaN on either side counts as neither above nor
+    equal; :func:`reciprocal_rank` turns such rows into NaN. Scores may be any real numbers
+    (negative included); nothing depends on their sign.
+
+    Args:
+        pos (Tensor): float or integer ``[Q]``, score of each query's positive.
+        neg (Tensor): float or integer ``[Q, K]``, scores of its ``K`` negatives
+            (``K = 0`` allowed).
+        mask (Tensor, optional): bool ``[Q, K]``; only entries that are ``True`` count
+            (use it for ragged negatives or filtered candidates). ``None`` means all.
+
+    Returns:
+        tuple[Tensor, Tensor]: int64 ``[Q]`` counts ``(above, equal)``.
+
+    Raises:
+        ValueError: if the shapes do not match as stated.
+        TypeError: if ``mask`` is not bool.
+
+    Example:
+        >>> pos = torch.tensor([0.5, -1.0])
+        >>> neg = torch.tensor([[0.9, 0.5, 0.1], [-1.0, -1.0, 3.0]])
+        >>> count_above_equal(pos, neg)
+        (tensor([1, 1]), tensor([1, 2]))
+        >>> count_above_equal(pos, neg, torch.tensor([[True, False, True], [True, True, False]]))
+        (tensor([1, 0]), tensor([0, 2]))
+    """
+    _check_1d("pos", pos)
+    if not isinstance(neg, Tensor) or neg.dim() != 2 or neg.size(0) != pos.numel():
+        shape = tuple(neg.shape) if isinstance(neg, Tensor) else type(neg).__name__
+        raise ValueError(f"`neg` must have shape [Q, K] with Q = pos.numel() = {pos.numel()}, but has shape {shape}.")
+    above = neg > pos.unsqueeze(1)
+    equal = neg == pos.unsqueeze(1)
+    if mask is not None:
+        if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+            raise TypeError(f"`mask` must be a bool tensor, but got {getattr(mask, 'dtype', type(mask).__name__)}.")
+        if mask.shape != neg.shape:
+            raise ValueError(f"`mask` must have the shape of `neg` {tuple(neg.shape)}, but has {tuple(mask.shape)}.")
+        above = above & mask
+        equal = equal & mask
+    return above.sum(dim=1, dtype=torch.long), equal.sum(dim=1, dtype=torch.long)
+
+
+def rank_from_counts(above: Tensor, equal: Tensor, *, ties: TiePolicy) -> Tensor:
+    r"""Rank of a positive (1 = best) from its counts of negatives above / equal.
+
+    With :math:`a` negatives strictly above and :math:`b` equal:
+
+    .. math::
+        r^{\mathrm{pess}} = 1 + a + b, \qquad r^{\mathrm{opt}} = 1 + a, \qquad
+        r^{\mathrm{avg}} = 1 + a + b / 2 = \tfrac12 (r^{\mathrm{pess}} + r^{\mathrm{opt}}).
+
+    Args:
+        above (Tensor): integer ``[*]``, negatives strictly above.
+        equal (Tensor): integer ``[*]``, negatives equal to the positive.
+        ties (str): ``"average"``, ``"pessimistic"`` or ``"optimistic"``.
+
+    Returns:
+        Tensor: float64 ``[*]``.
+
+    Raises:
+        ValueError: if ``ties`` is not a valid convention.
+
+    Example:
+        >>> a, b = torch.tensor([0, 2]), torch.tensor([3, 0])
+        >>> rank_from_counts(a, b, ties="average")
+        tensor([2.5000, 3.0000], dtype=torch.float64)
+        >>> rank_from_counts(a, b, ties="pessimistic")
+        tensor([4., 3.], dtype=torch.float64)
+    """
+    check_ties(ties)
+    above64 = above.to(torch.float64)
+    if ties == "optimistic":
+        return 1.0 + above64
+    equal64 = equal.to(torch.float64)
+    if ties == "pessimistic":
+        return 1.0 + above64 + equal64
+    return 1.0 + above64 + 0.5 * equal64
+
+
+def _nan_rows(pos: Tensor, neg: Tensor, mask: Optional[Tensor]) -> Tensor:
+    """bool ``[Q]``: the positive or any counted negative is NaN."""
+    nan_neg = torch.isnan(neg)
+    if mask is not None:
+        nan_neg = nan_neg & mask
+    return torch.isnan(pos) | nan_neg.any(dim=1)
+
+
+def reciprocal_rank(pos: Tensor, neg: Tensor, *, ties: TiePolicy, mask: Optional[Tensor] = None) -> Tensor:
+    r"""Reciprocal rank :math:`1 / r_i` of each positive among its negatives.
+
+    :math:`r_i` is :func:`rank_from_counts` of :func:`count_above_equal`; e.g. with
+    ``ties="average"``
+
+    .. math::
+        r_i = 1 + |\{j : n_{ij} > p_i\}| + \tfrac12 |\{j : n_{ij} = p_i\}|.
+
+    A query with no (unmasked) negatives has rank 1. A query whose positive or any unmasked
+    negative is NaN gets NaN. MRR is ``micro_mean(reciprocal_rank(...))``.
+
+    Args:
+        pos (Tensor): float or integer ``[Q]``, positive scores.
+        neg (Tensor): float or integer ``[Q, K]``, negative scores.
+        ties (str): ``"average"``, ``"pessimistic"`` or ``"optimistic"``.
+        mask (Tensor, optional): bool ``[Q, K]``, which negatives count.
+
+    Returns:
+        Tensor: float64 ``[Q]`` in ``(0, 1]`` (or NaN).
+
+    Example:
+        >>> pos = torch.tensor([0.9, 0.2])
+        >>> neg = torch.tensor([[0.9, 0.1], [0.5, 0.7]])
+        >>> reciprocal_rank(pos, neg, ties="average")  # ranks 1.5 and 3
+        tensor([0.6667, 0.3333], dtype=torch.float64)
+        >>> reciprocal_rank(pos, neg, ties="optimistic")
+        tensor([1.0000, 0.3333], dtype=torch.float64)
+    """
+    check_ties(ties)
+    above, equal = count_above_equal(pos, neg, mask)
+    rr = 1.0 / rank_from_counts(above, equal, ties=ties)
+    if pos.is_floating_point() or neg.is_floating_point():
+        rr = torch.where(_nan_rows(pos, neg, mask), torch.full_like(rr, float("nan")), rr)
+    return rr
+
+
+def hits_at_k(ranks: Tensor, k: int) -> Tensor:
+    r"""Hit indicator :math:`\mathbb{1}\{r_i \le k\}` per query; Hits@k is its mean.
+
+    With ``ties="average"`` ranks may be half-integers: a rank of 10.5 is not a hit at
+    ``k = 10``. NaN ranks stay NaN.
+
+    Args:
+        ranks (Tensor): float ``[Q]``, ranks from :func:`rank_from_counts` (1 = best).
+        k (int): cutoff, ``k >= 1``.
+
+    Returns:
+        Tensor: float64 ``[Q]`` of 0.0 / 1.0 (NaN where the rank is NaN).
+
+    Raises:
+        ValueError: if ``k`` is not a positive int.
+
+    Example:
+        >>> hits_at_k(torch.tensor([1.0, 3.0, 3.5, 10.0], dtype=torch.float64), k=3)
+        tensor([1., 1., 0., 0.], dtype=torch.float64)
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"`k` must be an int >= 1, but got {k!r}.")
+    ranks64 = ranks.to(torch.float64)
+    hit = (ranks64 <= k).to(torch.float64)
+    return torch.where(torch.isnan(ranks64), ranks64, hit)
+
+
+# --------------------------------------------------------------------------- AUROC / AP
+
+
+def _sorted_runs(
+    scores: Tensor, labels: Tensor, groups: Tensor, num_groups: int, *, descending: bool
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """Sort by (group ascending, score) and split into runs of tied scores.
+
+    Returns per-run int64 positive / negative counts, the run's group, and per-group
+    positive / negative totals and a has-NaN flag. Runs are indexed ``0..N-1`` (an upper
+    bound on their number, so no host sync is needed); unused runs have zero counts.
+    """
+    n = scores.numel()
+    device = scores.device
+    order = torch.sort(scores, descending=descending, stable=True).indices
+    order = order[torch.sort(groups[order], stable=True).indices]  # stable: lexicographic (group, score)
+    s, y, g = scores[order], labels[order], groups[order]
+
+    new_run = torch.ones(n, dtype=torch.bool, device=device)
+    new_run[1:] = (s[1:] != s[:-1]) | (g[1:] != g[:-1])
+    run = torch.cumsum(new_run, 0) - 1
+    y_long = y.to(torch.long)
+    pos_run = torch.zeros(n, dtype=torch.long, device=device).index_add_(0, run, y_long)
+    neg_run = torch.zeros(n, dtype=torch.long, device=device).index_add_(0, run, 1 - y_long)
+    run_group = torch.zeros(n, dtype=torch.long, device=device).scatter_(0, run, g)
+
+    pos_g = torch.zeros(num_groups, dtype=torch.long, device=device).index_add_(0, groups, labels.to(torch.long))
+    tot_g = torch.zeros(num_groups, dtype=torch.long, device=device).index_add_(
+        0, groups, torch.ones_like(groups)
+    )
+    neg_g = tot_g - pos_g
+    if scores.is_floating_point():
+        nan_g = torch.zeros(num_groups, dtype=torch.long, device=device).index_add_(
+            0, groups, torch.isnan(scores).to(torch.long)
+        ) > 0
+    else:
+        nan_g = torch.zeros(num_groups, dtype=torch.bool, device=device)
+    return pos_run, neg_run, run_group, pos_g, neg_g, nan_g
+
+
+def _exclusive_cumsum(x: Tensor) -> Tensor:
+    return torch.cumsum(x, 0) - x
+
+
+def _grouped_auroc(
+    scores: Tensor, labels: Tensor, groups: Tensor, num_groups: int
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    pos_run, neg_run, run_group, pos_g, neg_g, nan_g = _sorted_runs(
+        scores, labels, groups, num_groups, descending=False
+    )
+    # negatives strictly below each run, within its group (runs are sorted by group first)
+    neg_offset_g = _exclusive_cumsum(neg_g)
+    neg_below = _exclusive_cumsum(neg_run) - neg_offset_g[run_group]
+    # 2 * (#pairs pos > neg + 1/2 #pairs pos == neg), exact in int64
+    twice_u = pos_run * (2 * neg_below + neg_run)
+    twice_u_g = torch.zeros(num_groups, dtype=torch.long, device=scores.device).index_add_(0, run_group, twice_u)
+    value = twice_u_g.to(torch.float64) / (2.0 * pos_g.to(torch.float64) * neg_g.to(torch.float64))
+    one_class = (pos_g == 0) | (neg_g == 0)
+    value = torch.where(one_class | nan_g, torch.full_like(value, float("nan")), value)
+    return value, one_class, nan_g, pos_g, neg_g
+
+
+def _grouped_ap(scores: Tensor, labels: Tensor, groups: Tensor, num_groups: int) -> tuple[Tensor, Tensor, Tensor]:
+    pos_run, neg_run, run_group, pos_g, neg_g, nan_g = _sorted_runs(
+        scores, labels, groups, num_groups, descending=True
+    )
+    # true / false positives at the threshold of each run (run included), within its group
+    tp = torch.cumsum(pos_run, 0) - _exclusive_cumsum(pos_g)[run_group]
+    fp = torch.cumsum(neg_run, 0) - _exclusive_cumsum(neg_g)[run_group]
+    has_pos = pos_run > 0
+    precision = tp.to(torch.float64) / (tp + fp).clamp_min(1).to(torch.float64)
+    contrib = torch.where(has_pos, pos_run.to(torch.float64) * precision, torch.zeros_like(precision))
+    sum_g = torch.zeros(num_groups, dtype=torch.float64, device=scores.device).index_add_(0, run_group, contrib)
+    value = sum_g / pos_g.to(torch.float64)
+    no_pos = pos_g == 0
+    value = torch.where(no_pos | nan_g, torch.full_like(value, float("nan")), value)
+    return value, no_pos, nan_g
+
+
+def _warn_groups(metric: str, rule: str, undefined: Tensor, has_nan: Tensor) -> None:
+    """Warn once if any group is undefined (one host sync)."""
+    counts = torch.stack([undefined.sum(), (has_nan & ~undefined).sum()])
+    if not bool(counts.any()):
+        return
+    n_undef, n_nan = (int(c) for c in counts.tolist())
+    total = undefined.numel()
+    parts = []
+    if n_undef:
+        parts.append(f"{n_undef} of {total} groups have {rule}")
+    if n_nan:
+        parts.append(f"{n_nan} of {total} groups contain NaN scores")
+    warnings.warn(
+        f"{metric} is undefined for some groups: {'; '.join(parts)}. Their values are nan.",
+        UndefinedMetricWarning,
+        stacklevel=3,
+    )
+
+
+def auroc(scores: Tensor, labels: Tensor) -> Tensor:
+    r"""Area under the ROC curve, as the Mann–Whitney statistic with ties counted 1/2.
+
+    .. math::
+        \mathrm{AUROC} = \frac{1}{|P|\,|N|} \sum_{i \in P} \sum_{j \in N}
+        \left(\mathbb{1}\{s_i > s_j\} + \tfrac12 \mathbb{1}\{s_i = s_j\}\right)
+
+    This equals ``sklearn.metrics.roc_auc_score(labels, scores)``. Only the order of the
+    scores matters, not their sign or scale.
+
+    Args:
+        scores (Tensor): float or integer ``[N]``, higher = more likely positive.
+        labels (Tensor): bool ``[N]`` or numbers in ``{0, 1}``.
+
+    Returns:
+        Tensor: 0-dim float64. NaN, with :class:`~tgeval.errors.UndefinedMetricWarning`, if
+        only one class is present (or ``N = 0``) or a score is NaN.
+
+    Example:
+        >>> s = torch.tensor([0.1, 0.4, 0.35, 0.8])
+        >>> auroc(s, torch.tensor([False, False, True, True]))
+        tensor(0.7500, dtype=torch.float64)
+        >>> auroc(torch.tensor([1.0, 1.0]), torch.tensor([True, False]))  # a tie: 1/2
+        tensor(0.5000, dtype=torch.float64)
+    """
+    _check_scores(scores)
+    y = _as_bool_labels(labels, scores)
+    zeros = torch.zeros(scores.numel(), dtype=torch.long, device=scores.device)
+    value, one_class, nan_g, pos_g, neg_g = _grouped_auroc(scores, y, zeros, 1)
+    counts = torch.stack([pos_g[0], neg_g[0], nan_g[0].to(torch.long)])
+    if bool((one_class | nan_g)[0]):  # one host sync
+        n_pos, n_neg, n_nan = counts.tolist()
+        if n_nan:
+            why = "`scores` contains NaN"
+        else:
+            why = f"only one class is present ({n_pos} positives, {n_neg} negatives)"
+        warnings.warn(f"AUROC is undefined: {why}. Returning nan.", UndefinedMetricWarning, stacklevel=2)
+    return value[0]
+
+
+def average_precision(scores: Tensor, labels: Tensor) -> Tensor:
+    r"""Average precision: the step-wise area under the precision–recall curve.
+
+    Thresholds are the distinct scores :math:`\theta_1 > \theta_2 > \dots`; tied scores form
+    one threshold (as in scikit-learn). With :math:`TP_n, FP_n` counted at
+    :math:`s \ge \theta_n` and :math:`R_n = TP_n / |P|`:
+
+    .. math::
+        \mathrm{AP} = \sum_n (R_n - R_{n-1}) \, \frac{TP_n}{TP_n + FP_n}
+
+    This equals ``sklearn.metrics.average_precision_score(labels, scores)``. It depends on
+    the positive ratio: a random scorer scores about ``|P| / N``.
+
+    Args:
+        scores (Tensor): float or integer ``[N]``, higher = more likely positive.
+        labels (Tensor): bool ``[N]`` or numbers in ``{0, 1}``.
+
+    Returns:
+        Tensor: 0-dim float64. NaN, with :class:`~tgeval.errors.UndefinedMetricWarning`, if
+        there is no positive (or a score is NaN).
+
+    Example:
+        >>> s = torch.tensor([0.1, 0.4, 0.35, 0.8])
+        >>> average_precision(s, torch.tensor([0, 0, 1, 1]))  # (1/1 + 2/3) / 2
+        tensor(0.8333, dtype=torch.float64)
+    """
+    _check_scores(scores)
+    y = _as_bool_labels(labels, scores)
+    zeros = torch.zeros(scores.numel(), dtype=torch.long, device=scores.device)
+    value, no_pos, nan_g = _grouped_ap(scores, y, zeros, 1)
+    flags = torch.stack([no_pos[0], nan_g[0]])
+    if bool(flags.any()):  # one host sync
+        why = "no positive label is present" if bool(flags[0]) else "`scores` contains NaN"
+        warnings.warn(
+            f"Average precision is undefined: {why}. Returning nan.", UndefinedMetricWarning, stacklevel=2
+        )
+    return value[0]
+
+
+def grouped_auroc(scores: Tensor, labels: Tensor, groups: Tensor, *, num_groups: Optional[int] = None) -> Tensor:
+    r"""AUROC of each group separately (e.g. per batch): :func:`auroc` restricted to
+    :math:`\{i : g_i = k\}` for :math:`k = 0, \dots, G - 1`.
+
+    Vectorised: one stable lexicographic sort by (group, score), tie runs found by
+    comparing neighbours, and segment sums. Groups need not be contiguous or sorted.
+
+    Args:
+        scores (Tensor): float or integer ``[N]``.
+        labels (Tensor): bool ``[N]`` or numbers in ``{0, 1}``.
+        groups (Tensor): int64 ``[N]``, group of each score, in ``[0, G)``.
+        num_groups (int, optional): ``G``; default ``groups.max() + 1`` (0 if ``N = 0``).
+
+    Returns:
+        Tensor: float64 ``[G]``. Groups with one class, no members or a NaN score are NaN,
+        with one :class:`~tgeval.errors.UndefinedMetricWarning` that says how many.
+
+    Example:
+        >>> s = torch.tensor([0.2, 0.9, 0.5, 0.5, 0.1, 0.3])
+        >>> y = torch.tensor([False, True, True, False, False, True])
+        >>> g = torch.tensor([0, 0, 1, 1, 2, 2])
+        >>> grouped_auroc(s, y, g)
+        tensor([1.0000, 0.5000, 1.0000], dtype=torch.float64)
+    """
+    _check_scores(scores)
+    y = _as_bool_labels(labels, scores)
+    num = _check_groups(groups, scores, num_groups)
+    value, one_class, nan_g, _, _ = _grouped_auroc(scores, y, groups, num)
+    _warn_groups("AUROC", "only one class (or no members)", one_class, nan_g)
+    return value
+
+
+def grouped_average_precision(
+    scores: Tensor, labels: Tensor, groups: Tensor, *, num_groups: Optional[int] = None
+) -> Tensor:
+    r"""Average precision of each group separately (e.g. per batch): :func:`average_precision`
+    restricted to :math:`\{i : g_i = k\}` for :math:`k = 0, \dots, G - 1`.
+
+    Vectorised like :func:`grouped_auroc`; tied scores within a group form one threshold.
+
+    Args:
+        scores (Tensor): float or integer ``[N]``.
+        labels (Tensor): bool ``[N]`` or numbers in ``{0, 1}``.
+        groups (Tensor): int64 ``[N]``, group of each score, in ``[0, G)``.
+        num_groups (int, optional): ``G``; default ``groups.max() + 1`` (0 if ``N = 0``).
+
+    Returns:
+        Tensor: float64 ``[G]``. Groups with no positive (or no members, or a NaN score) are
+        NaN, with one :class:`~tgeval.errors.UndefinedMetricWarning` that says how many.
+
+    Example:
+        >>> s = torch.tensor([0.2, 0.9, 0.5, 0.5, 0.1, 0.3])
+        >>> y = torch.tensor([False, True, True, False, False, True])
+        >>> g = torch.tensor([0, 0, 1, 1, 2, 2])
+        >>> grouped_average_precision(s, y, g)  # group 1: one threshold, precision 1/2
+        tensor([1.0000, 0.5000, 1.0000], dtype=torch.float64)
+    """
+    _check_scores(scores)
+    y = _as_bool_labels(labels, scores)
+    num = _check_groups(groups, scores, num_groups)
+    value, no_pos, nan_g = _grouped_ap(scores, y, groups, num)
+    _warn_groups("Average precision", "no positive label (or no members)", no_pos, nan_g)
+    return value
+
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def _values64(values: Tensor) -> Tensor:
+    _check_1d("values", values)
+    if values.is_complex():
+        raise TypeError(f"`values` must be real, but has dtype {values.dtype}.")
+    return values.to(torch.float64)
+
+
+def _warn_if_nan(result: Tensor, what: str) -> None:
+    if bool(torch.isnan(result)):  # one host sync
+        warnings.warn(
+            f"{what} is undefined: no non-NaN value to average. Returning nan.",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
+
+
+def micro_mean(values: Tensor) -> Tensor:
+    r"""Micro aggregate: mean over events, ignoring NaN values.
+
+    .. math::
+        \bar v = \frac{1}{|\{i : v_i \ne \mathrm{NaN}\}|} \sum_{i : v_i \ne \mathrm{NaN}} v_i
+
+    Args:
+        values (Tensor): float, integer or bool ``[E]`` (e.g. reciprocal ranks, hits).
+
+    Returns:
+        Tensor: 0-dim float64; NaN, with :class:`~tgeval.errors.UndefinedMetricWarning`, if
+        no value is non-NaN (including ``E = 0``).
+
+    Example:
+        >>> micro_mean(torch.tensor([1.0, 0.0, 0.0, 1.0]))
+        tensor(0.5000, dtype=torch.float64)
+        >>> micro_mean(torch.tensor([1.0, float("nan"), 0.0]))  # nan ignored
+        tensor(0.5000, dtype=torch.float64)
+    """
+    v = _values64(values)
+    result = torch.nanmean(v) if v.numel() else torch.full((), float("nan"), dtype=torch.float64, device=v.device)
+    _warn_if_nan(result, "micro_mean")
+    return result
+
+
+def macro_mean(values: Tensor, groups: Tensor) -> Tensor:
+    r"""Macro aggregate: mean over distinct groups (e.g. sources) of each group's mean.
+
+    With :math:`V_g = \{i : g_i = g,\ v_i \ne \mathrm{NaN}\}` and :math:`\mathcal G` the
+    groups with :math:`V_g \ne \emptyset`:
+
+    .. math::
+        \tilde v = \frac{1}{|\mathcal G|} \sum_{g \in \mathcal G} \frac{1}{|V_g|} \sum_{i \in V_g} v_i
+
+    Each group weighs the same, however many events it has. NaN values are ignored, and a
+    group whose values are all NaN is left out. Group ids may be any int64 values.
+
+    Args:
+        values (Tensor): float, integer or bool ``[E]``.
+        groups (Tensor): int64 ``[E]``, group id (e.g. source node) of each value.
+
+    Returns:
+        Tensor: 0-dim float64; NaN, with :class:`~tgeval.errors.UndefinedMetricWarning`, if
+        no value is non-NaN (including ``E = 0``).
+
+    Example:
+        >>> v = torch.tensor([1.0, 0.0, 0.0, 1.0])
+        >>> src = torch.tensor([7, 7, 7, 3])  # source 7: 1/3, source 3: 1
+        >>> macro_mean(v, src)  # (1/3 + 1) / 2
+        tensor(0.6667, dtype=torch.float64)
+    """
+    v = _values64(values)
+    _check_1d("groups", groups)
+    if groups.dtype != torch.long:
+        raise TypeError(f"`groups` must be int64, but has dtype {groups.dtype}; call `groups.long()`.")
+    if groups.numel() != v.numel():
+        raise ValueError(f"`groups` must have one entry per value, but has {groups.numel()} for {v.numel()} values.")
+    if groups.device != v.device:
+        raise ValueError(f"`groups` is on {groups.device} but `values` is on {v.device}; move both to one device.")
+    if v.numel() == 0:
+        result = torch.full((), float("nan"), dtype=torch.float64, device=v.device)
+    else:
+        _, inverse = torch.unique(groups, return_inverse=True)
+        num = v.numel()  # upper bound on the number of distinct groups; unused slots stay empty
+        valid = ~torch.isnan(v)
+        sums = torch.zeros(num, dtype=torch.float64, device=v.device).index_add_(
+            0, inverse, torch.where(valid, v, torch.zeros_like(v))
+        )
+        counts = torch.zeros(num, dtype=torch.long, device=v.device).index_add_(0, inverse, valid.to(torch.long))
+        group_means = sums / counts.to(torch.float64)  # 0 / 0 = nan for empty or all-NaN groups
+        result = torch.nanmean(group_means)
+    _warn_if_nan(result, "macro_mean")
+    return result

@@ -1,0 +1,255 @@
+r"""The replay engine: fixed-history and online evaluation over timestamp batches (SPEC §2, §7).
+
+The order score -> record -> update lives here and nowhere else::
+
+    for each timestamp batch of the segment:
+        negatives <- sampler(batch)                       # from history before the batch
+        scores    <- model (positives, negatives, catalog) # state must not change (guarded)
+        record ranks, scores, strata
+        if protocol == "online": model.update(batch); sampler.observe(batch)
+
+Under ``"fixed"`` the state stays as it was at the start of the segment.
+"""
+
+from __future__ import annotations
+
+import platform
+import resource
+import sys
+import time
+from contextlib import nullcontext
+from datetime import datetime, timezone
+from typing import Callable, Literal, Optional, Sequence
+
+import numpy as np
+import torch
+import torch_geometric
+from torch import Tensor
+from torch_geometric.data import TemporalData
+
+from tgeval.data.catalog import Catalog
+from tgeval.data.fingerprint import fingerprint
+from tgeval.data.split import Segment
+from tgeval.data.strata import event_strata
+from tgeval.data.validate import is_time_sorted
+from tgeval.errors import CatalogError, SplitError, TemporalDataError
+from tgeval.eval.metrics import check_ties, count_above_equal
+from tgeval.eval.ranking import all_entity_counts, check_no_nan
+from tgeval.eval.result import Result, summarize
+from tgeval.loader import TimestampBatchLoader
+from tgeval.models.base import TemporalLinkModel
+from tgeval.samplers.base import NegativeSampler
+from tgeval.state import no_state_change
+
+__all__ = ["evaluate", "warm_up", "PROTOCOLS"]
+
+Protocol = Literal["online", "fixed"]
+PROTOCOLS = ("online", "fixed")
+UNCOVERED_RULES = ("rank", "exclude", "error")
+
+
+def warm_up(model: TemporalLinkModel, history: TemporalData, *, batch_size: int = 200,
+            sampler: Optional[NegativeSampler] = None) -> None:
+    """Reset ``model`` (and ``sampler``) and feed ``history`` through ``update`` in timestamp batches."""
+    model.reset_state()
+    if sampler is not None:
+        sampler.reset_state()
+    if history.num_events == 0:
+        return
+    with torch.no_grad():
+        for batch in TimestampBatchLoader(history, batch_size):
+            model.update(batch)
+            if sampler is not None:
+                sampler.observe(batch)
+
+
+def _versions() -> dict:
+    from tgeval import __version__
+
+    return {"tgeval": __version__, "torch": torch.__version__, "torch_geometric": torch_geometric.__version__,
+            "numpy": np.__version__, "python": sys.version.split()[0], "platform": platform.platform()}
+
+
+def _peak_memory(device: torch.device) -> dict:
+    out = {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    if device.type == "cuda":
+        out["peak_cuda_bytes"] = torch.cuda.max_memory_allocated(device)
+    return out
+
+
+def evaluate(
+    model: TemporalLinkModel,
+    data: TemporalData,
+    segment: Segment,
+    *,
+    protocol: Protocol = "online",
+    sampler: Optional[NegativeSampler] = None,
+    num_negatives: int = 20,
+    catalog: Optional[Catalog] = None,
+    ties: str = "average",
+    hits: Sequence[int] = (1, 3, 10),
+    batch_size: int = 200,
+    candidate_budget: int = 2**22,
+    seed: int = 0,
+    warm: bool = True,
+    check_state: bool = True,
+    directed: bool = True,
+    uncovered: str = "rank",
+    use_shortcut: bool = True,
+    data_name: Optional[str] = None,
+    split: Optional[dict] = None,
+    progress: Optional[Callable[[int, int], None]] = None,
+) -> Result:
+    """Replay ``segment`` of ``data`` through ``model`` and measure link prediction.
+
+    Args:
+        model: any :class:`~tgeval.models.base.TemporalLinkModel`.
+        data: the whole validated, time-sorted stream (history + segment).
+        segment: the evaluated events ``data[segment.start:segment.end]``. Their batches
+            carry ``e_id``, the global index of each event (for samplers with fixed negatives).
+        protocol: ``"online"`` (update after each batch is scored) or ``"fixed"`` (state
+            frozen at the segment start).
+        sampler: negatives for sampled metrics (``None``: no sampled metrics).
+        num_negatives: ``K`` negatives per positive.
+        catalog: candidates for exact all-entity ranking (``None``: no all-entity pass).
+        ties: ``"average"``, ``"pessimistic"`` or ``"optimistic"`` (SPEC §7).
+        hits: the ``k`` of Hits@k.
+        batch_size: target events per timestamp batch (groups are never split).
+        candidate_budget: most (event, candidate) scores held at once in all-entity ranking.
+        seed: seed of the negative sampler's generator.
+        warm: reset the model and replay ``data[:segment.start]`` through ``update``
+            first; with ``False`` the model's current state is used as is.
+        check_state: guard every scoring step with :func:`~tgeval.state.no_state_change`.
+        directed: pair definition for strata.
+        uncovered: positives outside the catalog: ``"rank"`` them against the catalog
+            anyway, ``"exclude"`` them from all-entity metrics, or raise (``"error"``);
+            always counted.
+        use_shortcut: let models count catalog ranks exactly without scoring every item.
+        data_name: dataset name recorded in the manifest.
+        split: split description recorded in the manifest.
+        progress: called as ``progress(batches_done, num_batches)``.
+
+    Returns:
+        Result: metrics (micro / macro, by stratum), manifest and per-event records.
+    """
+    ties = check_ties(ties)
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
+    if uncovered not in UNCOVERED_RULES:
+        raise ValueError(f"uncovered must be one of {UNCOVERED_RULES}, got {uncovered!r}.")
+    if sampler is None and catalog is None:
+        raise ValueError("nothing to measure: pass a `sampler` (sampled metrics), a `catalog` (all-entity), or both.")
+    if num_negatives < 1 and sampler is not None:
+        raise ValueError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
+    if not is_time_sorted(data.t):
+        raise TemporalDataError("`t` must be non-decreasing. Call `tgeval.data.validate(data, sort=True)` first.")
+    if segment.num_events <= 0:
+        raise SplitError(f"the {segment.name!r} segment is empty: there is nothing to evaluate.")
+    if segment.end > data.num_events or segment.start < 0:
+        raise SplitError(f"segment [{segment.start}, {segment.end}) lies outside the {data.num_events} events.")
+    device = data.src.device
+    if catalog is not None and catalog.device != device:
+        catalog = catalog.to(device)
+    history, events = data[: segment.start], data[segment.start : segment.end]
+    events.e_id = torch.arange(segment.start, segment.end, device=device)  # global event index of each batch row
+    if catalog is not None and uncovered == "error":
+        outside = ~catalog.available(events.dst, events.t)
+        if bool(outside.any()):
+            first = int(torch.nonzero(outside)[0, 0])
+            raise CatalogError(
+                f"{int(outside.sum())} positives lie outside the {catalog.kind!r} catalog (first: event "
+                f"{segment.start + first}, dst={int(events.dst[first])}). Use uncovered='rank' or 'exclude' "
+                f"(counted either way) or a catalog that covers them."
+            )
+    if warm:
+        warm_up(model, history, batch_size=batch_size, sampler=sampler)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    strata = event_strata(history.src, history.dst, events.src, events.dst, model.num_nodes, directed=directed)
+
+    loader = TimestampBatchLoader(events, batch_size)
+    parts: dict[str, list[Tensor]] = {}
+    latencies = []
+    was_training = model.training
+    model.eval()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    start_time = time.perf_counter()
+    try:
+        with torch.no_grad():
+            for b, batch in enumerate(loader):
+                batch_start = time.perf_counter()
+                src, dst, t = batch.src, batch.dst, batch.t
+                rec: dict[str, Tensor] = {}
+                negatives = sampler.sample(batch, num_negatives, generator) if sampler is not None else None
+                guard = no_state_change(model) if check_state else nullcontext()
+                with guard:
+                    pos = model.score(src, dst, t)
+                    rec["score"] = pos
+                    check_no_nan(pos, "positive scores")
+                    if negatives is not None:
+                        k = negatives.size(1)
+                        neg = model.score(src.repeat_interleave(k), negatives.flatten(),
+                                          t.repeat_interleave(k)).view(-1, k)
+                        check_no_nan(neg, "negative scores")
+                        rec["neg"], rec["neg_score"] = negatives, neg
+                        rec["sampled_above"], rec["sampled_equal"] = count_above_equal(pos, neg)
+                    if catalog is not None:
+                        counts = all_entity_counts(model, src, dst, t, pos, catalog,
+                                                   candidate_budget=candidate_budget, use_shortcut=use_shortcut)
+                        rec.update(above=counts.above, equal=counts.equal, candidates=counts.num_candidates,
+                                   filtered=counts.num_filtered, covered=counts.covered)
+                rec["batch"] = torch.full_like(src, b)
+                for key, value in rec.items():
+                    parts.setdefault(key, []).append(value)
+                if protocol == "online":
+                    model.update(batch)
+                    if sampler is not None:
+                        sampler.observe(batch)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                latencies.append(time.perf_counter() - batch_start)
+                if progress is not None:
+                    progress(b + 1, len(loader))
+    finally:
+        model.train(was_training)
+    elapsed = time.perf_counter() - start_time
+
+    records = {key: torch.cat(value).cpu() for key, value in parts.items()}
+    records.update(event=torch.arange(segment.start, segment.end), src=events.src.cpu(), dst=events.dst.cpu(),
+                   t=events.t.cpu(), stratum=strata.cpu())
+    metrics = summarize(records, ties=ties, hits=hits, uncovered=uncovered)
+    lat = torch.tensor(latencies, dtype=torch.float64)
+    performance = {
+        "events_per_second": segment.num_events / elapsed if elapsed > 0 else float("inf"),
+        "seconds": elapsed,
+        "num_batches": len(loader),
+        "batch_latency_ms": {"mean": float(lat.mean()) * 1e3, "median": float(lat.median()) * 1e3,
+                             "max": float(lat.max()) * 1e3},
+        **_peak_memory(device),
+    }
+    manifest = {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "data": {"name": data_name, "fingerprint": fingerprint(data), "num_events": data.num_events,
+                 "num_nodes": model.num_nodes},
+        "split": split,
+        "segment": segment.to_dict(),
+        "protocol": protocol,
+        "model": model.describe(),
+        "sampler": None if sampler is None else sampler.describe(),
+        "num_negatives": num_negatives if sampler is not None else 0,
+        "catalog": None if catalog is None else catalog.describe(),
+        "ties": ties,
+        "aggregation": {"micro": "mean over events", "macro": "mean over sources of per-source means"},
+        "hits": list(hits),
+        "uncovered": uncovered,
+        "strata_reference": "events before the segment (pairs directed)" if directed
+        else "events before the segment (pairs undirected)",
+        "batch_size": batch_size,
+        "candidate_budget": candidate_budget,
+        "seed": seed,
+        "warm_up": warm,
+        "state_guard": check_state,
+        "device": str(device),
+        "versions": _versions(),
+    }
+    return Result(metrics, manifest, performance, records)

@@ -1,0 +1,204 @@
+"""Results: metric tables, strata, a reproducibility manifest and per-event records (SPEC §7, §11).
+
+A :class:`Result` is computed from per-event records (so every number can be recomputed
+from them) and saved atomically as JSON; per-event records can be saved as CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import torch
+from torch import Tensor
+
+from tgeval.eval.metrics import (
+    auroc,
+    average_precision,
+    grouped_auroc,
+    grouped_average_precision,
+    hits_at_k,
+    macro_mean,
+    micro_mean,
+    rank_from_counts,
+)
+
+__all__ = ["Result", "STRATA", "summarize", "write_atomic"]
+
+#: Stratum codes of per-event records (SPEC §3), relative to the events before the segment:
+#: ``repeated`` — the pair occurred before; ``new_pair`` — both nodes occurred before but not
+#: the pair; ``new_node`` — the source or the destination never occurred before.
+STRATA = ("repeated", "new_pair", "new_node")
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe copy: tensors to lists/numbers, NaN/inf to ``None``."""
+    if isinstance(value, Tensor):
+        value = value.tolist()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _ranking_table(above: Tensor, equal: Tensor, src: Tensor, ties: str, hits: Sequence[int]) -> dict:
+    """MRR and Hits@k, micro (mean over events) and macro (mean over sources)."""
+    if above.numel() == 0:
+        return {"num_events": 0}
+    rank = rank_from_counts(above, equal, ties=ties)
+    rr = 1.0 / rank
+    table: dict[str, Any] = {
+        "num_events": above.numel(),
+        "mrr": {"micro": float(micro_mean(rr)), "macro": float(macro_mean(rr, src))},
+        "mean_rank": float(rank.mean()),
+        "events_with_ties": int((equal > 0).sum()),
+    }
+    for k in hits:
+        h = hits_at_k(rank, k)
+        table[f"hits@{k}"] = {"micro": float(micro_mean(h)), "macro": float(macro_mean(h, src))}
+    return table
+
+
+def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1, 3, 10),
+              uncovered: str = "rank") -> dict:
+    """Metric tables of a replay from its per-event records (all on one device).
+
+    Returns a dict with ``"sampled"`` (rank metrics against the sampled negatives plus
+    global and per-batch-mean AUROC / AP), ``"all_entity"`` (rank metrics against the
+    catalog, coverage and filtering counts) and ``"strata"`` (the same per stratum, each
+    with its count). Missing parts (no sampler, no all-entity pass) are omitted.
+    """
+    out: dict[str, Any] = {}
+    src, stratum = records["src"], records["stratum"]
+    if "neg_score" in records:
+        pos, neg = records["score"], records["neg_score"]
+        table = _ranking_table(records["sampled_above"], records["sampled_equal"], src, ties, hits)
+        b, k = neg.shape
+        if k > 0:
+            scores = torch.cat([pos, neg.flatten()])
+            labels = torch.cat([torch.ones(b, dtype=torch.bool, device=pos.device),
+                                torch.zeros(b * k, dtype=torch.bool, device=pos.device)])
+            batch = torch.cat([records["batch"], records["batch"].repeat_interleave(k)])
+            table["auroc"] = {"global": float(auroc(scores, labels)),
+                              "per_batch_mean": float(torch.nanmean(grouped_auroc(scores, labels, batch)))}
+            table["ap"] = {"global": float(average_precision(scores, labels)),
+                           "per_batch_mean": float(torch.nanmean(grouped_average_precision(scores, labels, batch)))}
+        out["sampled"] = table
+    if "above" in records:
+        keep = torch.ones_like(records["covered"]) if uncovered == "rank" else records["covered"]
+        table = _ranking_table(records["above"][keep], records["equal"][keep], src[keep], ties, hits)
+        table["coverage"] = {"covered": int(records["covered"].sum()),
+                             "uncovered": int((~records["covered"]).sum()),
+                             "uncovered_rule": uncovered}
+        table["filtered_simultaneous_positives"] = int(records["filtered"].sum())
+        table["mean_candidates"] = float(records["candidates"].double().mean())
+        out["all_entity"] = table
+    strata: dict[str, Any] = {}
+    for code, name in enumerate(STRATA):
+        mask = stratum == code
+        entry: dict[str, Any] = {"count": int(mask.sum())}
+        if "sampled_above" in records:
+            entry["sampled"] = _ranking_table(records["sampled_above"][mask], records["sampled_equal"][mask],
+                                              src[mask], ties, hits)
+        if "above" in records:
+            m = mask if uncovered == "rank" else mask & records["covered"]
+            entry["all_entity"] = _ranking_table(records["above"][m], records["equal"][m], src[m], ties, hits)
+        strata[name] = entry
+    out["strata"] = strata
+    return out
+
+
+# Per-event CSV columns: (header, record key); ``rank`` is derived with the result's ties.
+_EVENT_COLUMNS = (
+    ("event", "event"), ("batch", "batch"), ("src", "src"), ("dst", "dst"), ("t", "t"),
+    ("score", "score"), ("stratum", "stratum"),
+    ("rank", None), ("above", "above"), ("equal", "equal"), ("candidates", "candidates"),
+    ("filtered", "filtered"), ("covered", "covered"),
+    ("sampled_rank", None), ("sampled_above", "sampled_above"), ("sampled_equal", "sampled_equal"),
+)
+
+
+@dataclass
+class Result:
+    """The outcome of one evaluation.
+
+    Attributes:
+        metrics: output of :func:`summarize` (``sampled``, ``all_entity``, ``strata``).
+        manifest: everything needed to reproduce the numbers (SPEC §11).
+        performance: throughput, latency and memory of the replay.
+        records: per-event tensors on CPU (see :data:`_EVENT_COLUMNS`); not written to
+            JSON, see :meth:`save_events`.
+    """
+
+    metrics: dict
+    manifest: dict
+    performance: dict = field(default_factory=dict)
+    records: Optional[dict[str, Tensor]] = None
+
+    def to_dict(self) -> dict:
+        return _plain({"manifest": self.manifest, "metrics": self.metrics, "performance": self.performance})
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the result as JSON, atomically."""
+        write_atomic(path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Result":
+        with open(path, encoding="utf-8") as handle:
+            payload = json.load(handle)
+        return cls(payload["metrics"], payload["manifest"], payload.get("performance", {}))
+
+    def event_table(self) -> dict[str, Tensor]:
+        """Per-event columns of :meth:`save_events` as CPU tensors."""
+        if self.records is None:
+            raise ValueError("this Result holds no per-event records (loaded from JSON?).")
+        ties = self.manifest["ties"]
+        rec = self.records
+        table: dict[str, Tensor] = {}
+        for header, key in _EVENT_COLUMNS:
+            if header == "rank" and "above" in rec:
+                table[header] = rank_from_counts(rec["above"], rec["equal"], ties=ties)
+            elif header == "sampled_rank" and "sampled_above" in rec:
+                table[header] = rank_from_counts(rec["sampled_above"], rec["sampled_equal"], ties=ties)
+            elif key is not None and key in rec:
+                table[header] = rec[key]
+        return table
+
+    def save_events(self, path: str | os.PathLike) -> None:
+        """Write one CSV row per evaluated event, atomically. ``stratum`` is a name from
+        :data:`STRATA`; ``rank`` uses the result's tie convention."""
+        table = self.event_table()
+        columns = {name: value.tolist() for name, value in table.items()}
+        columns["stratum"] = [STRATA[code] for code in columns["stratum"]]
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(list(columns))
+        writer.writerows(zip(*columns.values()))
+        write_atomic(path, buffer.getvalue())

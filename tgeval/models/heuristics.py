@@ -1,0 +1,253 @@
+r"""Parameter-free baselines with the common model interface (SPEC §6).
+
+All state lives in registered buffers (so ``.to(device)`` moves it), all operations are
+batch-vectorised torch, and scores are float64 so that integer-valued scores (degree
+products) compare exactly.
+
+* :class:`EdgeBank` — :math:`s_t(u, v) = 1\{(u, v) \in E_{<t}\}`, or with a window ``w``
+  :math:`1\{(u, v)` seen in :math:`[t - w, t)\}`. Storage: sorted int64 pair keys
+  ``u * num_nodes + v`` and the last time each pair was seen, O(distinct pairs).
+* :class:`PairMembership` — the minimal scorer :math:`b + \beta M` with
+  :math:`M = 1\{(u, v) \in H_{<t}\}`.
+* :class:`NodeMemory` — :math:`1\{u \in U_{<t} \wedge v \in U_{<t}\}`.
+* :class:`PreferentialAttachment` — :math:`k_u k_v`, degrees counted over past events.
+* :class:`Popularity` — destination in-degree over past events, optionally decayed with a
+  half-life.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+from torch_geometric.data import TemporalData
+
+from tgeval.data.catalog import Catalog
+from tgeval.models.base import TemporalLinkModel
+from tgeval.state import State, clone_state
+
+__all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity"]
+
+
+class _BufferState(TemporalLinkModel):
+    """State = the registered buffers named in ``_state_keys``."""
+
+    _state_keys: tuple[str, ...] = ()
+
+    def snapshot(self) -> State:
+        return {key: clone_state(getattr(self, key)) for key in self._state_keys}
+
+    def restore(self, state: State) -> None:
+        for key in self._state_keys:
+            setattr(self, key, clone_state(state[key]).to(getattr(self, key).device))
+
+
+class EdgeBank(_BufferState):
+    """EdgeBank: remembers every pair seen (or seen within ``window`` time units).
+
+    Args:
+        num_nodes: exclusive upper bound of node ids.
+        window: ``None`` for unlimited memory, else a positive duration ``w``: a pair
+            counts at time ``t`` if it was last seen in ``[t - w, t)``.
+        directed: if ``False``, ``(u, v)`` and ``(v, u)`` are the same pair.
+    """
+
+    _state_keys = ("keys", "last_seen")
+
+    def __init__(self, num_nodes: int, window: Optional[float] = None, directed: bool = True) -> None:
+        super().__init__(num_nodes)
+        if window is not None and not window > 0:
+            raise ValueError(f"window must be a positive duration or None, got {window}.")
+        self.window = None if window is None else float(window)
+        self.directed = directed
+        self.register_buffer("keys", torch.zeros(0, dtype=torch.long))
+        self.register_buffer("last_seen", torch.zeros(0, dtype=torch.float64))
+
+    def _key(self, src: Tensor, dst: Tensor) -> Tensor:
+        if not self.directed:
+            src, dst = torch.minimum(src, dst), torch.maximum(src, dst)
+        return src * self.num_nodes + dst
+
+    def membership(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        """``M`` (bool, shape of ``src``): the pair was seen before (within the window)."""
+        key = self._key(src, dst)
+        pos = torch.searchsorted(self.keys, key).clamp(max=max(self.keys.numel() - 1, 0))
+        if self.keys.numel() == 0:
+            return torch.zeros_like(key, dtype=torch.bool)
+        found = self.keys[pos] == key
+        if self.window is not None:
+            found &= self.last_seen[pos] >= t.double() - self.window
+        return found
+
+    def _values(self) -> tuple[float, float]:
+        """Scores of an unseen and of a seen pair."""
+        return 0.0, 1.0
+
+    def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        unseen, seen = self._values()
+        return torch.where(self.membership(src, dst, t), seen, unseen).double()
+
+    def update(self, batch: TemporalData) -> None:
+        """Insert the batch's pairs (sorted merge, O(P + B log B)) and refresh their last-seen times."""
+        batch_keys, inverse = torch.unique(self._key(batch.src, batch.dst), return_inverse=True)
+        times = torch.full((batch_keys.numel(),), float("-inf"), dtype=torch.float64, device=batch_keys.device)
+        times.scatter_reduce_(0, inverse, batch.t.double(), reduce="amax")
+        num_old = self.keys.numel()
+        pos = torch.searchsorted(self.keys, batch_keys)
+        found = self.keys[pos.clamp(max=max(num_old - 1, 0))] == batch_keys if num_old else pos < 0
+        last_seen = self.last_seen.clone()
+        last_seen[pos[found]] = torch.maximum(last_seen[pos[found]], times[found])
+        new = ~found
+        num_new = int(new.sum())
+        # Merge: new key j lands at its insertion point plus the number of new keys before it.
+        slot = pos[new] + torch.arange(num_new, device=pos.device)
+        is_old = torch.ones(num_old + num_new, dtype=torch.bool, device=pos.device)
+        is_old[slot] = False
+        keys = torch.empty(num_old + num_new, dtype=torch.long, device=pos.device)
+        merged_times = torch.empty(num_old + num_new, dtype=torch.float64, device=pos.device)
+        keys[slot], keys[is_old] = batch_keys[new], self.keys
+        merged_times[slot], merged_times[is_old] = times[new], last_seen
+        self.keys, self.last_seen = keys, merged_times
+
+    def reset_state(self) -> None:
+        self.keys = self.keys.new_zeros(0)
+        self.last_seen = self.last_seen.new_zeros(0)
+
+    def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
+                       catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
+        r"""Exact counts from per-source numbers of seen catalog destinations.
+
+        With :math:`n_1(u)` the catalog items :math:`c` with :math:`(u, c)` in the bank and
+        :math:`n(t)` the items available at :math:`t`, the seen items score :math:`s_1` and
+        the others :math:`s_0`, so ``above`` :math:`= n_1 [s_1 > p] + (n - n_1)[s_0 > p]`
+        (likewise ``equal``). Offered for the unlimited, directed bank when every seen
+        catalog destination is available at every ``t`` of the batch; ``None`` otherwise.
+        """
+        if self.window is not None or not self.directed:
+            return None
+        n = self.num_nodes
+        dst_pos = catalog.position(self.keys % n)
+        in_catalog = dst_pos >= 0
+        if catalog.available_from is not None and bool(in_catalog.any()):
+            latest = catalog.available_from[dst_pos[in_catalog]].max()
+            if not bool(latest < t.min().to(latest.dtype)):
+                return None
+        prefix = torch.cat([in_catalog.new_zeros(1, dtype=torch.long), torch.cumsum(in_catalog.long(), 0)])
+        lo = torch.searchsorted(self.keys, src * n)
+        hi = torch.searchsorted(self.keys, src * n + n)
+        n_seen = prefix[hi] - prefix[lo]
+        n_unseen = catalog.num_available(t) - n_seen
+        unseen, seen = self._values()
+        above = n_seen * (seen > pos_score) + n_unseen * (unseen > pos_score)
+        equal = n_seen * (seen == pos_score) + n_unseen * (unseen == pos_score)
+        return above.long(), equal.long()
+
+    def describe(self) -> dict:
+        return {"name": "edgebank" if self.window is None else "edgebank-window",
+                "window": self.window, "directed": self.directed, "num_nodes": self.num_nodes}
+
+
+class PairMembership(EdgeBank):
+    r"""Minimal pair-membership scorer :math:`s = b + \beta M` (SPEC §6); ``EdgeBank`` with
+    ``beta=1, bias=0``. With ``beta < 0`` it prefers unseen pairs."""
+
+    def __init__(self, num_nodes: int, beta: float = 1.0, bias: float = 0.0, directed: bool = True) -> None:
+        super().__init__(num_nodes, window=None, directed=directed)
+        self.beta, self.bias = float(beta), float(bias)
+
+    def _values(self) -> tuple[float, float]:
+        return self.bias, self.bias + self.beta
+
+    def describe(self) -> dict:
+        return {"name": "membership", "beta": self.beta, "bias": self.bias,
+                "directed": self.directed, "num_nodes": self.num_nodes}
+
+
+class NodeMemory(_BufferState):
+    """``1{u seen and v seen}``: both endpoints took part in an earlier event."""
+
+    _state_keys = ("seen",)
+
+    def __init__(self, num_nodes: int) -> None:
+        super().__init__(num_nodes)
+        self.register_buffer("seen", torch.zeros(num_nodes, dtype=torch.bool))
+
+    def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        return (self.seen[src] & self.seen[dst]).double()
+
+    def update(self, batch: TemporalData) -> None:
+        seen = self.seen.clone()
+        seen[batch.src] = True
+        seen[batch.dst] = True
+        self.seen = seen
+
+    def reset_state(self) -> None:
+        self.seen = torch.zeros_like(self.seen)
+
+    def describe(self) -> dict:
+        return {"name": "node-memory", "num_nodes": self.num_nodes}
+
+
+class PreferentialAttachment(_BufferState):
+    """Degree product ``k_u * k_v``; ``k`` counts past events touching a node (as source or destination)."""
+
+    _state_keys = ("degree",)
+
+    def __init__(self, num_nodes: int) -> None:
+        super().__init__(num_nodes)
+        self.register_buffer("degree", torch.zeros(num_nodes, dtype=torch.float64))
+
+    def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        return self.degree[src] * self.degree[dst]
+
+    def update(self, batch: TemporalData) -> None:
+        ones = torch.ones(batch.src.numel(), dtype=torch.float64, device=self.degree.device)
+        self.degree = self.degree.index_add(0, batch.src, ones).index_add(0, batch.dst, ones)
+
+    def reset_state(self) -> None:
+        self.degree = torch.zeros_like(self.degree)
+
+    def describe(self) -> dict:
+        return {"name": "pa", "num_nodes": self.num_nodes}
+
+
+class Popularity(_BufferState):
+    r"""Destination popularity: past in-degree of ``v``, optionally decayed.
+
+    With ``half_life=h`` an event at time :math:`s` contributes :math:`2^{-(t - s)/h}` to
+    the score at time :math:`t`; without it every past event counts 1.
+    """
+
+    _state_keys = ("in_degree", "reference_time")
+
+    def __init__(self, num_nodes: int, half_life: Optional[float] = None) -> None:
+        super().__init__(num_nodes)
+        if half_life is not None and not half_life > 0:
+            raise ValueError(f"half_life must be positive or None, got {half_life}.")
+        self.half_life = half_life
+        self.register_buffer("in_degree", torch.zeros(num_nodes, dtype=torch.float64))
+        # in_degree holds the decayed counts as of reference_time.
+        self.register_buffer("reference_time", torch.zeros((), dtype=torch.float64))
+
+    def _decay(self, elapsed: Tensor) -> Tensor:
+        if self.half_life is None:
+            return torch.ones_like(elapsed)
+        return torch.exp2(-elapsed / self.half_life)
+
+    def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        return self.in_degree[dst] * self._decay(t.double() - self.reference_time)
+
+    def update(self, batch: TemporalData) -> None:
+        now = batch.t.double().max()
+        weights = self._decay(now - batch.t.double())
+        decayed = self.in_degree * self._decay(now - self.reference_time)
+        self.in_degree = decayed.index_add(0, batch.dst, weights)
+        self.reference_time = now
+
+    def reset_state(self) -> None:
+        self.in_degree = torch.zeros_like(self.in_degree)
+        self.reference_time = torch.zeros_like(self.reference_time)
+
+    def describe(self) -> dict:
+        return {"name": "popularity", "half_life": self.half_life, "num_nodes": self.num_nodes}
