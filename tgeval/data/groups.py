@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["group_starts", "group_ids", "same_source_group_pairs"]
+__all__ = ["group_starts", "group_ids", "same_source_group_pairs", "canonical_order"]
 
 
 def group_starts(t: Tensor) -> Tensor:
@@ -65,3 +65,15 @@ def same_source_group_pairs(src: Tensor, dst: Tensor, t: Tensor, num_nodes: int)
     member = order[first[inverse[event]] + offset]
     pair_key = torch.unique(event * num_nodes + dst[member])
     return pair_key // num_nodes, pair_key % num_nodes
+
+
+def canonical_order(src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+    """Permutation that sorts events by ``(t, src, dst)`` (stable): int64 ``[E]``.
+
+    File order inside a timestamp group carries no information (SPEC §2); replaying events
+    in this order makes every downstream computation independent of it. Events equal in
+    ``(t, src, dst)`` keep their relative order.
+    """
+    order = torch.sort(dst, stable=True).indices
+    order = order[torch.sort(src[order], stable=True).indices]
+    return order[torch.sort(t[order], stable=True).indices]

@@ -16,7 +16,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.errors import TemporalDataError
 
-__all__ = ["validate", "sort_by_time", "is_time_sorted"]
+__all__ = ["validate", "sort_by_time", "is_time_sorted", "permute_events"]
 
 _EVENT_KEYS = ("src", "dst", "t")
 
@@ -26,13 +26,8 @@ def is_time_sorted(t: Tensor) -> bool:
     return bool((t[1:] >= t[:-1]).all()) if t.numel() > 1 else True
 
 
-def sort_by_time(data: TemporalData) -> TemporalData:
-    """Stable sort of every per-event field by ``t``.
-
-    Events that share a timestamp keep their file order (which carries no meaning:
-    they are simultaneous, SPEC §2), so the result is reproducible.
-    """
-    perm = torch.sort(data.t, stable=True).indices
+def permute_events(data: TemporalData, perm: Tensor) -> TemporalData:
+    """A copy of ``data`` with every per-event field (first dimension ``E``) reordered by ``perm``."""
     num_events = data.t.numel()
     out = TemporalData()
     for key, value in data.to_dict().items():
@@ -41,6 +36,15 @@ def sort_by_time(data: TemporalData) -> TemporalData:
         else:
             out[key] = value
     return out
+
+
+def sort_by_time(data: TemporalData) -> TemporalData:
+    """Stable sort of every per-event field by ``t``.
+
+    Events that share a timestamp keep their file order (which carries no meaning:
+    they are simultaneous, SPEC §2), so the result is reproducible.
+    """
+    return permute_events(data, torch.sort(data.t, stable=True).indices)
 
 
 def _as_ids(name: str, value: Tensor) -> Tensor:

@@ -31,7 +31,8 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import fingerprint
 from tgeval.data.split import Segment
 from tgeval.data.strata import event_strata
-from tgeval.data.validate import is_time_sorted
+from tgeval.data.groups import canonical_order
+from tgeval.data.validate import is_time_sorted, permute_events
 from tgeval.errors import CatalogError, SplitError, TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal
 from tgeval.eval.ranking import all_entity_counts, check_no_nan
@@ -105,8 +106,10 @@ def evaluate(
     Args:
         model: any :class:`~tgeval.models.base.TemporalLinkModel`.
         data: the whole validated, time-sorted stream (history + segment).
-        segment: the evaluated events ``data[segment.start:segment.end]``. Their batches
-            carry ``e_id``, the global index of each event (for samplers with fixed negatives).
+        segment: the evaluated events ``data[segment.start:segment.end]`` (whole timestamp
+            groups). Events are replayed in canonical order ``(t, src, dst)`` inside each
+            group; batches carry ``e_id``, each event's index in ``data`` (for samplers with
+            fixed negatives), and records keep it as ``event``.
         protocol: ``"online"`` (update after each batch is scored) or ``"fixed"`` (state
             frozen at the segment start).
         sampler: negatives for sampled metrics (``None``: no sampled metrics).
@@ -147,11 +150,20 @@ def evaluate(
         raise SplitError(f"the {segment.name!r} segment is empty: there is nothing to evaluate.")
     if segment.end > data.num_events or segment.start < 0:
         raise SplitError(f"segment [{segment.start}, {segment.end}) lies outside the {data.num_events} events.")
+    t = data.t
+    if (segment.start > 0 and bool(t[segment.start - 1] == t[segment.start])) or (
+            segment.end < data.num_events and bool(t[segment.end - 1] == t[segment.end])):
+        raise SplitError(f"segment [{segment.start}, {segment.end}) cuts a timestamp group: segments must hold "
+                         f"whole groups. Use `chronological_split`, which cuts between distinct timestamps.")
     device = data.src.device
     if catalog is not None and catalog.device != device:
         catalog = catalog.to(device)
+    input_fingerprint = fingerprint(data)
+    # Replay in canonical order (t, src, dst): file order inside a group cannot matter.
+    order = canonical_order(data.src, data.dst, data.t)
+    data = permute_events(data, order)
+    data.e_id = order  # global (file) index of each event, carried by every batch
     history, events = data[: segment.start], data[segment.start : segment.end]
-    events.e_id = torch.arange(segment.start, segment.end, device=device)  # global event index of each batch row
     if catalog is not None and uncovered == "error":
         outside = ~catalog.available(events.dst, events.t)
         if bool(outside.any()):
@@ -215,7 +227,7 @@ def evaluate(
     elapsed = time.perf_counter() - start_time
 
     records = {key: torch.cat(value).cpu() for key, value in parts.items()}
-    records.update(event=torch.arange(segment.start, segment.end), src=events.src.cpu(), dst=events.dst.cpu(),
+    records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(),
                    t=events.t.cpu(), stratum=strata.cpu())
     metrics = summarize(records, ties=ties, hits=hits, uncovered=uncovered)
     lat = torch.tensor(latencies, dtype=torch.float64)
@@ -229,7 +241,8 @@ def evaluate(
     }
     manifest = {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "data": {"name": data_name, "fingerprint": fingerprint(data), "num_events": data.num_events,
+        "data": {"name": data_name, "fingerprint": input_fingerprint, "canonical_fingerprint": fingerprint(data),
+                 "num_events": data.num_events,
                  "num_nodes": model.num_nodes},
         "split": split,
         "segment": segment.to_dict(),

@@ -90,34 +90,37 @@ class UniformSampler(NegativeSampler):
             pos = torch.searchsorted(ex_key, key).clamp(max=ex_key.numel() - 1)
             return ex_key[pos] == key
 
+        # Every round draws a full [B, M] block, so row i's draws sit at fixed offsets of the
+        # generator stream: they do not depend on the rows after it (later events of the batch).
         out = torch.empty(b, k, dtype=torch.long, device=device)
-        todo = torch.arange(b, device=device)
+        todo = torch.ones(b, dtype=torch.bool, device=device)
+        rows = torch.arange(b, device=device)
         draws = 2 * k + 8
         for _ in range(_REJECTION_ROUNDS):
-            u = torch.rand(todo.numel(), draws, generator=generator, device=device, dtype=torch.float64)
-            idx = (u * pool_size[todo, None]).long().clamp(max=catalog.size - 1)
-            items = catalog.items[idx]
-            ok = ~excluded(todo, items)
+            u = torch.rand(b, draws, generator=generator, device=device, dtype=torch.float64)
+            items = catalog.items[(u * pool_size[:, None]).long().clamp(max=catalog.size - 1)]
+            ok = ~excluded(rows, items)
             if not self.replace:
                 ok &= _first_distinct_mask(items)
             rank = torch.cumsum(ok.long(), 1)
-            done = rank[:, -1] >= k
+            done = todo & (rank[:, -1] >= k)
             take = ok & (rank <= k) & done[:, None]
-            out[todo[done]] = items[take].view(-1, k)
-            todo = todo[~done]
-            if todo.numel() == 0:
+            out[done] = items[take].view(-1, k)
+            todo &= ~done
+            if not bool(todo.any()):
                 return out
             draws *= 4
-        # Exact finish: random keys over the whole pool, excluded items last.
-        width = int(pool_size[todo].max())
-        items = catalog.items[:width].expand(todo.numel(), width)
-        keys = torch.rand(todo.numel(), width, generator=generator, device=device, dtype=torch.float64)
-        invalid = excluded(todo, items) | (torch.arange(width, device=device)[None, :] >= pool_size[todo, None])
-        keys = keys.masked_fill(invalid, 2.0)
+        # Exact finish for the remaining rows: random keys over the whole pool, excluded items last.
+        width = int(pool_size.max())
+        keys = torch.rand(b, width, generator=generator, device=device, dtype=torch.float64)
+        todo_rows = rows[todo]
+        items = catalog.items[:width].expand(todo_rows.numel(), width)
+        invalid = excluded(todo_rows, items) | (torch.arange(width, device=device)[None, :] >= pool_size[todo, None])
+        order = torch.argsort(keys[todo].masked_fill(invalid, 2.0), dim=1)  # valid items first, shuffled
         if self.replace:
-            cols = (torch.rand(todo.numel(), k, generator=generator, device=device, dtype=torch.float64)
-                    * pool[todo, None]).long()
-            out[todo] = torch.gather(items, 1, torch.argsort(keys, dim=1)[:, :width].gather(1, cols))
+            u = torch.rand(b, k, generator=generator, device=device, dtype=torch.float64)[todo]
+            cols = order.gather(1, (u * pool[todo, None]).long())
         else:
-            out[todo] = torch.gather(items, 1, torch.topk(keys, k, dim=1, largest=False).indices)
+            cols = order[:, :k]
+        out[todo] = items.gather(1, cols)
         return out

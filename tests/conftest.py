@@ -1,0 +1,29 @@
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from torch_geometric.data import TemporalData
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return torch.device(request.param)
+
+
+def shared_datasets_dir():
+    """``$TGEVAL_DATA_DIR`` or ``../shared/datasets`` next to the repository, or None."""
+    env = os.environ.get("TGEVAL_DATA_DIR")
+    candidates = [Path(env)] if env else []
+    candidates.append(Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
+    for path in candidates:
+        if path.is_dir():
+            return path
+    return None
+
+
+def make_stream(src, dst, t, **extra):
+    return TemporalData(src=torch.as_tensor(src, dtype=torch.long), dst=torch.as_tensor(dst, dtype=torch.long),
+                        t=torch.as_tensor(t, dtype=torch.long), **extra)

@@ -1,0 +1,49 @@
+"""Small real models for tests (no mocks): a fixed score table, stateless."""
+
+import torch
+
+from tgeval.models.base import TemporalLinkModel
+
+
+class TableModel(TemporalLinkModel):
+    """Scores ``table[src, dst]``: a stateless scorer with controllable ties."""
+
+    def __init__(self, table):
+        super().__init__(table.size(0))
+        self.register_buffer("table", table)
+
+    def score(self, src, dst, t):
+        return self.table[src, dst]
+
+    def update(self, batch):
+        pass
+
+    def reset_state(self):
+        pass
+
+    def snapshot(self):
+        return {}
+
+    def restore(self, state):
+        pass
+
+
+def brute_force_counts(score_fn, src, dst, t, catalog_items, available_from=None):
+    """Per-event (above, equal, num_candidates) by looping over every candidate."""
+    out = []
+    events = list(zip(src.tolist(), dst.tolist(), t.tolist()))
+    for u, v, s in events:
+        simultaneous = {b for a, b, w in events if a == u and w == s}
+        p = float(score_fn(u, v, s))
+        above = equal = count = 0
+        for k, c in enumerate(catalog_items.tolist()):
+            if available_from is not None and not available_from[k] < s:
+                continue
+            if c == u or c in simultaneous:
+                continue
+            count += 1
+            q = float(score_fn(u, c, s))
+            above += q > p
+            equal += q == p
+        out.append((above, equal, count))
+    return out

@@ -1,0 +1,138 @@
+"""Leak-freedom and invariance of the replay engine, as properties over random streams."""
+
+import pytest
+import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from tgeval import LeakageError, SplitError, build_catalog, evaluate
+from tgeval.data.catalog import Catalog
+from tgeval.data.split import Segment
+from tgeval.data.validate import permute_events
+from tgeval.models.heuristics import EdgeBank, NodeMemory, Popularity, PreferentialAttachment
+from tgeval.samplers import UniformSampler
+from tests.strategies import streams
+
+N = 10
+MODELS = [lambda: EdgeBank(N), lambda: EdgeBank(N, window=3), lambda: NodeMemory(N),
+          lambda: PreferentialAttachment(N), lambda: Popularity(N, half_life=2.0)]
+
+
+def _segment(data, start):
+    """Segment from the first group boundary at or after ``start`` to the end."""
+    t = data.t.tolist()
+    while 0 < start < len(t) and t[start - 1] == t[start]:
+        start += 1
+    assume(start < len(t))
+    return Segment("test", start, len(t), t[start], t[-1])
+
+
+def _run(model, data, segment, protocol="online", batch_size=4, seed=3, catalog_kind="time-available"):
+    full = Catalog("custom", torch.arange(N), None, N)  # streams use nodes < 8: every pool is non-empty
+    catalog = build_catalog(data, catalog_kind, num_nodes=N) if catalog_kind == "time-available" else full
+    sampler = UniformSampler(full, replace=True)
+    return evaluate(model, data, segment, protocol=protocol, sampler=sampler, num_negatives=3,
+                    catalog=catalog, batch_size=batch_size, seed=seed, candidate_budget=7)
+
+
+PER_EVENT = ("score", "neg", "neg_score", "sampled_above", "sampled_equal", "above", "equal", "candidates",
+             "filtered", "covered", "stratum")
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=streams(min_events=6, max_events=40, max_nodes=8), which=st.integers(0, len(MODELS) - 1),
+       start=st.integers(1, 20), cut=st.integers(0, 39), batch_size=st.integers(1, 6),
+       protocol=st.sampled_from(["online", "fixed"]), seed=st.integers(0, 99))
+def test_future_perturbation_never_changes_past_scores(data, which, start, cut, batch_size, protocol, seed):
+    segment = _segment(data, min(start, data.num_events - 1))
+    tau = int(data.t[min(max(cut, segment.start), data.num_events - 1)])
+    future = data.t > tau
+    assume(bool(future.any()))
+    altered = data.clone()
+    gen = torch.Generator().manual_seed(seed)
+    altered.src[future] = torch.randint(0, N, (int(future.sum()),), generator=gen)
+    altered.dst[future] = torch.randint(0, N, (int(future.sum()),), generator=gen)
+    # the catalog must not see the future either: "time-available" is built from the whole stream
+    a = _run(MODELS[which](), data, segment, protocol, batch_size)
+    b = _run(MODELS[which](), altered, segment, protocol, batch_size)
+    past_a = a.records["t"] <= tau
+    past_b = b.records["t"] <= tau
+    assert torch.equal(a.records["event"][past_a], b.records["event"][past_b])
+    for key in PER_EVENT:
+        assert torch.equal(a.records[key][past_a], b.records[key][past_b]), key
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=streams(min_events=6, max_events=40, max_nodes=8), which=st.integers(0, len(MODELS) - 1),
+       start=st.integers(1, 20), batch_size=st.integers(1, 6), protocol=st.sampled_from(["online", "fixed"]),
+       seed=st.integers(0, 99))
+def test_shuffling_inside_timestamp_groups_changes_no_metric(data, which, start, batch_size, protocol, seed):
+    segment = _segment(data, min(start, data.num_events - 1))
+    # random permutation inside each timestamp group
+    gen = torch.Generator().manual_seed(seed)
+    keys = data.t.double() + torch.rand(data.num_events, generator=gen, dtype=torch.float64) * 0.5
+    shuffled = permute_events(data, torch.argsort(keys))
+    assume(not torch.equal(shuffled.src, data.src) or not torch.equal(shuffled.dst, data.dst))
+    a = _run(MODELS[which](), data, segment, protocol, batch_size, catalog_kind="custom")
+    b = _run(MODELS[which](), shuffled, segment, protocol, batch_size, catalog_kind="custom")
+    assert a.metrics == b.metrics
+    assert a.manifest["data"]["canonical_fingerprint"] == b.manifest["data"]["canonical_fingerprint"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=streams(min_events=6, max_events=40, max_nodes=8), which=st.integers(0, len(MODELS) - 1),
+       start=st.integers(1, 20))
+def test_fixed_and_online_agree_on_a_single_batch_segment(data, which, start):
+    segment = _segment(data, min(start, data.num_events - 1))
+    big = segment.num_events  # the whole segment is one timestamp batch
+    a = _run(MODELS[which](), data, segment, "online", big)
+    b = _run(MODELS[which](), data, segment, "fixed", big)
+    assert a.performance["num_batches"] == 1
+    assert a.metrics == b.metrics
+
+
+def test_fixed_and_online_differ_when_history_matters():
+    # pair (0, 1) first appears inside the test segment and then repeats
+    data = streams_example()
+    segment = Segment("test", 2, 6, 3, 6)
+    online = _run(EdgeBank(N), data, segment, "online", batch_size=1)
+    fixed = _run(EdgeBank(N), data, segment, "fixed", batch_size=1)
+    assert online.records["score"].tolist() == [0.0, 1.0, 1.0, 1.0]
+    assert fixed.records["score"].tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert online.manifest["protocol"] == "online" and fixed.manifest["protocol"] == "fixed"
+
+
+def streams_example():
+    from tests.conftest import make_stream
+    return make_stream([5, 6, 0, 0, 0, 0], [6, 5, 1, 1, 1, 1], [1, 2, 3, 4, 5, 6])
+
+
+class _PeekingBank(EdgeBank):
+    """Adds the scored pairs to its bank while scoring: the leak the guard must catch."""
+
+    def score(self, src, dst, t):
+        out = super().score(src, dst, t)
+        keys = torch.unique(torch.cat([self.keys, src * self.num_nodes + dst]))
+        self.keys, self.last_seen = keys, torch.zeros(keys.numel(), dtype=torch.float64)
+        return out
+
+
+def test_engine_guard_detects_scoring_that_changes_state():
+    data = streams_example()
+    with pytest.raises(LeakageError, match="_PeekingBank changed"):
+        _run(_PeekingBank(N), data, Segment("test", 2, 6, 3, 6))
+
+
+def test_segment_errors():
+    data = streams_example()
+    catalog = Catalog("custom", torch.arange(N), None, N)
+    with pytest.raises(SplitError, match="empty"):
+        evaluate(EdgeBank(N), data, Segment("test", 6, 6, None, None), catalog=catalog)
+    from tests.conftest import make_stream
+    tied = make_stream([0, 1, 2, 3], [1, 2, 3, 4], [1, 2, 2, 3])
+    with pytest.raises(SplitError, match="cuts a timestamp group"):
+        evaluate(EdgeBank(N), tied, Segment("test", 2, 4, 2, 3), catalog=catalog)
+    with pytest.raises(ValueError, match="nothing to measure"):
+        evaluate(EdgeBank(N), data, Segment("test", 2, 6, 3, 6))
+    with pytest.raises(ValueError, match="protocol"):
+        evaluate(EdgeBank(N), data, Segment("test", 2, 6, 3, 6), catalog=catalog, protocol="streaming")

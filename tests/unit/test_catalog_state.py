@@ -1,0 +1,92 @@
+import pytest
+import torch
+
+from tgeval import CatalogError, LeakageError, build_catalog, no_state_change
+from tgeval.data.catalog import Catalog, excluded_candidates
+from tgeval.data.fingerprint import fingerprint, tensor_checksum
+from tgeval.models.heuristics import EdgeBank
+from tgeval.state import first_difference
+from tests.conftest import make_stream
+
+# t:   1  1  2  3  4
+# src: 0  1  0  2  0
+# dst: 3  4  5  3  6
+DATA = make_stream([0, 1, 0, 2, 0], [3, 4, 5, 3, 6], [1, 1, 2, 3, 4])
+
+
+def test_catalog_kinds():
+    train = build_catalog(DATA, "train", train_end=3)
+    assert train.items.tolist() == [3, 4, 5] and train.available_from is None
+    assert build_catalog(DATA, "all").items.tolist() == [3, 4, 5, 6]
+    timed = build_catalog(DATA, "time-available")
+    assert timed.items.tolist() == [3, 4, 5, 6] and timed.available_from.tolist() == [1, 1, 2, 4]
+    # strictly before t: at t=2 only {3, 4}; at t=4 also 5; 6 only after t=4
+    assert timed.num_available(torch.tensor([1, 2, 4, 5])).tolist() == [0, 2, 3, 4]
+    assert timed.available(torch.tensor([5, 5, 9]), torch.tensor([2, 3, 9])).tolist() == [False, True, False]
+    assert train.position(torch.tensor([4, 6, 100, -1])).tolist() == [1, -1, -1, -1]
+
+
+def test_catalog_errors():
+    with pytest.raises(CatalogError, match="empty"):
+        Catalog("custom", torch.zeros(0, dtype=torch.long), None, 3)
+    with pytest.raises(ValueError, match="train_end"):
+        build_catalog(DATA, "train")
+    with pytest.raises(ValueError, match="catalog kind"):
+        build_catalog(DATA, "everything")
+
+
+def test_excluded_candidates_by_hand():
+    catalog = Catalog("custom", torch.arange(7), None, 7)
+    # events 0 and 1 share source 0 and t=1; event 2 is alone; the source is always excluded
+    event, item = excluded_candidates(torch.tensor([0, 0, 1]), torch.tensor([3, 4, 3]), torch.tensor([1, 1, 1]), catalog)
+    assert list(zip(event.tolist(), item.tolist())) == [(0, 0), (0, 3), (0, 4), (1, 0), (1, 3), (1, 4), (2, 1), (2, 3)]
+
+
+def test_fingerprint_depends_on_content_and_order():
+    base = fingerprint(DATA)
+    assert base == fingerprint(make_stream([0, 1, 0, 2, 0], [3, 4, 5, 3, 6], [1, 1, 2, 3, 4]))
+    assert base != fingerprint(make_stream([1, 0, 0, 2, 0], [4, 3, 5, 3, 6], [1, 1, 2, 3, 4]))
+    assert base.startswith("sha256:") and len(base) == 7 + 64
+    assert tensor_checksum(torch.tensor([1, 2])) != tensor_checksum(torch.tensor([1, 2], dtype=torch.int32))
+
+
+class _Leaky(EdgeBank):
+    def score(self, src, dst, t):
+        out = super().score(src, dst, t)
+        self.update(make_stream(src[:1].tolist(), dst[:1].tolist(), t[:1].tolist()))  # sneaks the answer in
+        return out
+
+
+def test_guard_catches_state_change_while_scoring():
+    model = _Leaky(10)
+    with pytest.raises(LeakageError, match=r"_Leaky changed `state.snapshot.keys` while scoring.*update\(\)"):
+        with no_state_change(model):
+            model.score(torch.tensor([1]), torch.tensor([2]), torch.tensor([5]))
+
+
+def test_guard_catches_parameter_change():
+    model = EdgeBank(10)
+    model.register_parameter("w", torch.nn.Parameter(torch.zeros(2)))
+    with pytest.raises(LeakageError, match="parameters.w"):
+        with no_state_change(model):
+            with torch.no_grad():
+                model.w.add_(1.0)
+
+
+def test_guard_passes_pure_scoring_and_snapshot_restore():
+    model = EdgeBank(10)
+    model.update(DATA)
+    snap = model.snapshot()
+    with no_state_change(model):
+        model.score(DATA.src, DATA.dst, DATA.t)
+    model.update(make_stream([7], [8], [9]))
+    assert first_difference(snap, model.snapshot()) is not None
+    model.restore(snap)
+    assert first_difference(snap, model.snapshot()) is None
+
+
+def test_first_difference_nan_and_structure():
+    a = {"x": torch.tensor([1.0, float("nan")]), "y": [1, 2]}
+    assert first_difference(a, {"x": torch.tensor([1.0, float("nan")]), "y": [1, 2]}) is None
+    assert first_difference(a, {"x": torch.tensor([1.0, 2.0]), "y": [1, 2]}) == "state.x"
+    assert first_difference(a, {"x": a["x"], "y": [1, 3]}) == "state.y[1]"
