@@ -118,13 +118,16 @@ class EdgeBank(_BufferState):
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
         r"""Exact counts from per-source numbers of seen catalog destinations.
 
-        With :math:`n_1(u)` the catalog items :math:`c` with :math:`(u, c)` in the bank and
-        :math:`n(t)` the items available at :math:`t`, the seen items score :math:`s_1` and
-        the others :math:`s_0`, so ``above`` :math:`= n_1 [s_1 > p] + (n - n_1)[s_0 > p]`
-        (likewise ``equal``). Offered for the unlimited, directed bank when every seen
-        catalog destination is available at every ``t`` of the batch; ``None`` otherwise.
+        With :math:`n_1(u, t)` the catalog items :math:`c` for which :math:`(u, c)` counts as
+        seen at :math:`t` and :math:`n(t)` the items available at :math:`t`, seen items score
+        :math:`s_1` and the others :math:`s_0`, so ``above``
+        :math:`= n_1 [s_1 > p] + (n - n_1)[s_0 > p]` (likewise ``equal``). :math:`n_1` comes
+        from ``searchsorted`` on the sorted pair keys; with a window, on keys
+        ``src * (U + 1) + rank(last_seen)`` (``U`` distinct last-seen times), which order each
+        source's pairs by time. Offered for directed banks when every seen catalog
+        destination is available at every ``t`` of the batch; ``None`` otherwise.
         """
-        if self.window is not None or not self.directed:
+        if not self.directed:
             return None
         n = self.num_nodes
         dst_pos = catalog.position(self.keys % n)
@@ -133,10 +136,17 @@ class EdgeBank(_BufferState):
             latest = catalog.available_from[dst_pos[in_catalog]].max()
             if not bool(latest < t.min().to(latest.dtype)):
                 return None
-        prefix = torch.cat([in_catalog.new_zeros(1, dtype=torch.long), torch.cumsum(in_catalog.long(), 0)])
-        lo = torch.searchsorted(self.keys, src * n)
-        hi = torch.searchsorted(self.keys, src * n + n)
-        n_seen = prefix[hi] - prefix[lo]
+        keys = self.keys[in_catalog]
+        if self.window is None:
+            n_seen = torch.searchsorted(keys, src * n + n) - torch.searchsorted(keys, src * n)
+        else:
+            times = torch.unique(self.last_seen[in_catalog])  # sorted distinct times, U of them
+            stride = times.numel() + 1
+            rank = torch.searchsorted(times, self.last_seen[in_catalog])
+            by_source_then_time = torch.sort((keys // n) * stride + rank).values
+            first_rank = torch.searchsorted(times, t.double() - self.window)  # first time >= t - w
+            n_seen = (torch.searchsorted(by_source_then_time, (src + 1) * stride)
+                      - torch.searchsorted(by_source_then_time, src * stride + first_rank))
         n_unseen = catalog.num_available(t) - n_seen
         unseen, seen = self._values()
         above = n_seen * (seen > pos_score) + n_unseen * (unseen > pos_score)

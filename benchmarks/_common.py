@@ -1,0 +1,112 @@
+"""Shared helpers of the benchmark scripts (not part of the package).
+
+Each benchmark is run as ``python benchmarks/<script>.py`` from the repository root (or
+anywhere else: the repository root is put on ``sys.path`` here).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch_geometric.data import TemporalData  # noqa: E402
+
+import tgeval  # noqa: E402
+
+WIKIPEDIA_FILE = Path("wikipedia") / "ml_wikipedia.txt"
+
+
+def add_common_args(parser) -> None:
+    parser.add_argument("--data-dir", default=None,
+                        help="folder that holds wikipedia/ml_wikipedia.txt (default: $TGEVAL_DATA_DIR, "
+                             "else ../shared/datasets)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed repetitions; the best is reported")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads (default 1: the baselines are single-threaded Python, and "
+                             "on a small shared machine extra OpenMP threads make per-batch timings erratic)")
+
+
+def command_line() -> str:
+    """The exact command line that ran this script."""
+    return " ".join(shlex.quote(a) for a in [Path(sys.executable).name] + sys.argv)
+
+
+def print_header(title: str) -> None:
+    print(f"== {title}")
+    print(f"command : {command_line()}")
+    print(f"versions: tgeval {tgeval.__version__}, torch {torch.__version__}, numpy {np.__version__}, "
+          f"python {platform.python_version()}")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"machine : {platform.machine()}, {os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, "
+          f"load average {load} (other processes on the machine perturb timings)")
+
+
+def _wikipedia_numpy(path: Path) -> TemporalData:
+    raw = np.loadtxt(path, dtype=np.int64, ndmin=2)
+    data = TemporalData(src=torch.from_numpy(raw[:, 0].copy()), dst=torch.from_numpy(raw[:, 1].copy()),
+                        t=torch.from_numpy(raw[:, 2].copy()))
+    return tgeval.validate(data, sort=True)
+
+
+def load_wikipedia(data_dir: Optional[str]) -> tuple[TemporalData, str]:
+    """Wikipedia as a validated, time-sorted ``TemporalData`` and a note on how it was read.
+
+    Uses ``tgeval.data.io.load_dataset`` when that module is importable, else reads the
+    file with numpy.
+    """
+    if data_dir is not None:
+        os.environ["TGEVAL_DATA_DIR"] = str(Path(data_dir).resolve())
+    try:
+        from tgeval.data.io import load_dataset
+    except ImportError:  # the reader is not available in this checkout
+        load_dataset = None
+    if load_dataset is not None:
+        data, _ = load_dataset("wikipedia")
+        return tgeval.validate(data), "tgeval.data.io.load_dataset('wikipedia')"
+    roots = [Path(os.environ["TGEVAL_DATA_DIR"])] if os.environ.get("TGEVAL_DATA_DIR") else [
+        Path.cwd() / ".." / "shared" / "datasets", REPO_ROOT.parent / "shared" / "datasets"]
+    for root in roots:
+        if (root / WIKIPEDIA_FILE).is_file():
+            return _wikipedia_numpy(root / WIKIPEDIA_FILE), f"numpy.loadtxt({root / WIKIPEDIA_FILE})"
+    raise SystemExit(f"wikipedia not found under {[str(r) for r in roots]}: pass --data-dir or set TGEVAL_DATA_DIR.")
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    """Seconds taken by ``fn()`` (``time.perf_counter``) and its result."""
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def best(values: Sequence[float]) -> float:
+    return max(values)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """A compact, aligned plain-text table (also valid Markdown)."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[j]) for r in cells) for j in range(len(headers))]
+
+    def line(r):
+        return "| " + " | ".join(c.rjust(w) if j else c.ljust(w) for j, (c, w) in enumerate(zip(r, widths))) + " |"
+
+    print(line(cells[0]))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in cells[1:]:
+        print(line(r))

@@ -1,0 +1,47 @@
+import csv
+import json
+
+import pytest
+
+from tgeval.cli import main
+from tgeval.data.synthetic import generate_events
+
+
+@pytest.fixture
+def snap_file(tmp_path):
+    data = generate_events(num_events=3000, num_nodes=150, seed=4)
+    path = tmp_path / "events.txt"
+    path.write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
+    return path
+
+
+@pytest.mark.parametrize("model", ["edgebank", "edgebank-window", "node-memory", "pa", "popularity", "membership"])
+def test_evaluate_writes_result_and_events(snap_file, tmp_path, model, capsys):
+    out, events = tmp_path / "r.json", tmp_path / "e.csv"
+    code = main(["evaluate", str(snap_file), "--format", "snap", "--model", model, "--negatives", "5",
+                 "--out", str(out), "--save-events", str(events), "--ties", "pessimistic", "--protocol", "fixed"])
+    assert code == 0
+    payload = json.loads(out.read_text())
+    assert payload["manifest"]["protocol"] == "fixed" and payload["manifest"]["ties"] == "pessimistic"
+    assert payload["manifest"]["num_negatives"] == 5
+    if model == "edgebank-window":
+        assert payload["manifest"]["selection"]["rule"].startswith("max all-entity MRR")
+    with open(events, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == payload["manifest"]["segment"]["num_events"]
+    assert "sampled MRR" in capsys.readouterr().out
+
+
+def test_evaluate_reports_bad_input(tmp_path, capsys):
+    path = tmp_path / "bad.txt"
+    path.write_text("1 2 10\n2 3 5\n")
+    assert main(["evaluate", str(path), "--format", "snap", "--model", "edgebank"]) == 2
+    assert "non-decreasing" in capsys.readouterr().err
+
+
+def test_run_on_a_given_file(snap_file, tmp_path, capsys):
+    out = tmp_path / "results"
+    assert main(["run", "--data", str(snap_file), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "edgebank-window(val)" in text and "popularity" in text and f"data: {snap_file}" in text
+    assert (out / "summary.json").exists() and (out / "edgebank.json").exists()

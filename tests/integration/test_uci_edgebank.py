@@ -1,0 +1,83 @@
+"""EdgeBank on UCI (online protocol): every test event's ranks equal a plain set-based reference."""
+
+from collections import defaultdict
+
+import pytest
+
+from tgeval import build_catalog, chronological_split, evaluate
+from tgeval.data.io import dataset_path, load_dataset
+from tgeval.eval.metrics import rank_from_counts
+from tgeval.models.heuristics import EdgeBank
+from tgeval.samplers import UniformSampler
+
+pytestmark = pytest.mark.datasets
+
+
+@pytest.fixture(scope="module")
+def uci():
+    if dataset_path("uci") is None:
+        pytest.skip("../shared/datasets/uci/ml_uci.csv not found (set TGEVAL_DATA_DIR)")
+    data, info = load_dataset("uci")
+    return data, info.num_nodes
+
+
+def _batches(t, start, end, batch_size):
+    """Plain-Python greedy merge of whole timestamp groups into batches of <= batch_size events."""
+    groups, i = [], start
+    while i < end:
+        j = i
+        while j < end and t[j] == t[i]:
+            j += 1
+        groups.append((i, j))
+        i = j
+    batches = []
+    for a, b in groups:
+        if batches and b - batches[-1][0] <= batch_size:
+            batches[-1] = (batches[-1][0], b)
+        else:
+            batches.append((a, b))
+    return batches
+
+
+@pytest.mark.parametrize("batch_size", [37, 200])  # per-timestamp batches: tests/integration/test_replay_properties.py
+def test_edgebank_ranks_equal_set_reference(uci, batch_size):
+    data, num_nodes = uci
+    split = chronological_split(data)
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
+    result = evaluate(EdgeBank(num_nodes), data, split.test, sampler=UniformSampler(catalog), num_negatives=20,
+                      catalog=catalog, ties="average", batch_size=batch_size)
+    rec = result.records
+
+    src, dst, t = data.src.tolist(), data.dst.tolist(), data.t.tolist()
+    seen = defaultdict(set)  # source -> destinations seen so far
+    for u, v in zip(src[: split.test.start], dst[: split.test.start]):
+        seen[u].add(v)
+    catalog_set = set(catalog.items.tolist())
+    order = rec["event"].tolist()  # canonical replay order -> file index
+    pos_of = {e: i for i, e in enumerate(order)}
+    neg = rec["neg"].tolist()
+    sampled_rank, full_rank = [], []
+    for i, j in _batches(t, split.test.start, split.test.end, batch_size):  # score all, then add all
+        batch = range(i, j)
+        for e in batch:
+            u, v = src[e], dst[e]
+            p = v in seen[u]
+            negs = neg[pos_of[e]]
+            above = sum((q in seen[u]) > p for q in negs)
+            equal = sum((q in seen[u]) == p for q in negs)
+            sampled_rank.append(1 + above + equal / 2)
+            excluded = {u} | {dst[f] for f in batch if src[f] == u and t[f] == t[e]}
+            candidates = catalog_set - excluded
+            n_seen = len(candidates & seen[u])
+            above = n_seen if not p else 0
+            equal = n_seen if p else len(candidates) - n_seen
+            full_rank.append(1 + above + equal / 2)
+        for e in batch:
+            seen[src[e]].add(dst[e])
+
+    index = [e - split.test.start for e in order]
+    got_sampled = rank_from_counts(rec["sampled_above"], rec["sampled_equal"], ties="average").tolist()
+    got_full = rank_from_counts(rec["above"], rec["equal"], ties="average").tolist()
+    assert [sampled_rank[k] for k in index] == got_sampled
+    assert [full_rank[k] for k in index] == got_full
+    assert len(got_full) == split.test.num_events == 8976

@@ -1,0 +1,69 @@
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import chisquare
+
+from tgeval import SamplerError
+from tgeval.data.catalog import Catalog, build_catalog
+from tgeval.samplers import UniformSampler
+from tests.conftest import make_stream
+from tests.strategies import streams
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=streams(max_events=30, max_nodes=8), k=st.integers(1, 4), replace=st.booleans(), seed=st.integers(0, 99))
+def test_never_returns_source_true_or_simultaneous_destination(data, k, replace, seed):
+    catalog = Catalog("custom", torch.arange(16), None, 16)  # nodes < 8: enough distinct candidates
+    neg = UniformSampler(catalog, replace=replace).sample(data, k, torch.Generator().manual_seed(seed))
+    assert neg.shape == (data.num_events, k)
+    events = list(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))
+    for row, (u, v, t) in zip(neg.tolist(), events):
+        forbidden = {u} | {b for a, b, s in events if a == u and s == t}
+        assert not forbidden & set(row)
+        if not replace:
+            assert len(set(row)) == k
+
+
+def test_time_available_pool():
+    data = make_stream([0, 1, 2, 3], [5, 6, 7, 5], [1, 2, 3, 9])
+    catalog = build_catalog(data, "time-available")
+    neg = UniformSampler(catalog, replace=True).sample(data[3:], 50, torch.Generator().manual_seed(0))
+    assert set(neg.flatten().tolist()) == {6, 7}  # 5 is the positive; only 5, 6, 7 appeared before t=9
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_uniform_distribution_chi_square(replace):
+    catalog = Catalog("custom", torch.arange(12), None, 12)
+    batch = make_stream([0] * 50, [1] * 50, list(range(50)))
+    gen = torch.Generator().manual_seed(1)
+    draws = torch.cat([UniformSampler(catalog, replace=replace).sample(batch, 5, gen).flatten() for _ in range(40)])
+    counts = torch.bincount(draws, minlength=12)
+    assert counts[0] == 0 and counts[1] == 0  # source and positive
+    assert chisquare(counts[2:].numpy()).pvalue > 1e-3  # 10,000 draws over 10 items
+
+
+def test_exact_finish_for_tight_pools():
+    catalog = Catalog("custom", torch.arange(10), None, 10)
+    batch = make_stream([0] * 30, [1] * 30, list(range(30)))
+    neg = UniformSampler(catalog).sample(batch, 8, torch.Generator().manual_seed(0))  # all 8 valid items
+    assert all(sorted(row) == list(range(2, 10)) for row in neg.tolist())
+
+
+def test_deterministic_for_a_seed():
+    catalog = Catalog("custom", torch.arange(50), None, 50)
+    batch = make_stream([0, 1, 2], [3, 4, 5], [1, 1, 2])
+    a = UniformSampler(catalog).sample(batch, 10, torch.Generator().manual_seed(7))
+    b = UniformSampler(catalog).sample(batch, 10, torch.Generator().manual_seed(7))
+    c = UniformSampler(catalog).sample(batch, 10, torch.Generator().manual_seed(8))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_k_larger_than_pool_is_a_typed_error():
+    catalog = Catalog("custom", torch.arange(5), None, 5)
+    batch = make_stream([0, 0], [1, 2], [3, 3])
+    with pytest.raises(SamplerError, match="2 candidate negatives.*fewer than the 3 required.*replace=True"):
+        UniformSampler(catalog).sample(batch, 3)
+    assert UniformSampler(catalog, replace=True).sample(batch, 3).shape == (2, 3)
+    with pytest.raises(ValueError, match="num_negatives"):
+        UniformSampler(catalog).sample(batch, -1)

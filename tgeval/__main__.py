@@ -1,0 +1,5 @@
+import sys
+
+from tgeval.cli import main
+
+sys.exit(main())

