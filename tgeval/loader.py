@@ -83,5 +83,9 @@ class TimestampBatchLoader:
         return iter(zip(bounds[:-1], bounds[1:]))
 
     def __iter__(self) -> Iterator[TemporalData]:
+        num_events = self.data.num_events
+        per_event = {key: value for key, value in self.data.to_dict().items()
+                     if isinstance(value, Tensor) and value.dim() > 0 and value.size(0) == num_events}
         for start, end in self.spans():
-            yield self.data[start:end]
+            # Views of the per-event tensors (no copies): batches are read-only inputs.
+            yield TemporalData(**{key: value[start:end] for key, value in per_event.items()})

@@ -79,28 +79,51 @@ def first_difference(a: Any, b: Any, path: str = "state") -> Optional[str]:
     return None if a == b else path
 
 
-def _capture(model: Stateful) -> State:
-    state = {"snapshot": model.snapshot()}
-    if isinstance(model, nn.Module):
-        state["parameters"] = clone_state(dict(model.state_dict()))
-    return state
+def _tensor_versions(model: Stateful) -> dict[str, tuple[Tensor, int]]:
+    """Every registered parameter and buffer with its in-place version counter.
+
+    Holding the tensor itself (not its address) makes a reassigned buffer detectable by
+    identity; the version counter catches in-place writes.
+    """
+    if not isinstance(model, nn.Module):
+        return {}
+    named = list(model.named_parameters()) + list(model.named_buffers())
+    return {name: (tensor, tensor._version) for name, tensor in named}
+
+
+def _changed_tensor(before: dict[str, tuple[Tensor, int]], model: Stateful) -> Optional[str]:
+    after = _tensor_versions(model)
+    if set(before) != set(after):
+        return f"registered tensors (keys {sorted(set(before) ^ set(after))})"
+    for name, (tensor, version) in before.items():
+        now, now_version = after[name]
+        if now is not tensor or now_version != version:
+            return name
+    return None
 
 
 @contextmanager
 def no_state_change(model: Stateful, what: str = "scoring") -> Iterator[None]:
     """Fail with :class:`LeakageError` if ``model`` changes its state or parameters inside.
 
-    Compares ``model.snapshot()`` (and, for ``nn.Module``s, ``state_dict()``) before and
-    after the block. Costs one snapshot copy and one comparison per use.
+    Two checks: every registered parameter and buffer of an ``nn.Module`` must be the same
+    tensor object with the same in-place version counter afterwards (no copy, catches
+    in-place writes and reassignment); and ``model.snapshot()`` before and after must be
+    equal (one snapshot copy and comparison), skipped for models that declare
+    ``state_in_registered_tensors = True`` (their whole state is registered buffers, which
+    the first check already covers).
 
     Example:
         >>> with no_state_change(model):          # doctest: +SKIP
         ...     scores = model.score(src, dst, t)
     """
-    before = _capture(model)
+    tensors = _tensor_versions(model)
+    deep = not getattr(model, "state_in_registered_tensors", False)
+    before = model.snapshot() if deep else None
     yield
-    after = _capture(model)
-    where = first_difference(before, after)
+    where = _changed_tensor(tensors, model)
+    if where is None and deep:
+        where = first_difference(before, model.snapshot())
     if where is not None:
         raise LeakageError(
             f"{type(model).__name__} changed `{where}` while {what}. Scoring must be a pure "

@@ -59,7 +59,7 @@ class _Leaky(EdgeBank):
 
 def test_guard_catches_state_change_while_scoring():
     model = _Leaky(10)
-    with pytest.raises(LeakageError, match=r"_Leaky changed `state.snapshot.keys` while scoring.*update\(\)"):
+    with pytest.raises(LeakageError, match=r"_Leaky changed `keys` while scoring.*update\(\)"):
         with no_state_change(model):
             model.score(torch.tensor([1]), torch.tensor([2]), torch.tensor([5]))
 
@@ -67,10 +67,34 @@ def test_guard_catches_state_change_while_scoring():
 def test_guard_catches_parameter_change():
     model = EdgeBank(10)
     model.register_parameter("w", torch.nn.Parameter(torch.zeros(2)))
-    with pytest.raises(LeakageError, match="parameters.w"):
+    with pytest.raises(LeakageError, match="changed `w`"):
         with no_state_change(model):
             with torch.no_grad():
                 model.w.add_(1.0)
+
+
+class _ListState(EdgeBank):
+    """State partly outside registered tensors (a Python list), so only the snapshot sees it."""
+
+    state_in_registered_tensors = False
+
+    def __init__(self):
+        super().__init__(10)
+        self.log = []
+
+    def snapshot(self):
+        return {"bank": super().snapshot(), "log": list(self.log)}
+
+    def score(self, src, dst, t):
+        self.log.append(len(src))
+        return super().score(src, dst, t)
+
+
+def test_guard_compares_snapshots_of_state_outside_tensors():
+    model = _ListState()
+    with pytest.raises(LeakageError, match=r"_ListState changed `state.log`"):
+        with no_state_change(model):
+            model.score(torch.tensor([1]), torch.tensor([2]), torch.tensor([5]))
 
 
 def test_guard_passes_pure_scoring_and_snapshot_restore():

@@ -53,6 +53,9 @@ def same_source_group_pairs(src: Tensor, dst: Tensor, t: Tensor, num_nodes: int)
         empty = torch.zeros(0, dtype=torch.long, device=device)
         return empty, empty
     key = group_ids(t) * num_nodes + src
+    sorted_key = torch.sort(key).values
+    if not bool((sorted_key[1:] == sorted_key[:-1]).any()):  # common case: no source repeats inside a group
+        return torch.arange(num_events, device=device), dst.clone()
     _, inverse, counts = torch.unique(key, return_inverse=True, return_counts=True)
     order = torch.sort(inverse, stable=True).indices  # events grouped by (t, src)
     first = torch.cumsum(counts, 0) - counts  # first sorted position of each group

@@ -195,16 +195,19 @@ def evaluate(
                 negatives = sampler.sample(batch, num_negatives, generator) if sampler is not None else None
                 guard = no_state_change(model) if check_state else nullcontext()
                 with guard:
-                    pos = model.score(src, dst, t)
-                    rec["score"] = pos
-                    check_no_nan(pos, "positive scores")
-                    if negatives is not None:
-                        k = negatives.size(1)
-                        neg = model.score(src.repeat_interleave(k), negatives.flatten(),
-                                          t.repeat_interleave(k)).view(-1, k)
-                        check_no_nan(neg, "negative scores")
+                    if negatives is None:
+                        pos = model.score(src, dst, t)
+                        check_no_nan(pos, "positive scores")
+                    else:  # positives and negatives in one call: [B] then [B * K]
+                        size, k = negatives.shape
+                        scores = model.score(torch.cat([src, src.repeat_interleave(k)]),
+                                             torch.cat([dst, negatives.flatten()]),
+                                             torch.cat([t, t.repeat_interleave(k)]))
+                        check_no_nan(scores, "scores")
+                        pos, neg = scores[:size], scores[size:].view(size, k)
                         rec["neg"], rec["neg_score"] = negatives, neg
                         rec["sampled_above"], rec["sampled_equal"] = count_above_equal(pos, neg)
+                    rec["score"] = pos
                     if catalog is not None:
                         counts = all_entity_counts(model, src, dst, t, pos, catalog,
                                                    candidate_budget=candidate_budget, use_shortcut=use_shortcut)

@@ -36,6 +36,10 @@ class TemporalLinkModel(nn.Module):
         num_nodes: exclusive upper bound of node ids.
     """
 
+    #: ``True`` when the whole state lives in registered buffers, so the scoring guard's
+    #: tensor-version check covers it and the snapshot comparison can be skipped.
+    state_in_registered_tensors: bool = False
+
     def __init__(self, num_nodes: int) -> None:
         super().__init__()
         if num_nodes < 1:

@@ -34,6 +34,7 @@ class _BufferState(TemporalLinkModel):
     """State = the registered buffers named in ``_state_keys``."""
 
     _state_keys: tuple[str, ...] = ()
+    state_in_registered_tensors = True
 
     def snapshot(self) -> State:
         return {key: clone_state(getattr(self, key)) for key in self._state_keys}
@@ -86,29 +87,27 @@ class EdgeBank(_BufferState):
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         unseen, seen = self._values()
-        return torch.where(self.membership(src, dst, t), seen, unseen).double()
+        member = self.membership(src, dst, t).double()
+        return member if (unseen, seen) == (0.0, 1.0) else unseen + (seen - unseen) * member
 
     def update(self, batch: TemporalData) -> None:
         """Insert the batch's pairs (sorted merge, O(P + B log B)) and refresh their last-seen times."""
         batch_keys, inverse = torch.unique(self._key(batch.src, batch.dst), return_inverse=True)
         times = torch.full((batch_keys.numel(),), float("-inf"), dtype=torch.float64, device=batch_keys.device)
-        times.scatter_reduce_(0, inverse, batch.t.double(), reduce="amax")
-        num_old = self.keys.numel()
+        times.scatter_reduce_(0, inverse, batch.t.double(), reduce="amax")  # batch times are >= stored ones
         pos = torch.searchsorted(self.keys, batch_keys)
-        found = self.keys[pos.clamp(max=max(num_old - 1, 0))] == batch_keys if num_old else pos < 0
-        last_seen = self.last_seen.clone()
-        last_seen[pos[found]] = torch.maximum(last_seen[pos[found]], times[found])
-        new = ~found
-        num_new = int(new.sum())
-        # Merge: new key j lands at its insertion point plus the number of new keys before it.
-        slot = pos[new] + torch.arange(num_new, device=pos.device)
-        is_old = torch.ones(num_old + num_new, dtype=torch.bool, device=pos.device)
+        found = self.keys[pos.clamp(max=max(self.keys.numel() - 1, 0))] == batch_keys if self.keys.numel() \
+            else torch.zeros_like(batch_keys, dtype=torch.bool)
+        new_keys, new_times = batch_keys[~found], times[~found]
+        # Merge two sorted runs: new key j lands at its insertion point plus j (the new keys before it).
+        slot = pos[~found] + torch.arange(new_keys.numel(), device=pos.device)
+        is_old = torch.ones(self.keys.numel() + new_keys.numel(), dtype=torch.bool, device=pos.device)
         is_old[slot] = False
-        keys = torch.empty(num_old + num_new, dtype=torch.long, device=pos.device)
-        merged_times = torch.empty(num_old + num_new, dtype=torch.float64, device=pos.device)
-        keys[slot], keys[is_old] = batch_keys[new], self.keys
-        merged_times[slot], merged_times[is_old] = times[new], last_seen
-        self.keys, self.last_seen = keys, merged_times
+        keys = torch.empty(is_old.numel(), dtype=torch.long, device=pos.device)
+        last_seen = torch.empty(is_old.numel(), dtype=torch.float64, device=pos.device)
+        keys[slot], keys[is_old] = new_keys, self.keys
+        last_seen[slot], last_seen[is_old] = new_times, self.last_seen.index_put((pos[found],), times[found])
+        self.keys, self.last_seen = keys, last_seen
 
     def reset_state(self) -> None:
         self.keys = self.keys.new_zeros(0)
