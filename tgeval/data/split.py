@@ -65,7 +65,7 @@ class Split:
 def _segment(name: str, t: torch.Tensor, start: int, end: int) -> Segment:
     if end <= start:
         return Segment(name, start, end, None, None)
-    return Segment(name, start, end, t[start].tolist(), t[end - 1].tolist())
+    return Segment(name, start, end, t[start].item(), t[end - 1].item())
 
 
 def chronological_split(data: TemporalData, ratios: Sequence[float] = (0.70, 0.15, 0.15)) -> Split:

@@ -35,7 +35,7 @@ to the host to decide, which is inherent to warning.
 from __future__ import annotations
 
 import warnings
-from typing import Literal, Optional
+from typing import Literal, Optional, cast
 
 import torch
 from torch import Tensor
@@ -68,8 +68,8 @@ TIE_POLICIES: tuple[str, ...] = ("average", "pessimistic", "optimistic")
 # --------------------------------------------------------------------------- validation
 
 
-def check_ties(ties: str) -> str:
-    """Validate a tie convention and return it unchanged.
+def check_ties(ties: str) -> TiePolicy:
+    """Validate a tie convention and return it unchanged (typed as :data:`TiePolicy`).
 
     Args:
         ties (str): ``"average"``, ``"pessimistic"`` or ``"optimistic"``.
@@ -87,7 +87,7 @@ def check_ties(ties: str) -> str:
     if not isinstance(ties, str) or ties not in TIE_POLICIES:
         choices = ", ".join(repr(p) for p in TIE_POLICIES)
         raise ValueError(f"`ties` must be one of {choices}, but got {ties!r}.")
-    return ties
+    return cast(TiePolicy, ties)
 
 
 def _check_1d(name: str, x: Tensor) -> None:

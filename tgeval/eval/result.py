@@ -20,7 +20,9 @@ import torch
 from torch import Tensor
 
 from tgeval.eval.metrics import (
+    TiePolicy,
     auroc,
+    check_ties,
     average_precision,
     grouped_auroc,
     grouped_average_precision,
@@ -68,7 +70,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _ranking_table(above: Tensor, equal: Tensor, src: Tensor, ties: str, hits: Sequence[int]) -> dict:
+def _ranking_table(above: Tensor, equal: Tensor, src: Tensor, ties: TiePolicy, hits: Sequence[int]) -> dict:
     """MRR and Hits@k, micro (mean over events) and macro (mean over sources)."""
     if above.numel() == 0:
         return {"num_events": 0}
@@ -95,6 +97,7 @@ def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1
     catalog, coverage and filtering counts) and ``"strata"`` (the same per stratum, each
     with its count). Missing parts (no sampler, no all-entity pass) are omitted.
     """
+    ties = check_ties(ties)
     out: dict[str, Any] = {}
     src, stratum = records["src"], records["stratum"]
     if "neg_score" in records:
@@ -179,7 +182,7 @@ class Result:
         """Per-event columns of :meth:`save_events` as CPU tensors."""
         if self.records is None:
             raise ValueError("this Result holds no per-event records (loaded from JSON?).")
-        ties = self.manifest["ties"]
+        ties = check_ties(self.manifest["ties"])
         rec = self.records
         table: dict[str, Tensor] = {}
         for header, key in _EVENT_COLUMNS:

@@ -55,6 +55,8 @@ class EdgeBank(_BufferState):
     """
 
     _state_keys = ("keys", "last_seen")
+    keys: Tensor  # int64 [P], sorted distinct pair keys
+    last_seen: Tensor  # float64 [P], last time each pair occurred
 
     def __init__(self, num_nodes: int, window: Optional[float] = None, directed: bool = True) -> None:
         super().__init__(num_nodes)
@@ -177,6 +179,7 @@ class NodeMemory(_BufferState):
     """``1{u seen and v seen}``: both endpoints took part in an earlier event."""
 
     _state_keys = ("seen",)
+    seen: Tensor  # bool [N]
 
     def __init__(self, num_nodes: int) -> None:
         super().__init__(num_nodes)
@@ -202,6 +205,7 @@ class PreferentialAttachment(_BufferState):
     """Degree product ``k_u * k_v``; ``k`` counts past events touching a node (as source or destination)."""
 
     _state_keys = ("degree",)
+    degree: Tensor  # float64 [N]
 
     def __init__(self, num_nodes: int) -> None:
         super().__init__(num_nodes)
@@ -229,6 +233,8 @@ class Popularity(_BufferState):
     """
 
     _state_keys = ("in_degree", "reference_time")
+    in_degree: Tensor  # float64 [N], decayed counts as of reference_time
+    reference_time: Tensor  # float64 []
 
     def __init__(self, num_nodes: int, half_life: Optional[float] = None) -> None:
         super().__init__(num_nodes)
