@@ -38,6 +38,16 @@ def _ratios(text: str) -> tuple[float, float, float]:
     return parts[0], parts[1], parts[2]
 
 
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if any(k < 1 for k in values):
+        raise argparse.ArgumentTypeError(f"every k must be >= 1, got {text!r}")
+    return values
+
+
 def _sampler_spec(text: str) -> tuple[str, dict]:
     """``NAME[:key=value,...]``, e.g. ``uniform`` or ``uniform:replace=true``."""
     name, _, rest = text.partition(":")
@@ -113,7 +123,8 @@ def _evaluate_command(args: argparse.Namespace) -> int:
         _, sampler_options = args.sampler
         sampler = UniformSampler(catalog, **sampler_options)
     result = evaluate(model, data, segment, protocol=args.protocol, sampler=sampler, num_negatives=args.negatives,
-                      catalog=catalog if args.all_entity else None, ties=args.ties, batch_size=args.batch_size,
+                      catalog=catalog if args.all_entity else None, ties=args.ties, hits=args.hits,
+                      batch_size=args.batch_size,
                       candidate_budget=args.candidate_budget, seed=args.seed, directed=args.directed,
                       uncovered=args.uncovered, data_name=str(args.data), split=split.to_dict(),
                       progress=_Progress(args.model))
@@ -240,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--uncovered", choices=("rank", "exclude", "error"), default="rank",
                     help="positives outside the catalog (always counted)")
     ev.add_argument("--ties", choices=TIE_POLICIES, default="average")
+    ev.add_argument("--hits", type=_ints, default=(1, 3, 10), help="k of Hits@k, comma-separated")
     ev.add_argument("--undirected", dest="directed", action="store_false", help="pairs are unordered")
     ev.add_argument("--batch-size", type=int, default=200)
     ev.add_argument("--candidate-budget", type=int, default=2**22)

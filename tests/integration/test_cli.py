@@ -19,11 +19,12 @@ def snap_file(tmp_path):
 def test_evaluate_writes_result_and_events(snap_file, tmp_path, model, capsys):
     out, events = tmp_path / "r.json", tmp_path / "e.csv"
     code = main(["evaluate", str(snap_file), "--format", "snap", "--model", model, "--negatives", "5",
-                 "--out", str(out), "--save-events", str(events), "--ties", "pessimistic", "--protocol", "fixed"])
+                 "--out", str(out), "--save-events", str(events), "--ties", "pessimistic", "--protocol", "fixed", "--hits", "1,5"])
     assert code == 0
     payload = json.loads(out.read_text())
     assert payload["manifest"]["protocol"] == "fixed" and payload["manifest"]["ties"] == "pessimistic"
     assert payload["manifest"]["num_negatives"] == 5
+    assert "hits@5" in payload["metrics"]["all_entity"] and payload["manifest"]["hits"] == [1, 5]
     if model == "edgebank-window":
         assert payload["manifest"]["selection"]["rule"].startswith("max all-entity MRR")
     with open(events, newline="") as handle:
