@@ -54,13 +54,26 @@ class Catalog:
     num_nodes: int
 
     def __post_init__(self) -> None:
-        if self.items.numel() == 0:
+        items, af = self.items, self.available_from
+        if items.dim() != 1 or items.dtype != torch.long:
+            raise CatalogError(f"catalog items must be an int64 tensor [N], got {items.dtype} {tuple(items.shape)}.")
+        if items.numel() == 0:
             raise CatalogError(f"the {self.kind!r} catalog is empty: there is no destination to rank against. "
                                f"Use a longer training prefix or another catalog.")
-        if int(self.items.max()) >= self.num_nodes or int(self.items.min()) < 0:
-            raise CatalogError(f"catalog ids must lie in [0, num_nodes={self.num_nodes}).")
-        table = torch.full((self.num_nodes,), -1, dtype=torch.long, device=self.items.device)
-        table[self.items] = torch.arange(self.size, device=self.items.device)
+        if int(items.max()) >= self.num_nodes or int(items.min()) < 0:
+            raise CatalogError(f"catalog ids must lie in [0, num_nodes={self.num_nodes}), got "
+                               f"[{int(items.min())}, {int(items.max())}]. Pass a larger num_nodes.")
+        if torch.unique(items).numel() != items.numel():
+            raise CatalogError("catalog items must be distinct: a duplicate would be ranked and sampled twice.")
+        if af is not None:
+            if af.shape != items.shape:
+                raise CatalogError(f"available_from must have one time per item {tuple(items.shape)}, "
+                                   f"got {tuple(af.shape)}.")
+            if bool((af[1:] < af[:-1]).any()):
+                raise CatalogError("catalog items must be sorted by available_from (then id), so that the items "
+                                   "available at t form a prefix. Sort both tensors by available_from.")
+        table = torch.full((self.num_nodes,), -1, dtype=torch.long, device=items.device)
+        table[items] = torch.arange(self.size, device=items.device)
         object.__setattr__(self, "_table", table)  # id -> position, built once
 
     @property
@@ -79,7 +92,8 @@ class Catalog:
         """Number of items available at each time: int64 ``[B]`` for ``t`` ``[B]``."""
         if self.available_from is None:
             return torch.full(t.shape, self.size, dtype=torch.long, device=t.device)
-        return torch.searchsorted(self.available_from, t.to(self.available_from.dtype), right=False)
+        dtype = torch.promote_types(self.available_from.dtype, t.dtype)
+        return torch.searchsorted(self.available_from.to(dtype), t.to(dtype), right=False)
 
     def position(self, ids: Tensor) -> Tensor:
         """Position of each id in ``items``, or ``-1`` for ids outside the catalog: int64, shape of ``ids``."""
@@ -92,7 +106,7 @@ class Catalog:
         pos = self.position(ids)
         if self.available_from is None:
             return pos >= 0
-        return (pos >= 0) & (self.available_from[pos.clamp(min=0)] < t.to(self.available_from.dtype))
+        return (pos >= 0) & (self.available_from[pos.clamp(min=0)] < t)  # torch promotes mixed dtypes
 
     def describe(self) -> dict:
         return {"kind": self.kind, "size": self.size, "time_masked": self.available_from is not None}

@@ -40,7 +40,7 @@ def same_source_group_pairs(src: Tensor, dst: Tensor, t: Tensor, num_nodes: int)
 
     Args:
         src, dst, t: ``[B]`` events of one batch, sorted by ``t``.
-        num_nodes: an upper bound on node ids (used to build int64 keys).
+        num_nodes: size of the id space used for int64 keys (raised to ``max id + 1`` if smaller).
 
     Returns:
         (event, destination): int64 ``[P]`` each, sorted by ``event * num_nodes + destination``
@@ -52,7 +52,8 @@ def same_source_group_pairs(src: Tensor, dst: Tensor, t: Tensor, num_nodes: int)
     if num_events == 0:
         empty = torch.zeros(0, dtype=torch.long, device=device)
         return empty, empty
-    key = group_ids(t) * num_nodes + src
+    stride = max(num_nodes, int(torch.maximum(src.max(), dst.max())) + 1)  # keys never collide
+    key = group_ids(t) * stride + src
     sorted_key = torch.sort(key).values
     if not bool((sorted_key[1:] == sorted_key[:-1]).any()):  # common case: no source repeats inside a group
         return torch.arange(num_events, device=device), dst.clone()
@@ -66,8 +67,8 @@ def same_source_group_pairs(src: Tensor, dst: Tensor, t: Tensor, num_nodes: int)
         torch.cumsum(sizes, 0) - sizes, sizes
     )
     member = order[first[inverse[event]] + offset]
-    pair_key = torch.unique(event * num_nodes + dst[member])
-    return pair_key // num_nodes, pair_key % num_nodes
+    pair_key = torch.unique(event * stride + dst[member])
+    return pair_key // stride, pair_key % stride
 
 
 def canonical_order(src: Tensor, dst: Tensor, t: Tensor) -> Tensor:

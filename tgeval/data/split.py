@@ -99,6 +99,8 @@ def chronological_split(data: TemporalData, ratios: Sequence[float] = (0.70, 0.1
     # Events with t <= cut (int64 timestamps compare exactly as float64 below 2**53).
     train_end = int(np.searchsorted(t_np, train_time, side="right"))
     val_end = int(np.searchsorted(t_np, val_time, side="right"))
+    if ratios[0] == 0:
+        train_end = 0
     if ratios[2] == 0:
         val_end = t_np.size
     if ratios[1] == 0:

@@ -32,7 +32,7 @@ from tgeval.data.fingerprint import fingerprint
 from tgeval.data.split import Segment
 from tgeval.data.strata import event_strata
 from tgeval.data.groups import canonical_order
-from tgeval.data.validate import is_time_sorted, permute_events
+from tgeval.data.validate import permute_events, validate
 from tgeval.errors import CatalogError, SplitError, TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal
 from tgeval.eval.ranking import all_entity_counts, check_no_nan
@@ -105,7 +105,8 @@ def evaluate(
 
     Args:
         model: any :class:`~tgeval.models.base.TemporalLinkModel`.
-        data: the whole validated, time-sorted stream (history + segment).
+        data: the whole time-sorted stream (history + segment); checked with
+            :func:`~tgeval.data.validate`, ids must be ``< model.num_nodes``.
         segment: the evaluated events ``data[segment.start:segment.end]`` (whole timestamp
             groups). Events are replayed in canonical order ``(t, src, dst)`` inside each
             group; batches carry ``e_id``, each event's index in ``data`` (for samplers with
@@ -144,8 +145,14 @@ def evaluate(
         raise ValueError("nothing to measure: pass a `sampler` (sampled metrics), a `catalog` (all-entity), or both.")
     if num_negatives < 1 and sampler is not None:
         raise ValueError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
-    if not is_time_sorted(data.t):
-        raise TemporalDataError("`t` must be non-decreasing. Call `tgeval.data.validate(data, sort=True)` first.")
+    data = validate(data)  # typed errors for unsorted / non-finite t, negative ids, length mismatches
+    largest = int(torch.maximum(data.src.max(), data.dst.max()))
+    if largest >= model.num_nodes:
+        raise TemporalDataError(f"node id {largest} is >= the model's num_nodes={model.num_nodes}. "
+                                f"Build the model with num_nodes >= {largest + 1} (e.g. `info.num_nodes`).")
+    if model.device != data.src.device:
+        raise ValueError(f"the model is on {model.device} but the data on {data.src.device}: "
+                         f"move one of them (`model.to(...)` / `data.to(...)`).")
     if segment.num_events <= 0:
         raise SplitError(f"the {segment.name!r} segment is empty: there is nothing to evaluate.")
     if segment.end > data.num_events or segment.start < 0:

@@ -60,6 +60,8 @@ class EdgeBank(_BufferState):
 
     def __init__(self, num_nodes: int, window: Optional[float] = None, directed: bool = True) -> None:
         super().__init__(num_nodes)
+        if num_nodes > 3_037_000_499:  # num_nodes ** 2 must fit in int64 pair keys
+            raise ValueError(f"num_nodes={num_nodes} is too large for int64 pair keys (at most 3,037,000,499).")
         if window is not None and not window > 0:
             raise ValueError(f"window must be a positive duration or None, got {window}.")
         self.window = None if window is None else float(window)
@@ -189,10 +191,8 @@ class NodeMemory(_BufferState):
         return (self.seen[src] & self.seen[dst]).double()
 
     def update(self, batch: TemporalData) -> None:
-        seen = self.seen.clone()
-        seen[batch.src] = True
-        seen[batch.dst] = True
-        self.seen = seen
+        self.seen[batch.src] = True
+        self.seen[batch.dst] = True
 
     def reset_state(self) -> None:
         self.seen = torch.zeros_like(self.seen)
@@ -216,7 +216,7 @@ class PreferentialAttachment(_BufferState):
 
     def update(self, batch: TemporalData) -> None:
         ones = torch.ones(batch.src.numel(), dtype=torch.float64, device=self.degree.device)
-        self.degree = self.degree.index_add(0, batch.src, ones).index_add(0, batch.dst, ones)
+        self.degree.index_add_(0, batch.src, ones).index_add_(0, batch.dst, ones)
 
     def reset_state(self) -> None:
         self.degree = torch.zeros_like(self.degree)
@@ -250,14 +250,19 @@ class Popularity(_BufferState):
             return torch.ones_like(elapsed)
         return torch.exp2(-elapsed / self.half_life)
 
+    def _decayed(self, counts: Tensor, elapsed: Tensor) -> Tensor:
+        """``counts * decay(elapsed)``, with zero counts staying 0 (no ``0 * inf``)."""
+        if self.half_life is None:
+            return counts
+        return torch.where(counts > 0, counts * self._decay(elapsed), torch.zeros_like(counts))
+
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
-        return self.in_degree[dst] * self._decay(t.double() - self.reference_time)
+        return self._decayed(self.in_degree[dst], t.double() - self.reference_time)
 
     def update(self, batch: TemporalData) -> None:
         now = batch.t.double().max()
-        weights = self._decay(now - batch.t.double())
-        decayed = self.in_degree * self._decay(now - self.reference_time)
-        self.in_degree = decayed.index_add(0, batch.dst, weights)
+        decayed = self._decayed(self.in_degree, now - self.reference_time)
+        self.in_degree = decayed.index_add(0, batch.dst, self._decay(now - batch.t.double()))
         self.reference_time = now
 
     def reset_state(self) -> None:

@@ -67,7 +67,9 @@ class UniformSampler(NegativeSampler):
             raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
         if k == 0 or b == 0:
             return torch.zeros(b, k, dtype=torch.long, device=device)
-        catalog = self.catalog if self.catalog.device == device else self.catalog.to(device)
+        if self.catalog.device != device:  # move once; later batches reuse it
+            self.catalog = self.catalog.to(device)
+        catalog = self.catalog
         n = catalog.num_nodes
         ex_event, ex_item = excluded_candidates(src, dst, t, catalog)
         ex_key = ex_event * n + ex_item
