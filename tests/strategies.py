@@ -12,4 +12,5 @@ def streams(draw, min_events=2, max_events=40, max_nodes=8, max_time=12):
     src = draw(st.lists(st.integers(0, nodes - 1), min_size=n, max_size=n))
     dst = draw(st.lists(st.integers(0, nodes - 1), min_size=n, max_size=n))
     t = sorted(draw(st.lists(st.integers(0, max_time), min_size=n, max_size=n)))
-    return TemporalData(src=torch.tensor(src), dst=torch.tensor(dst), t=torch.tensor(t))
+    return TemporalData(src=torch.tensor(src, dtype=torch.long), dst=torch.tensor(dst, dtype=torch.long),
+                        t=torch.tensor(t, dtype=torch.long))

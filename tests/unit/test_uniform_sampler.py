@@ -36,8 +36,8 @@ def test_time_available_pool():
 def test_uniform_distribution_chi_square(replace):
     catalog = Catalog("custom", torch.arange(12), None, 12)
     batch = make_stream([0] * 50, [1] * 50, list(range(50)))
-    gen = torch.Generator().manual_seed(1)
-    draws = torch.cat([UniformSampler(catalog, replace=replace).sample(batch, 5, gen).flatten() for _ in range(40)])
+    draws = torch.cat([UniformSampler(catalog, replace=replace).sample(batch, 5, torch.Generator().manual_seed(seed))
+                       .flatten() for seed in range(40)])
     counts = torch.bincount(draws, minlength=12)
     assert counts[0] == 0 and counts[1] == 0  # source and positive
     assert chisquare(counts[2:].numpy()).pvalue > 1e-3  # 10,000 draws over 10 items
@@ -48,6 +48,33 @@ def test_exact_finish_for_tight_pools():
     batch = make_stream([0] * 30, [1] * 30, list(range(30)))
     neg = UniformSampler(catalog).sample(batch, 8, torch.Generator().manual_seed(0))  # all 8 valid items
     assert all(sorted(row) == list(range(2, 10)) for row in neg.tolist())
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_exact_finish_is_uniform(replace, monkeypatch):
+    # no rejection round: every row is finished by the exact path
+    monkeypatch.setattr("tgeval.samplers.uniform._REJECTION_ROUNDS", 0)
+    catalog = Catalog("custom", torch.arange(12), None, 12)
+    batch = make_stream([0] * 500, [1] * 500, list(range(500)))
+    neg = UniformSampler(catalog, replace=replace).sample(batch, 3, torch.Generator().manual_seed(2))
+    assert not ({0, 1} & set(neg.flatten().tolist()))
+    if not replace:
+        assert all(len(set(row)) == 3 for row in neg.tolist())
+    # first draw of each row: uniform over the 10 valid items (500 rows)
+    assert chisquare(torch.bincount(neg[:, 0], minlength=12)[2:].numpy()).pvalue > 1e-3
+    assert chisquare(torch.bincount(neg.flatten(), minlength=12)[2:].numpy()).pvalue > 1e-3
+
+
+def test_draws_do_not_depend_on_other_events_of_the_batch():
+    catalog = Catalog("custom", torch.arange(40), None, 40)
+    batch = make_stream([0, 1, 2], [3, 4, 5], [1, 1, 2])
+    batch.position = torch.tensor([10, 11, 12])
+    bigger = make_stream([0, 1, 2, 7, 7], [3, 4, 5, 8, 9], [1, 1, 2, 3, 3])
+    bigger.position = torch.tensor([10, 11, 12, 13, 14])
+    gen = torch.Generator().manual_seed(5)
+    a = UniformSampler(catalog).sample(batch, 30, gen)  # K close to the pool: several rounds
+    b = UniformSampler(catalog).sample(bigger, 30, gen)
+    assert torch.equal(a, b[:3])
 
 
 def test_deterministic_for_a_seed():

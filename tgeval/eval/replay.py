@@ -169,7 +169,8 @@ def evaluate(
     # Replay in canonical order (t, src, dst): file order inside a group cannot matter.
     order = canonical_order(data.src, data.dst, data.t)
     data = permute_events(data, order)
-    data.e_id = order  # global (file) index of each event, carried by every batch
+    data.e_id = order  # index of each event in the input (file order), carried by every batch
+    data.position = torch.arange(data.num_events, device=device)  # index in replay order (keys samplers' draws)
     history, events = data[: segment.start], data[segment.start : segment.end]
     if catalog is not None and uncovered == "error":
         outside = ~catalog.available(events.dst, events.t)

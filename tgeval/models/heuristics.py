@@ -228,8 +228,17 @@ class PreferentialAttachment(_BufferState):
 class Popularity(_BufferState):
     r"""Destination popularity: past in-degree of ``v``, optionally decayed.
 
-    With ``half_life=h`` an event at time :math:`s` contributes :math:`2^{-(t - s)/h}` to
-    the score at time :math:`t`; without it every past event counts 1.
+    Without ``half_life`` the score is the number of past events with destination ``v``.
+    With ``half_life=h`` an event at time :math:`s` contributes :math:`2^{-(t - s)/h}` to the
+    popularity at time :math:`t`, and the score is its base-2 logarithm,
+
+    .. math::
+        s_t(v) = \log_2 c_v - (t - t_{ref}) / h,
+
+    a monotone transform of the decayed count (same ranks, AUROC and AP) computed with
+    exactly rounded arithmetic only: a per-query ``exp2`` would round differently in
+    vectorised and scalar code paths, making a score depend on the length of the tensor it
+    was computed in (i.e. on the other events of its batch). ``-inf`` for ``c_v = 0``.
     """
 
     _state_keys = ("in_degree", "reference_time")
@@ -257,7 +266,10 @@ class Popularity(_BufferState):
         return torch.where(counts > 0, counts * self._decay(elapsed), torch.zeros_like(counts))
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
-        return self._decayed(self.in_degree[dst], t.double() - self.reference_time)
+        if self.half_life is None:
+            return self.in_degree[dst]
+        # log2 over the whole [N] table: the same code path whatever the batch.
+        return torch.log2(self.in_degree)[dst] - (t.double() - self.reference_time) / self.half_life
 
     def update(self, batch: TemporalData) -> None:
         now = batch.t.double().max()

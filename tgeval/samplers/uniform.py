@@ -10,11 +10,17 @@ earlier draw of the same row) are rejected and redrawn. Keeping the first ``K`` 
 draws of an i.i.d. uniform sequence is exactly sequential sampling without replacement,
 so the rule does not bias the distribution. Rows that keep failing (pools barely larger
 than ``K``) are finished exactly by ranking random keys over the whole pool.
+
+Randomness is counter-based (:mod:`tgeval.samplers.counter_rng`): an event's negatives are
+a pure function of the generator's seed, the event's replay position (``batch.position``,
+set by the replay engine; ``0..B-1`` otherwise) and its own draws. They do not depend on
+the other events of the batch, on later events, on the batch size or on the device; the
+same seed gives the same negatives on every call (reseed, e.g. per epoch, for fresh ones).
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 from torch import Tensor
@@ -23,10 +29,13 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog, excluded_candidates
 from tgeval.errors import SamplerError
 from tgeval.samplers.base import NegativeSampler
+from tgeval.samplers.counter_rng import counter_uniform
 
 __all__ = ["UniformSampler"]
 
 _REJECTION_ROUNDS = 4
+_EXACT_ROUND = 1 << 20  # counter rounds of the exact finish (distinct from rejection rounds)
+_EXACT_BUDGET = 1 << 22  # most (row, pool item) keys held at once by the exact finish
 
 
 def _first_distinct_mask(draws: Tensor) -> Tensor:
@@ -56,7 +65,8 @@ class UniformSampler(NegativeSampler):
         self.replace = replace
 
     def describe(self) -> dict:
-        return {"name": self.name, "replace": self.replace, "catalog": self.catalog.describe()}
+        return {"name": self.name, "replace": self.replace, "catalog": self.catalog.describe(),
+                "randomness": "counter-based: (generator seed, replay position, draw index)"}
 
     def sample(self, batch: TemporalData, num_negatives: int,
                generator: Optional[torch.Generator] = None) -> Tensor:
@@ -70,6 +80,9 @@ class UniformSampler(NegativeSampler):
         if self.catalog.device != device:  # move once; later batches reuse it
             self.catalog = self.catalog.to(device)
         catalog = self.catalog
+        seed = 0 if generator is None else generator.initial_seed()
+        position = getattr(batch, "position", None)
+        position = torch.arange(b, device=device) if position is None else position
         n = catalog.num_nodes
         ex_event, ex_item = excluded_candidates(src, dst, t, catalog)
         ex_key = ex_event * n + ex_item
@@ -92,37 +105,42 @@ class UniformSampler(NegativeSampler):
             pos = torch.searchsorted(ex_key, key).clamp(max=ex_key.numel() - 1)
             return ex_key[pos] == key
 
-        # Every round draws a full [B, M] block, so row i's draws sit at fixed offsets of the
-        # generator stream: they do not depend on the rows after it (later events of the batch).
         out = torch.empty(b, k, dtype=torch.long, device=device)
-        todo = torch.ones(b, dtype=torch.bool, device=device)
         rows = torch.arange(b, device=device)
+        todo = torch.ones(b, dtype=torch.bool, device=device)
         draws = 2 * k + 8
-        for _ in range(_REJECTION_ROUNDS):
-            u = torch.rand(b, draws, generator=generator, device=device, dtype=torch.float64)
+        for round_index in range(_REJECTION_ROUNDS):
+            u = counter_uniform(seed, position, round_index, draws)
             items = catalog.items[(u * pool_size[:, None]).long().clamp(max=catalog.size - 1)]
             ok = ~excluded(rows, items)
             if not self.replace:
                 ok &= _first_distinct_mask(items)
             rank = torch.cumsum(ok.long(), 1)
             done = todo & (rank[:, -1] >= k)
-            take = ok & (rank <= k) & done[:, None]
-            out[done] = items[take].view(-1, k)
+            out[done] = items[ok & (rank <= k) & done[:, None]].view(-1, k)
             todo &= ~done
             if not bool(todo.any()):
                 return out
             draws *= 4
-        # Exact finish for the remaining rows: random keys over the whole pool, excluded items last.
-        width = int(pool_size.max())
-        keys = torch.rand(b, width, generator=generator, device=device, dtype=torch.float64)
-        todo_rows = rows[todo]
-        items = catalog.items[:width].expand(todo_rows.numel(), width)
-        invalid = excluded(todo_rows, items) | (torch.arange(width, device=device)[None, :] >= pool_size[todo, None])
-        order = torch.argsort(keys[todo].masked_fill(invalid, 2.0), dim=1)  # valid items first, shuffled
-        if self.replace:
-            u = torch.rand(b, k, generator=generator, device=device, dtype=torch.float64)[todo]
-            cols = order.gather(1, (u * pool[todo, None]).long())
-        else:
-            cols = order[:, :k]
-        out[todo] = items.gather(1, cols)
+        self._finish_exactly(out, rows[todo], position, seed, pool_size, pool, excluded, k)
         return out
+
+    def _finish_exactly(self, out: Tensor, rows: Tensor, position: Tensor, seed: int, pool_size: Tensor,
+                        pool: Tensor, excluded: Callable[[Tensor, Tensor], Tensor], k: int) -> None:
+        """Rows the rejection rounds did not finish: order the whole pool by random keys,
+        excluded items last, in chunks of at most ``_EXACT_BUDGET`` keys."""
+        device = out.device
+        width = int(pool_size[rows].max())
+        step = max(1, _EXACT_BUDGET // max(width, 1))
+        for start in range(0, rows.numel(), step):
+            chunk = rows[start : start + step]
+            items = self.catalog.items[:width].expand(chunk.numel(), width)
+            keys = counter_uniform(seed, position[chunk], _EXACT_ROUND, width)
+            invalid = excluded(chunk, items) | (torch.arange(width, device=device)[None, :] >= pool_size[chunk, None])
+            order = torch.argsort(keys.masked_fill(invalid, 2.0), dim=1)  # valid items first, shuffled
+            if self.replace:
+                u = counter_uniform(seed, position[chunk], _EXACT_ROUND + 1, k)
+                cols = order.gather(1, (u * pool[chunk, None]).long())
+            else:
+                cols = order[:, :k]
+            out[chunk] = items.gather(1, cols)
