@@ -3,7 +3,7 @@
 Setting: 70/15/15 chronological split, online protocol, batches of whole timestamp groups of
 <= 200 events. For every evaluated event (u, v, t) every catalog item c is a candidate except
 the source u and the destinations of same-source-same-timestamp events (v included), as in
-``tgeval.data.catalog.excluded_candidates``; the output per event is the number of candidates
+``tgeval.data.exclusions.build_exclusions``; the output per event is the number of candidates
 scoring strictly above / equal to the positive.
 
 * tgeval, ``use_shortcut=True``: ``EdgeBank.catalog_counts`` (per-source counts of seen items).

@@ -28,12 +28,14 @@ class TableModel(TemporalLinkModel):
         pass
 
 
-def brute_force_counts(score_fn, src, dst, t, catalog_items, available_from=None):
+def brute_force_counts(score_fn, src, dst, t, catalog_items, available_from=None, directed=True):
     """Per-event (above, equal, num_candidates) by looping over every candidate."""
     out = []
     events = list(zip(src.tolist(), dst.tolist(), t.tolist()))
     for u, v, s in events:
         simultaneous = {b for a, b, w in events if a == u and w == s}
+        if not directed:
+            simultaneous |= {a for a, b, w in events if b == u and w == s}
         p = float(score_fn(u, v, s))
         above = equal = count = 0
         for k, c in enumerate(catalog_items.tolist()):

@@ -15,28 +15,30 @@ from tests.strategies import streams
 
 @settings(max_examples=80, deadline=None)
 @given(data=streams(max_events=25, max_nodes=9), budget=st.integers(1, 100), levels=st.integers(1, 4),
-       seed=st.integers(0, 10_000), timed=st.booleans())
-def test_chunked_counts_equal_brute_force_for_any_budget(data, budget, levels, seed, timed):
+       seed=st.integers(0, 10_000), timed=st.booleans(), directed=st.booleans())
+def test_chunked_counts_equal_brute_force_for_any_budget(data, budget, levels, seed, timed, directed):
     n = 9
     gen = torch.Generator().manual_seed(seed)
     table = torch.randint(0, levels, (n, n), generator=gen).double()  # few levels: many ties
     model = TableModel(table)
     catalog = build_catalog(data, "time-available", num_nodes=n) if timed else Catalog("custom", torch.arange(1, n), None, n)
     pos = model.score(data.src, data.dst, data.t)
-    got = all_entity_counts(model, data.src, data.dst, data.t, pos, catalog, candidate_budget=budget)
+    got = all_entity_counts(model, data.src, data.dst, data.t, pos, catalog, candidate_budget=budget,
+                            directed=directed)
     expected = brute_force_counts(lambda u, v, s: table[u, v], data.src, data.dst, data.t, catalog.items,
-                                  catalog.available_from.tolist() if timed else None)
+                                  catalog.available_from.tolist() if timed else None, directed=directed)
     assert list(zip(got.above.tolist(), got.equal.tolist(), got.num_candidates.tolist())) == expected
     # same answer from the full [B, C] matrix in one block
-    full = all_entity_counts(model, data.src, data.dst, data.t, pos, catalog, candidate_budget=10**9)
+    full = all_entity_counts(model, data.src, data.dst, data.t, pos, catalog, candidate_budget=10**9,
+                             directed=directed)
     assert torch.equal(full.above, got.above) and torch.equal(full.equal, got.equal)
 
 
 @settings(max_examples=80, deadline=None)
 @given(history=streams(max_events=30, max_nodes=9), queries=streams(max_events=15, max_nodes=9),
        kind=st.sampled_from(["custom", "time-available", "all"]), beta=st.sampled_from([1.0, -1.0, 0.0]),
-       window=st.sampled_from([None, 0.5, 3.0, 7.0]), split=st.integers(0, 5))
-def test_edgebank_shortcut_equals_generic_chunked_scoring(history, queries, kind, beta, window, split):
+       window=st.sampled_from([None, 0.5, 3.0, 7.0]), split=st.integers(0, 5), directed=st.booleans())
+def test_edgebank_shortcut_equals_generic_chunked_scoring(history, queries, kind, beta, window, split, directed):
     n = 9
     queries.t = queries.t + int(history.t.max()) + split  # queries come after (or with the end of) the history
     model = PairMembership(n, beta=beta) if window is None else EdgeBank(n, window=window)
@@ -48,9 +50,12 @@ def test_edgebank_shortcut_equals_generic_chunked_scoring(history, queries, kind
                                  t=torch.cat([history.t, queries.t]))
         catalog = build_catalog(both, kind, num_nodes=n)
     pos = model.score(queries.src, queries.dst, queries.t)
-    fast = all_entity_counts(model, queries.src, queries.dst, queries.t, pos, catalog, use_shortcut=True)
-    slow = all_entity_counts(model, queries.src, queries.dst, queries.t, pos, catalog, use_shortcut=False)
+    fast = all_entity_counts(model, queries.src, queries.dst, queries.t, pos, catalog, use_shortcut=True,
+                             directed=directed)
+    slow = all_entity_counts(model, queries.src, queries.dst, queries.t, pos, catalog, use_shortcut=False,
+                             directed=directed)
     assert torch.equal(fast.above, slow.above) and torch.equal(fast.equal, slow.equal)
+    assert torch.equal(fast.num_candidates, slow.num_candidates) and torch.equal(fast.num_filtered, slow.num_filtered)
     assert model.catalog_counts(queries.src, queries.t, pos, catalog) is not None or kind == "time-available"
 
 

@@ -2,7 +2,8 @@ import pytest
 import torch
 
 from tgeval import CatalogError, LeakageError, build_catalog, no_state_change
-from tgeval.data.catalog import Catalog, excluded_candidates
+from tgeval.data.catalog import Catalog
+from tgeval.data.exclusions import build_exclusions
 from tgeval.data.fingerprint import fingerprint, tensor_checksum
 from tgeval.models.heuristics import EdgeBank
 from tgeval.state import first_difference
@@ -35,11 +36,34 @@ def test_catalog_errors():
         build_catalog(DATA, "everything")
 
 
-def test_excluded_candidates_by_hand():
+def _excluded(excl):
+    return [sorted(item for g, item in zip(*[x.tolist() for x in excl.items()]) if g == group)
+            for group in excl.group.tolist()]
+
+
+def test_exclusions_by_hand():
     catalog = Catalog("custom", torch.arange(7), None, 7)
-    # events 0 and 1 share source 0 and t=1; event 2 is alone; the source is always excluded
-    event, item = excluded_candidates(torch.tensor([0, 0, 1]), torch.tensor([3, 4, 3]), torch.tensor([1, 1, 1]), catalog)
-    assert list(zip(event.tolist(), item.tolist())) == [(0, 0), (0, 3), (0, 4), (1, 0), (1, 3), (1, 4), (2, 1), (2, 3)]
+    # events 0, 1 share source 0 at t=1; event 2 (1 -> 0) at t=1; event 3 (0 -> 5) at t=2
+    src, dst, t = torch.tensor([0, 0, 1, 0]), torch.tensor([3, 4, 0, 5]), torch.tensor([1, 1, 1, 2])
+    directed = build_exclusions(src, dst, t, catalog)
+    assert _excluded(directed) == [[0, 3, 4], [0, 3, 4], [0, 1], [0, 5]]
+    assert directed.count.tolist() == [3, 3, 2, 2]
+    assert directed.group[0] == directed.group[1] != directed.group[3]
+    # undirected: (1 -> 0, t=1) also makes 1 a simultaneous positive of source 0, and 3, 4 of ... nobody else
+    undirected = build_exclusions(src, dst, t, catalog, directed=False)
+    assert _excluded(undirected) == [[0, 1, 3, 4], [0, 1, 3, 4], [0, 1], [0, 5]]
+    # only available items are stored and counted
+    small = Catalog("custom", torch.tensor([3, 5]), None, 7)
+    assert _excluded(build_exclusions(src, dst, t, small)) == [[3], [3], [], [5]]
+
+
+def test_exclusions_stay_linear_for_a_hub_group():
+    n = 20_000
+    catalog = Catalog("custom", torch.arange(n + 1), None, n + 1)
+    src, dst, t = torch.zeros(n, dtype=torch.long), torch.arange(1, n + 1), torch.zeros(n, dtype=torch.long)
+    excl = build_exclusions(src, dst, t, catalog)
+    assert excl.keys.numel() == n + 1  # one group: its n destinations and the source, not n * n pairs
+    assert bool((excl.count == n + 1).all())
 
 
 def test_fingerprint_depends_on_content_and_order():

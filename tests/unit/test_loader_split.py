@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tgeval import SplitError, TemporalDataError, TimestampBatchLoader, chronological_split
-from tgeval.data.groups import canonical_order, group_ids, group_starts, same_source_group_pairs
+from tgeval.data.groups import canonical_order, group_ids, group_starts
 from tgeval.loader import timestamp_batch_boundaries
 from tests.conftest import make_stream
 from tests.strategies import streams
@@ -15,14 +15,6 @@ def test_groups_by_hand():
     t = torch.tensor([1, 1, 2, 5, 5, 5])
     assert group_starts(t).tolist() == [0, 2, 3, 6]
     assert group_ids(t).tolist() == [0, 0, 1, 2, 2, 2]
-
-
-def test_same_source_group_pairs_by_hand():
-    # events: 0:(0->1,t1) 1:(0->2,t1) 2:(1->3,t1) 3:(0->1,t2) 4:(0->4,t2) 5:(2->4,t2)
-    event, item = same_source_group_pairs(torch.tensor([0, 0, 1, 0, 0, 2]), torch.tensor([1, 2, 3, 1, 4, 4]),
-                                          torch.tensor([1, 1, 1, 2, 2, 2]), num_nodes=10)
-    assert list(zip(event.tolist(), item.tolist())) == [
-        (0, 1), (0, 2), (1, 1), (1, 2), (2, 3), (3, 1), (3, 4), (4, 1), (4, 4), (5, 4)]
 
 
 @settings(max_examples=150, deadline=None)

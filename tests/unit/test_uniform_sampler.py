@@ -12,14 +12,18 @@ from tests.strategies import streams
 
 
 @settings(max_examples=80, deadline=None)
-@given(data=streams(max_events=30, max_nodes=8), k=st.integers(1, 4), replace=st.booleans(), seed=st.integers(0, 99))
-def test_never_returns_source_true_or_simultaneous_destination(data, k, replace, seed):
+@given(data=streams(max_events=30, max_nodes=8), k=st.integers(1, 4), replace=st.booleans(), seed=st.integers(0, 99),
+       directed=st.booleans())
+def test_never_returns_source_true_or_simultaneous_destination(data, k, replace, seed, directed):
     catalog = Catalog("custom", torch.arange(16), None, 16)  # nodes < 8: enough distinct candidates
-    neg = UniformSampler(catalog, replace=replace).sample(data, k, torch.Generator().manual_seed(seed))
+    sampler = UniformSampler(catalog, replace=replace, directed=directed)
+    neg = sampler.sample(data, k, torch.Generator().manual_seed(seed))
     assert neg.shape == (data.num_events, k)
     events = list(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))
     for row, (u, v, t) in zip(neg.tolist(), events):
         forbidden = {u} | {b for a, b, s in events if a == u and s == t}
+        if not directed:
+            forbidden |= {a for a, b, s in events if b == u and s == t}
         assert not forbidden & set(row)
         if not replace:
             assert len(set(row)) == k

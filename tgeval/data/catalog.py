@@ -25,10 +25,9 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.data.groups import same_source_group_pairs
 from tgeval.errors import CatalogError
 
-__all__ = ["Catalog", "CatalogKind", "CATALOG_KINDS", "build_catalog", "excluded_candidates"]
+__all__ = ["Catalog", "CatalogKind", "CATALOG_KINDS", "build_catalog"]
 
 CatalogKind = Literal["train", "time-available", "all", "custom"]
 CATALOG_KINDS = ("train", "time-available", "all")
@@ -140,20 +139,3 @@ def build_catalog(data: TemporalData, kind: str = "train", *, train_end: int | N
     # sort by (first_time, id): ids are already ascending, so a stable sort by time suffices.
     order = torch.sort(first_time, stable=True).indices
     return Catalog("time-available", ids[order], first_time[order], n)
-
-
-def excluded_candidates(src: Tensor, dst: Tensor, t: Tensor, catalog: Catalog) -> tuple[Tensor, Tensor]:
-    """Available catalog items that are not candidates of each event.
-
-    Returns:
-        (event, item): int64 ``[X]`` each, sorted by ``event * num_nodes + item``, without
-        duplicates: the source and the same-source-same-timestamp destinations of each
-        event, restricted to items available at the event's time.
-    """
-    n = catalog.num_nodes
-    event, item = same_source_group_pairs(src, dst, t, n)
-    event = torch.cat([event, torch.arange(src.numel(), device=src.device)])
-    item = torch.cat([item, src])
-    keep = catalog.available(item, t[event])
-    key = torch.unique(event[keep] * n + item[keep])
-    return key // n, key % n

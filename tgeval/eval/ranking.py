@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from tgeval.data.catalog import Catalog, excluded_candidates
+from tgeval.data.catalog import Catalog
+from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.models.base import TemporalLinkModel
 
 __all__ = ["RankCounts", "all_entity_counts", "check_no_nan"]
@@ -52,8 +53,8 @@ def check_no_nan(scores: Tensor, what: str) -> None:
 
 
 def all_entity_counts(model: TemporalLinkModel, src: Tensor, dst: Tensor, t: Tensor, pos_score: Tensor,
-                      catalog: Catalog, *, candidate_budget: int = 2**22,
-                      use_shortcut: bool = True) -> RankCounts:
+                      catalog: Catalog, *, candidate_budget: int = 2**22, use_shortcut: bool = True,
+                      directed: bool = True) -> RankCounts:
     """Count catalog candidates above / equal to each positive, for one timestamp batch.
 
     Args:
@@ -64,35 +65,59 @@ def all_entity_counts(model: TemporalLinkModel, src: Tensor, dst: Tensor, t: Ten
         candidate_budget: maximum number of (event, candidate) scores held at once.
         use_shortcut: use ``model.catalog_counts`` when the model offers it (exact
             shortcuts only; tests compare it with the chunked path).
+        directed: if ``False``, an event ``(a, b, t)`` also makes ``a`` a simultaneous
+            positive of source ``b`` (see :mod:`tgeval.data.exclusions`).
     """
     if candidate_budget < 1:
         raise ValueError(f"candidate_budget must be >= 1, got {candidate_budget}.")
     check_no_nan(pos_score, "positive scores")
-    n = catalog.num_nodes
-    num_events = src.numel()
-    ex_event, ex_item = excluded_candidates(src, dst, t, catalog)
-    num_excluded = torch.bincount(ex_event, minlength=num_events)
-    is_own = (ex_item == dst[ex_event]) | (ex_item == src[ex_event])
-    num_filtered = torch.bincount(ex_event[~is_own], minlength=num_events)
+    excl = build_exclusions(src, dst, t, catalog, directed=directed)
     num_available = catalog.num_available(t)
     covered = catalog.available(dst, t)
+    src_available = catalog.available(src, t)
+    own = covered.long() + src_available.long() - (covered & (src == dst)).long()  # src, dst are always excluded
 
     counts = model.catalog_counts(src, t, pos_score, catalog) if use_shortcut else None
     if counts is not None:
         above, equal = counts
-        ex_score = model.score(src[ex_event], ex_item, t[ex_event])
-        p = pos_score[ex_event]
-        above = above - torch.bincount(ex_event, weights=(ex_score > p).double(), minlength=num_events).long()
-        equal = equal - torch.bincount(ex_event, weights=(ex_score == p).double(), minlength=num_events).long()
+        ex_above, ex_equal = _excluded_counts(model, src, t, pos_score, excl)
+        above, equal = above - ex_above, equal - ex_equal
     else:
-        above, equal = _chunked_counts(model, src, t, pos_score, catalog, num_available,
-                                       ex_event * n + ex_item, candidate_budget)
-    return RankCounts(above, equal, num_available - num_excluded, num_filtered, covered)
+        above, equal = _chunked_counts(model, src, t, pos_score, catalog, num_available, excl, candidate_budget)
+    return RankCounts(above, equal, num_available - excl.count, excl.count - own, covered)
+
+
+def _excluded_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: Tensor,
+                     excl: Exclusions) -> tuple[Tensor, Tensor]:
+    r"""Per event, the excluded items scoring above / equal to the positive.
+
+    Excluded items are shared by a group, so they are scored once per group; the counts
+    against each event's own threshold come from ``searchsorted`` on keys
+    ``group * (V + 1) + rank(score)`` (``V`` distinct values among scores and thresholds).
+    """
+    device = src.device
+    num_events = src.numel()
+    group, item = excl.items()
+    num_groups = int(torch.cat([excl.group, group]).max()) + 1 if num_events else 0
+    first = torch.full((num_groups,), num_events, dtype=torch.long, device=device)
+    first.scatter_reduce_(0, excl.group, torch.arange(num_events, device=device), reduce="amin")
+    used = first[group] < num_events  # groups of reversed (undirected) owners may hold no event
+    group, item = group[used], item[used]
+    owner = first[group]
+    scores = model.score(src[owner], item, t[owner])
+    check_no_nan(scores, "scores of excluded candidates")
+    values = torch.unique(torch.cat([scores, pos_score]))
+    width = values.numel() + 1
+    sorted_keys = torch.sort(group * width + torch.searchsorted(values, scores)).values
+    threshold = excl.group * width + torch.searchsorted(values, pos_score)
+    at_most = torch.searchsorted(sorted_keys, threshold, right=True)
+    below = torch.searchsorted(sorted_keys, threshold, right=False)
+    end = torch.searchsorted(sorted_keys, (excl.group + 1) * width, right=False)
+    return end - at_most, at_most - below
 
 
 def _chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: Tensor, catalog: Catalog,
-                    num_available: Tensor, excluded_keys: Tensor, budget: int) -> tuple[Tensor, Tensor]:
-    n = catalog.num_nodes
+                    num_available: Tensor, excl: Exclusions, budget: int) -> tuple[Tensor, Tensor]:
     num_events = src.numel()
     device = src.device
     width = int(num_available.max()) if num_events else 0  # candidates needed by the latest event
@@ -104,7 +129,6 @@ def _chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score:
     scorer = model.candidate_scorer(src, t, items)
     cols = min(width, budget)
     rows = max(1, budget // cols)
-    last = max(excluded_keys.numel() - 1, 0)
     for r0 in range(0, num_events, rows):
         r1 = min(r0 + rows, num_events)
         event = torch.arange(r0, r1, device=device)
@@ -114,10 +138,7 @@ def _chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score:
             scores = scorer(slice(r0, r1), slice(c0, c1))
             check_no_nan(scores, "candidate scores")
             valid = torch.arange(c0, c1, device=device)[None, :] < num_available[r0:r1, None]
-            if excluded_keys.numel():
-                key = event[:, None] * n + items[c0:c1][None, :]
-                pos = torch.searchsorted(excluded_keys, key).clamp(max=last)
-                valid &= excluded_keys[pos] != key
+            valid &= ~excl.contains(event, items[c0:c1].expand(r1 - r0, c1 - c0))
             above[r0:r1] += ((scores > p) & valid).sum(1)
             equal[r0:r1] += ((scores == p) & valid).sum(1)
     return above, equal

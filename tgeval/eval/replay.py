@@ -124,7 +124,8 @@ def evaluate(
         warm: reset the model and replay ``data[:segment.start]`` through ``update``
             first; with ``False`` the model's current state is used as is.
         check_state: guard every scoring step with :func:`~tgeval.state.no_state_change`.
-        directed: pair definition for strata.
+        directed: pair definition for strata and for simultaneous positives (undirected:
+            an event ``(a, b, t)`` also makes ``a`` a positive of source ``b``).
         uncovered: positives outside the catalog: ``"rank"`` them against the catalog
             anyway, ``"exclude"`` them from all-entity metrics, or raise (``"error"``);
             always counted.
@@ -218,7 +219,8 @@ def evaluate(
                     rec["score"] = pos
                     if catalog is not None:
                         counts = all_entity_counts(model, src, dst, t, pos, catalog,
-                                                   candidate_budget=candidate_budget, use_shortcut=use_shortcut)
+                                                   candidate_budget=candidate_budget, use_shortcut=use_shortcut,
+                                                   directed=directed)
                         rec.update(above=counts.above, equal=counts.equal, candidates=counts.num_candidates,
                                    filtered=counts.num_filtered, covered=counts.covered)
                 rec["batch"] = torch.full_like(src, b)

@@ -20,13 +20,14 @@ same seed gives the same negatives on every call (reseed, e.g. per epoch, for fr
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.data.catalog import Catalog, excluded_candidates
+from tgeval.data.catalog import Catalog
+from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.errors import SamplerError
 from tgeval.samplers.base import NegativeSampler
 from tgeval.samplers.counter_rng import counter_uniform
@@ -52,6 +53,8 @@ class UniformSampler(NegativeSampler):
     Args:
         catalog: candidate destinations.
         replace: draw with replacement (duplicates allowed) instead of distinct negatives.
+        directed: if ``False``, an event ``(a, b, t)`` also makes ``a`` a simultaneous
+            positive (never a negative) of source ``b``.
 
     Raises (from :meth:`sample`):
         SamplerError: if an event's pool holds fewer than ``K`` items without
@@ -60,12 +63,14 @@ class UniformSampler(NegativeSampler):
 
     name = "uniform"
 
-    def __init__(self, catalog: Catalog, *, replace: bool = False) -> None:
+    def __init__(self, catalog: Catalog, *, replace: bool = False, directed: bool = True) -> None:
         self.catalog = catalog
         self.replace = replace
+        self.directed = directed
 
     def describe(self) -> dict:
-        return {"name": self.name, "replace": self.replace, "catalog": self.catalog.describe(),
+        return {"name": self.name, "replace": self.replace, "directed": self.directed,
+                "catalog": self.catalog.describe(),
                 "randomness": "counter-based: (generator seed, replay position, draw index)"}
 
     def sample(self, batch: TemporalData, num_negatives: int,
@@ -83,11 +88,9 @@ class UniformSampler(NegativeSampler):
         seed = 0 if generator is None else generator.initial_seed()
         position = getattr(batch, "position", None)
         position = torch.arange(b, device=device) if position is None else position
-        n = catalog.num_nodes
-        ex_event, ex_item = excluded_candidates(src, dst, t, catalog)
-        ex_key = ex_event * n + ex_item
+        excl = build_exclusions(src, dst, t, catalog, directed=self.directed)
         pool_size = catalog.num_available(t)  # items available (a prefix of catalog.items)
-        pool = pool_size - torch.bincount(ex_event, minlength=b)
+        pool = pool_size - excl.count
         need = 1 if self.replace else k
         short = pool < need
         if bool(short.any()):
@@ -98,13 +101,6 @@ class UniformSampler(NegativeSampler):
                 f"({k} negatives, replace={self.replace}). Lower K, use a larger catalog, or pass replace=True."
             )
 
-        def excluded(rows: Tensor, items: Tensor) -> Tensor:
-            if ex_key.numel() == 0:
-                return torch.zeros_like(items, dtype=torch.bool)
-            key = rows[:, None] * n + items
-            pos = torch.searchsorted(ex_key, key).clamp(max=ex_key.numel() - 1)
-            return ex_key[pos] == key
-
         out = torch.empty(b, k, dtype=torch.long, device=device)
         rows = torch.arange(b, device=device)
         todo = torch.ones(b, dtype=torch.bool, device=device)
@@ -112,7 +108,7 @@ class UniformSampler(NegativeSampler):
         for round_index in range(_REJECTION_ROUNDS):
             u = counter_uniform(seed, position, round_index, draws)
             items = catalog.items[(u * pool_size[:, None]).long().clamp(max=catalog.size - 1)]
-            ok = ~excluded(rows, items)
+            ok = ~excl.contains(rows, items)
             if not self.replace:
                 ok &= _first_distinct_mask(items)
             rank = torch.cumsum(ok.long(), 1)
@@ -122,11 +118,11 @@ class UniformSampler(NegativeSampler):
             if not bool(todo.any()):
                 return out
             draws *= 4
-        self._finish_exactly(out, rows[todo], position, seed, pool_size, pool, excluded, k)
+        self._finish_exactly(out, rows[todo], position, seed, pool_size, pool, excl, k)
         return out
 
     def _finish_exactly(self, out: Tensor, rows: Tensor, position: Tensor, seed: int, pool_size: Tensor,
-                        pool: Tensor, excluded: Callable[[Tensor, Tensor], Tensor], k: int) -> None:
+                        pool: Tensor, excl: Exclusions, k: int) -> None:
         """Rows the rejection rounds did not finish: order the whole pool by random keys,
         excluded items last, in chunks of at most ``_EXACT_BUDGET`` keys."""
         device = out.device
@@ -136,7 +132,7 @@ class UniformSampler(NegativeSampler):
             chunk = rows[start : start + step]
             items = self.catalog.items[:width].expand(chunk.numel(), width)
             keys = counter_uniform(seed, position[chunk], _EXACT_ROUND, width)
-            invalid = excluded(chunk, items) | (torch.arange(width, device=device)[None, :] >= pool_size[chunk, None])
+            invalid = excl.contains(chunk, items) | (torch.arange(width, device=device)[None, :] >= pool_size[chunk, None])
             order = torch.argsort(keys.masked_fill(invalid, 2.0), dim=1)  # valid items first, shuffled
             if self.replace:
                 u = counter_uniform(seed, position[chunk], _EXACT_ROUND + 1, k)
