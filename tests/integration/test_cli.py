@@ -46,3 +46,13 @@ def test_run_on_a_given_file(snap_file, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "edgebank-window(val)" in text and "popularity" in text and f"data: {snap_file}" in text
     assert (out / "summary.json").exists() and (out / "edgebank.json").exists()
+
+
+def test_cli_usage_errors_exit_2(snap_file, capsys):
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--option", "oops"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank-window", "--segment", "val"]) == 2
+    assert "cannot also be the evaluated segment" in capsys.readouterr().err
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "0",
+                 "--no-all-entity"]) == 2
+    assert "nothing to measure" in capsys.readouterr().err

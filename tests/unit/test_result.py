@@ -64,6 +64,10 @@ def test_save_load_round_trip_and_manifest(tmp_path):
                 "split", "segment", "versions", "model"):
         assert key in manifest, key
     assert manifest["data"]["fingerprint"].startswith("sha256:")
+    assert manifest["negatives_checksum"].startswith("sha256:")
+    assert manifest["catalog"]["train_end"] == manifest["split"]["train"]["end"]
+    again = _small_result(tmp_path)
+    assert again.manifest["negatives_checksum"] == result.manifest["negatives_checksum"]  # same seed, same draws
     loaded = Result.load(path)
     assert loaded.metrics["all_entity"]["mrr"] == pytest.approx(result.metrics["all_entity"]["mrr"])
     assert not list(path.parent.glob(".*.tmp"))  # no temporary file left behind

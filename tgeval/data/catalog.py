@@ -18,7 +18,7 @@ are the prefix ``items[:num_available(t)]``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
@@ -45,12 +45,14 @@ class Catalog:
             ``k`` is offered to events with ``t > available_from[k]``. ``None`` means every
             item is always available.
         num_nodes: exclusive upper bound of ids (size of the membership table).
+        definition: how the items were chosen (recorded in result manifests).
     """
 
     kind: str
     items: Tensor
     available_from: Tensor | None
     num_nodes: int
+    definition: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         items, af = self.items, self.available_from
@@ -85,7 +87,7 @@ class Catalog:
 
     def to(self, device: torch.device | str) -> "Catalog":
         af = None if self.available_from is None else self.available_from.to(device)
-        return Catalog(self.kind, self.items.to(device), af, self.num_nodes)
+        return Catalog(self.kind, self.items.to(device), af, self.num_nodes, self.definition)
 
     def num_available(self, t: Tensor) -> Tensor:
         """Number of items available at each time: int64 ``[B]`` for ``t`` ``[B]``."""
@@ -108,7 +110,8 @@ class Catalog:
         return (pos >= 0) & (self.available_from[pos.clamp(min=0)] < t)  # torch promotes mixed dtypes
 
     def describe(self) -> dict:
-        return {"kind": self.kind, "size": self.size, "time_masked": self.available_from is not None}
+        return {"kind": self.kind, "size": self.size, "time_masked": self.available_from is not None,
+                **self.definition}
 
 
 def build_catalog(data: TemporalData, kind: str = "train", *, train_end: int | None = None,
@@ -128,9 +131,11 @@ def build_catalog(data: TemporalData, kind: str = "train", *, train_end: int | N
         if train_end is None:
             raise ValueError("a 'train' catalog needs `train_end`, the end of the training prefix.")
         items = torch.unique(data.dst[:train_end])
-        return Catalog("train", items, None, n)
+        return Catalog("train", items, None, n, {"rule": "destinations of events [0, train_end)",
+                                                 "train_end": int(train_end)})
     if kind == "all":
-        return Catalog("all", torch.unique(data.dst), None, n)
+        return Catalog("all", torch.unique(data.dst), None, n,
+                       {"rule": "destinations of the whole stream (uses the future destination set)"})
     # time-available: first appearance of each destination (t is sorted, so the first index wins).
     ids, inverse = torch.unique(data.dst, return_inverse=True)
     first_index = torch.full((ids.numel(),), data.dst.numel(), dtype=torch.long, device=ids.device)
@@ -138,4 +143,5 @@ def build_catalog(data: TemporalData, kind: str = "train", *, train_end: int | N
     first_time = data.t[first_index]
     # sort by (first_time, id): ids are already ascending, so a stable sort by time suffices.
     order = torch.sort(first_time, stable=True).indices
-    return Catalog("time-available", ids[order], first_time[order], n)
+    return Catalog("time-available", ids[order], first_time[order], n,
+                   {"rule": "destinations of the stream, each offered strictly after its first appearance"})

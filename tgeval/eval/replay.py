@@ -14,7 +14,6 @@ Under ``"fixed"`` the state stays as it was at the start of the segment.
 from __future__ import annotations
 
 import platform
-import resource
 import sys
 import time
 from contextlib import nullcontext
@@ -28,7 +27,7 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.fingerprint import fingerprint
+from tgeval.data.fingerprint import fingerprint, tensor_checksum
 from tgeval.data.split import Segment
 from tgeval.data.strata import event_strata
 from tgeval.data.groups import canonical_order
@@ -72,7 +71,14 @@ def _versions() -> dict:
 
 
 def _peak_memory(device: torch.device) -> dict:
-    out = {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    """Peak CUDA memory of the replay, and the process's lifetime peak RSS (POSIX only)."""
+    out: dict = {}
+    try:
+        import resource
+
+        out["process_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    except ImportError:  # not on POSIX
+        pass
     if device.type == "cuda":
         out["peak_cuda_bytes"] = torch.cuda.max_memory_allocated(device)
     return out
@@ -263,6 +269,7 @@ def evaluate(
         "model": model.describe(),
         "sampler": None if sampler is None else sampler.describe(),
         "num_negatives": num_negatives if sampler is not None else 0,
+        "negatives_checksum": tensor_checksum(records["event"], records["neg"]) if sampler is not None else None,
         "catalog": None if catalog is None else catalog.describe(),
         "ties": ties,
         "aggregation": {"micro": "mean over events", "macro": "mean over sources of per-source means"},

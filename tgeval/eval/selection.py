@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional, Sequence
 
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
-from tgeval.eval.replay import evaluate
+from tgeval.eval.replay import evaluate, warm_up
 from tgeval.models.base import TemporalLinkModel
 
 __all__ = ["segment_duration", "default_windows", "select_window"]
@@ -23,7 +24,9 @@ def segment_duration(segment: Segment) -> float:
 
 def default_windows(reference: Segment) -> list[Optional[float]]:
     """Candidate windows: ``2^k x`` the reference segment's duration for ``k = -8..2``, and unlimited."""
-    span = max(segment_duration(reference), 1.0)
+    span = segment_duration(reference)
+    if not span > 0:
+        raise ValueError(f"the {reference.name!r} segment spans no time; pass explicit windows.")
     return [span * 2.0**k for k in range(-8, 3)] + [None]
 
 
@@ -33,20 +36,29 @@ def select_window(make_model: Callable[[Optional[float]], TemporalLinkModel], da
     """Choose a memory window by exact all-entity MRR (micro) on the validation segment.
 
     Each candidate ``w`` builds ``make_model(w)`` and replays ``validation`` online; the
-    largest MRR wins (ties: the first candidate). Online replay of the validation segment
-    only uses events before the test segment, so the choice does not leak test data.
+    largest MRR wins (ties: the first candidate; NaN never wins). The state before the
+    segment does not depend on ``w`` (windows only filter what is read), so the history is
+    replayed once and every candidate starts from that snapshot. Online replay of the
+    validation segment uses no test event, so the choice does not leak test data.
 
     Returns:
         ``(window, record)``: the chosen window (``None`` = unlimited) and a record for the
         manifest with every candidate's MRR and the selection rule.
     """
     windows = list(default_windows(validation) if windows is None else windows)
+    if not windows:
+        raise ValueError("select_window needs at least one candidate window.")
+    warmed = make_model(windows[0])
+    warm_up(warmed, data[: validation.start], batch_size=batch_size)
+    start_state = warmed.snapshot()
     scores = []
     for window in windows:
-        result = evaluate(make_model(window), data, validation, catalog=catalog, ties=ties, batch_size=batch_size,
-                          check_state=False)
+        model = make_model(window)
+        model.restore(start_state)
+        result = evaluate(model, data, validation, catalog=catalog, ties=ties, batch_size=batch_size,
+                          warm=False, check_state=False)
         scores.append(result.metrics["all_entity"]["mrr"]["micro"])
-    best = max(range(len(windows)), key=lambda i: scores[i])
+    best = max(range(len(windows)), key=lambda i: -math.inf if math.isnan(scores[i]) else scores[i])
     record = {"rule": "max all-entity MRR (micro, online) on the validation segment",
               "segment": validation.to_dict(), "catalog": catalog.describe(), "ties": ties,
               "candidates": [{"window": w, "mrr": s} for w, s in zip(windows, scores)], "chosen": windows[best]}

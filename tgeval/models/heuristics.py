@@ -103,14 +103,16 @@ class EdgeBank(_BufferState):
         found = self.keys[pos.clamp(max=max(self.keys.numel() - 1, 0))] == batch_keys if self.keys.numel() \
             else torch.zeros_like(batch_keys, dtype=torch.bool)
         new_keys, new_times = batch_keys[~found], times[~found]
-        # Merge two sorted runs: new key j lands at its insertion point plus j (the new keys before it).
-        slot = pos[~found] + torch.arange(new_keys.numel(), device=pos.device)
-        is_old = torch.ones(self.keys.numel() + new_keys.numel(), dtype=torch.bool, device=pos.device)
-        is_old[slot] = False
-        keys = torch.empty(is_old.numel(), dtype=torch.long, device=pos.device)
-        last_seen = torch.empty(is_old.numel(), dtype=torch.float64, device=pos.device)
-        keys[slot], keys[is_old] = new_keys, self.keys
-        last_seen[slot], last_seen[is_old] = new_times, self.last_seen.index_put((pos[found],), times[found])
+        # Merge two sorted runs by destination slots: a key moves up by the number of keys of the
+        # other run below it.
+        new_slot = pos[~found] + torch.arange(new_keys.numel(), device=pos.device)
+        old_slot = torch.arange(self.keys.numel(), device=pos.device) + torch.searchsorted(new_keys, self.keys)
+        size = self.keys.numel() + new_keys.numel()
+        keys = torch.empty(size, dtype=torch.long, device=pos.device)
+        last_seen = torch.empty(size, dtype=torch.float64, device=pos.device)
+        keys[old_slot], keys[new_slot] = self.keys, new_keys
+        last_seen[old_slot] = self.last_seen.index_put((pos[found],), times[found])
+        last_seen[new_slot] = new_times
         self.keys, self.last_seen = keys, last_seen
 
     def reset_state(self) -> None:
