@@ -102,8 +102,8 @@ def _window(args: argparse.Namespace, data: TemporalData, split: Split, num_node
     return float(args.window), {"rule": "given on the command line"}
 
 
-def _reader_options(items: Sequence[str]) -> dict[str, str]:
-    options = {}
+def _reader_options(items: Sequence[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:

@@ -103,7 +103,7 @@ def _changed_tensor(before: dict[str, tuple[Tensor, int]], model: Stateful) -> O
 
 
 @contextmanager
-def no_state_change(model: Stateful, what: str = "scoring") -> Iterator[None]:
+def no_state_change(model: Stateful, what: str = "scoring", *, deep: Optional[bool] = None) -> Iterator[None]:
     """Fail with :class:`LeakageError` if ``model`` changes its state or parameters inside.
 
     Two checks: every registered parameter and buffer of an ``nn.Module`` must be the same
@@ -111,14 +111,18 @@ def no_state_change(model: Stateful, what: str = "scoring") -> Iterator[None]:
     in-place writes and reassignment); and ``model.snapshot()`` before and after must be
     equal (one snapshot copy and comparison), skipped for models that declare
     ``state_in_registered_tensors = True`` (their whole state is registered buffers, which
-    the first check already covers).
+    the first check already covers) unless ``deep=True``.
+
+    Writes that bypass autograd's version counter (through ``tensor.data`` or a numpy view)
+    are only caught by the snapshot comparison: use ``deep=True`` to audit such models.
 
     Example:
         >>> with no_state_change(model):          # doctest: +SKIP
         ...     scores = model.score(src, dst, t)
     """
     tensors = _tensor_versions(model)
-    deep = not getattr(model, "state_in_registered_tensors", False)
+    if deep is None:
+        deep = not getattr(model, "state_in_registered_tensors", False)
     before = model.snapshot() if deep else None
     yield
     where = _changed_tensor(tensors, model)

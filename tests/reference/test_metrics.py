@@ -1,7 +1,7 @@
 """tgeval.eval.metrics against slow, obviously correct references.
 
-Ranks: Python loops over every (query, negative) pair. AUROC / AP: scikit-learn (under
-importorskip). Grouped metrics: a loop over groups calling scikit-learn. Aggregation: loops.
+Ranks: Python loops over every (query, negative) pair. AUROC / AP: scikit-learn (a test
+requirement). Grouped metrics: a loop over groups calling scikit-learn. Aggregation: loops.
 Every sweep has heavy ties (integer-valued scores), negative scores and empty cases.
 """
 
@@ -30,8 +30,8 @@ from tgeval.eval.metrics import (
     reciprocal_rank,
 )
 
-sklearn_metrics = pytest.importorskip("sklearn.metrics")
-hypothesis = pytest.importorskip("hypothesis")
+# scikit-learn and hypothesis are test requirements (the `dev` extra): a missing one must fail, not skip.
+import sklearn.metrics as sklearn_metrics  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

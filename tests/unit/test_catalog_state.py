@@ -121,6 +121,15 @@ def test_guard_compares_snapshots_of_state_outside_tensors():
             model.score(torch.tensor([1]), torch.tensor([2]), torch.tensor([5]))
 
 
+def test_deep_guard_catches_writes_that_bypass_version_counters():
+    model = EdgeBank(10)
+    model.update(DATA)
+    # a write through .data does not bump the version counter; the snapshot comparison sees it
+    with pytest.raises(LeakageError, match="state.last_seen"):
+        with no_state_change(model, deep=True):
+            model.last_seen.data[0] = 42.0
+
+
 def test_guard_passes_pure_scoring_and_snapshot_restore():
     model = EdgeBank(10)
     model.update(DATA)

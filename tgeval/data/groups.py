@@ -36,7 +36,9 @@ def canonical_order(src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
 
     File order inside a timestamp group carries no information (SPEC §2); replaying events
     in this order makes every downstream computation independent of it. Events equal in
-    ``(t, src, dst)`` keep their relative order.
+    ``(t, src, dst)`` keep their relative order: they are interchangeable for every model
+    that ignores event features; a model that reads ``msg`` must aggregate such duplicates
+    order-invariantly (SPEC §2).
     """
     order = torch.sort(dst, stable=True).indices
     order = order[torch.sort(src[order], stable=True).indices]

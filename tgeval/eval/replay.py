@@ -18,7 +18,7 @@ import sys
 import time
 from contextlib import nullcontext
 from datetime import datetime, timezone
-from typing import Callable, Literal, Optional, Sequence
+from typing import Callable, Literal, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -99,7 +99,7 @@ def evaluate(
     candidate_budget: int = 2**22,
     seed: int = 0,
     warm: bool = True,
-    check_state: bool = True,
+    check_state: Union[bool, Literal["deep"]] = True,
     directed: bool = True,
     uncovered: str = "rank",
     use_shortcut: bool = True,
@@ -129,7 +129,8 @@ def evaluate(
         seed: seed of the negative sampler's generator.
         warm: reset the model and replay ``data[:segment.start]`` through ``update``
             first; with ``False`` the model's current state is used as is.
-        check_state: guard every scoring step with :func:`~tgeval.state.no_state_change`.
+        check_state: guard every scoring step with :func:`~tgeval.state.no_state_change`;
+            ``"deep"`` also compares full snapshots for models whose state is registered buffers.
         directed: pair definition for strata and for simultaneous positives (undirected:
             an event ``(a, b, t)`` also makes ``a`` a positive of source ``b``).
         uncovered: positives outside the catalog: ``"rank"`` them against the catalog
@@ -208,7 +209,7 @@ def evaluate(
                 src, dst, t = batch.src, batch.dst, batch.t
                 rec: dict[str, Tensor] = {}
                 negatives = sampler.sample(batch, num_negatives, generator) if sampler is not None else None
-                guard = no_state_change(model) if check_state else nullcontext()
+                guard = no_state_change(model, deep=check_state == "deep" or None) if check_state else nullcontext()
                 with guard:
                     if negatives is None:
                         pos = model.score(src, dst, t)
