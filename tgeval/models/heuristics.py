@@ -24,6 +24,7 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
+from tgeval.data.strata import pair_keys
 from tgeval.models.base import TemporalLinkModel
 from tgeval.state import State, clone_state
 
@@ -70,9 +71,7 @@ class EdgeBank(_BufferState):
         self.register_buffer("last_seen", torch.zeros(0, dtype=torch.float64))
 
     def _key(self, src: Tensor, dst: Tensor) -> Tensor:
-        if not self.directed:
-            src, dst = torch.minimum(src, dst), torch.maximum(src, dst)
-        return src * self.num_nodes + dst
+        return pair_keys(src, dst, self.num_nodes, directed=self.directed)
 
     def membership(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         """``M`` (bool, shape of ``src``): the pair was seen before (within the window)."""
