@@ -104,13 +104,17 @@ class EdgeBank(_BufferState):
         new_keys, new_times = batch_keys[~found], times[~found]
         # Merge two sorted runs by destination slots: a key moves up by the number of keys of the
         # other run below it.
-        new_slot = pos[~found] + torch.arange(new_keys.numel(), device=pos.device)
-        old_slot = torch.arange(self.keys.numel(), device=pos.device) + torch.searchsorted(new_keys, self.keys)
+        insert_at = pos[~found]  # insertion points of the new keys among the old ones (sorted)
+        new_slot = insert_at + torch.arange(new_keys.numel(), device=pos.device)
+        bump = torch.zeros(self.keys.numel() + 1, dtype=torch.long, device=pos.device)
+        bump.index_add_(0, insert_at, torch.ones_like(insert_at))
+        old_slot = torch.arange(self.keys.numel(), device=pos.device) + torch.cumsum(bump, 0)[:-1]
         size = self.keys.numel() + new_keys.numel()
         keys = torch.empty(size, dtype=torch.long, device=pos.device)
         last_seen = torch.empty(size, dtype=torch.float64, device=pos.device)
         keys[old_slot], keys[new_slot] = self.keys, new_keys
-        last_seen[old_slot] = self.last_seen.index_put((pos[found],), times[found])
+        last_seen[old_slot] = self.last_seen
+        last_seen[old_slot[pos[found]]] = times[found]  # batch times are the latest for seen pairs
         last_seen[new_slot] = new_times
         self.keys, self.last_seen = keys, last_seen
 
@@ -134,6 +138,10 @@ class EdgeBank(_BufferState):
         if not self.directed:
             return None
         n = self.num_nodes
+        if self.window is None and catalog.available_from is None:
+            n_seen = self._seen_in_catalog(src, catalog)
+            if n_seen is not None:
+                return self._counts(n_seen, catalog.num_available(t), pos_score)
         dst_pos = catalog.position(self.keys % n)
         in_catalog = dst_pos >= 0
         if catalog.available_from is not None and bool(in_catalog.any()):
@@ -151,11 +159,29 @@ class EdgeBank(_BufferState):
             first_rank = torch.searchsorted(times, t.double() - self.window)  # first time >= t - w
             n_seen = (torch.searchsorted(by_source_then_time, (src + 1) * stride)
                       - torch.searchsorted(by_source_then_time, src * stride + first_rank))
-        n_unseen = catalog.num_available(t) - n_seen
+        return self._counts(n_seen, catalog.num_available(t), pos_score)
+
+    def _counts(self, n_seen: Tensor, n_available: Tensor, pos_score: Tensor) -> tuple[Tensor, Tensor]:
+        n_unseen = n_available - n_seen
         unseen, seen = self._values()
         above = n_seen * (seen > pos_score) + n_unseen * (unseen > pos_score)
         equal = n_seen * (seen == pos_score) + n_unseen * (unseen == pos_score)
         return above.long(), equal.long()
+
+    def _seen_in_catalog(self, src: Tensor, catalog: Catalog) -> Optional[Tensor]:
+        """Per event, the bank's catalog destinations of its source, reading only those sources'
+        key ranges (cheaper than a pass over the whole bank); ``None`` when the ranges are
+        longer than the bank (hub sources repeated in a batch)."""
+        n = self.num_nodes
+        lo = torch.searchsorted(self.keys, src * n)
+        lengths = torch.searchsorted(self.keys, src * n + n) - lo
+        total = int(lengths.sum())
+        if total > self.keys.numel():
+            return None
+        event = torch.repeat_interleave(torch.arange(src.numel(), device=src.device), lengths, output_size=total)
+        offset = torch.arange(total, device=src.device) - (torch.cumsum(lengths, 0) - lengths)[event]
+        inside = catalog.position(self.keys[lo[event] + offset] % n) >= 0
+        return torch.zeros_like(src).index_add_(0, event, inside.long())
 
     def describe(self) -> dict:
         return {"name": "edgebank" if self.window is None else "edgebank-window",
