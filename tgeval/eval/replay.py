@@ -84,6 +84,106 @@ def _peak_memory(device: torch.device) -> dict:
     return out
 
 
+def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segment, *, protocol: str,
+                    sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
+                    uncovered: str) -> TemporalData:
+    """Validate the arguments of :func:`evaluate`; return the validated stream."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
+    if uncovered not in UNCOVERED_RULES:
+        raise ValueError(f"uncovered must be one of {UNCOVERED_RULES}, got {uncovered!r}.")
+    if sampler is None and catalog is None:
+        raise ValueError("nothing to measure: pass a `sampler` (sampled metrics), a `catalog` (all-entity), or both.")
+    if num_negatives < 1 and sampler is not None:
+        raise ValueError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
+    data = validate(data)  # typed errors for unsorted / non-finite t, negative ids, length mismatches
+    largest = int(torch.maximum(data.src.max(), data.dst.max()))
+    if largest >= model.num_nodes:
+        raise TemporalDataError(f"node id {largest} is >= the model's num_nodes={model.num_nodes}. "
+                                f"Build the model with num_nodes >= {largest + 1} (e.g. `info.num_nodes`).")
+    if model.device != data.src.device:
+        raise ValueError(f"the model is on {model.device} but the data on {data.src.device}: "
+                         f"move one of them (`model.to(...)` / `data.to(...)`).")
+    if segment.num_events <= 0:
+        raise SplitError(f"the {segment.name!r} segment is empty: there is nothing to evaluate.")
+    if segment.end > data.num_events or segment.start < 0:
+        raise SplitError(f"segment [{segment.start}, {segment.end}) lies outside the {data.num_events} events.")
+    t = data.t
+    if (segment.start > 0 and bool(t[segment.start - 1] == t[segment.start])) or (
+            segment.end < data.num_events and bool(t[segment.end - 1] == t[segment.end])):
+        raise SplitError(f"segment [{segment.start}, {segment.end}) cuts a timestamp group: segments must hold "
+                         f"whole groups. Use `chronological_split`, which cuts between distinct timestamps.")
+    return data
+
+
+def _score_batch(model: TemporalLinkModel, batch: TemporalData, negatives: Optional[Tensor],
+                 catalog: Optional[Catalog], candidate_budget: int, use_shortcut: bool,
+                 directed: bool) -> dict[str, Tensor]:
+    """Per-event records of one batch, from the current state (the caller guards it)."""
+    src, dst, t = batch.src, batch.dst, batch.t
+    rec: dict[str, Tensor] = {}
+    if negatives is None:
+        pos = model.score(src, dst, t)
+        check_no_nan(pos, "positive scores")
+    else:  # positives and negatives in one call: [B] then [B * K]
+        size, k = negatives.shape
+        scores = model.score(torch.cat([src, src.repeat_interleave(k)]), torch.cat([dst, negatives.flatten()]),
+                             torch.cat([t, t.repeat_interleave(k)]))
+        check_no_nan(scores, "scores")
+        pos, neg = scores[:size], scores[size:].view(size, k)
+        rec["neg"], rec["neg_score"] = negatives, neg
+        rec["sampled_above"], rec["sampled_equal"] = count_above_equal(pos, neg)
+    rec["score"] = pos
+    if catalog is not None:
+        counts = all_entity_counts(model, src, dst, t, pos, catalog, candidate_budget=candidate_budget,
+                                   use_shortcut=use_shortcut, directed=directed)
+        rec.update(above=counts.above, equal=counts.equal, candidates=counts.num_candidates,
+                   filtered=counts.num_filtered, covered=counts.covered)
+    return rec
+
+
+def _replay(model: TemporalLinkModel, loader: TimestampBatchLoader, *, protocol: str,
+            sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
+            generator: torch.Generator, candidate_budget: int, use_shortcut: bool,
+            check_state: Union[bool, Literal["deep"]], directed: bool,
+            progress: Optional[Callable[[int, int], None]]) -> tuple[dict[str, Tensor], list[float], float]:
+    """Score -> record -> update over the loader's batches; per-event records on CPU, batch
+    latencies (s) and the loop's wall time (s). The model is in eval mode during the loop and
+    returns to its previous mode after it."""
+    device = loader.data.src.device
+    parts: dict[str, list[Tensor]] = {}
+    latencies = []
+    was_training = model.training
+    model.eval()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    start_time = time.perf_counter()
+    try:
+        with torch.no_grad():
+            for b, batch in enumerate(loader):
+                batch_start = time.perf_counter()
+                negatives = sampler.sample(batch, num_negatives, generator) if sampler is not None else None
+                guard = no_state_change(model, deep=check_state == "deep" or None) if check_state else nullcontext()
+                with guard:
+                    rec = _score_batch(model, batch, negatives, catalog, candidate_budget, use_shortcut, directed)
+                rec["batch"] = torch.full_like(batch.src, b)
+                for key, value in rec.items():
+                    parts.setdefault(key, []).append(value)
+                if protocol == "online":
+                    model.update(batch)
+                    if sampler is not None:
+                        sampler.observe(batch)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                latencies.append(time.perf_counter() - batch_start)
+                if progress is not None:
+                    progress(b + 1, len(loader))
+    finally:
+        model.train(was_training)
+    elapsed = time.perf_counter() - start_time
+    return {key: torch.cat(value).cpu() for key, value in parts.items()}, latencies, elapsed
+
+
 def evaluate(
     model: TemporalLinkModel,
     data: TemporalData,
@@ -145,31 +245,8 @@ def evaluate(
         Result: metrics (micro / macro, by stratum), manifest and per-event records.
     """
     ties = check_ties(ties)
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
-    if uncovered not in UNCOVERED_RULES:
-        raise ValueError(f"uncovered must be one of {UNCOVERED_RULES}, got {uncovered!r}.")
-    if sampler is None and catalog is None:
-        raise ValueError("nothing to measure: pass a `sampler` (sampled metrics), a `catalog` (all-entity), or both.")
-    if num_negatives < 1 and sampler is not None:
-        raise ValueError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
-    data = validate(data)  # typed errors for unsorted / non-finite t, negative ids, length mismatches
-    largest = int(torch.maximum(data.src.max(), data.dst.max()))
-    if largest >= model.num_nodes:
-        raise TemporalDataError(f"node id {largest} is >= the model's num_nodes={model.num_nodes}. "
-                                f"Build the model with num_nodes >= {largest + 1} (e.g. `info.num_nodes`).")
-    if model.device != data.src.device:
-        raise ValueError(f"the model is on {model.device} but the data on {data.src.device}: "
-                         f"move one of them (`model.to(...)` / `data.to(...)`).")
-    if segment.num_events <= 0:
-        raise SplitError(f"the {segment.name!r} segment is empty: there is nothing to evaluate.")
-    if segment.end > data.num_events or segment.start < 0:
-        raise SplitError(f"segment [{segment.start}, {segment.end}) lies outside the {data.num_events} events.")
-    t = data.t
-    if (segment.start > 0 and bool(t[segment.start - 1] == t[segment.start])) or (
-            segment.end < data.num_events and bool(t[segment.end - 1] == t[segment.end])):
-        raise SplitError(f"segment [{segment.start}, {segment.end}) cuts a timestamp group: segments must hold "
-                         f"whole groups. Use `chronological_split`, which cuts between distinct timestamps.")
+    data = _checked_inputs(model, data, segment, protocol=protocol, sampler=sampler, num_negatives=num_negatives,
+                           catalog=catalog, uncovered=uncovered)
     device = data.src.device
     if catalog is not None and catalog.device != device:
         catalog = catalog.to(device)
@@ -195,58 +272,10 @@ def evaluate(
     strata = event_strata(history.src, history.dst, events.src, events.dst, model.num_nodes, directed=directed)
 
     loader = TimestampBatchLoader(events, batch_size)
-    parts: dict[str, list[Tensor]] = {}
-    latencies = []
-    was_training = model.training
-    model.eval()
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-    start_time = time.perf_counter()
-    try:
-        with torch.no_grad():
-            for b, batch in enumerate(loader):
-                batch_start = time.perf_counter()
-                src, dst, t = batch.src, batch.dst, batch.t
-                rec: dict[str, Tensor] = {}
-                negatives = sampler.sample(batch, num_negatives, generator) if sampler is not None else None
-                guard = no_state_change(model, deep=check_state == "deep" or None) if check_state else nullcontext()
-                with guard:
-                    if negatives is None:
-                        pos = model.score(src, dst, t)
-                        check_no_nan(pos, "positive scores")
-                    else:  # positives and negatives in one call: [B] then [B * K]
-                        size, k = negatives.shape
-                        scores = model.score(torch.cat([src, src.repeat_interleave(k)]),
-                                             torch.cat([dst, negatives.flatten()]),
-                                             torch.cat([t, t.repeat_interleave(k)]))
-                        check_no_nan(scores, "scores")
-                        pos, neg = scores[:size], scores[size:].view(size, k)
-                        rec["neg"], rec["neg_score"] = negatives, neg
-                        rec["sampled_above"], rec["sampled_equal"] = count_above_equal(pos, neg)
-                    rec["score"] = pos
-                    if catalog is not None:
-                        counts = all_entity_counts(model, src, dst, t, pos, catalog,
-                                                   candidate_budget=candidate_budget, use_shortcut=use_shortcut,
-                                                   directed=directed)
-                        rec.update(above=counts.above, equal=counts.equal, candidates=counts.num_candidates,
-                                   filtered=counts.num_filtered, covered=counts.covered)
-                rec["batch"] = torch.full_like(src, b)
-                for key, value in rec.items():
-                    parts.setdefault(key, []).append(value)
-                if protocol == "online":
-                    model.update(batch)
-                    if sampler is not None:
-                        sampler.observe(batch)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-                latencies.append(time.perf_counter() - batch_start)
-                if progress is not None:
-                    progress(b + 1, len(loader))
-    finally:
-        model.train(was_training)
-    elapsed = time.perf_counter() - start_time
-
-    records = {key: torch.cat(value).cpu() for key, value in parts.items()}
+    records, latencies, elapsed = _replay(model, loader, protocol=protocol, sampler=sampler,
+                                          num_negatives=num_negatives, catalog=catalog, generator=generator,
+                                          candidate_budget=candidate_budget, use_shortcut=use_shortcut,
+                                          check_state=check_state, directed=directed, progress=progress)
     records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(),
                    t=events.t.cpu(), stratum=strata.cpu())
     metrics = summarize(records, ties=ties, hits=hits, uncovered=uncovered)
