@@ -11,7 +11,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.errors import SplitError
 
-__all__ = ["Segment", "Split", "chronological_split"]
+__all__ = ["Segment", "Split", "chronological_split", "check_whole_groups"]
 
 Number = Union[int, float]
 
@@ -119,3 +119,13 @@ def chronological_split(data: TemporalData, ratios: Sequence[float] = (0.70, 0.1
                 f"timestamp groups. Use a larger {name} ratio or data with more distinct timestamps."
             )
     return split
+
+
+def check_whole_groups(t: torch.Tensor, start: int, end: int, what: str = "segment") -> None:
+    """Raise :class:`SplitError` unless ``[start, end)`` is a non-empty range of whole timestamp groups of ``t``."""
+    num_events = t.numel()
+    if not 0 <= start < end <= num_events:
+        raise SplitError(f"the {what} [{start}, {end}) must be non-empty and lie inside the {num_events} events.")
+    if (start > 0 and bool(t[start - 1] == t[start])) or (end < num_events and bool(t[end - 1] == t[end])):
+        raise SplitError(f"the {what} [{start}, {end}) cuts a timestamp group: it must hold whole groups. "
+                         f"Use `chronological_split`, which cuts between distinct timestamps.")

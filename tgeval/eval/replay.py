@@ -28,11 +28,11 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import fingerprint, tensor_checksum
-from tgeval.data.split import Segment
+from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.groups import canonical_order
 from tgeval.data.validate import permute_events, validate
-from tgeval.errors import CatalogError, SplitError, TemporalDataError
+from tgeval.errors import CatalogError, TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal
 from tgeval.eval.ranking import all_entity_counts, check_no_nan
 from tgeval.eval.result import Result, summarize
@@ -104,15 +104,7 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
     if model.device != data.src.device:
         raise ValueError(f"the model is on {model.device} but the data on {data.src.device}: "
                          f"move one of them (`model.to(...)` / `data.to(...)`).")
-    if segment.num_events <= 0:
-        raise SplitError(f"the {segment.name!r} segment is empty: there is nothing to evaluate.")
-    if segment.end > data.num_events or segment.start < 0:
-        raise SplitError(f"segment [{segment.start}, {segment.end}) lies outside the {data.num_events} events.")
-    t = data.t
-    if (segment.start > 0 and bool(t[segment.start - 1] == t[segment.start])) or (
-            segment.end < data.num_events and bool(t[segment.end - 1] == t[segment.end])):
-        raise SplitError(f"segment [{segment.start}, {segment.end}) cuts a timestamp group: segments must hold "
-                         f"whole groups. Use `chronological_split`, which cuts between distinct timestamps.")
+    check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
     return data
 
 

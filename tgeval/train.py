@@ -1,0 +1,214 @@
+r"""Training over timestamp batches with swappable samplers and losses (SPEC §9).
+
+:func:`train_epoch` runs one epoch for any :class:`~tgeval.models.base.TemporalLinkModel`
+whose :meth:`score` is differentiable. Per timestamp batch, in this order::
+
+    negatives <- sampler.sample(batch)            # history strictly before the batch
+    loss      <- loss(score(positives), score(negatives)); backward; optimizer step
+    model.update(batch); sampler.observe(batch)   # only now does the batch become history
+    model.detach_state()                          # if the model has it
+
+so no batch is ever scored by a state that has seen it. The loop is small on purpose;
+the same pieces make a custom loop (here with a toy model: an embedding table and a
+dot-product score, stateless)::
+
+    import torch
+    from tgeval.data.catalog import build_catalog
+    from tgeval.data.synthetic import generate_events
+    from tgeval.loader import TimestampBatchLoader
+    from tgeval.losses import bce_loss
+    from tgeval.models.base import TemporalLinkModel
+    from tgeval.samplers import UniformSampler
+
+    class DotModel(TemporalLinkModel):                 # any differentiable score works
+        def __init__(self, num_nodes, dim=16):
+            super().__init__(num_nodes)
+            self.emb = torch.nn.Embedding(num_nodes, dim)
+        def score(self, src, dst, t):
+            return (self.emb(src) * self.emb(dst)).sum(-1)
+        def update(self, batch): pass
+        def reset_state(self): pass
+        def snapshot(self): return {}
+        def restore(self, state): pass
+
+    data = generate_events(2_000, 100, seed=0)
+    data.position = torch.arange(data.num_events)     # global event index: keys the draws
+    model = DotModel(100)
+    sampler = UniformSampler(build_catalog(data, "train", train_end=data.num_events))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    for epoch in range(3):
+        model.reset_state(); sampler.reset_state()  # state reset at each epoch start
+        generator = torch.Generator().manual_seed(epoch)  # fresh negatives per epoch
+        for batch in TimestampBatchLoader(data, batch_size=200):
+            neg = sampler.sample(batch, 1, generator)  # [B, K]
+            k = neg.size(1)
+            pos_score = model.score(batch.src, batch.dst, batch.t)
+            neg_score = model.score(batch.src.repeat_interleave(k), neg.flatten(),
+                                    batch.t.repeat_interleave(k)).view(-1, k)
+            loss = bce_loss(pos_score, neg_score)     # or bpr_loss, sampled_softmax_loss
+            optimizer.zero_grad(); loss.backward(); optimizer.step()
+            with torch.no_grad():
+                model.update(batch)                   # only after the batch was scored
+            sampler.observe(batch)
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Optional, Union
+
+import torch
+from torch import Tensor
+from torch.optim import Optimizer
+from torch_geometric.data import TemporalData
+
+from tgeval.data.split import Segment, check_whole_groups
+from tgeval.errors import TemporalDataError
+from tgeval.eval.replay import warm_up
+from tgeval.loader import TimestampBatchLoader
+from tgeval.losses import LossFn, get_loss
+from tgeval.models.base import TemporalLinkModel
+from tgeval.samplers.base import NegativeSampler
+
+__all__ = ["train_epoch", "resolve_range"]
+
+
+def resolve_range(data: TemporalData, segment_or_range: Union[Segment, tuple[int, int], None]) -> tuple[int, int]:
+    """``(start, end)`` event offsets of a :class:`Segment`, a ``(start, end)`` pair, or ``None`` (all of ``data``).
+
+    Raises:
+        SplitError: if the range is empty, lies outside ``data``, or cuts a timestamp group.
+    """
+    num_events = data.num_events
+    if segment_or_range is None:
+        start, end = 0, num_events
+    elif isinstance(segment_or_range, Segment):
+        start, end = segment_or_range.start, segment_or_range.end
+    else:
+        start, end = (int(v) for v in segment_or_range)
+    check_whole_groups(data.t, start, end, what="training range")
+    return start, end
+
+
+def train_epoch(
+    model: TemporalLinkModel,
+    data: TemporalData,
+    segment_or_range: Union[Segment, tuple[int, int], None] = None,
+    *,
+    sampler: NegativeSampler,
+    loss: Union[str, LossFn],
+    optimizer: Optimizer,
+    batch_size: int = 200,
+    num_negatives: int = 1,
+    seed: int = 0,
+    epoch: int = 0,
+    generator: Optional[torch.Generator] = None,
+) -> dict:
+    r"""Train ``model`` for one epoch over ``data[start:end]`` in timestamp batches.
+
+    **State.** At the epoch start the model's and the sampler's state are reset
+    (:meth:`reset_state`) and the events before ``start`` (if any) are replayed through
+    ``update`` / ``observe`` without gradients (:func:`~tgeval.eval.replay.warm_up`), so
+    every epoch sees the stream from its beginning and no epoch starts with knowledge of
+    the training range.
+
+    **Per batch** (whole timestamp groups, at most ``batch_size`` events unless one group
+    is larger): ``K = num_negatives`` negatives per positive from ``sampler``; one
+    ``model.score`` call for the ``B`` positives and ``B K`` negatives (with gradients);
+    ``loss(pos [B], neg [B, K])``; ``optimizer.zero_grad()``, ``backward()``,
+    ``optimizer.step()``; then ``model.update(batch)`` and ``sampler.observe(batch)``.
+
+    **Detach contract.** A model may define ``detach_state()`` (no arguments): then
+    ``update`` runs with autograd enabled, so learned modules may compute the new state,
+    and ``detach_state()`` is called right after it, cutting every autograd link from the
+    state to this batch's graph (as ``memory.detach()`` in PyG's TGN example). A model
+    without it has ``update`` run under :func:`torch.no_grad`, so its state can never hold
+    autograd history. Either way no graph crosses a batch boundary.
+
+    **Randomness.** Negatives are keyed by the generator's seed and each event's global
+    index in ``data`` (``batch.position``, set here on a shallow copy; ``data`` is not
+    modified), so they do not depend on ``batch_size``. Without ``generator`` the seed is
+    ``seed + epoch``: fresh negatives each epoch, identical across runs. A given
+    ``generator`` is used as is (reseed it per epoch yourself). Model randomness (dropout)
+    follows torch's global generator, which this function does not touch. Events are
+    trained in the order of ``data`` (must be time-sorted).
+
+    Args:
+        model: a model with a differentiable :meth:`score`.
+        data: the time-sorted stream (history before the range + the range).
+        segment_or_range: a :class:`~tgeval.data.split.Segment` (e.g. ``split.train``), a
+            ``(start, end)`` pair of event offsets, or ``None`` for all of ``data``.
+        sampler: training negatives (swap in one line; see :mod:`tgeval.samplers`).
+        loss: a name of :func:`~tgeval.losses.get_loss` (``"bce"``, ``"bpr"``,
+            ``"sampled_softmax"``) or a callable ``loss(pos, neg) -> scalar``.
+        optimizer: updates the model's parameters once per batch.
+        batch_size: target events per timestamp batch.
+        num_negatives: ``K`` negatives per positive (``>= 1``).
+        seed: base seed of the negatives.
+        epoch: epoch index, added to ``seed``.
+        generator: overrides ``seed + epoch`` (its ``initial_seed()`` keys the draws).
+
+    Returns:
+        dict: ``loss`` (mean batch loss weighted by batch size, a float), ``num_batches``,
+        ``num_events``, ``seconds``, ``events_per_second``, ``seed`` (the one that keyed
+        the negatives).
+
+    Raises:
+        SplitError: for an empty range, one outside ``data``, or one cutting a timestamp group.
+        TemporalDataError: if ``data`` is not time-sorted or holds ids ``>= model.num_nodes``.
+        ValueError: for ``num_negatives < 1`` or an unknown loss name.
+    """
+    if num_negatives < 1:
+        raise ValueError(f"num_negatives must be >= 1 for training, got {num_negatives}.")
+    loss_fn: LossFn = get_loss(loss) if isinstance(loss, str) else loss
+    start, end = resolve_range(data, segment_or_range)
+    largest = int(torch.maximum(data.src.max(), data.dst.max()))
+    if largest >= model.num_nodes:
+        raise TemporalDataError(f"node id {largest} is >= the model's num_nodes={model.num_nodes}. "
+                                f"Build the model with num_nodes >= {largest + 1}.")
+    device = data.src.device
+    if generator is None:
+        generator = torch.Generator(device=device).manual_seed(seed + epoch)
+    # Shallow copy with the global event index (views, no data copied).
+    stream = data[:]
+    stream.position = torch.arange(data.num_events, device=device)
+    loader = TimestampBatchLoader(stream[start:end], batch_size)  # checks that t is sorted
+    detach = getattr(model, "detach_state", None)
+
+    warm_up(model, stream[:start], batch_size=batch_size, sampler=sampler)
+    was_training = model.training
+    model.train()
+    total: Tensor = torch.zeros((), device=device)
+    began = time.perf_counter()
+    try:
+        for batch in loader:
+            src, dst, t = batch.src, batch.dst, batch.t
+            negatives = sampler.sample(batch, num_negatives, generator)  # [B, K]
+            size, k = negatives.shape
+            scores = model.score(torch.cat([src, src.repeat_interleave(k)]),
+                                 torch.cat([dst, negatives.flatten()]),
+                                 torch.cat([t, t.repeat_interleave(k)]))
+            value = loss_fn(scores[:size], scores[size:].view(size, k))
+            optimizer.zero_grad()
+            value.backward()
+            optimizer.step()
+            total = total + value.detach() * size
+            if detach is not None:
+                model.update(batch)
+                detach()
+            else:
+                with torch.no_grad():
+                    model.update(batch)
+            sampler.observe(batch)
+    finally:
+        model.train(was_training)
+    seconds = time.perf_counter() - began
+    num_events = end - start
+    return {
+        "loss": float(total) / num_events,
+        "num_batches": len(loader),
+        "num_events": num_events,
+        "seconds": seconds,
+        "events_per_second": num_events / seconds if seconds > 0 else float("inf"),
+        "seed": generator.initial_seed(),
+    }
