@@ -23,7 +23,7 @@ from tgeval.eval.result import STRATA, Result, write_atomic
 from tgeval.eval.selection import segment_duration, select_window
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
-from tgeval.samplers import UniformSampler
+from tgeval.samplers import UniformSampler, from_spec, names
 
 __all__ = ["main"]
 
@@ -46,18 +46,6 @@ def _ints(text: str) -> tuple[int, ...]:
     if any(k < 1 for k in values):
         raise argparse.ArgumentTypeError(f"every k must be >= 1, got {text!r}")
     return values
-
-
-def _sampler_spec(text: str) -> tuple[str, dict]:
-    """``NAME[:key=value,...]``, e.g. ``uniform`` or ``uniform:replace=true``."""
-    name, _, rest = text.partition(":")
-    options: dict[str, Any] = {}
-    for item in filter(None, rest.split(",")):
-        key, _, value = item.partition("=")
-        options[key] = value.lower() in ("1", "true", "yes") if key == "replace" else value
-    if name != "uniform" or set(options) - {"replace"}:
-        raise argparse.ArgumentTypeError(f"unknown sampler {text!r}: this version offers 'uniform[:replace=true]'.")
-    return name, options
 
 
 class _Progress:
@@ -132,8 +120,7 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     model = _make_model(args.model, num_nodes, window, args.directed).to(device)
     sampler = None
     if args.negatives > 0:
-        _, sampler_options = args.sampler
-        sampler = UniformSampler(catalog, directed=args.directed, **sampler_options)
+        sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog, segment=args.segment)
     result = evaluate(model, data, segment, protocol=args.protocol, sampler=sampler, num_negatives=args.negatives,
                       catalog=catalog if args.all_entity else None, ties=args.ties, hits=args.hits,
                       batch_size=args.batch_size,
@@ -258,7 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--protocol", choices=PROTOCOLS, default="online")
     ev.add_argument("--split", type=_ratios, default=(0.70, 0.15, 0.15), help="train,val,test fractions")
     ev.add_argument("--segment", choices=("val", "test"), default="test")
-    ev.add_argument("--sampler", type=_sampler_spec, default=("uniform", {}), help="uniform[:replace=true]")
+    ev.add_argument("--sampler", default="uniform",
+                    help=f"NAME[:key=value,...], NAME one of {', '.join(names())}; e.g. historical:replace=true, "
+                         f"uniform:directed=false, mixture:historical=0.5,uniform=0.5")
     ev.add_argument("--negatives", type=int, default=20, help="K negatives per positive (0: no sampled metrics)")
     ev.add_argument("--all-entity", action=argparse.BooleanOptionalAction, default=True,
                     help="exact ranking against the whole catalog")

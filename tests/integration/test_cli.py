@@ -56,3 +56,16 @@ def test_cli_usage_errors_exit_2(snap_file, capsys):
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "0",
                  "--no-all-entity"]) == 2
     assert "nothing to measure" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["historical:replace=true", "mixture:historical=0.5,uniform=0.5", "popularity"])
+def test_sampler_by_name(snap_file, tmp_path, spec):
+    out = tmp_path / "r.json"
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "2",
+                 "--no-all-entity", "--sampler", spec, "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["manifest"]["sampler"]["name"] == spec.split(":")[0]
+
+
+def test_unknown_sampler(snap_file, capsys):
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--sampler", "magic"]) == 2
+    assert "registered" in capsys.readouterr().err

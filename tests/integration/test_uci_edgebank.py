@@ -81,3 +81,18 @@ def test_edgebank_ranks_equal_set_reference(uci, batch_size):
     assert [sampled_rank[k] for k in index] == got_sampled
     assert [full_rank[k] for k in index] == got_full
     assert len(got_full) == split.test.num_events == 8976
+
+
+def test_historical_negatives_are_hard_for_edgebank(uci):
+    """Would fail if the historical sampler silently fell back to uniform draws."""
+    from tgeval.samplers import HistoricalSampler
+
+    data, num_nodes = uci
+    split = chronological_split(data)
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
+    uniform = evaluate(EdgeBank(num_nodes), data, split.test, sampler=UniformSampler(catalog), num_negatives=5)
+    historical = HistoricalSampler(num_nodes, catalog=catalog, replace=True)
+    hard = evaluate(EdgeBank(num_nodes), data, split.test, sampler=historical, num_negatives=5)
+    fallback = hard.manifest["sampler"]["num_fallback_events"]
+    assert fallback < 0.5 * split.test.num_events  # most events really drew from their history
+    assert hard.metrics["sampled"]["mrr"]["micro"] < 0.6 * uniform.metrics["sampled"]["mrr"]["micro"]

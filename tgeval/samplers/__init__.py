@@ -1,6 +1,20 @@
-"""Negative samplers: one interface, swappable by name (SPEC §5)."""
+"""Negative samplers: one interface, swappable by name (SPEC §5).
+
+``tgeval.samplers.get("historical", num_nodes=..., catalog=...)`` or the classes below; the
+CLI takes ``--sampler NAME[:key=value,...]`` (see :func:`from_spec`).
+"""
 
 from tgeval.samplers.base import NegativeSampler
+from tgeval.samplers.degree import DegreeSampler, TimeDegreeSampler
+from tgeval.samplers.historical import HistoricalSampler
+from tgeval.samplers.inductive import InductiveSampler
+from tgeval.samplers.mixture import MixtureSampler
+from tgeval.samplers.popularity import PopularitySampler
+from tgeval.samplers.source_history import SourceHistorySampler
+from tgeval.samplers.time_available import TimeAvailableSampler
 from tgeval.samplers.uniform import UniformSampler
+from tgeval.samplers.registry import from_spec, get, names, parse_spec, register  # noqa: I001 (after the samplers)
 
-__all__ = ["NegativeSampler", "UniformSampler"]
+__all__ = ["NegativeSampler", "UniformSampler", "HistoricalSampler", "SourceHistorySampler", "InductiveSampler",
+           "TimeAvailableSampler", "PopularitySampler", "DegreeSampler", "TimeDegreeSampler", "MixtureSampler",
+           "from_spec", "get", "names", "parse_spec", "register"]

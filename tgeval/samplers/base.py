@@ -23,6 +23,9 @@ class NegativeSampler:
     """Base class. Stateless samplers inherit the no-op state methods."""
 
     name = "sampler"
+    #: ``True`` for evaluation protocols defined with knowledge of the whole stream (e.g. the
+    #: DGB inductive sampler); their draws for a batch may depend on later events.
+    uses_whole_stream = False
 
     def sample(self, batch: TemporalData, num_negatives: int,
                generator: Optional[torch.Generator] = None) -> Tensor:

@@ -29,6 +29,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.errors import SamplerError
+from tgeval.samplers._draw import first_distinct_mask
 from tgeval.samplers.base import NegativeSampler
 from tgeval.samplers.counter_rng import counter_uniform
 
@@ -37,14 +38,6 @@ __all__ = ["UniformSampler"]
 _REJECTION_ROUNDS = 4
 _EXACT_ROUND = 1 << 20  # counter rounds of the exact finish (distinct from rejection rounds)
 _EXACT_BUDGET = 1 << 22  # most (row, pool item) keys held at once by the exact finish
-
-
-def _first_distinct_mask(draws: Tensor) -> Tensor:
-    """True at the first occurrence of each value in each row of ``draws`` ``[B, M]``."""
-    sorted_vals, order = torch.sort(draws, dim=1, stable=True)
-    first_sorted = torch.ones_like(sorted_vals, dtype=torch.bool)
-    first_sorted[:, 1:] = sorted_vals[:, 1:] != sorted_vals[:, :-1]
-    return torch.zeros_like(first_sorted).scatter_(1, order, first_sorted)
 
 
 class UniformSampler(NegativeSampler):
@@ -110,7 +103,7 @@ class UniformSampler(NegativeSampler):
             items = catalog.items[(u * pool_size[:, None]).long().clamp(max=catalog.size - 1)]
             ok = ~excl.contains(rows, items)
             if not self.replace:
-                ok &= _first_distinct_mask(items)
+                ok &= first_distinct_mask(items)
             rank = torch.cumsum(ok.long(), 1)
             done = todo & (rank[:, -1] >= k)
             out[done] = items[ok & (rank <= k) & done[:, None]].view(-1, k)

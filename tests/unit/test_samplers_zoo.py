@@ -1,0 +1,362 @@
+"""Rules every sampler of the zoo obeys, checked against slow set-based reference pools."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch_geometric.data import TemporalData
+
+from tgeval import SamplerError
+from tgeval.data.catalog import Catalog
+from tgeval.data.split import chronological_split
+from tgeval.loader import TimestampBatchLoader
+from tgeval.samplers.degree import DegreeSampler, TimeDegreeSampler
+from tgeval.samplers.historical import HistoricalSampler
+from tgeval.samplers.inductive import InductiveSampler
+from tgeval.samplers.mixture import MixtureSampler, split_count
+from tgeval.samplers.popularity import PopularitySampler
+from tgeval.samplers.registry import from_spec, get, names, parse_spec, register
+from tgeval.samplers.source_history import SourceHistorySampler
+from tgeval.samplers.time_available import TimeAvailableSampler
+from tgeval.samplers.uniform import UniformSampler
+from tests.conftest import make_stream
+from tests.strategies import streams
+
+N = 16  # id bound; streams use ids < 8, so the uniform fallback pool always holds >= 8 items
+CATALOG = Catalog("custom", torch.arange(N), None, N)
+KINDS = ["historical", "source_history", "inductive", "time_available", "popularity", "degree", "degree_time",
+         "mixture"]
+
+
+@st.composite
+def shared_source_streams(draw, max_groups=8, max_nodes=8):
+    """Every timestamp group has a single source (all its events share it)."""
+    src, dst, t = [], [], []
+    time = 0
+    for _ in range(draw(st.integers(1, max_groups))):
+        time += draw(st.integers(1, 3))
+        u = draw(st.integers(0, max_nodes - 1))
+        for v in draw(st.lists(st.integers(0, max_nodes - 1), min_size=1, max_size=4)):
+            src.append(u), dst.append(v), t.append(time)
+    return make_stream(src, dst, t)
+
+
+def make(kind, data, *, train_end, replace=False, directed=True, fallback="uniform"):
+    common = dict(catalog=CATALOG, replace=replace, directed=directed, fallback=fallback)
+    if kind == "historical":
+        return HistoricalSampler(N, **common)
+    if kind == "source_history":
+        return SourceHistorySampler(N, **common)
+    if kind == "inductive":
+        return InductiveSampler(data, train_end=train_end, num_nodes=N, **common)
+    if kind == "time_available":
+        return TimeAvailableSampler(data, num_nodes=N, replace=replace, directed=directed)
+    if kind == "popularity":
+        return PopularitySampler(N, **common)
+    if kind == "degree":
+        return DegreeSampler(N, graph=data[:train_end], **common)
+    if kind == "degree_time":
+        return TimeDegreeSampler(N, **common)
+    if kind == "mixture":
+        return MixtureSampler([HistoricalSampler(N, **common), UniformSampler(CATALOG, replace=replace,
+                                                                              directed=directed)], [0.5, 0.5])
+    raise AssertionError(kind)
+
+
+def events_of(data):
+    return list(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))
+
+
+def pairs_of(events, directed):
+    out = {(a, b) for a, b, _ in events}
+    return out if directed else out | {(b, a) for a, b in out}
+
+
+def reference_pool(kind, u, t, history, batch, everything, train_end, directed):
+    """The set a negative of event (u, ., t) may come from, and whether it is a fallback-able pool."""
+    def partners(events, same_time):
+        out = {b for a, b, s in events if a == u and (not same_time or s == t)}
+        if not directed:
+            out |= {a for a, b, s in events if b == u and (not same_time or s == t)}
+        return out
+
+    simultaneous, in_batch = partners(batch, True), partners(batch, False)
+    if kind in ("historical", "source_history"):
+        seen = {b for a, b in pairs_of(history, directed) if a == u}
+        return seen - {u} - (in_batch if kind == "historical" else simultaneous)
+    if kind == "inductive":
+        new = pairs_of(everything[train_end:], directed) - pairs_of(everything[:train_end], directed)
+        return {b for a, b in new if a == u} - {u} - in_batch
+    if kind == "time_available":
+        return {b for a, b, s in everything if s < t} - {u} - simultaneous
+    if kind == "popularity":
+        nodes = {b for _, b, _ in history} | (set() if directed else {a for a, _, _ in history})
+        return nodes - {u} - simultaneous
+    graph = everything[:train_end] if kind == "degree" else history
+    nodes = {a for a, _, _ in graph} | {b for _, b, _ in graph}
+    return nodes - {u} - simultaneous - {b for a, b in pairs_of(graph, directed) if a == u}
+
+
+def uniform_pool(u, t, batch, directed):
+    return reference_pool("time_available", u, t, [], batch, [(0, v, -1) for v in range(N)], 0,
+                                          directed)
+
+
+def replay(sampler, data, k, seed, batch_size):
+    """Sample every batch (then observe it), as the online replay engine does: list of [B, K] or exceptions."""
+    data = data.clone()
+    data.position = torch.arange(data.num_events)
+    out = []
+    for batch in TimestampBatchLoader(data, batch_size):
+        try:
+            out.append(sampler.sample(batch, k, torch.Generator().manual_seed(seed)))
+        except SamplerError as error:
+            out.append(error)
+        sampler.observe(batch)
+    return out
+
+
+def check_rows(kind, rows, batch_events, history, everything, train_end, k, replace, directed, fallback):
+    """Assert every row's support / distinctness; return (expected error, number of fallback rows)."""
+    need = 1 if replace else k
+    expect_error, fallbacks = False, 0
+    for row, (u, v, t) in zip(rows if rows is not None else [None] * len(batch_events), batch_events):
+        forbidden = {u, v} | {b for a, b, s in batch_events if a == u and s == t}
+        pool = reference_pool(kind, u, t, history, batch_events, everything, train_end, directed)
+        if kind == "time_available":
+            expect_error |= len(pool) < need
+        elif len(pool) == 0:
+            expect_error |= fallback == "error"
+            fallbacks += 1
+            pool = uniform_pool(u, t, batch_events, directed)
+        else:
+            expect_error |= len(pool) < need
+        if row is None:
+            continue
+        assert not forbidden & set(row), (kind, u, v, t, row)
+        assert set(row) <= pool, (kind, u, t, row, pool)
+        if not replace:
+            assert len(set(row)) == k
+    return expect_error, fallbacks
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.one_of(streams(max_events=24, max_nodes=8), shared_source_streams()), kind=st.sampled_from(KINDS),
+       k=st.integers(1, 3), replace=st.booleans(), directed=st.booleans(), seed=st.integers(0, 50),
+       batch_size=st.sampled_from([1, 4, 100]), fallback=st.sampled_from(["uniform", "error"]))
+def test_support_exclusions_errors_and_fallback_counts(data, kind, k, replace, directed, seed, batch_size, fallback):
+    everything = events_of(data)
+    train_end = len(everything) // 2
+    sampler = make(kind, data, train_end=train_end, replace=replace, directed=directed, fallback=fallback)
+    draws = replay(sampler, data, k, seed, batch_size)
+    history, start, total_fallbacks = [], 0, 0
+    for out in draws:
+        size = out.size(0) if isinstance(out, torch.Tensor) else None
+        # the batch is the next run of whole groups: recover it from the loader's boundaries
+        end = start + size if size is not None else None
+        if end is None:  # an error: recompute the batch span
+            spans = list(TimestampBatchLoader(data, batch_size).spans())
+            end = dict(spans)[start]
+        batch_events = everything[start:end]
+        if kind == "mixture":
+            k1, k2 = split_count(k, [0.5, 0.5])
+            parts = [("historical", k1, slice(0, k1)), ("time_available_uniform", k2, slice(k1, k))]
+        else:
+            parts = [(kind, k, slice(0, k))]
+        expect_error = False
+        for part_kind, part_k, cols in parts:
+            if part_k == 0:
+                continue
+            rows = out[:, cols].tolist() if isinstance(out, torch.Tensor) else None
+            if part_kind == "time_available_uniform":  # the mixture's uniform component
+                for row, (u, v, t) in zip(rows or [], batch_events):
+                    assert set(row) <= uniform_pool(u, t, batch_events, directed) - {v}
+                continue
+            err, fb = check_rows(part_kind, rows, batch_events, history, everything, train_end, part_k, replace,
+                                 directed, fallback)
+            expect_error |= err
+            total_fallbacks += fb if not err else 0
+        assert isinstance(out, SamplerError) == expect_error, (kind, batch_events, out)
+        history += batch_events
+        start = end
+    described = sampler.describe()
+    if kind == "mixture":
+        described = described["components"][0]
+    if "num_fallback_events" in described and all(isinstance(o, torch.Tensor) for o in draws):
+        assert described["num_fallback_events"] == total_fallbacks
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=streams(min_events=6, max_events=24, max_nodes=8), kind=st.sampled_from(KINDS), k=st.integers(1, 3),
+       cut=st.floats(0.2, 0.8), seed=st.integers(0, 50), directed=st.booleans(),
+       noise=st.lists(st.integers(0, 7), min_size=48, max_size=48))
+def test_no_leak_draws_unchanged_when_later_events_change(data, kind, k, cut, seed, directed, noise):
+    tau = int(data.t[int(cut * (data.num_events - 1))])
+    later = data.t > tau
+    m = int(later.sum())  # <= 24 events
+    altered = data.clone()
+    altered.src, altered.dst = data.src.clone(), data.dst.clone()
+    altered.src[later] = torch.tensor(noise[:m], dtype=torch.long)
+    altered.dst[later] = torch.tensor(noise[24 : 24 + m], dtype=torch.long)
+    train_end = int((~later).sum()) // 2  # the static degree graph lies before tau
+    a = replay(make(kind, data, train_end=train_end, replace=True, directed=directed), data, k, seed, 3)
+    b = replay(make(kind, altered, train_end=train_end, replace=True, directed=directed), altered, k, seed, 3)
+    spans = list(TimestampBatchLoader(data, 3).spans())
+    for (start, end), x, y in zip(spans, a, b):
+        if int(data.t[end - 1]) > tau:
+            break
+        if kind == "inductive":  # declared to use the whole stream
+            continue
+        assert type(x) is type(y)
+        if isinstance(x, torch.Tensor):
+            assert torch.equal(x, y), (kind, start)
+
+
+def test_whole_stream_declarations():
+    data = make_stream([0, 0, 0, 0], [1, 2, 3, 4], [1, 2, 3, 4])
+    assert InductiveSampler(data, train_end=2, catalog=CATALOG).uses_whole_stream
+    assert MixtureSampler([InductiveSampler(data, train_end=2, catalog=CATALOG)], [1]).uses_whole_stream
+    for kind in KINDS:
+        if kind != "inductive":
+            assert not getattr(make(kind, data, train_end=2), "uses_whole_stream", False), kind
+    # the declaration is honest: a pair that only occurs after the batch changes its draws
+    batch = make_stream([0], [3], [3])
+    seen_later = make_stream([0, 0, 0, 0], [1, 2, 3, 5], [1, 2, 3, 4])
+    a = InductiveSampler(data, train_end=2, catalog=CATALOG).sample(batch, 1)
+    b = InductiveSampler(seen_later, train_end=2, catalog=CATALOG).sample(batch, 1)
+    assert a.tolist() == [[4]] and b.tolist() == [[5]]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_same_seed_same_draws(kind):
+    data = make_stream([0, 1, 0, 2, 0, 1, 3, 0, 1, 2, 0, 0, 1, 2], [4, 5, 5, 4, 6, 4, 5, 7, 6, 6, 5, 7, 7, 5],
+                       [1, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10])
+    a = replay(make(kind, data, train_end=7, replace=True), data, 3, 4, 2)
+    b = replay(make(kind, data, train_end=7, replace=True), data, 3, 4, 2)
+    c = replay(make(kind, data, train_end=7, replace=True), data, 3, 5, 2)
+    same = [torch.equal(x, y) if isinstance(x, torch.Tensor) else type(x) is type(y) for x, y in zip(a, b)]
+    other = [torch.equal(x, y) for x, y in zip(a, c) if isinstance(x, torch.Tensor)]
+    assert all(same) and len(other) >= 5 and not all(other)
+
+
+def test_fallback_is_explicit_counted_and_reset():
+    sampler = HistoricalSampler(N, catalog=CATALOG)
+    batch = make_stream([0, 0, 1], [2, 3, 2], [1, 1, 1])
+    neg = sampler.sample(batch, 2, torch.Generator().manual_seed(0))  # empty history: all three fall back
+    assert not ({0, 2, 3} & set(neg[0].tolist()) or {0, 2, 3} & set(neg[1].tolist()) or {1, 2} & set(neg[2].tolist()))
+    assert sampler.describe()["num_fallback_events"] == 3 and sampler.describe()["num_events"] == 3
+    sampler.observe(batch)
+    assert sampler.sample(make_stream([0], [5], [2]), 2).sort().values.tolist() == [[2, 3]]
+    assert sampler.describe()["num_fallback_events"] == 3
+    sampler.reset_state()
+    assert sampler.describe()["num_fallback_events"] == 0 and sampler.keys.numel() == 0
+    with pytest.raises(SamplerError, match="empty history pool.*fallback='error'"):
+        HistoricalSampler(N, catalog=CATALOG, fallback="error").sample(batch, 1)
+    with pytest.raises(ValueError, match="needs a `catalog`"):
+        HistoricalSampler(N)
+    with pytest.raises(ValueError, match="fallback must be one of"):
+        HistoricalSampler(N, catalog=CATALOG, fallback="skip")
+
+
+def test_more_than_the_pool_is_a_typed_error_unless_replace():
+    sampler = SourceHistorySampler(N, catalog=CATALOG)
+    sampler.observe(make_stream([0, 0], [1, 2], [1, 1]))
+    batch = make_stream([0], [3], [2])
+    with pytest.raises(SamplerError, match="has 2 candidate negatives in its history pool.*fewer than the 3"):
+        sampler.sample(batch, 3)
+    assert set(SourceHistorySampler(N, catalog=CATALOG, replace=True).sample(batch, 3).flatten().tolist()) <= set(
+        range(N))
+    replace = SourceHistorySampler(N, catalog=CATALOG, replace=True)
+    replace.observe(make_stream([0, 0], [1, 2], [1, 1]))
+    assert set(replace.sample(batch, 20).flatten().tolist()) == {1, 2}
+
+
+def test_historical_and_source_history_differ_on_multi_group_batches():
+    history = make_stream([0, 0, 0], [1, 2, 3], [1, 1, 1])
+    batch = make_stream([0, 0], [1, 2], [5, 6])  # one batch, two timestamp groups
+    hist, source = HistoricalSampler(N, catalog=CATALOG), SourceHistorySampler(N, catalog=CATALOG)
+    hist.observe(history), source.observe(history)
+    # historical removes every batch destination of the source: only 3 is left
+    assert hist.sample(batch, 1).tolist() == [[3], [3]]
+    # source-history removes only the event's own positive (and same-t positives)
+    assert sorted(source.sample(batch, 2)[0].tolist()) == [2, 3]
+    assert sorted(source.sample(batch, 2)[1].tolist()) == [1, 3]
+
+
+def test_snapshot_restore_reproduces_draws():
+    sampler = TimeDegreeSampler(N, catalog=CATALOG)
+    sampler.observe(make_stream([0, 1, 2], [3, 4, 5], [1, 1, 2]))
+    state = sampler.snapshot()
+    batch = make_stream([6], [3], [3])
+    before = sampler.sample(batch, 3, torch.Generator().manual_seed(1))
+    sampler.observe(make_stream([7, 7], [6, 8], [4, 4]))
+    sampler.restore(state)
+    assert torch.equal(sampler.sample(batch, 3, torch.Generator().manual_seed(1)), before)
+    mix = MixtureSampler([PopularitySampler(N, catalog=CATALOG), HistoricalSampler(N, catalog=CATALOG)], [1, 1])
+    mix.observe(make_stream([0, 1], [3, 4], [1, 1]))
+    state = mix.snapshot()
+    mix.observe(make_stream([2], [5], [2]))
+    mix.restore(state)
+    assert mix.components[0].counts.sum() == 2 and mix.components[1].keys.tolist() == [3, N + 4]
+
+
+def test_mixture_split_and_columns():
+    assert split_count(5, [0.5, 0.5]) == [3, 2]
+    assert split_count(1, [0.5, 0.5]) == [1, 0]
+    assert split_count(10, [1, 2, 1]) == [3, 5, 2]  # 2.5, 5, 2.5: the first tie wins
+    assert split_count(0, [1, 1]) == [0, 0]
+    hist = HistoricalSampler(N, catalog=CATALOG, replace=True)
+    mix = MixtureSampler([hist, UniformSampler(Catalog("custom", torch.arange(10, 16), None, N), replace=True)],
+                         [0.5, 0.5])
+    mix.observe(make_stream([0], [1], [1]))
+    neg = mix.sample(make_stream([0] * 50, [2] * 50, [2] * 50), 4)
+    assert (neg[:, :2] == 1).all() and (neg[:, 2:] >= 10).all()
+    with pytest.raises(ValueError, match="one proportion per component"):
+        MixtureSampler([hist], [0.5, 0.5])
+    with pytest.raises(ValueError, match="non-negative"):
+        MixtureSampler([hist], [-1])
+
+
+def test_mixture_counts_cross_component_duplicates():
+    one = Catalog("custom", torch.tensor([5]), None, N)
+    mix = MixtureSampler([UniformSampler(one), UniformSampler(one)], [1, 1])
+    assert mix.sample(make_stream([0, 1], [1, 2], [1, 1]), 2).tolist() == [[5, 5], [5, 5]]
+    assert mix.describe()["num_cross_duplicates"] == 2
+
+
+def test_registry_names_get_and_specs():
+    assert {"uniform", "historical", "inductive", "source_history", "time_available", "popularity", "degree",
+            "degree_time", "mixture"} <= set(names())
+    assert isinstance(get("historical", num_nodes=N, catalog=CATALOG), HistoricalSampler)
+    assert parse_spec("popularity:half_life=2.5,replace=true,fallback=error,power=1") == (
+        "popularity", {"half_life": 2.5, "replace": True, "fallback": "error", "power": 1})
+    data = make_stream([0, 1, 0, 2, 0, 1, 3, 0, 1, 2], [4, 5, 5, 4, 6, 4, 5, 7, 6, 6], list(range(10)))
+    split = chronological_split(data)
+    catalog = Catalog("custom", torch.arange(8), None, 8)
+    built = {name: from_spec(name, data=data, split=split, catalog=catalog) for name in KINDS[:-1] + ["uniform"]}
+    assert {name: s.name for name, s in built.items()} == {name: name for name in built}
+    assert built["degree"].describe()["graph_edges"] == split.train.end
+    pop = from_spec("popularity:half_life=2,fallback=error", data=data, split=split, catalog=catalog)
+    assert (pop.half_life, pop.fallback) == (2.0, "error")
+    ind = from_spec("inductive", data=data, split=split, catalog=catalog, segment="test")
+    assert ind.describe()["segment"] == [split.test.start, split.test.end]
+    mix = from_spec("mixture:historical=0.5,uniform=0.5", data=data, split=split, catalog=catalog)
+    assert [c.name for c in mix.components] == ["historical", "uniform"] and mix.proportions == [0.5, 0.5]
+    with pytest.raises(ValueError, match="unknown sampler 'nope'; registered: .*historical"):
+        from_spec("nope", data=data, split=split, catalog=catalog)
+    with pytest.raises(ValueError, match=r"takes no option \['colour'\].*options: .*fallback"):
+        from_spec("historical:colour=red", data=data, split=split, catalog=catalog)
+    with pytest.raises(ValueError, match="not key=value"):
+        parse_spec("historical:replace")
+    with pytest.raises(ValueError, match="already registered"):
+        register("uniform", UniformSampler)
+
+
+def test_empty_batch_and_zero_k():
+    sampler = PopularitySampler(N, catalog=CATALOG)
+    empty = TemporalData(src=torch.zeros(0, dtype=torch.long), dst=torch.zeros(0, dtype=torch.long),
+                         t=torch.zeros(0, dtype=torch.long))
+    assert sampler.sample(empty, 3).shape == (0, 3)
+    assert sampler.sample(make_stream([0], [1], [1]), 0).shape == (1, 0)
+    with pytest.raises(ValueError, match="num_negatives"):
+        sampler.sample(make_stream([0], [1], [1]), -1)

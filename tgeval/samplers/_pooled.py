@@ -1,0 +1,186 @@
+r"""Common machinery of the samplers that draw from a per-row pool (historical, popularity, degree, ...).
+
+A subclass says which pool each row draws from (:meth:`PooledSampler._pool`, a
+:class:`~tgeval.samplers._draw.KeyPool` and a base per row) and, optionally, what else to
+exclude; this class applies the rules every sampler obeys (SPEC §5):
+
+* excluded items: the source, the simultaneous positives (``scope="group"``: same source,
+  same ``t``) or every destination of the source in the batch (``scope="batch"``), plus any
+  subclass exclusions; collisions are resampled (:mod:`tgeval.samplers._draw`);
+* a pool that holds some valid items but fewer than ``K`` (without replacement) raises
+  :class:`~tgeval.errors.SamplerError`;
+* an **empty** pool (no valid item at all) falls back explicitly: ``fallback="uniform"``
+  draws that event's negatives with :class:`~tgeval.samplers.uniform.UniformSampler` over
+  ``catalog`` (source and simultaneous positives excluded, same ``replace``), from a seed
+  derived from the generator's; ``fallback="error"`` raises. Fallback events are counted
+  (``num_fallback_events`` in :meth:`describe`; counters restart at :meth:`reset_state`,
+  which the replay engine calls before each evaluation).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+from torch_geometric.data import TemporalData
+
+from tgeval.data.catalog import Catalog
+from tgeval.data.exclusions import Exclusions, build_exclusions
+from tgeval.errors import SamplerError
+from tgeval.samplers._draw import (FALLBACKS, KeyPool, batch_exclusions, batch_position, derived_seed,
+                                   draw_from_pools, short_pool_error)
+from tgeval.samplers.base import NegativeSampler
+from tgeval.samplers.uniform import UniformSampler
+from tgeval.state import State, clone_state
+
+__all__ = ["PooledSampler"]
+
+_FALLBACK_SALT = 1
+
+
+class PooledSampler(NegativeSampler):
+    """Base of the pool samplers (see the module docstring).
+
+    Args:
+        num_nodes: exclusive upper bound of node ids.
+        catalog: candidates of the uniform fallback (required with ``fallback="uniform"``).
+        replace: i.i.d. draws from the pool instead of distinct negatives.
+        directed: if ``False``, pairs are unordered and an event ``(a, b, t)`` also makes
+            ``a`` a simultaneous positive of source ``b``.
+        fallback: ``"uniform"`` or ``"error"``, for events whose pool is empty.
+    """
+
+    name = "pooled"
+    uses_whole_stream = False
+    scope = "group"  # "group": simultaneous positives excluded; "batch": all batch positives of the source
+    _what = "pool"
+
+    def __init__(self, num_nodes: int, *, catalog: Optional[Catalog] = None, replace: bool = False,
+                 directed: bool = True, fallback: str = "uniform") -> None:
+        if fallback not in FALLBACKS:
+            raise ValueError(f"fallback must be one of {FALLBACKS}, got {fallback!r}.")
+        if fallback == "uniform" and catalog is None:
+            raise ValueError(f"{type(self).__name__} with fallback='uniform' needs a `catalog` to draw from when "
+                             f"an event's pool is empty. Pass catalog=..., or fallback='error'.")
+        if num_nodes < 1 or num_nodes > 3_037_000_499:
+            raise ValueError(f"num_nodes must lie in [1, 3037000499] (int64 pair keys), got {num_nodes}.")
+        self.num_nodes = int(num_nodes)
+        self.catalog = catalog
+        self.replace = bool(replace)
+        self.directed = bool(directed)
+        self.fallback = fallback
+        self._fallback_sampler = (UniformSampler(catalog, replace=replace, directed=directed)
+                                  if catalog is not None else None)
+        self._everything: Optional[Catalog] = None
+        self.reset_counters()
+
+    # ---- what subclasses provide -------------------------------------------------------
+    def _pool(self, batch: TemporalData) -> tuple[KeyPool, Tensor]:
+        """The pools and the base of each row (int64 ``[B]``)."""
+        raise NotImplementedError
+
+    def _more_exclusions(self, excl: Exclusions, batch: TemporalData) -> Exclusions:
+        return excl
+
+    def _state(self) -> State:
+        return {}
+
+    def _load(self, state: Optional[State]) -> None:
+        """Set the history from a snapshot, or to the empty history when ``state`` is ``None``."""
+
+    def _options(self) -> dict:
+        return {}
+
+    # ---- shared rules ------------------------------------------------------------------
+    def reset_counters(self) -> None:
+        """Zero ``num_events`` and ``num_fallback_events``."""
+        self._num_events = torch.zeros((), dtype=torch.long)
+        self._num_fallback = torch.zeros((), dtype=torch.long)
+
+    def _exclusions(self, batch: TemporalData) -> Exclusions:
+        device = batch.src.device
+        if self._everything is None or self._everything.device != device:
+            ids = torch.arange(self.num_nodes, device=device)
+            self._everything = Catalog("custom", ids, None, self.num_nodes, {"rule": "every node id"})
+        excl = batch_exclusions(batch, self._everything, directed=self.directed, scope=self.scope)
+        return self._more_exclusions(excl, batch)
+
+    def sample(self, batch: TemporalData, num_negatives: int,
+               generator: Optional[torch.Generator] = None) -> Tensor:
+        """Negative destinations: int64 ``[B, K]`` (see the class and module docstrings)."""
+        src = batch.src
+        device = src.device
+        b, k = src.numel(), int(num_negatives)
+        if k < 0:
+            raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
+        if k == 0 or b == 0:
+            return torch.zeros(b, k, dtype=torch.long, device=device)
+        seed = 0 if generator is None else generator.initial_seed()
+        position = batch_position(batch)
+        pool, base = self._pool(batch)
+        result = draw_from_pools(pool, base, self._exclusions(batch), k, replace=self.replace, seed=seed,
+                                 position=position)
+        need = 1 if self.replace else k
+        short = (result.size > 0) & (result.size < need)
+        if bool(short.any()):
+            i = int(torch.nonzero(short)[0, 0])
+            raise short_pool_error(batch, i, int(result.size[i]), need, k, self.replace, self._what)
+        empty = result.size == 0
+        out = result.negatives
+        if bool(empty.any()):
+            if self.fallback == "error" or self._fallback_sampler is None:
+                i = int(torch.nonzero(empty)[0, 0])
+                raise SamplerError(
+                    f"event {i} of the batch (src={int(src[i])}, t={batch.t[i].tolist()}) has an empty {self._what} "
+                    f"pool after exclusions and fallback='error'. Use fallback='uniform' (counted in the result) "
+                    f"or a MixtureSampler with a uniform component."
+                )
+            sub = torch.Generator(device=generator.device if generator is not None else "cpu")
+            sub.manual_seed(derived_seed(seed, _FALLBACK_SALT))
+            out = torch.where(empty[:, None], self._fallback_sampler.sample(batch, k, sub), out)
+            self._num_fallback = self._num_fallback + empty.sum().cpu()
+        self._num_events = self._num_events + b
+        return out
+
+    def log_q(self, batch: TemporalData, negatives: Tensor) -> Tensor:
+        r"""Log-probability of each negative under one draw of the row's proposal: float64 ``[B, K]``.
+
+        :math:`\log q_i(v) = \log w_v - \log \sum_{v' \in P_i \setminus X_i} w_{v'}` (uniform
+        pools: :math:`-\log |P_i \setminus X_i|`); for fallback rows, minus the log of the
+        uniform catalog pool size. Call it before :meth:`observe` (it reads the same history
+        as :meth:`sample`). Without replacement this is the proposal of the first draw, the
+        quantity a log-q (sampled softmax) correction uses.
+        """
+        pool, base = self._pool(batch)
+        excl = self._exclusions(batch)
+        result = draw_from_pools(pool, base, excl, 0, replace=True, seed=0, position=batch_position(batch))
+        pos, found = pool.index(base[:, None], negatives)
+        weight = torch.where(found, pool.weight(pos), torch.zeros_like(pos, dtype=torch.float64))
+        out = torch.log(weight) - torch.log(result.mass)[:, None]
+        empty = result.size == 0
+        if bool(empty.any()) and self.catalog is not None:
+            catalog = self.catalog.to(batch.src.device) if self.catalog.device != batch.src.device else self.catalog
+            cat_excl = build_exclusions(batch.src, batch.dst, batch.t, catalog, directed=self.directed)
+            size = (catalog.num_available(batch.t) - cat_excl.count).double()
+            out = torch.where(empty[:, None], -torch.log(size)[:, None].expand_as(out), out)
+        return out
+
+    def reset_state(self) -> None:
+        """Forget all history and zero the counters."""
+        self._load(None)
+        self.reset_counters()
+
+    def snapshot(self) -> State:
+        return clone_state(self._state())
+
+    def restore(self, state: State) -> None:
+        self._load(clone_state(state))
+
+    def describe(self) -> dict:
+        return {"name": self.name, "replace": self.replace, "directed": self.directed, "fallback": self.fallback,
+                "uses_whole_stream": self.uses_whole_stream, **self._options(),
+                "fallback_catalog": None if self.catalog is None else self.catalog.describe(),
+                "collisions": "resample (first K distinct accepted draws)",
+                "randomness": "counter-based: (generator seed, replay position, draw index)",
+                "num_events": int(self._num_events), "num_fallback_events": int(self._num_fallback)}

@@ -1,0 +1,40 @@
+r"""Time-available negatives: uniform over the destinations that appeared before ``t`` (SPEC §5).
+
+This is :class:`~tgeval.samplers.uniform.UniformSampler` over the ``"time-available"``
+catalog (:func:`~tgeval.data.catalog.build_catalog`): an event :math:`(u, v^+, t)` draws
+uniformly from :math:`\{v : v \text{ is the destination of an event at } s < t\} \setminus
+(\{u\} \cup S_{u,t})`. The catalog is built from the whole stream, but an item is offered
+only strictly after its first appearance, so the draws for an event depend only on events
+before it (changing later events changes nothing). Events whose pool is too small raise
+:class:`~tgeval.errors.SamplerError` (as every uniform sampler; no fallback is needed
+because the pool never depends on the source's own history).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from torch_geometric.data import TemporalData
+
+from tgeval.data.catalog import build_catalog
+from tgeval.samplers.uniform import UniformSampler
+
+__all__ = ["TimeAvailableSampler"]
+
+
+class TimeAvailableSampler(UniformSampler):
+    """Uniform sampler over ``build_catalog(data, "time-available")`` (a thin named constructor).
+
+    Args:
+        data: the whole time-sorted stream (only first appearance times are used).
+        num_nodes: id bound (default ``max(src, dst) + 1``).
+        replace: draw with replacement.
+        directed: as :class:`~tgeval.samplers.uniform.UniformSampler`.
+    """
+
+    name = "time_available"
+
+    def __init__(self, data: TemporalData, *, num_nodes: Optional[int] = None, replace: bool = False,
+                 directed: bool = True) -> None:
+        super().__init__(build_catalog(data, "time-available", num_nodes=num_nodes), replace=replace,
+                         directed=directed)
