@@ -38,7 +38,7 @@ from tgeval.eval.ranking import all_entity_counts, check_no_nan
 from tgeval.eval.result import Result, summarize
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models.base import TemporalLinkModel
-from tgeval.samplers.base import NegativeSampler
+from tgeval.samplers.base import NegativeSampler, Negatives, SampledNegatives
 from tgeval.state import no_state_change
 
 __all__ = ["evaluate", "warm_up", "PROTOCOLS"]
@@ -108,7 +108,7 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
     return data
 
 
-def _score_batch(model: TemporalLinkModel, batch: TemporalData, negatives: Optional[Tensor],
+def _score_batch(model: TemporalLinkModel, batch: TemporalData, negatives: Optional[SampledNegatives],
                  catalog: Optional[Catalog], candidate_budget: int, use_shortcut: bool,
                  directed: bool) -> dict[str, Tensor]:
     """Per-event records of one batch, from the current state (the caller guards it)."""
@@ -118,13 +118,21 @@ def _score_batch(model: TemporalLinkModel, batch: TemporalData, negatives: Optio
         pos = model.score(src, dst, t)
         check_no_nan(pos, "positive scores")
     else:  # positives and negatives in one call: [B] then [B * K]
-        size, k = negatives.shape
-        scores = model.score(torch.cat([src, src.repeat_interleave(k)]), torch.cat([dst, negatives.flatten()]),
+        neg = negatives if isinstance(negatives, Negatives) else Negatives(negatives)
+        size, k = neg.dst.shape
+        neg_src = src.repeat_interleave(k) if neg.src is None else neg.src.flatten()
+        scores = model.score(torch.cat([src, neg_src]), torch.cat([dst, neg.dst.flatten()]),
                              torch.cat([t, t.repeat_interleave(k)]))
-        check_no_nan(scores, "scores")
-        pos, neg = scores[:size], scores[size:].view(size, k)
-        rec["neg"], rec["neg_score"] = negatives, neg
-        rec["sampled_above"], rec["sampled_equal"] = count_above_equal(pos, neg)
+        pos, neg_score = scores[:size], scores[size:].view(size, k)
+        check_no_nan(pos if neg.mask is None else torch.cat([pos, neg_score[neg.mask]]), "scores")
+        if neg.mask is None:
+            check_no_nan(neg_score, "scores")
+        rec["neg"], rec["neg_score"] = neg.dst, neg_score
+        if neg.src is not None:
+            rec["neg_src"] = neg.src
+        if neg.mask is not None:
+            rec["neg_mask"] = neg.mask
+        rec["sampled_above"], rec["sampled_equal"] = count_above_equal(pos, neg_score, neg.mask)
     rec["score"] = pos
     if catalog is not None:
         counts = all_entity_counts(model, src, dst, t, pos, catalog, candidate_budget=candidate_budget,
@@ -291,7 +299,8 @@ def evaluate(
         "model": model.describe(),
         "sampler": None if sampler is None else sampler.describe(),
         "num_negatives": num_negatives if sampler is not None else 0,
-        "negatives_checksum": tensor_checksum(records["event"], records["neg"]) if sampler is not None else None,
+        "negatives_checksum": None if sampler is None else tensor_checksum(
+            *(records[key] for key in ("event", "neg", "neg_src", "neg_mask") if key in records)),
         "catalog": None if catalog is None else catalog.describe(),
         "ties": ties,
         "aggregation": {"micro": "mean over events", "macro": "mean over sources of per-source means"},

@@ -105,14 +105,16 @@ def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1
         table = _ranking_table(records["sampled_above"], records["sampled_equal"], src, ties, hits)
         b, k = neg.shape
         if k > 0:
-            scores = torch.cat([pos, neg.flatten()])
+            valid = records.get("neg_mask", torch.ones_like(neg, dtype=torch.bool))
+            scores = torch.cat([pos, neg[valid]])
             labels = torch.cat([torch.ones(b, dtype=torch.bool, device=pos.device),
-                                torch.zeros(b * k, dtype=torch.bool, device=pos.device)])
-            batch = torch.cat([records["batch"], records["batch"].repeat_interleave(k)])
+                                torch.zeros(int(valid.sum()), dtype=torch.bool, device=pos.device)])
+            batch = torch.cat([records["batch"], records["batch"][:, None].expand(b, k)[valid]])
             table["auroc"] = {"global": float(auroc(scores, labels)),
                               "per_batch_mean": float(torch.nanmean(grouped_auroc(scores, labels, batch)))}
             table["ap"] = {"global": float(average_precision(scores, labels)),
                            "per_batch_mean": float(torch.nanmean(grouped_average_precision(scores, labels, batch)))}
+            table["negatives"] = {"total": int(valid.sum()), "padded": int((~valid).sum())}
         out["sampled"] = table
     if "above" in records:
         keep = torch.ones_like(records["covered"]) if uncovered == "rank" else records["covered"]

@@ -8,7 +8,8 @@ replay engine calls only after the batch was scored.
 
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass
+from typing import Optional, Union
 
 import torch
 from torch import Tensor
@@ -16,7 +17,36 @@ from torch_geometric.data import TemporalData
 
 from tgeval.state import State
 
-__all__ = ["NegativeSampler"]
+__all__ = ["NegativeSampler", "Negatives", "SampledNegatives"]
+
+
+@dataclass(frozen=True)
+class Negatives:
+    """Negatives that are more than one destination per slot.
+
+    Attributes:
+        dst: int64 ``[B, K]`` negative destinations.
+        src: int64 ``[B, K]`` sources of the negative pairs, for samplers that corrupt the
+            source or the whole pair; ``None``: every negative keeps the positive's source.
+        mask: bool ``[B, K]``, ``False`` where a slot is padding (ragged negative lists, e.g.
+            TGB files with fewer negatives for some events); padded slots must still hold
+            valid node ids and are never counted. ``None``: every slot is a negative.
+    """
+
+    dst: Tensor
+    src: Optional[Tensor] = None
+    mask: Optional[Tensor] = None
+
+    def __post_init__(self) -> None:
+        for name in ("src", "mask"):
+            value = getattr(self, name)
+            if value is not None and value.shape != self.dst.shape:
+                raise ValueError(f"Negatives.{name} must have the shape of dst {tuple(self.dst.shape)}, "
+                                 f"got {tuple(value.shape)}.")
+
+
+#: What :meth:`NegativeSampler.sample` returns: destinations ``[B, K]`` or :class:`Negatives`.
+SampledNegatives = Union[Tensor, Negatives]
 
 
 class NegativeSampler:
@@ -28,8 +58,9 @@ class NegativeSampler:
     uses_whole_stream = False
 
     def sample(self, batch: TemporalData, num_negatives: int,
-               generator: Optional[torch.Generator] = None) -> Tensor:
-        """Negative destinations: int64 ``[B, K]`` for a batch of ``B`` positives.
+               generator: Optional[torch.Generator] = None) -> SampledNegatives:
+        """Negative destinations: int64 ``[B, K]`` for a batch of ``B`` positives, or
+        :class:`Negatives` for corrupted sources / whole pairs or padded slots.
 
         A negative is never the true destination, the source, or a simultaneous
         positive (another destination of the same source at the same timestamp).
