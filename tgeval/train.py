@@ -68,7 +68,7 @@ from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.losses import LossFn, get_loss
 from tgeval.models.base import TemporalLinkModel
-from tgeval.samplers.base import NegativeSampler
+from tgeval.samplers.base import NegativeSampler, as_negatives
 
 __all__ = ["train_epoch", "resolve_range"]
 
@@ -183,12 +183,14 @@ def train_epoch(
     try:
         for batch in loader:
             src, dst, t = batch.src, batch.dst, batch.t
-            negatives = sampler.sample(batch, num_negatives, generator)  # [B, K]
-            size, k = negatives.shape
-            scores = model.score(torch.cat([src, src.repeat_interleave(k)]),
-                                 torch.cat([dst, negatives.flatten()]),
+            neg = as_negatives(sampler.sample(batch, num_negatives, generator))  # [B, K]
+            size, k = neg.dst.shape
+            neg_src = src.repeat_interleave(k) if neg.src is None else neg.src.flatten()
+            scores = model.score(torch.cat([src, neg_src]), torch.cat([dst, neg.dst.flatten()]),
                                  torch.cat([t, t.repeat_interleave(k)]))
-            value = loss_fn(scores[:size], scores[size:].view(size, k))
+            pos_score, neg_score = scores[:size], scores[size:].view(size, k)
+            value = (loss_fn(pos_score, neg_score) if neg.mask is None
+                     else loss_fn(pos_score, neg_score, neg_mask=neg.mask))
             optimizer.zero_grad()
             value.backward()
             optimizer.step()

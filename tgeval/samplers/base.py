@@ -9,7 +9,7 @@ replay engine calls only after the batch was scored.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 import torch
 from torch import Tensor
@@ -17,7 +17,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.state import State
 
-__all__ = ["NegativeSampler", "Negatives", "SampledNegatives"]
+__all__ = ["NegativeSampler", "Negatives", "SampledNegatives", "as_negatives", "concat_negatives"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,27 @@ class Negatives:
 
 #: What :meth:`NegativeSampler.sample` returns: destinations ``[B, K]`` or :class:`Negatives`.
 SampledNegatives = Union[Tensor, Negatives]
+
+
+def as_negatives(value: SampledNegatives) -> Negatives:
+    """``value`` as :class:`Negatives` (a plain ``[B, K]`` tensor holds destinations)."""
+    return value if isinstance(value, Negatives) else Negatives(value)
+
+
+def concat_negatives(parts: Sequence[SampledNegatives], src: Tensor) -> SampledNegatives:
+    """Concatenate the columns of several samplers' negatives for the same batch (sources ``src`` ``[B]``).
+
+    Plain tensors stay a plain tensor; otherwise missing sources become ``src`` and missing
+    masks all-valid.
+    """
+    if all(isinstance(part, Tensor) for part in parts):
+        return torch.cat(list(parts), dim=1)  # type: ignore[arg-type]
+    negs = [as_negatives(part) for part in parts]
+    sources = [n.src if n.src is not None else src[:, None].expand_as(n.dst) for n in negs]
+    masks = [n.mask if n.mask is not None else torch.ones_like(n.dst, dtype=torch.bool) for n in negs]
+    return Negatives(torch.cat([n.dst for n in negs], dim=1),
+                     torch.cat(sources, dim=1) if any(n.src is not None for n in negs) else None,
+                     torch.cat(masks, dim=1) if any(n.mask is not None for n in negs) else None)
 
 
 class NegativeSampler:
