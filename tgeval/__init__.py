@@ -9,6 +9,7 @@ from tgeval.errors import (  # noqa: E402
     CatalogError,
     DataFormatError,
     LeakageError,
+    NegativesFileError,
     SamplerError,
     SplitError,
     TemporalDataError,
@@ -22,7 +23,7 @@ from tgeval.state import Stateful, no_state_change  # noqa: E402
 
 __all__ = [
     "__version__", "Catalog", "build_catalog", "Segment", "Split", "chronological_split", "sort_by_time",
-    "validate", "CatalogError", "DataFormatError", "LeakageError", "SamplerError", "SplitError",
+    "validate", "CatalogError", "DataFormatError", "LeakageError", "NegativesFileError", "SamplerError", "SplitError",
     "TemporalDataError", "TGEvalError", "UndefinedMetricWarning", "evaluate", "warm_up", "Result",
     "TimestampBatchLoader", "Stateful", "no_state_change",
 ]

@@ -11,6 +11,7 @@ __all__ = [
     "SplitError",
     "CatalogError",
     "SamplerError",
+    "NegativesFileError",
     "LeakageError",
     "UndefinedMetricWarning",
 ]
@@ -41,6 +42,10 @@ class CatalogError(TGEvalError, ValueError):
 class SamplerError(TGEvalError, ValueError):
     """A negative sampler cannot honour its request (e.g. more distinct negatives than
     its pool holds without ``replace=True``)."""
+
+
+class NegativesFileError(TGEvalError, ValueError):
+    """A negatives file is corrupt (checksum mismatch) or was drawn for other data."""
 
 
 class LeakageError(TGEvalError):
