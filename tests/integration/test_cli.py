@@ -69,3 +69,15 @@ def test_sampler_by_name(snap_file, tmp_path, spec):
 def test_unknown_sampler(snap_file, capsys):
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--sampler", "magic"]) == 2
     assert "registered" in capsys.readouterr().err
+
+
+def test_train_fits_membership_and_records_training(snap_file, tmp_path, capsys):
+    out = tmp_path / "trained.json"
+    assert main(["train", str(snap_file), "--format", "snap", "--epochs", "2", "--sampler", "uniform",
+                 "--loss", "bpr", "--out", str(out)]) == 0
+    manifest = json.loads(out.read_text())["manifest"]
+    training = manifest["training"]
+    assert training["loss"] == "bpr" and training["epochs"] == 2 and len(training["history"]) == 2
+    # repeated pairs are far more likely among positives than among uniform negatives: beta grows positive
+    assert manifest["model"]["beta"] > 0.5
+    assert "epoch 1:" in capsys.readouterr().out

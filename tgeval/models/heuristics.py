@@ -17,10 +17,10 @@ products) compare exactly.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
@@ -84,7 +84,7 @@ class EdgeBank(_BufferState):
             found &= self.last_seen[pos] >= t.double() - self.window
         return found
 
-    def _values(self) -> tuple[float, float]:
+    def _values(self) -> tuple[Union[float, Tensor], Union[float, Tensor]]:
         """Scores of an unseen and of a seen pair."""
         return 0.0, 1.0
 
@@ -190,17 +190,26 @@ class EdgeBank(_BufferState):
 
 class PairMembership(EdgeBank):
     r"""Minimal pair-membership scorer :math:`s = b + \beta M` (SPEC §6); ``EdgeBank`` with
-    ``beta=1, bias=0``. With ``beta < 0`` it prefers unseen pairs."""
+    ``beta=1, bias=0``. With ``beta < 0`` it prefers unseen pairs.
+
+    ``beta`` and ``bias`` are float64 parameters, so the scorer can be fitted with
+    :func:`tgeval.train.train_epoch` (e.g. BCE against a sampler's negatives); the bank of
+    seen pairs is state, as in :class:`EdgeBank`.
+    """
 
     def __init__(self, num_nodes: int, beta: float = 1.0, bias: float = 0.0, directed: bool = True) -> None:
         super().__init__(num_nodes, window=None, directed=directed)
-        self.beta, self.bias = float(beta), float(bias)
+        self.beta = nn.Parameter(torch.tensor(float(beta), dtype=torch.float64))
+        self.bias = nn.Parameter(torch.tensor(float(bias), dtype=torch.float64))
 
-    def _values(self) -> tuple[float, float]:
-        return self.bias, self.bias + self.beta
+    def _values(self) -> tuple[Tensor, Tensor]:
+        return self.bias.detach(), (self.bias + self.beta).detach()
+
+    def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        return self.bias + self.beta * self.membership(src, dst, t).double()
 
     def describe(self) -> dict:
-        return {"name": "membership", "beta": self.beta, "bias": self.bias,
+        return {"name": "membership", "beta": float(self.beta.detach()), "bias": float(self.bias.detach()),
                 "directed": self.directed, "num_nodes": self.num_nodes}
 
 
