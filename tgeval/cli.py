@@ -19,7 +19,8 @@ from tgeval.data.synthetic import generate_events
 from tgeval.errors import TGEvalError
 from tgeval.eval.metrics import TIE_POLICIES
 from tgeval.eval.replay import PROTOCOLS, UNCOVERED_RULES, evaluate
-from tgeval.eval.result import STRATA, Result, write_atomic
+from tgeval.atomic import write_atomic
+from tgeval.eval.result import STRATA, Result
 from tgeval.eval.selection import segment_duration, select_window
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment

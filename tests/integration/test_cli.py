@@ -58,12 +58,33 @@ def test_cli_usage_errors_exit_2(snap_file, capsys):
     assert "nothing to measure" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("spec", ["historical:replace=true", "mixture:historical=0.5,uniform=0.5", "popularity"])
+@pytest.mark.parametrize("spec", ["historical:replace=true", "mixture:historical=0.5,uniform=0.5", "popularity",
+                                  "HS:replace_draws=true", "OE:replace_draws=true"])
 def test_sampler_by_name(snap_file, tmp_path, spec):
     out = tmp_path / "r.json"
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "2",
                  "--no-all-entity", "--sampler", spec, "--out", str(out)]) == 0
     assert json.loads(out.read_text())["manifest"]["sampler"]["name"] == spec.split(":")[0]
+
+
+def test_fixed_negatives_file_through_the_cli(snap_file, tmp_path):
+    from tgeval import build_catalog, chronological_split
+    from tgeval.data import read_events
+    from tgeval.samplers import UniformSampler, save_negatives
+
+    data, _ = read_events(snap_file, "snap")
+    split = chronological_split(data)
+    catalog = build_catalog(data, "train", train_end=split.train.end)
+    path = tmp_path / "negatives.pt"
+    save_negatives(path, UniformSampler(catalog), data, split.test, 3, seed=7)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "3",
+                 "--no-all-entity", "--seed", "7", "--out", str(a)]) == 0
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "3",
+                 "--no-all-entity", "--sampler", f"fixed:path={path}", "--out", str(b)]) == 0
+    ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
+    assert ra["manifest"]["negatives_checksum"] == rb["manifest"]["negatives_checksum"]
+    assert ra["metrics"]["sampled"] == rb["metrics"]["sampled"]
 
 
 def test_unknown_sampler(snap_file, capsys):

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from tgeval import Result, build_catalog, chronological_split, evaluate
-from tgeval.eval.result import summarize, write_atomic
+from tgeval.atomic import write_atomic
+from tgeval.eval.result import summarize
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import UniformSampler
 from tests.conftest import make_stream

@@ -11,7 +11,6 @@ import io
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -19,6 +18,7 @@ from typing import Any, Optional, Sequence
 import torch
 from torch import Tensor
 
+from tgeval.atomic import write_atomic
 from tgeval.eval.metrics import (
     TiePolicy,
     auroc,
@@ -32,29 +32,12 @@ from tgeval.eval.metrics import (
     rank_from_counts,
 )
 
-__all__ = ["Result", "STRATA", "summarize", "write_atomic"]
+__all__ = ["Result", "STRATA", "summarize"]
 
 #: Stratum codes of per-event records (SPEC §3), relative to the events before the segment:
 #: ``repeated`` — the pair occurred before; ``new_pair`` — both nodes occurred before but not
 #: the pair; ``new_node`` — the source or the destination never occurred before.
 STRATA = ("repeated", "new_pair", "new_node")
-
-
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _plain(value: Any) -> Any:

@@ -4,8 +4,12 @@
 CLI takes ``--sampler NAME[:key=value,...]`` (see :func:`from_spec`).
 """
 
-from tgeval.samplers.base import NegativeSampler
+from tgeval.samplers.base import NegativeSampler, Negatives
+from tgeval.samplers.birth_death import (BirthDeathEdgeSampler, BirthDeathNodeSampler, birth_death, node_lifetimes,
+                                         pair_lifetimes, split_time)
 from tgeval.samplers.degree import DegreeSampler, TimeDegreeSampler
+from tgeval.samplers.fixed import (FixedNegativeSampler, load_negatives, read_tgb_negatives, save_negatives,
+                                   write_tgb_negatives)
 from tgeval.samplers.historical import HistoricalSampler
 from tgeval.samplers.inductive import InductiveSampler
 from tgeval.samplers.mixture import MixtureSampler
@@ -15,6 +19,8 @@ from tgeval.samplers.time_available import TimeAvailableSampler
 from tgeval.samplers.uniform import UniformSampler
 from tgeval.samplers.registry import from_spec, get, names, parse_spec, register  # noqa: I001 (after the samplers)
 
-__all__ = ["NegativeSampler", "UniformSampler", "HistoricalSampler", "SourceHistorySampler", "InductiveSampler",
+__all__ = ["NegativeSampler", "Negatives", "BirthDeathNodeSampler", "BirthDeathEdgeSampler", "birth_death",
+           "node_lifetimes", "pair_lifetimes", "split_time", "UniformSampler", "HistoricalSampler", "SourceHistorySampler", "InductiveSampler",
            "TimeAvailableSampler", "PopularitySampler", "DegreeSampler", "TimeDegreeSampler", "MixtureSampler",
+           "FixedNegativeSampler", "save_negatives", "load_negatives", "read_tgb_negatives", "write_tgb_negatives",
            "from_spec", "get", "names", "parse_spec", "register"]

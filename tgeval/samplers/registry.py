@@ -27,6 +27,8 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.split import Split
 from tgeval.samplers.base import NegativeSampler
 from tgeval.samplers.degree import DegreeSampler, TimeDegreeSampler
+from tgeval.samplers.birth_death import factories as _birth_death_factories
+from tgeval.samplers.fixed import FixedNegativeSampler, read_tgb_negatives
 from tgeval.samplers.historical import HistoricalSampler
 from tgeval.samplers.inductive import InductiveSampler
 from tgeval.samplers.mixture import MixtureSampler
@@ -195,3 +197,9 @@ register("degree", DegreeSampler,
          context=lambda c: {**_graph_context(c), "graph": c.data[: c.split.train.end]})
 register("degree_time", TimeDegreeSampler, context=_graph_context)
 register("mixture", MixtureSampler)
+register("fixed", FixedNegativeSampler.from_file, context=lambda c: {"data": c.data})  # "fixed:path=negatives.pt"
+register("tgb", read_tgb_negatives,  # "tgb:path=..._test_ns.pkl": a Temporal Graph Benchmark negatives file
+         context=lambda c: {"data": c.split[c.segment or "test"].select(c.data)})
+for _name, _factory in _birth_death_factories().items():  # HS OS IS HD OD ID HE OE IE, e.g. "OE:test_ratio=0.15"
+    register(_name, _factory,
+             context=lambda c: {"data": c.data, "num_nodes": c.catalog.num_nodes, "catalog": c.catalog})

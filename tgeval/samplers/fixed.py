@@ -1,0 +1,519 @@
+r"""Fixed negatives: draw once, save with checksums, reuse across models (SPEC §5 ``fixed``, §11, §12).
+
+Two sources of fixed negatives:
+
+* **tgeval files** (:func:`save_negatives` / :func:`load_negatives`): a sampler's draws for
+  a segment, made exactly as :func:`tgeval.evaluate` makes them (validated stream, canonical
+  replay order ``(t, src, dst)``, timestamp batches, sampler warmed on the history before the
+  segment, generator seeded with ``seed``, ``observe`` after each batch under the online
+  protocol). Stored as a one-line text prefix holding the sha256 of the rest, then a
+  ``torch.save`` payload (read back with ``weights_only=True``): per event its
+  index in the input data (file order, ``batch.e_id``), its ``src`` / ``dst`` / ``t``, the
+  negatives ``neg`` ``[E, K]`` (and ``neg_src`` / ``neg_mask`` when the sampler returned
+  :class:`~tgeval.samplers.base.Negatives`), and a header: format version, the sampler's
+  ``describe()``, ``K``, seed, batch size, protocol, the data fingerprint, the segment, the
+  negatives checksum :math:`\mathrm{sha256}(\text{event}, \text{neg}[, \text{neg\_src}][, \text{neg\_mask}])`
+  (equal to the ``negatives_checksum`` that :func:`~tgeval.evaluate` writes for the same
+  draws) and a content checksum over the header and every array. Both are verified on load.
+* **Temporal Graph Benchmark files** (:func:`read_tgb_negatives`): a pickled dict keyed by
+  ``(src, dst, t)`` whose values are the negative destinations of that positive. Rows of
+  unequal length are padded to the longest row and masked (counted); slots that hold the
+  source, the true destination or a simultaneous positive are masked too under
+  ``collisions="mask"`` (counted), or kept as in TGB under ``collisions="keep"``.
+
+.. warning::
+   TGB files are Python pickles: unpickling runs code chosen by whoever wrote the file. Only
+   read TGB negatives files from a source you trust. (tgeval's own files are read with
+   ``torch.load(weights_only=True)``, which does not run arbitrary code.)
+
+:class:`FixedNegativeSampler` serves the stored negatives by event (``batch.e_id``, tgeval
+files) or by the ``(src, dst, t)`` key (TGB files; duplicate events share one row). It is
+stateless, ignores the generator, and returns the first ``K`` stored columns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pickle
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, Optional, Sequence, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.data import TemporalData
+
+from tgeval.atomic import write_atomic
+from tgeval.data.fingerprint import fingerprint, tensor_checksum
+from tgeval.data.groups import canonical_order
+from tgeval.data.split import Segment, check_whole_groups
+from tgeval.data.validate import permute_events, validate
+from tgeval.errors import NegativesFileError, SamplerError
+from tgeval.loader import TimestampBatchLoader
+from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives
+
+__all__ = ["StoredNegatives", "FixedNegativeSampler", "draw_negatives", "save_negatives", "load_negatives",
+           "read_tgb_negatives", "write_tgb_negatives", "FORMAT", "FORMAT_VERSION"]
+
+FORMAT = "tgeval-negatives"
+FORMAT_VERSION = 1
+PathLike = Union[str, "os.PathLike[str]"]
+_MAGIC = b"TGEVAL-NEGATIVES v1 sha256="  # then 64 hex digits of the payload, a newline, the torch.save payload
+_ARRAYS = ("event", "src", "dst", "t", "neg", "neg_src", "neg_mask")  # content-checksum order
+
+
+@dataclass(frozen=True)
+class StoredNegatives:
+    """Fixed negatives, one row per positive event (CPU tensors).
+
+    Attributes:
+        src: int64 ``[R]`` source of each row's positive.
+        dst: int64 ``[R]`` destination of each row's positive.
+        t: ``[R]`` time of each row's positive (dtype of the stream's ``t``).
+        neg: int64 ``[R, K]`` negative destinations.
+        event: int64 ``[R]`` index of each row's positive in the input data (file order), or
+            ``None`` for rows keyed by ``(src, dst, t)`` (TGB files).
+        neg_src: int64 ``[R, K]`` sources of the negative pairs, or ``None`` (the positive's source).
+        neg_mask: bool ``[R, K]``, ``False`` for padded / masked slots (they hold valid ids and
+            are never counted), or ``None`` (every slot counts).
+        header: provenance (format, sampler, seed, fingerprint, segment, checksums, counts).
+    """
+
+    src: Tensor
+    dst: Tensor
+    t: Tensor
+    neg: Tensor
+    event: Optional[Tensor] = None
+    neg_src: Optional[Tensor] = None
+    neg_mask: Optional[Tensor] = None
+    header: dict = field(default_factory=dict)
+
+    @property
+    def num_negatives(self) -> int:
+        """Stored columns ``K``."""
+        return int(self.neg.size(1))
+
+    def arrays(self) -> dict[str, Tensor]:
+        """The non-``None`` arrays by name."""
+        return {name: value for name in _ARRAYS if (value := getattr(self, name)) is not None}
+
+    def checksum(self) -> str:
+        """Checksum of the negatives: ``tensor_checksum(event, neg[, neg_src][, neg_mask])``
+        (rows without ``event`` hash ``src``, ``dst`` instead)."""
+        keys = (self.event,) if self.event is not None else (self.src, self.dst)
+        return tensor_checksum(*keys, self.neg, *(x for x in (self.neg_src, self.neg_mask) if x is not None))
+
+
+def _content_checksum(header: dict, arrays: dict[str, Tensor]) -> str:
+    """sha256 over the header (minus ``content_checksum``, canonical JSON) and every array."""
+    head = {k: v for k, v in header.items() if k != "content_checksum"}
+    digest = hashlib.sha256(b"tgeval-negatives-content-v1;")
+    digest.update(json.dumps(head, sort_keys=True, default=repr).encode())
+    names = [name for name in _ARRAYS if name in arrays]
+    digest.update(";".join(names).encode())
+    digest.update(tensor_checksum(*(arrays[name] for name in names)).encode())
+    return f"sha256:{digest.hexdigest()}"
+
+
+# -- drawing and saving --------------------------------------------------------------------
+def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segment, num_negatives: int, *,
+                   seed: int = 0, batch_size: int = 200,
+                   protocol: Literal["online", "fixed"] = "online") -> StoredNegatives:
+    """Draw ``sampler``'s negatives for ``segment`` exactly as :func:`tgeval.evaluate` would
+    (with ``warm=True`` and the same ``seed``, ``batch_size``, ``protocol``).
+
+    The sampler is reset and warmed on ``data[:segment.start]``; its state afterwards is the
+    state at the end of the segment.
+
+    Args:
+        sampler: any :class:`~tgeval.samplers.base.NegativeSampler`.
+        data: the whole time-sorted stream (validated here).
+        segment: the evaluated events (whole timestamp groups).
+        num_negatives: ``K``.
+        seed: seed of the sampler's ``torch.Generator``.
+        batch_size: target events per timestamp batch.
+        protocol: ``"online"`` (``observe`` after each batch) or ``"fixed"``.
+
+    Returns:
+        StoredNegatives: rows in replay order, ``event`` = index in ``data``.
+    """
+    if num_negatives < 1:
+        raise ValueError(f"num_negatives must be >= 1, got {num_negatives}.")
+    if protocol not in ("online", "fixed"):
+        raise ValueError(f"protocol must be 'online' or 'fixed', got {protocol!r}.")
+    data = validate(data)
+    check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
+    input_fingerprint = fingerprint(data)
+    # The same canonicalisation as tgeval.evaluate (same functions, same attributes).
+    order = canonical_order(data.src, data.dst, data.t)
+    data = permute_events(data, order)
+    data.e_id = order
+    data.position = torch.arange(data.num_events, device=data.src.device)
+    history, events = data[: segment.start], data[segment.start : segment.end]
+    sampler.reset_state()
+    with torch.no_grad():
+        if history.num_events:
+            for batch in TimestampBatchLoader(history, batch_size):
+                sampler.observe(batch)
+        generator = torch.Generator(device=data.src.device).manual_seed(seed)
+        parts: list[Negatives] = []
+        for batch in TimestampBatchLoader(events, batch_size):
+            parts.append(as_negatives(sampler.sample(batch, num_negatives, generator)))
+            if protocol == "online":
+                sampler.observe(batch)
+    has_src = any(p.src is not None for p in parts)
+    has_mask = any(p.mask is not None for p in parts)
+    neg = torch.cat([p.dst for p in parts]).cpu() if parts else torch.zeros(0, num_negatives, dtype=torch.long)
+    src = events.src.cpu()
+    neg_src = (torch.cat([p.src if p.src is not None else b[:, None].expand_as(p.dst)
+                          for p, b in zip(parts, events.src.split([p.dst.size(0) for p in parts]))]).cpu()
+               if has_src else None)
+    neg_mask = (torch.cat([p.mask if p.mask is not None else torch.ones_like(p.dst, dtype=torch.bool)
+                           for p in parts]).cpu() if has_mask else None)
+    header = {"format": FORMAT, "format_version": FORMAT_VERSION, "source": "tgeval",
+              "sampler": sampler.describe(), "num_negatives": int(num_negatives), "seed": int(seed),
+              "batch_size": int(batch_size), "protocol": protocol, "data_fingerprint": input_fingerprint,
+              "segment": segment.to_dict()}
+    return StoredNegatives(src=src, dst=events.dst.cpu(), t=events.t.cpu(), neg=neg.long(),
+                           event=events.e_id.cpu(), neg_src=neg_src, neg_mask=neg_mask, header=header)
+
+
+def save_negatives(path: PathLike, sampler: NegativeSampler, data: TemporalData, segment: Segment,
+                   num_negatives: int, *, seed: int = 0, batch_size: int = 200,
+                   protocol: Literal["online", "fixed"] = "online") -> StoredNegatives:
+    """Draw ``sampler``'s negatives for ``segment`` (see :func:`draw_negatives`) and write them
+    atomically to ``path`` (``torch.save`` format) with their checksums.
+
+    Returns:
+        StoredNegatives: what was written (``header`` holds ``checksum`` and ``content_checksum``).
+    """
+    stored = draw_negatives(sampler, data, segment, num_negatives, seed=seed, batch_size=batch_size,
+                            protocol=protocol)
+    header = dict(stored.header, checksum=stored.checksum())
+    header["content_checksum"] = _content_checksum(header, stored.arrays())
+    buffer = io.BytesIO()
+    torch.save({"header": header, "arrays": stored.arrays()}, buffer)
+    payload = buffer.getvalue()
+    write_atomic(path, _MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+    return replace(stored, header=header)
+
+
+def _refuse(path: PathLike, why: str) -> NegativesFileError:
+    return NegativesFileError(f"negatives file {str(path)!r} {why}. The file is corrupt or was edited: "
+                              f"draw it again with `tgeval.samplers.fixed.save_negatives`.")
+
+
+def load_negatives(path: PathLike, data: Optional[TemporalData] = None) -> StoredNegatives:
+    """Read a file written by :func:`save_negatives` and verify it.
+
+    Args:
+        path: the file.
+        data: the whole stream the negatives are used with (as passed to ``evaluate``); if
+            given, its fingerprint must match the one recorded in the file.
+
+    Raises:
+        NegativesFileError: unreadable file, wrong format, checksum mismatch, or (with
+            ``data``) negatives drawn for other data.
+    """
+    blob = Path(path).read_bytes()
+    head, digest, payload = blob[: len(_MAGIC)], blob[len(_MAGIC) : len(_MAGIC) + 64], blob[len(_MAGIC) + 65 :]
+    if head != _MAGIC:
+        raise _refuse(path, f"does not start with {_MAGIC!r} (not a {FORMAT!r} file, or damaged)")
+    if hashlib.sha256(payload).hexdigest().encode() != digest or blob[len(_MAGIC) + 64 : len(_MAGIC) + 65] != b"\n":
+        raise _refuse(path, "fails its file checksum (sha256 of the stored bytes)")
+    try:
+        raw = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
+    except Exception as exc:  # zip / unpickling errors of a damaged file
+        raise _refuse(path, f"cannot be read ({type(exc).__name__}: {exc})") from exc
+    if not (isinstance(raw, dict) and isinstance(raw.get("header"), dict) and isinstance(raw.get("arrays"), dict)
+            and raw["header"].get("format") == FORMAT):
+        raise _refuse(path, f"is not a {FORMAT!r} file")
+    header, arrays = raw["header"], raw["arrays"]
+    if header.get("format_version") != FORMAT_VERSION:
+        raise NegativesFileError(f"negatives file {str(path)!r} has format version {header.get('format_version')}, "
+                                 f"this tgeval reads version {FORMAT_VERSION}. Draw it again with save_negatives.")
+    unknown = set(arrays) - set(_ARRAYS)
+    if unknown or not {"event", "src", "dst", "t", "neg"} <= set(arrays) or not all(
+            isinstance(v, Tensor) for v in arrays.values()):
+        raise _refuse(path, f"holds arrays {sorted(arrays)}, expected {list(_ARRAYS)}")
+    content = _content_checksum(header, arrays)
+    if content != header.get("content_checksum"):
+        raise _refuse(path, f"fails its content checksum (recorded {header.get('content_checksum')}, "
+                            f"computed {content})")
+    stored = StoredNegatives(**arrays, header=header)
+    if stored.checksum() != header.get("checksum"):
+        raise _refuse(path, f"fails its negatives checksum (recorded {header.get('checksum')}, "
+                            f"computed {stored.checksum()})")
+    if data is not None:
+        _check_fingerprint(path, header["data_fingerprint"], data)
+    return stored
+
+
+def _check_fingerprint(path: PathLike, recorded: str, data: TemporalData) -> None:
+    here = fingerprint(validate(data))
+    if here != recorded:
+        raise NegativesFileError(
+            f"negatives file {str(path)!r} was drawn for other data (fingerprint {recorded}, this data {here}). "
+            f"Use the stream it was drawn for, or draw negatives for this one with save_negatives.")
+
+
+# -- the sampler ---------------------------------------------------------------------------
+class FixedNegativeSampler(NegativeSampler):
+    """Serves stored negatives (a tgeval file or a TGB file); stateless, ignores the generator.
+
+    Rows with ``event`` (tgeval files) are looked up by ``batch.e_id`` (set by
+    :func:`tgeval.evaluate`; the index of each event in the input data) and checked against
+    the batch's ``src`` / ``dst`` / ``t``; rows without (TGB files) are looked up by the
+    positive's ``(src, dst, t)``.
+
+    Args:
+        negatives: what :func:`load_negatives` or :func:`read_tgb_negatives` returned.
+        path: where it came from (recorded by :meth:`describe`).
+
+    Raises (from :meth:`sample`):
+        SamplerError: ``K`` larger than the stored columns.
+        NegativesFileError: a positive has no stored negatives, or the stored positive at its
+            index differs from the batch's (other data).
+    """
+
+    name = "fixed"
+
+    def __init__(self, negatives: StoredNegatives, *, path: Optional[PathLike] = None) -> None:
+        self.negatives = negatives
+        self.path = None if path is None else str(path)
+        self._checksum = negatives.header.get("checksum") or negatives.checksum()
+        self._row_of_event: Optional[Tensor] = None
+        self._row_of_key: Optional[dict] = None
+        if negatives.event is not None:
+            size = int(negatives.event.max()) + 1 if negatives.event.numel() else 0
+            table = torch.full((size,), -1, dtype=torch.long)
+            table[negatives.event] = torch.arange(negatives.event.numel())
+            self._row_of_event = table
+        else:
+            self._row_of_key = {key: row for row, key in enumerate(
+                zip(negatives.src.tolist(), negatives.dst.tolist(), negatives.t.tolist()))}
+
+    @classmethod
+    def from_file(cls, path: PathLike, *, data: Optional[TemporalData] = None) -> "FixedNegativeSampler":
+        """:func:`load_negatives` (verified against ``data`` when given), as a sampler."""
+        return cls(load_negatives(path, data), path=path)
+
+    @property
+    def num_negatives(self) -> int:
+        """Stored columns: the largest ``K`` this sampler serves."""
+        return self.negatives.num_negatives
+
+    def describe(self) -> dict:
+        h = self.negatives.header
+        out = {"name": self.name, "path": self.path, "checksum": self._checksum,
+               "stored_num_negatives": self.num_negatives, "source": h.get("source"),
+               "keyed_by": "event index (e_id)" if self._row_of_event is not None else "(src, dst, t)",
+               "rule": "first K stored columns; the generator is not used"}
+        for key in ("content_checksum", "file_sha256", "data_fingerprint", "sampler", "seed", "segment",
+                    "protocol", "batch_size", "num_padded_rows", "num_padded_slots", "num_masked_collisions",
+                    "collisions", "num_rows"):
+            if key in h:
+                out[key] = h[key]
+        return out
+
+    def _rows(self, batch: TemporalData) -> Tensor:
+        stored = self.negatives
+        if self._row_of_event is not None:
+            e_id = getattr(batch, "e_id", None)
+            if e_id is None:
+                raise NegativesFileError("fixed negatives from a tgeval file are looked up by `batch.e_id` (the index "
+                                         "of each event in the input data), which this batch lacks. Replay with "
+                                         "`tgeval.evaluate`, or set `data.e_id = torch.arange(data.num_events)` "
+                                         "before batching.")
+            e_id = e_id.cpu()
+            table = self._row_of_event
+            inside = (e_id >= 0) & (e_id < table.numel())
+            rows = torch.where(inside, table[e_id.clamp(0, max(table.numel() - 1, 0))], torch.full_like(e_id, -1))
+            missing = rows < 0
+            if bool(missing.any()):
+                i = int(torch.nonzero(missing)[0, 0])
+                raise NegativesFileError(
+                    f"{int(missing.sum())} positives of the batch have no stored negatives (first: event {int(e_id[i])}, "
+                    f"src={int(batch.src[i])}, dst={int(batch.dst[i])}, t={batch.t[i].tolist()}). The file covers "
+                    f"segment {stored.header.get('segment')}; draw negatives for this segment.")
+            same = (stored.src[rows] == batch.src.cpu()) & (stored.dst[rows] == batch.dst.cpu()) & (
+                stored.t[rows].double() == batch.t.cpu().double())
+            if not bool(same.all()):
+                i = int(torch.nonzero(~same)[0, 0])
+                r = int(rows[i])
+                raise NegativesFileError(
+                    f"the negatives were drawn for other data: event {int(e_id[i])} is (src={int(batch.src[i])}, "
+                    f"dst={int(batch.dst[i])}, t={batch.t[i].tolist()}) here but (src={int(stored.src[r])}, "
+                    f"dst={int(stored.dst[r])}, t={stored.t[r].tolist()}) in the file. Load the file with "
+                    f"`load_negatives(path, data)` to check the fingerprint, or draw negatives for this data.")
+            return rows
+        assert self._row_of_key is not None
+        keys = list(zip(batch.src.tolist(), batch.dst.tolist(), batch.t.tolist()))
+        out = [self._row_of_key.get(key, -1) for key in keys]
+        if -1 in out:
+            i = out.index(-1)
+            raise NegativesFileError(f"{out.count(-1)} positives of the batch have no stored negatives (first: "
+                                     f"(src, dst, t) = {keys[i]}). The TGB file does not cover this segment.")
+        return torch.tensor(out, dtype=torch.long)
+
+    def sample(self, batch: TemporalData, num_negatives: int,
+               generator: Optional[torch.Generator] = None) -> Negatives:
+        k = int(num_negatives)
+        if k < 0:
+            raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
+        if k > self.num_negatives:
+            raise SamplerError(f"the fixed negatives hold {self.num_negatives} negatives per positive, "
+                               f"{k} were requested. Pass num_negatives <= {self.num_negatives}.")
+        device = batch.src.device
+        rows = self._rows(batch)
+        stored = self.negatives
+        dst = stored.neg[rows, :k].to(device)
+        src = None if stored.neg_src is None else stored.neg_src[rows, :k].to(device)
+        mask = None if stored.neg_mask is None else stored.neg_mask[rows, :k].to(device)
+        return Negatives(dst, src, mask)
+
+
+# -- Temporal Graph Benchmark files --------------------------------------------------------
+def _file_sha256(path: PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Literal["mask", "keep"] = "mask",
+                       directed: bool = True) -> FixedNegativeSampler:
+    r"""Read a Temporal Graph Benchmark evaluation negatives file for the events of ``data``.
+
+    The file is a pickled ``dict`` mapping ``(src, dst, t)`` (ints / numpy ints, ``t`` as in
+    the data) to the negative destinations of that positive. **Unpickling runs code from the
+    file: read only files you trust.**
+
+    Rows are kept for the distinct ``(src, dst, t)`` of ``data``'s events (duplicate events
+    share one row). Rows shorter than the longest are padded with a valid id (their first
+    negative, else their destination) and masked: ``num_padded_rows`` /
+    ``num_padded_slots`` count them. With ``collisions="mask"`` slots holding the source,
+    the true destination or a simultaneous positive (another destination of the same source
+    at the same ``t``; with ``directed=False`` also the sources of events into the source)
+    are masked and counted as ``num_masked_collisions``; ``"keep"`` scores them as TGB does.
+
+    Args:
+        path: the pickle file.
+        data: the evaluated events (e.g. the test segment), validated here.
+        collisions: ``"mask"`` or ``"keep"``.
+        directed: pair definition for simultaneous positives.
+
+    Returns:
+        FixedNegativeSampler: keyed by ``(src, dst, t)``, with masks; ``describe()`` reports
+        the file's sha256, the negatives checksum and the counts.
+
+    Raises:
+        NegativesFileError: unreadable file, not a dict, non-integer or negative ids, or events
+            of ``data`` without a key (how many, and the first).
+    """
+    if collisions not in ("mask", "keep"):
+        raise ValueError(f"collisions must be 'mask' or 'keep', got {collisions!r}.")
+    data = validate(data)
+    file_hash = _file_sha256(path)
+    try:
+        with open(path, "rb") as handle:
+            table = pickle.load(handle)  # trusted files only (see the docstring)
+    except Exception as exc:
+        raise NegativesFileError(f"TGB negatives file {str(path)!r} cannot be unpickled "
+                                 f"({type(exc).__name__}: {exc}). Download it again.") from exc
+    if not isinstance(table, dict):
+        raise NegativesFileError(f"TGB negatives file {str(path)!r} holds a {type(table).__name__}, expected a dict "
+                                 f"keyed by (src, dst, t).")
+    src_l, dst_l, t_l = data.src.tolist(), data.dst.tolist(), data.t.tolist()
+    row_of: dict[tuple, int] = {}
+    keys: list[tuple] = []
+    missing = []
+    for i, key in enumerate(zip(src_l, dst_l, t_l)):
+        if key in row_of:
+            continue
+        if key not in table:
+            missing.append(i)
+            continue
+        row_of[key] = len(keys)
+        keys.append(key)
+    if missing:
+        i = missing[0]
+        raise NegativesFileError(
+            f"{len(missing)} of {data.num_events} events have no negatives in the TGB file {str(path)!r} (first: "
+            f"event {i} of the segment, key (src, dst, t) = {(src_l[i], dst_l[i], t_l[i])}). Use the file of this "
+            f"split (val / test) and the dataset's original ids and timestamps.")
+    rows = []
+    for key in keys:
+        value = np.asarray(table[key]).reshape(-1)
+        if value.size and not (np.issubdtype(value.dtype, np.integer) or np.all(np.mod(value, 1) == 0)):
+            raise NegativesFileError(f"TGB negatives of key {key} are not integer node ids ({value.dtype}).")
+        rows.append(value.astype(np.int64))
+    lengths = np.array([r.size for r in rows], dtype=np.int64)
+    width = int(lengths.max()) if lengths.size else 0
+    if width == 0:
+        raise NegativesFileError(f"TGB negatives file {str(path)!r} holds no negatives for these events.")
+    neg = np.empty((len(rows), width), dtype=np.int64)
+    for r, (value, key) in enumerate(zip(rows, keys)):
+        neg[r, : value.size] = value
+        neg[r, value.size :] = value[0] if value.size else key[1]  # valid id in padded slots
+    if bool((neg < 0).any()):
+        raise NegativesFileError(f"TGB negatives file {str(path)!r} holds negative node ids.")
+    neg_t = torch.from_numpy(neg)
+    mask = torch.arange(width)[None, :] < torch.from_numpy(lengths)[:, None]
+    src = torch.tensor([k[0] for k in keys], dtype=torch.long)
+    dst = torch.tensor([k[1] for k in keys], dtype=torch.long)
+    t = data.t.new_tensor([k[2] for k in keys]) if keys else data.t[:0]
+    num_collisions = 0
+    if collisions == "mask":
+        hit = _collisions(src, dst, t, neg_t, data, directed) & mask
+        num_collisions = int(hit.sum())
+        mask &= ~hit
+    header = {"format": "tgb", "source": "tgb", "file_sha256": file_hash, "num_rows": len(keys),
+              "num_padded_rows": int((lengths < width).sum()), "num_padded_slots": int((width - lengths).sum()),
+              "collisions": collisions, "num_masked_collisions": num_collisions,
+              "data_fingerprint": fingerprint(data)}
+    stored = StoredNegatives(src=src, dst=dst, t=t, neg=neg_t, neg_mask=mask, header=header)
+    header["checksum"] = stored.checksum()
+    return FixedNegativeSampler(stored, path=path)
+
+
+def _collisions(src: Tensor, dst: Tensor, t: Tensor, neg: Tensor, data: TemporalData, directed: bool) -> Tensor:
+    """bool ``[R, K]``: slot holds the row's source or a destination of an event of ``data``
+    with the row's ``(src, t)`` (which includes the true destination)."""
+    n = int(max(int(neg.max()), int(data.src.max()), int(data.dst.max()))) + 1
+    times = torch.unique(data.t)
+    # (t, source) group key of each forbidden (group, item) pair and of each row
+    pairs_src, pairs_item, pairs_t = [data.src, src], [data.dst, src], [data.t, t]
+    if not directed:
+        pairs_src.append(data.dst)
+        pairs_item.append(data.src)
+        pairs_t.append(data.t)
+    p_group = torch.searchsorted(times, torch.cat(pairs_t)) * n + torch.cat(pairs_src)
+    r_group = torch.searchsorted(times, t) * n + src
+    groups, inverse = torch.unique(torch.cat([p_group, r_group]), return_inverse=True)  # compact group ids
+    p_id, r_id = inverse[: p_group.numel()], inverse[p_group.numel():]
+    forbidden = torch.unique(p_id * n + torch.cat(pairs_item))
+    query = (r_id[:, None] * n + neg).flatten()
+    pos = torch.searchsorted(forbidden, query).clamp(max=max(forbidden.numel() - 1, 0))
+    return (forbidden[pos] == query).view_as(neg)
+
+
+def write_tgb_negatives(path: PathLike, src: Union[Tensor, Sequence[int]], dst: Union[Tensor, Sequence[int]],
+                        t: Union[Tensor, Sequence[Any]], negatives: Sequence[Sequence[int]]) -> None:
+    """Write negatives in TGB's format (for tests and interop), atomically.
+
+    A pickled ``dict`` mapping ``(src, dst, t)`` (numpy scalars, as TGB writes them) to an int64
+    numpy array of negative destinations; rows may differ in length. A repeated key keeps its
+    last row.
+    """
+    s, d, ts = (np.asarray(x.cpu().numpy() if isinstance(x, Tensor) else x) for x in (src, dst, t))
+    if not (len(s) == len(d) == len(ts) == len(negatives)):
+        raise ValueError(f"src, dst, t and negatives must have one entry per event, got lengths "
+                         f"{len(s)}, {len(d)}, {len(ts)}, {len(negatives)}.")
+    table = {(a, b, c): np.asarray(row, dtype=np.int64) for a, b, c, row in zip(s, d, ts, negatives)}
+    write_atomic(path, pickle.dumps(table, protocol=pickle.HIGHEST_PROTOCOL))
