@@ -247,7 +247,7 @@ def _train_command(args: argparse.Namespace) -> int:
     for epoch in range(args.epochs):
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=args.loss, optimizer=optimizer,
                             batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed, epoch=epoch)
-        history.append({"epoch": epoch, **stats, **model.describe()})
+        history.append({"epoch": epoch, **stats, **model.describe(), "sampler": sampler.describe()})
         print(f"epoch {epoch}: loss {stats['loss']:.4f}  beta {float(model.beta.detach()):+.4f}  "
               f"bias {float(model.bias.detach()):+.4f}  ({stats['events_per_second']:.0f} events/s)")
     result = evaluate(model, data, split.val, sampler=UniformSampler(catalog), num_negatives=20, catalog=catalog,

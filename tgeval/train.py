@@ -63,7 +63,7 @@ from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
 from tgeval.data.split import Segment, check_whole_groups
-from tgeval.errors import TemporalDataError
+from tgeval.errors import LeakageError, TemporalDataError
 from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.losses import LossFn, get_loss
@@ -103,6 +103,7 @@ def train_epoch(
     seed: int = 0,
     epoch: int = 0,
     generator: Optional[torch.Generator] = None,
+    allow_whole_stream: bool = False,
 ) -> dict:
     r"""Train ``model`` for one epoch over ``data[start:end]`` in timestamp batches.
 
@@ -119,11 +120,17 @@ def train_epoch(
     ``optimizer.step()``; then ``model.update(batch)`` and ``sampler.observe(batch)``.
 
     **Detach contract.** A model may define ``detach_state()`` (no arguments): then
-    ``update`` runs with autograd enabled, so learned modules may compute the new state,
-    and ``detach_state()`` is called right after it, cutting every autograd link from the
-    state to this batch's graph (as ``memory.detach()`` in PyG's TGN example). A model
-    without it has ``update`` run under :func:`torch.no_grad`, so its state can never hold
-    autograd history. Either way no graph crosses a batch boundary.
+    ``update`` runs with autograd enabled and ``detach_state()`` is called right after it,
+    cutting every autograd link from the state to this batch's graph (as ``memory.detach()``
+    in PyG's TGN example). A model without it has ``update`` run under
+    :func:`torch.no_grad`, so its state can never hold autograd history. Either way no graph
+    crosses a batch boundary — so a learned module applied *inside* ``update`` never
+    receives a gradient; to train it, store the raw inputs in ``update`` and apply the module
+    inside ``score`` (PyG's TGN pattern: messages stored, memory computed when scoring).
+
+    **Whole-stream samplers** (``sampler.uses_whole_stream``: inductive, Birth–Death) know
+    events after the batch; training with them leaks and raises :class:`LeakageError`
+    unless ``allow_whole_stream=True``.
 
     **Randomness.** Negatives are keyed by the generator's seed and each event's global
     index in ``data`` (``batch.position``, set here on a shallow copy; ``data`` is not
@@ -147,6 +154,7 @@ def train_epoch(
         seed: base seed of the negatives.
         epoch: epoch index, added to ``seed``.
         generator: overrides ``seed + epoch`` (its ``initial_seed()`` keys the draws).
+        allow_whole_stream: train with a whole-stream sampler anyway.
 
     Returns:
         dict: ``loss`` (mean batch loss weighted by batch size, a float), ``num_batches``,
@@ -157,9 +165,14 @@ def train_epoch(
         SplitError: for an empty range, one outside ``data``, or one cutting a timestamp group.
         TemporalDataError: if ``data`` is not time-sorted or holds ids ``>= model.num_nodes``.
         ValueError: for ``num_negatives < 1`` or an unknown loss name.
+        LeakageError: for a whole-stream sampler without ``allow_whole_stream=True``.
     """
     if num_negatives < 1:
         raise ValueError(f"num_negatives must be >= 1 for training, got {num_negatives}.")
+    if getattr(sampler, "uses_whole_stream", False) and not allow_whole_stream:
+        raise LeakageError(f"the {getattr(sampler, 'name', type(sampler).__name__)!r} sampler is defined with "
+                           f"knowledge of the whole stream, so training with it uses future events. Use a "
+                           f"history-based sampler, or pass allow_whole_stream=True to do it on purpose.")
     loss_fn: LossFn = get_loss(loss) if isinstance(loss, str) else loss
     start, end = resolve_range(data, segment_or_range)
     largest = int(torch.maximum(data.src.max(), data.dst.max()))

@@ -260,3 +260,16 @@ def test_bad_arguments_are_named(data):
     unsorted = make_stream([0, 1], [1, 2], [5, 3])
     with pytest.raises(TemporalDataError, match="non-decreasing"):
         train_epoch(model, unsorted, **kwargs)
+
+
+def test_training_refuses_whole_stream_samplers(data):
+    from tgeval import LeakageError, chronological_split
+    from tgeval.samplers import InductiveSampler
+
+    split = chronological_split(data)
+    catalog = build_catalog(data, "train", train_end=split.train.end)
+    sampler = InductiveSampler(data, train_end=split.train.end, num_nodes=NUM_NODES, catalog=catalog)
+    model = DotModel(NUM_NODES)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(LeakageError, match="whole stream"):
+        train_epoch(model, data, split.train, sampler=sampler, loss="bce", optimizer=optimizer)

@@ -232,3 +232,12 @@ def test_matches_tgb_query_batch_and_evaluator(tmp_path, integer_scores):
                                  "y_pred_neg": table[s, torch.tensor(negs)].numpy(), "eval_metric": ["mrr"]})["mrr"]
                  for s, d, negs in zip(test.src.tolist(), test.dst.tolist(), theirs)]
     assert result.metrics["sampled"]["mrr"]["micro"] == pytest.approx(float(np.mean(per_event)), abs=1e-6)
+
+
+def test_evaluate_refuses_a_file_drawn_for_other_history_even_without_data(setup):
+    data, split, catalog, path, stored = setup
+    other = data.clone()
+    other.dst[0] = (other.dst[0] + 1) % N  # a history event changes; the segment's events do not
+    fixed = FixedNegativeSampler.from_file(path)  # no data given at load time
+    with pytest.raises(NegativesFileError, match="drawn for other data"):
+        evaluate(EdgeBank(N), other, split.test, sampler=fixed, num_negatives=K)

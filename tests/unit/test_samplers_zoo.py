@@ -360,3 +360,16 @@ def test_empty_batch_and_zero_k():
     assert sampler.sample(make_stream([0], [1], [1]), 0).shape == (1, 0)
     with pytest.raises(ValueError, match="num_negatives"):
         sampler.sample(make_stream([0], [1], [1]), -1)
+
+
+def test_generator_seeds_above_2_63_work_everywhere():
+    from tgeval.data.catalog import Catalog
+    from tgeval.samplers import HistoricalSampler, MixtureSampler, UniformSampler
+
+    catalog = Catalog("custom", torch.arange(10), None, 10)
+    batch = make_stream([0, 1], [1, 2], [1, 2])
+    generator = torch.Generator().manual_seed(2**63 + 5)
+    for sampler in (UniformSampler(catalog), HistoricalSampler(10, catalog=catalog),
+                    MixtureSampler([UniformSampler(catalog), HistoricalSampler(10, catalog=catalog)], [0.5, 0.5])):
+        first = sampler.sample(batch, 2, generator)
+        assert torch.equal(torch.as_tensor(first), torch.as_tensor(sampler.sample(batch, 2, generator)))

@@ -32,7 +32,7 @@ from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.groups import canonical_order
 from tgeval.data.validate import permute_events, validate
-from tgeval.errors import CatalogError, TemporalDataError
+from tgeval.errors import CatalogError, NegativesFileError, TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal
 from tgeval.eval.ranking import all_entity_counts, check_no_nan
 from tgeval.eval.result import Result, summarize
@@ -251,6 +251,10 @@ def evaluate(
     if catalog is not None and catalog.device != device:
         catalog = catalog.to(device)
     input_fingerprint = fingerprint(data)
+    drawn_for = None if sampler is None else sampler.describe().get("data_fingerprint")
+    if drawn_for is not None and drawn_for != input_fingerprint:
+        raise NegativesFileError(f"the sampler's negatives were drawn for other data (fingerprint {drawn_for}, "
+                                 f"this data {input_fingerprint}). Redraw them for this data with save_negatives.")
     # Replay in canonical order (t, src, dst): file order inside a group cannot matter.
     order = canonical_order(data.src, data.dst, data.t)
     data = permute_events(data, order)

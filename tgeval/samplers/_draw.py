@@ -40,7 +40,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.data.strata import pair_keys
 from tgeval.errors import SamplerError
-from tgeval.samplers.counter_rng import counter_uniform, splitmix64
+from tgeval.samplers.counter_rng import as_int64, counter_uniform, splitmix64
 
 __all__ = ["KeyPool", "PoolDraw", "draw_from_pools", "batch_exclusions", "add_pair_exclusions",
            "insert_keys", "history_keys", "derived_seed", "batch_position", "first_distinct_mask",
@@ -63,7 +63,7 @@ def first_distinct_mask(draws: Tensor) -> Tensor:
 
 def derived_seed(seed: int, salt: int) -> int:
     """A seed for a sub-stream (fallback, mixture component): SplitMix64 of ``seed`` and ``salt``, as int63."""
-    mixed = splitmix64(torch.tensor([int(seed) ^ (int(salt) * 0x2545F491)], dtype=torch.long))
+    mixed = splitmix64(torch.tensor([as_int64(int(seed) ^ (int(salt) * 0x2545F491))], dtype=torch.long))
     return int(mixed[0]) & ((1 << 63) - 1)
 
 

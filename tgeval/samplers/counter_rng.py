@@ -17,12 +17,18 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["counter_uniform", "splitmix64"]
+__all__ = ["counter_uniform", "splitmix64", "as_int64"]
 
 # SplitMix64 constants as signed int64.
 _GOLDEN = 0x9E3779B97F4A7C15 - 2**64
 _MUL1 = 0xBF58476D1CE4E5B9 - 2**64
 _MUL2 = 0x94D049BB133111EB - 2**64
+
+
+def as_int64(value: int) -> int:
+    """``value`` modulo :math:`2^{64}` as a signed int64 (torch generator seeds reach :math:`2^{64} - 1`)."""
+    value = int(value) & (2**64 - 1)
+    return value - 2**64 if value >= 2**63 else value
 
 
 def _shift_right(x: Tensor, k: int) -> Tensor:
@@ -43,7 +49,7 @@ def counter_uniform(seed: int, positions: Tensor, round_index: int, width: int) 
 
     Entry ``(i, j)`` depends only on ``(seed, positions[i], round_index, j)``.
     """
-    key = splitmix64(splitmix64(positions.long()) ^ int(seed))
+    key = splitmix64(splitmix64(positions.long()) ^ as_int64(seed))
     columns = torch.arange(width, dtype=torch.long, device=positions.device) + (int(round_index) << 32)
     bits = splitmix64(splitmix64(key)[:, None] + columns[None, :])
     return _shift_right(bits, 11).double() * 2.0**-53

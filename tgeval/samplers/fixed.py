@@ -313,7 +313,8 @@ class FixedNegativeSampler(NegativeSampler):
                "stored_num_negatives": self.num_negatives, "source": h.get("source"),
                "keyed_by": "event index (e_id)" if self._row_of_event is not None else "(src, dst, t)",
                "rule": "first K stored columns; the generator is not used"}
-        for key in ("content_checksum", "file_sha256", "data_fingerprint", "sampler", "seed", "segment",
+        for key in ("content_checksum", "file_sha256", "data_fingerprint", "events_fingerprint", "sampler", "seed",
+                    "segment",
                     "protocol", "batch_size", "num_padded_rows", "num_padded_slots", "num_masked_collisions",
                     "collisions", "num_rows"):
             if key in h:
@@ -418,7 +419,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     """
     if collisions not in ("mask", "keep"):
         raise ValueError(f"collisions must be 'mask' or 'keep', got {collisions!r}.")
-    data = validate(data)
+    data = validate(data).cpu()  # the key table is built on the CPU
     file_hash = _file_sha256(path)
     try:
         with open(path, "rb") as handle:
@@ -476,7 +477,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     header = {"format": "tgb", "source": "tgb", "file_sha256": file_hash, "num_rows": len(keys),
               "num_padded_rows": int((lengths < width).sum()), "num_padded_slots": int((width - lengths).sum()),
               "collisions": collisions, "num_masked_collisions": num_collisions,
-              "data_fingerprint": fingerprint(data)}
+              "events_fingerprint": fingerprint(data)}  # of the events the file was matched to
     stored = StoredNegatives(src=src, dst=dst, t=t, neg=neg_t, neg_mask=mask, header=header)
     header["checksum"] = stored.checksum()
     return FixedNegativeSampler(stored, path=path)
