@@ -47,7 +47,7 @@ POPULAR = make_stream([0] * 15, [2, 3, 3, 4, 4, 4, 5, 5, 5, 5, 1, 1, 1, 1, 1], [
 @pytest.mark.parametrize("rounds", [None, 0])  # rejection path and exact (Efraimidis–Spirakis) finish
 def test_popularity_proportional_to_in_degree(rounds, monkeypatch):
     if rounds is not None:
-        monkeypatch.setattr("tgeval.samplers._draw._REJECTION_ROUNDS", rounds)
+        monkeypatch.setattr("tgeval.samplers._draw._MAX_DRAWS_PER_ITEM", rounds)
     sampler = PopularitySampler(N, catalog=CATALOG)
     sampler.observe(POPULAR)
     neg = sampler.sample(big_batch(7, 1, 2), 2, torch.Generator().manual_seed(0)).numpy()
@@ -133,3 +133,18 @@ def test_time_available_support_and_uniformity():
     sampler = TimeAvailableSampler(data, num_nodes=N, replace=True)
     neg = sampler.sample(big_batch(0, 5, 9), 1, torch.Generator().manual_seed(8)).numpy().ravel()
     assert_law(neg, [6, 7], [0.5, 0.5])  # appeared before t=9: 5, 6, 7; 5 is the positive, 8 comes later
+
+
+def test_skewed_weights_follow_the_successive_sampling_law():
+    """A heavy item (weight 200) and four light ones (weight 1), K = 3: rows need many draws, and
+    stopping early must not condition the result (each row reads one continuous sequence)."""
+    heavy = make_stream([0] * 204, [2] * 200 + [3, 4, 5, 6], [1] * 204)
+    sampler = PopularitySampler(N, catalog=CATALOG)
+    sampler.observe(heavy)
+    rows = 20_000
+    batch = make_stream([7] * rows, [1] * rows, [2] * rows)
+    batch.position = torch.arange(rows) + 5000
+    neg = sampler.sample(batch, 3, torch.Generator().manual_seed(1)).numpy()
+    weights = [200, 1, 1, 1, 1]
+    assert_law(neg[:, 0], [2, 3, 4, 5, 6], np.array(weights) / 204)
+    assert_law(neg[:, 1], [2, 3, 4, 5, 6], successive_second_draw(weights))

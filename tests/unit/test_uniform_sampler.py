@@ -57,7 +57,7 @@ def test_exact_finish_for_tight_pools():
 @pytest.mark.parametrize("replace", [False, True])
 def test_exact_finish_is_uniform(replace, monkeypatch):
     # no rejection round: every row is finished by the exact path
-    monkeypatch.setattr("tgeval.samplers.uniform._REJECTION_ROUNDS", 0)
+    monkeypatch.setattr("tgeval.samplers.uniform._MAX_DRAWS_PER_ITEM", 0)
     catalog = Catalog("custom", torch.arange(12), None, 12)
     batch = make_stream([0] * 500, [1] * 500, list(range(500)))
     neg = UniformSampler(catalog, replace=replace).sample(batch, 3, torch.Generator().manual_seed(2))

@@ -17,10 +17,13 @@ one draw takes :math:`v \in P_i \setminus X_i` with probability
 without replacement, repeat an earlier draw of the row) are rejected and redrawn; keeping
 the first ``K`` accepted draws of an i.i.d. sequence from :math:`w` restricted to the slice
 is exactly successive sampling without replacement from :math:`q_i` (i.i.d. draws from
-:math:`q_i` with replacement). Rows that keep failing are finished exactly: every valid
-item of the slice gets the key :math:`E_v / w_v` with :math:`E_v \sim \mathrm{Exp}(1)` and
-the ``K`` smallest keys are taken (Efraimidis–Spirakis, the same successive-sampling law);
-with replacement, ``K`` inverse-CDF draws over the valid items.
+:math:`q_i` with replacement). Each row reads one continuous sequence, in longer and longer
+prefixes, so stopping early never conditions the result. A row that has not finished after
+``64 x |slice|`` draws (only with extremely skewed weights) is finished by the exact
+successive-sampling law instead: every valid item gets the key :math:`E_v / w_v` with
+:math:`E_v \sim \mathrm{Exp}(1)` and the ``K`` smallest keys are taken
+(Efraimidis–Spirakis); with replacement, ``K`` inverse-CDF draws over the valid items. The
+law is therefore exact up to the probability of such a row (a total-variation bound).
 
 Randomness is counter-based (:func:`~tgeval.samplers.counter_rng.counter_uniform`) on the
 event's replay position, as in :class:`~tgeval.samplers.uniform.UniformSampler`: a row's
@@ -48,7 +51,9 @@ __all__ = ["KeyPool", "PoolDraw", "draw_from_pools", "batch_exclusions", "add_pa
 
 FALLBACKS = ("uniform", "error")
 
-_REJECTION_ROUNDS = 4
+#: Rejection stops once a row has read this many draws per item of its pool slice; the
+#: rows left then (only with extremely skewed weights) are finished exactly.
+_MAX_DRAWS_PER_ITEM = 64
 _EXACT_ROUND = 1 << 21  # counter rounds of the exact finish (distinct from UniformSampler's)
 _EXACT_BUDGET = 1 << 22  # most (row, pool item) keys held at once by the exact finish
 
@@ -250,12 +255,17 @@ def draw_from_pools(pool: KeyPool, base: Tensor, excl: Exclusions, k: int, *, re
     todo = size >= (1 if replace else k)
     if k == 0:
         return PoolDraw(out, size, mass)
+    # One continuous i.i.d. sequence per row (counter round 0): every round re-reads a longer
+    # prefix of it, so a row's result is the first K accepted draws of a single sequence,
+    # whatever round it finishes in. Only unfinished rows are computed.
     draws = 2 * k + 8
-    for round_index in range(_REJECTION_ROUNDS):
+    while True:
         rows = torch.nonzero(todo).flatten()
         if rows.numel() == 0:
             return PoolDraw(out, size, mass)
-        u = counter_uniform(seed, position[rows], round_index, draws)
+        if draws > _MAX_DRAWS_PER_ITEM * int((hi - lo)[rows].max()):
+            break  # pathologically skewed weights: finish these rows exactly
+        u = counter_uniform(seed, position[rows], 0, draws)
         items = pool.keys[_pick(pool, u, lo[rows], hi[rows])] - base[rows, None] * pool.n
         ok = ~excl.contains(rows, items)
         if not replace:

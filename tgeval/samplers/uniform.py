@@ -35,7 +35,7 @@ from tgeval.samplers.counter_rng import counter_uniform
 
 __all__ = ["UniformSampler"]
 
-_REJECTION_ROUNDS = 4
+_MAX_DRAWS_PER_ITEM = 16  # rejection reads at most this many draws per pool item, then finishes exactly
 _EXACT_ROUND = 1 << 20  # counter rounds of the exact finish (distinct from rejection rounds)
 _EXACT_BUDGET = 1 << 22  # most (row, pool item) keys held at once by the exact finish
 
@@ -94,24 +94,28 @@ class UniformSampler(NegativeSampler):
                 f"({k} negatives, replace={self.replace}). Lower K, use a larger catalog, or pass replace=True."
             )
 
+        # One continuous i.i.d. sequence per row, read in longer and longer prefixes (only
+        # for unfinished rows); pools too tight for that are finished exactly.
         out = torch.empty(b, k, dtype=torch.long, device=device)
-        rows = torch.arange(b, device=device)
         todo = torch.ones(b, dtype=torch.bool, device=device)
         draws = 2 * k + 8
-        for round_index in range(_REJECTION_ROUNDS):
-            u = counter_uniform(seed, position, round_index, draws)
-            items = catalog.items[(u * pool_size[:, None]).long().clamp(max=catalog.size - 1)]
+        while True:
+            rows = torch.nonzero(todo).flatten()
+            if rows.numel() == 0:
+                return out
+            if draws > _MAX_DRAWS_PER_ITEM * int(pool_size[rows].max()):
+                break
+            u = counter_uniform(seed, position[rows], 0, draws)
+            items = catalog.items[(u * pool_size[rows, None]).long().clamp(max=catalog.size - 1)]
             ok = ~excl.contains(rows, items)
             if not self.replace:
                 ok &= first_distinct_mask(items)
             rank = torch.cumsum(ok.long(), 1)
-            done = todo & (rank[:, -1] >= k)
-            out[done] = items[ok & (rank <= k) & done[:, None]].view(-1, k)
-            todo &= ~done
-            if not bool(todo.any()):
-                return out
+            done = rank[:, -1] >= k
+            out[rows[done]] = items[done][(ok & (rank <= k))[done]].view(-1, k)
+            todo[rows[done]] = False
             draws *= 4
-        self._finish_exactly(out, rows[todo], position, seed, pool_size, pool, excl, k)
+        self._finish_exactly(out, rows, position, seed, pool_size, pool, excl, k)
         return out
 
     def _finish_exactly(self, out: Tensor, rows: Tensor, position: Tensor, seed: int, pool_size: Tensor,
