@@ -373,3 +373,18 @@ def test_generator_seeds_above_2_63_work_everywhere():
                     MixtureSampler([UniformSampler(catalog), HistoricalSampler(10, catalog=catalog)], [0.5, 0.5])):
         first = sampler.sample(batch, 2, generator)
         assert torch.equal(torch.as_tensor(first), torch.as_tensor(sampler.sample(batch, 2, generator)))
+
+
+def test_uniform_fallback_draws_only_the_rows_that_need_it():
+    from tgeval.data.catalog import Catalog
+    from tgeval.samplers import HistoricalSampler
+
+    catalog = Catalog("custom", torch.tensor([1, 2, 3]), None, 10)  # tiny: 2 items left for source 1
+    sampler = HistoricalSampler(10, catalog=catalog)
+    sampler.observe(make_stream([0, 0, 0], [4, 5, 6], [1, 1, 1]))
+    alone = sampler.sample(make_stream([0], [4], [2]), 2, torch.Generator().manual_seed(0))
+    # a second source without history falls back to uniform over {1, 2, 3} minus itself
+    both = sampler.sample(make_stream([0, 1], [4, 7], [2, 2]), 2, torch.Generator().manual_seed(0))
+    assert set(both[0].tolist()) <= {5, 6} and set(both[1].tolist()) == {2, 3}
+    assert torch.equal(alone[0], both[0])  # row 0 keeps position 0: the same draws
+    assert sampler.describe()["num_fallback_events"] == 1

@@ -138,7 +138,7 @@ class PooledSampler(NegativeSampler):
                 )
             sub = torch.Generator(device=generator.device if generator is not None else "cpu")
             sub.manual_seed(derived_seed(seed, _FALLBACK_SALT))
-            out = torch.where(empty[:, None], self._fallback_sampler.sample(batch, k, sub), out)
+            out = torch.where(empty[:, None], self._fallback_sampler.sample(batch, k, sub, rows=empty), out)
             self._num_fallback = self._num_fallback + empty.sum().cpu()
         self._num_events = self._num_events + b
         return out

@@ -229,10 +229,11 @@ class _BirthDeathSampler(PooledSampler):
         """Negatives from the drawn items ``[B, K]`` (rows to fall back hold ``-1``)."""
         raise NotImplementedError
 
-    def _fallback_rows(self, batch: TemporalData, k: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
-        """Uniform-fallback ``(src, dst)`` ``[B, K]`` for every row (the caller keeps the empty rows)."""
+    def _fallback_rows(self, batch: TemporalData, k: int, generator: torch.Generator,
+                       rows: Tensor) -> tuple[Tensor, Tensor]:
+        """Uniform-fallback ``(src, dst)`` ``[B, K]`` for the ``rows`` (bool ``[B]``) that need it."""
         assert self._fallback_sampler is not None
-        dst = self._fallback_sampler.sample(batch, k, generator)
+        dst = self._fallback_sampler.sample(batch, k, generator, rows=rows)
         return batch.src[:, None].expand_as(dst), dst
 
     def _fallback_size(self, batch: TemporalData) -> Tensor:
@@ -275,7 +276,7 @@ class _BirthDeathSampler(PooledSampler):
                 )
             sub = torch.Generator(device=generator.device if generator is not None else "cpu")
             sub.manual_seed(derived_seed(seed, _FALLBACK_SALT))
-            fb_src, fb_dst = self._fallback_rows(batch, k, sub)
+            fb_src, fb_dst = self._fallback_rows(batch, k, sub, empty)
             rows = empty[:, None]
             if isinstance(out, Negatives):
                 assert out.src is not None
@@ -375,11 +376,12 @@ class BirthDeathNodeSampler(_BirthDeathSampler):
     def _swapped(self, batch: TemporalData) -> TemporalData:
         return TemporalData(src=batch.dst, dst=batch.src, t=batch.t, position=batch_position(batch))
 
-    def _fallback_rows(self, batch: TemporalData, k: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    def _fallback_rows(self, batch: TemporalData, k: int, generator: torch.Generator,
+                       rows: Tensor) -> tuple[Tensor, Tensor]:
         if self.endpoint == "dst":
-            return super()._fallback_rows(batch, k, generator)
+            return super()._fallback_rows(batch, k, generator, rows)
         assert self._fallback_sampler is not None
-        src = self._fallback_sampler.sample(self._swapped(batch), k, generator)
+        src = self._fallback_sampler.sample(self._swapped(batch), k, generator, rows=rows)
         return src, batch.dst[:, None].expand_as(src)
 
     def _fallback_size(self, batch: TemporalData) -> Tensor:

@@ -66,8 +66,10 @@ class UniformSampler(NegativeSampler):
                 "catalog": self.catalog.describe(),
                 "randomness": "counter-based: (generator seed, replay position, draw index)"}
 
-    def sample(self, batch: TemporalData, num_negatives: int,
-               generator: Optional[torch.Generator] = None) -> Tensor:
+    def sample(self, batch: TemporalData, num_negatives: int, generator: Optional[torch.Generator] = None, *,
+               rows: Optional[Tensor] = None) -> Tensor:
+        """Uniform negatives ``[B, K]``; with ``rows`` (bool ``[B]``) only those rows are drawn and
+        checked, the others hold 0 (used by samplers that fall back to uniform for some rows)."""
         src, dst, t = batch.src, batch.dst, batch.t
         device = src.device
         b, k = src.numel(), int(num_negatives)
@@ -85,7 +87,8 @@ class UniformSampler(NegativeSampler):
         pool_size = catalog.num_available(t)  # items available (a prefix of catalog.items)
         pool = pool_size - excl.count
         need = 1 if self.replace else k
-        short = pool < need
+        wanted = torch.ones(b, dtype=torch.bool, device=device) if rows is None else rows
+        short = (pool < need) & wanted
         if bool(short.any()):
             i = int(torch.nonzero(short)[0, 0])
             raise SamplerError(
@@ -96,26 +99,26 @@ class UniformSampler(NegativeSampler):
 
         # One continuous i.i.d. sequence per row, read in longer and longer prefixes (only
         # for unfinished rows); pools too tight for that are finished exactly.
-        out = torch.empty(b, k, dtype=torch.long, device=device)
-        todo = torch.ones(b, dtype=torch.bool, device=device)
+        out = torch.zeros(b, k, dtype=torch.long, device=device)
+        todo = wanted.clone()
         draws = 2 * k + 8
         while True:
-            rows = torch.nonzero(todo).flatten()
-            if rows.numel() == 0:
+            left = torch.nonzero(todo).flatten()
+            if left.numel() == 0:
                 return out
-            if draws > _MAX_DRAWS_PER_ITEM * int(pool_size[rows].max()):
+            if draws > _MAX_DRAWS_PER_ITEM * int(pool_size[left].max()):
                 break
-            u = counter_uniform(seed, position[rows], 0, draws)
-            items = catalog.items[(u * pool_size[rows, None]).long().clamp(max=catalog.size - 1)]
-            ok = ~excl.contains(rows, items)
+            u = counter_uniform(seed, position[left], 0, draws)
+            items = catalog.items[(u * pool_size[left, None]).long().clamp(max=catalog.size - 1)]
+            ok = ~excl.contains(left, items)
             if not self.replace:
                 ok &= first_distinct_mask(items)
             rank = torch.cumsum(ok.long(), 1)
             done = rank[:, -1] >= k
-            out[rows[done]] = items[done][(ok & (rank <= k))[done]].view(-1, k)
-            todo[rows[done]] = False
+            out[left[done]] = items[done][(ok & (rank <= k))[done]].view(-1, k)
+            todo[left[done]] = False
             draws *= 4
-        self._finish_exactly(out, rows, position, seed, pool_size, pool, excl, k)
+        self._finish_exactly(out, left, position, seed, pool_size, pool, excl, k)
         return out
 
     def _finish_exactly(self, out: Tensor, rows: Tensor, position: Tensor, seed: int, pool_size: Tensor,
