@@ -1,5 +1,7 @@
 """Rules every sampler of the zoo obeys, checked against slow set-based reference pools."""
 
+import math
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -388,3 +390,22 @@ def test_uniform_fallback_draws_only_the_rows_that_need_it():
     assert set(both[0].tolist()) <= {5, 6} and set(both[1].tolist()) == {2, 3}
     assert torch.equal(alone[0], both[0])  # row 0 keeps position 0: the same draws
     assert sampler.describe()["num_fallback_events"] == 1
+
+
+def test_time_available_fallback_for_the_first_events_and_uniform_log_q():
+    from tgeval.data.catalog import Catalog
+    from tgeval.samplers import TimeAvailableSampler, UniformSampler
+
+    data = make_stream([0, 1, 2, 3], [5, 6, 7, 5], [1, 2, 3, 9])
+    fallback = Catalog("custom", torch.arange(4, 10), None, 10)
+    sampler = TimeAvailableSampler(data, num_nodes=10, replace=True, fallback=fallback)
+    neg = sampler.sample(data, 3, torch.Generator().manual_seed(0))
+    assert set(neg[0].tolist()) <= {4, 6, 7, 8, 9}  # nothing appeared before t=1: fallback (minus the positive 5)
+    assert set(neg[3].tolist()) <= {6, 7}  # 5, 6, 7 appeared before t=9; 5 is the positive
+    assert sampler.describe()["num_fallback_events"] == 1
+    with pytest.raises(SamplerError, match="0 candidate negatives"):
+        TimeAvailableSampler(data, num_nodes=10, replace=True).sample(data, 3)
+    uniform = UniformSampler(Catalog("custom", torch.arange(10), None, 10))
+    batch = make_stream([0, 0], [1, 2], [1, 1])
+    log_q = uniform.log_q(batch, torch.zeros(2, 4, dtype=torch.long))
+    assert torch.allclose(log_q, torch.full((2, 4), -math.log(7.0), dtype=torch.float64))  # pool: 10 - {0, 1, 2}

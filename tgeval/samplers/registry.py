@@ -191,7 +191,7 @@ register("historical", HistoricalSampler, context=_graph_context)
 register("source_history", SourceHistorySampler, context=_graph_context)
 register("inductive", InductiveSampler, context=_inductive_context)
 register("time_available", TimeAvailableSampler,
-         context=lambda c: {"data": c.data, "num_nodes": c.catalog.num_nodes})
+         context=lambda c: {"data": c.data, "num_nodes": c.catalog.num_nodes, "fallback": c.catalog})
 register("popularity", PopularitySampler, context=_graph_context)
 register("degree", DegreeSampler,
          context=lambda c: {**_graph_context(c), "graph": c.data[: c.split.train.end]})

@@ -48,6 +48,9 @@ class UniformSampler(NegativeSampler):
         replace: draw with replacement (duplicates allowed) instead of distinct negatives.
         directed: if ``False``, an event ``(a, b, t)`` also makes ``a`` a simultaneous
             positive (never a negative) of source ``b``.
+        fallback: catalog for events whose pool is *empty* (e.g. the first events of a
+            time-available catalog): their negatives are drawn uniformly from it and counted
+            (``num_fallback_events`` in :meth:`describe`); ``None`` raises instead.
 
     Raises (from :meth:`sample`):
         SamplerError: if an event's pool holds fewer than ``K`` items without
@@ -56,14 +59,30 @@ class UniformSampler(NegativeSampler):
 
     name = "uniform"
 
-    def __init__(self, catalog: Catalog, *, replace: bool = False, directed: bool = True) -> None:
+    def __init__(self, catalog: Catalog, *, replace: bool = False, directed: bool = True,
+                 fallback: Optional[Catalog] = None) -> None:
         self.catalog = catalog
         self.replace = replace
         self.directed = directed
+        self._fallback = None if fallback is None else UniformSampler(fallback, replace=replace, directed=directed)
+        self._num_fallback = torch.zeros((), dtype=torch.long)
+
+    def reset_state(self) -> None:
+        """Zero the fallback counter (the sampler has no history)."""
+        self._num_fallback = torch.zeros((), dtype=torch.long)
+
+    def log_q(self, batch: TemporalData, negatives: Tensor) -> Tensor:
+        """``-log |pool|`` of each row's uniform pool, for every negative: float64 ``[B, K]``."""
+        catalog = self.catalog if self.catalog.device == batch.src.device else self.catalog.to(batch.src.device)
+        excl = build_exclusions(batch.src, batch.dst, batch.t, catalog, directed=self.directed)
+        size = (catalog.num_available(batch.t) - excl.count).double()
+        return (-torch.log(size))[:, None].expand(negatives.shape).clone()
 
     def describe(self) -> dict:
         return {"name": self.name, "replace": self.replace, "directed": self.directed,
                 "catalog": self.catalog.describe(),
+                "fallback": None if self._fallback is None else self._fallback.catalog.describe(),
+                "num_fallback_events": int(self._num_fallback),
                 "randomness": "counter-based: (generator seed, replay position, draw index)"}
 
     def sample(self, batch: TemporalData, num_negatives: int, generator: Optional[torch.Generator] = None, *,
@@ -88,6 +107,10 @@ class UniformSampler(NegativeSampler):
         pool = pool_size - excl.count
         need = 1 if self.replace else k
         wanted = torch.ones(b, dtype=torch.bool, device=device) if rows is None else rows
+        fallback_rows = None
+        if self._fallback is not None:
+            fallback_rows = wanted & (pool == 0)
+            wanted = wanted & ~fallback_rows
         short = (pool < need) & wanted
         if bool(short.any()):
             i = int(torch.nonzero(short)[0, 0])
@@ -97,6 +120,10 @@ class UniformSampler(NegativeSampler):
                 f"({k} negatives, replace={self.replace}). Lower K, use a larger catalog, or pass replace=True."
             )
 
+        if fallback_rows is not None and bool(fallback_rows.any()):
+            self._num_fallback = self._num_fallback + int(fallback_rows.sum())
+            fallback_out = self._fallback.sample(batch, k, generator, rows=fallback_rows)  # type: ignore[union-attr]
+            return torch.where(fallback_rows[:, None], fallback_out, self.sample(batch, k, generator, rows=wanted))
         # One continuous i.i.d. sequence per row, read in longer and longer prefixes (only
         # for unfinished rows); pools too tight for that are finished exactly.
         out = torch.zeros(b, k, dtype=torch.long, device=device)
