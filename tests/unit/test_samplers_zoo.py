@@ -409,3 +409,13 @@ def test_time_available_fallback_for_the_first_events_and_uniform_log_q():
     batch = make_stream([0, 0], [1, 2], [1, 1])
     log_q = uniform.log_q(batch, torch.zeros(2, 4, dtype=torch.long))
     assert torch.allclose(log_q, torch.full((2, 4), -math.log(7.0), dtype=torch.float64))  # pool: 10 - {0, 1, 2}
+
+
+def test_ids_beyond_num_nodes_are_refused_not_aliased():
+    from tgeval.samplers import HistoricalSampler
+
+    sampler = HistoricalSampler(5, fallback="error")
+    with pytest.raises(SamplerError, match=r"\[0, num_nodes=5\)"):
+        sampler.observe(make_stream([0], [7], [1]))
+    with pytest.raises(SamplerError, match=r"\[0, num_nodes=5\)"):
+        sampler.sample(make_stream([6], [1], [2]), 1)

@@ -46,7 +46,7 @@ from tgeval.errors import SamplerError
 from tgeval.samplers.counter_rng import as_int64, counter_uniform, splitmix64
 
 __all__ = ["KeyPool", "PoolDraw", "draw_from_pools", "batch_exclusions", "add_pair_exclusions",
-           "insert_keys", "history_keys", "derived_seed", "batch_position", "first_distinct_mask",
+           "insert_keys", "history_keys", "check_ids", "derived_seed", "batch_position", "first_distinct_mask",
            "FALLBACKS"]
 
 FALLBACKS = ("uniform", "error")
@@ -78,8 +78,18 @@ def batch_position(batch: TemporalData) -> Tensor:
     return torch.arange(batch.src.numel(), device=batch.src.device) if position is None else position
 
 
+def check_ids(src: Tensor, dst: Tensor, num_nodes: int) -> None:
+    """Raise :class:`SamplerError` if an id lies outside ``[0, num_nodes)`` (pair keys would alias)."""
+    if src.numel() and (int(torch.maximum(src.max(), dst.max())) >= num_nodes
+                        or int(torch.minimum(src.min(), dst.min())) < 0):
+        raise SamplerError(f"node ids must lie in [0, num_nodes={num_nodes}) for this sampler, got "
+                           f"[{int(torch.minimum(src.min(), dst.min()))}, {int(torch.maximum(src.max(), dst.max()))}]. "
+                           f"Build it with the data's num_nodes.")
+
+
 def history_keys(src: Tensor, dst: Tensor, num_nodes: int, *, directed: bool) -> Tensor:
     """Sorted distinct keys ``u * n + v`` of the pairs of some events (both directions if undirected): int64."""
+    check_ids(src, dst, num_nodes)
     if not directed:
         src, dst = torch.cat([src, dst]), torch.cat([dst, src])
     return torch.unique(pair_keys(src, dst, num_nodes))

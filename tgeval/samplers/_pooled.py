@@ -28,7 +28,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.errors import SamplerError
-from tgeval.samplers._draw import (FALLBACKS, KeyPool, batch_exclusions, batch_position, derived_seed,
+from tgeval.samplers._draw import (FALLBACKS, KeyPool, batch_exclusions, batch_position, check_ids, derived_seed,
                                    draw_from_pools, short_pool_error)
 from tgeval.samplers.base import NegativeSampler
 from tgeval.samplers.uniform import UniformSampler
@@ -116,6 +116,7 @@ class PooledSampler(NegativeSampler):
             raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
         if k == 0 or b == 0:
             return torch.zeros(b, k, dtype=torch.long, device=device)
+        check_ids(batch.src, batch.dst, self.num_nodes)
         seed = 0 if generator is None else generator.initial_seed()
         position = batch_position(batch)
         pool, base = self._pool(batch)
