@@ -152,7 +152,8 @@ def sampled_softmax_loss(pos: Tensor, neg: Tensor, *, log_q: Optional[Tensor] = 
     SPEC §5), not by the full-catalog softmax :math:`\log p(v \mid x) + c`. Subtracting
     :math:`\log q` from the logit of every candidate drawn from :math:`q` makes
     :math:`\frac{1}{K}\sum_k e^{\tilde s^-_{ik}}` an unbiased estimate of the full partition
-    function :math:`\sum_v e^{s_v}`, so the fixed point is again :math:`\log p + c`.
+    function :math:`\sum_v e^{s_v}` for draws *with* replacement (for distinct draws it is the
+    usual approximation), so the fixed point is again :math:`\log p + c`.
 
     * ``log_q`` (float ``[B, K]``): :math:`\log q` of each negative; ``None`` = no correction
       (:math:`\log q_{ik} = 0`).

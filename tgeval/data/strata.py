@@ -5,7 +5,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["REPEATED", "NEW_PAIR", "NEW_NODE", "pair_keys", "event_strata"]
+__all__ = ["REPEATED", "NEW_PAIR", "NEW_NODE", "MAX_PAIR_KEY_NODES", "pair_keys", "event_strata"]
+
+#: Largest ``num_nodes`` whose pair keys ``u * num_nodes + v`` fit in int64 (``num_nodes ** 2 < 2 ** 63``).
+MAX_PAIR_KEY_NODES = 3_037_000_499
 
 REPEATED, NEW_PAIR, NEW_NODE = 0, 1, 2
 

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.strata import pair_keys
+from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.models.base import TemporalLinkModel
 from tgeval.state import State, clone_state
 
@@ -61,8 +61,8 @@ class EdgeBank(_BufferState):
 
     def __init__(self, num_nodes: int, window: Optional[float] = None, directed: bool = True) -> None:
         super().__init__(num_nodes)
-        if num_nodes > 3_037_000_499:  # num_nodes ** 2 must fit in int64 pair keys
-            raise ValueError(f"num_nodes={num_nodes} is too large for int64 pair keys (at most 3,037,000,499).")
+        if num_nodes > MAX_PAIR_KEY_NODES:
+            raise ValueError(f"num_nodes={num_nodes} is too large for int64 pair keys (at most {MAX_PAIR_KEY_NODES:,}).")
         if window is not None and not window > 0:
             raise ValueError(f"window must be a positive duration or None, got {window}.")
         self.window = None if window is None else float(window)

@@ -27,6 +27,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
+from tgeval.data.strata import MAX_PAIR_KEY_NODES
 from tgeval.errors import SamplerError
 from tgeval.samplers._draw import (FALLBACKS, KeyPool, batch_exclusions, batch_position, check_ids, derived_seed,
                                    draw_from_pools, short_pool_error)
@@ -63,8 +64,8 @@ class PooledSampler(NegativeSampler):
         if fallback == "uniform" and catalog is None:
             raise ValueError(f"{type(self).__name__} with fallback='uniform' needs a `catalog` to draw from when "
                              f"an event's pool is empty. Pass catalog=..., or fallback='error'.")
-        if num_nodes < 1 or num_nodes > 3_037_000_499:
-            raise ValueError(f"num_nodes must lie in [1, 3037000499] (int64 pair keys), got {num_nodes}.")
+        if num_nodes < 1 or num_nodes > MAX_PAIR_KEY_NODES:
+            raise ValueError(f"num_nodes must lie in [1, {MAX_PAIR_KEY_NODES}] (int64 pair keys), got {num_nodes}.")
         self.num_nodes = int(num_nodes)
         self.catalog = catalog
         self.replace = bool(replace)

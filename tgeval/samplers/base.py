@@ -84,7 +84,9 @@ class NegativeSampler:
         :class:`Negatives` for corrupted sources / whole pairs or padded slots.
 
         A negative is never the true destination, the source, or a simultaneous
-        positive (another destination of the same source at the same timestamp).
+        positive (another destination of the same source at the same timestamp) — except
+        for negatives replayed from a file when the user asks to keep them as stored
+        (``read_tgb_negatives(..., collisions="keep")``).
         """
         raise NotImplementedError
 

@@ -76,6 +76,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.data.groups import group_ids
 from tgeval.data.strata import pair_keys
+from tgeval.data.strata import MAX_PAIR_KEY_NODES
 from tgeval.errors import SamplerError
 from tgeval.samplers._draw import (KeyPool, batch_position, derived_seed, draw_from_pools, short_pool_error)
 from tgeval.samplers._pooled import PooledSampler
@@ -91,7 +92,6 @@ CLASSES = ("H", "O", "I")
 BIRTH_DEATH_NAMES = ("HS", "OS", "IS", "HD", "OD", "ID", "HE", "OE", "IE")
 
 _FALLBACK_SALT = 1
-_MAX_NODES = 3_037_000_499  # num_nodes ** 2 must fit in int64 pair keys
 
 Number = Union[int, float]
 
@@ -193,8 +193,8 @@ def _num_nodes(data: TemporalData, num_nodes: Optional[int]) -> int:
     n = largest if num_nodes is None else int(num_nodes)
     if n < largest:
         raise ValueError(f"num_nodes={n} is smaller than the largest node id + 1 ({largest}) of the stream.")
-    if n > _MAX_NODES:
-        raise ValueError(f"num_nodes must be at most {_MAX_NODES} (int64 pair keys), got {n}.")
+    if n > MAX_PAIR_KEY_NODES:
+        raise ValueError(f"num_nodes must be at most {MAX_PAIR_KEY_NODES} (int64 pair keys), got {n}.")
     return n
 
 
