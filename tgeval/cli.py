@@ -218,8 +218,8 @@ def _run_command(args: argparse.Namespace) -> int:
     print(table)
     coverage = rows[0][1].metrics["all_entity"]["coverage"]
     print(f"\nall-entity: {catalog.size} catalog destinations; {coverage['uncovered']} of {test.num_events} test "
-          f"positives lie outside the catalog (ranked against it, counted). Strata columns: all-entity MRR "
-          f"(count) for repeated pairs, new pairs of known nodes, and events with a new node.")
+          f"positives lie outside the catalog (ranked against it, counted). Strata: repeated pairs, new pairs "
+          f"of known nodes, events with a new node.")
     print(f"EdgeBank window chosen on validation: {window} (test duration: {duration})")
     write_atomic(out / "summary.txt", f"data: {description}\n\n{table}\n")
     write_atomic(out / "summary.json", json.dumps(
