@@ -22,6 +22,9 @@ def write_atomic(path: Union[str, os.PathLike], content: Union[str, bytes]) -> N
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

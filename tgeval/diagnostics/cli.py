@@ -1,0 +1,167 @@
+"""``tgeval diagnose``: lifetimes, surprise, novelty and Birth–Death plots of an event file.
+
+:func:`diagnose` is the library entry point; :func:`add_diagnose_parser` and
+:func:`diagnose_command` plug it into ``tgeval``'s command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Optional, Union, get_args
+
+from torch_geometric.data import TemporalData
+
+from tgeval.atomic import write_atomic
+from tgeval.data.io import EventFormat, read_events
+from tgeval.data.split import chronological_split
+from tgeval.diagnostics.lifetimes import SURPRISE_RATIOS, lifetime_summary, surprise_table
+from tgeval.diagnostics.novelty import novelty_series, novelty_summary, segment_strata_shares
+from tgeval.errors import SplitError
+from tgeval.diagnostics.plots import birth_death_panels, is_bipartite, plot_birth_death, plot_novelty
+from tgeval.samplers.birth_death import split_time
+
+__all__ = ["diagnose", "format_summary", "add_diagnose_parser", "diagnose_command"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+FORMATS: tuple[str, ...] = get_args(EventFormat)
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe copy: non-finite floats become ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def diagnose(data: TemporalData, out: PathLike, *, test_ratio: float = 0.15, directed: bool = True,
+             bipartite: Optional[bool] = None, num_nodes: Optional[int] = None, name: str = "") -> dict:
+    r"""Write ``diagnose.json``, ``novelty.csv`` and the PNG plots of ``data`` into the folder ``out``.
+
+    :math:`t_{split}` is :func:`~tgeval.samplers.birth_death.split_time` ``(data, test_ratio)``;
+    the segment strata use :func:`~tgeval.data.split.chronological_split` with ratios
+    ``(1 - 2 * test_ratio, test_ratio, test_ratio)`` (``data`` must be time-sorted).
+
+    Files: ``diagnose.json``, ``novelty.csv`` (``t,novelty,distinct_pairs,new_pairs``),
+    ``birth_death_nodes.png``, ``birth_death_pairs.png``, ``novelty.png``.
+
+    Returns:
+        dict: the report written to ``diagnose.json``: ``"data"``, ``"lifetimes"``
+        (``{"t_split", "test_ratio", "nodes", "pairs"}``), ``"surprise_table"``,
+        ``"novelty"`` (``"summary"``, ``"segments"``), ``"files"``, ``"seconds"``.
+    """
+    if not 0.0 < float(test_ratio) < 0.5:
+        raise ValueError(f"test_ratio must lie in (0, 0.5) (validation and test take test_ratio each), "
+                         f"got {test_ratio!r}.")
+    start = time.perf_counter()
+    folder = Path(out)
+    t_split = split_time(data, test_ratio)
+    bip = is_bipartite(data) if bipartite is None else bool(bipartite)
+    lifetimes = {"test_ratio": float(test_ratio), **lifetime_summary(data, t_split, directed=directed,
+                                                                     num_nodes=num_nodes)}
+    table = surprise_table(data, directed=directed, ratios=SURPRISE_RATIOS, num_nodes=num_nodes)
+    series = novelty_series(data, num_nodes, directed=directed)
+    segments: dict[str, Any] = {}
+    try:
+        split = chronological_split(data, (1.0 - 2.0 * float(test_ratio), float(test_ratio), float(test_ratio)))
+        segments = {"segments": segment_strata_shares(data, split, num_nodes, directed=directed),
+                    "split": split.to_dict()}
+    except SplitError as error:  # too few distinct timestamps for three whole-timestamp segments
+        segments = {"segments": None, "segments_error": str(error)}
+    rows = "".join(f"{t!r},{nu!r},{size},{new}\n" for t, nu, size, new in
+                   zip(series.t.tolist(), series.novelty.tolist(), series.num_pairs.tolist(),
+                       series.num_new_pairs.tolist()))
+    write_atomic(folder / "novelty.csv", "t,novelty,distinct_pairs,new_pairs\n" + rows)
+    label = f"{name}: " if name else ""
+    plot_birth_death(folder / "birth_death_nodes.png",
+                     birth_death_panels(data, kind="nodes", bipartite=bip), t_split,
+                     title=f"{label}Birth-Death diagram of nodes, t_split = {t_split:g} (test ratio {test_ratio:g})")
+    plot_birth_death(folder / "birth_death_pairs.png",
+                     birth_death_panels(data, kind="pairs", directed=directed, num_nodes=num_nodes), t_split,
+                     title=f"{label}Birth-Death diagram of {'directed' if directed else 'undirected'} pairs, "
+                           f"t_split = {t_split:g}")
+    plot_novelty(folder / "novelty.png", series, t_split=t_split, title=f"{label}novelty ratio per timestamp")
+    report: dict[str, Any] = {
+        "data": {"name": name, "events": int(data.src.numel()), "directed": directed, "bipartite": bip,
+                 "t_min": float(data.t.min()), "t_max": float(data.t.max())},
+        "lifetimes": lifetimes,
+        "surprise_table": table,
+        "novelty": {"definition": "nu_t = |E_t minus E_<t| / |E_t|, E_t the distinct pairs at timestamp t",
+                    "summary": novelty_summary(series), "series_file": "novelty.csv",
+                    **segments},
+        "files": ["diagnose.json", "novelty.csv", "birth_death_nodes.png", "birth_death_pairs.png", "novelty.png"],
+    }
+    report["seconds"] = round(time.perf_counter() - start, 3)
+    report = _clean(report)
+    write_atomic(folder / "diagnose.json", json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def _pct(value: Optional[float]) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def format_summary(report: dict) -> str:
+    """A short readable summary of a :func:`diagnose` report."""
+    lt = report["lifetimes"]
+    lines = [f"{report['data']['events']} events; t_split = {lt['t_split']:g} (test ratio {lt['test_ratio']:g}); "
+             f"{'directed' if report['data']['directed'] else 'undirected'} pairs"
+             f"{'; bipartite' if report['data']['bipartite'] else ''}"]
+    for kind in ("nodes", "pairs"):
+        c = lt[kind]
+        lines.append(f"  {kind:<5}  historical {c['historical']:>7}  overlap {c['overlap']:>7}  "
+                     f"inductive {c['inductive']:>7}  surprise {_pct(c['surprise'])}")
+    lines.append("  surprise by test ratio:  " + "  ".join(
+        f"{row['test_ratio']:.2f}: {_pct(row['nodes']['surprise'])}/{_pct(row['pairs']['surprise'])}"
+        for row in report["surprise_table"][::2]) + "   (nodes/pairs)")
+    nov = report["novelty"]
+    lines.append(f"  novelty: mean nu_t {_pct(nov['summary']['mean_novelty'])} over "
+                 f"{nov['summary']['timestamps']} timestamps")
+    if nov["segments"] is None:
+        lines.append(f"  no val/test segments strata: {nov.get('segments_error', '')}")
+        return "\n".join(lines)
+    for seg in ("val", "test"):
+        s = nov["segments"][seg]
+        lines.append(f"  {seg:<4} {s['events']:>7} events: repeated {_pct(s['repeated_share'])}, "
+                     f"new pair {_pct(s['new_pair_share'])}, new node {_pct(s['new_node_share'])}")
+    return "\n".join(lines)
+
+
+def add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``diagnose`` to ``subparsers`` (from ``parser.add_subparsers``); sets ``func=diagnose_command``."""
+    dg = subparsers.add_parser("diagnose", help="lifetimes, surprise index, novelty and Birth-Death plots of a file")
+    dg.add_argument("data", type=Path, help="event file")
+    dg.add_argument("--format", choices=FORMATS, required=True, help="file format (see README)")
+    dg.add_argument("--remap", action="store_true", help="renumber ids to 0..n-1")
+    dg.add_argument("--bipartite", action="store_true",
+                    help="sources and destinations in disjoint id ranges (default: detected as max(src) < min(dst))")
+    dg.add_argument("--sort", action="store_true", help="stable-sort an unsorted file instead of failing")
+    dg.add_argument("--test-ratio", type=float, default=0.15,
+                    help="t_split is the (1 - ratio) quantile of the event times (default 0.15)")
+    group = dg.add_mutually_exclusive_group()
+    group.add_argument("--directed", dest="directed", action="store_true", default=True,
+                       help="pairs are ordered (default)")
+    group.add_argument("--undirected", dest="directed", action="store_false", help="pairs are unordered")
+    dg.add_argument("--out", type=Path, required=True, help="folder for diagnose.json and the plots")
+    dg.set_defaults(func=diagnose_command)
+    return dg
+
+
+def diagnose_command(args: argparse.Namespace) -> int:
+    """Run :func:`diagnose` for parsed ``tgeval diagnose`` arguments; print a summary. Returns 0."""
+    data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
+                             sort=args.sort, directed=args.directed)
+    report = diagnose(data, args.out, test_ratio=args.test_ratio, directed=args.directed,
+                      bipartite=True if (args.bipartite or info.bipartite) else None, num_nodes=info.num_nodes,
+                      name=str(args.data))
+    print(format_summary(report))
+    print(f"wrote {Path(args.out) / 'diagnose.json'} and the plots ({report['seconds']:.1f} s)")
+    return 0
