@@ -31,7 +31,7 @@ from tgeval.data.strata import MAX_PAIR_KEY_NODES
 from tgeval.errors import SamplerError
 from tgeval.samplers._draw import (FALLBACKS, KeyPool, batch_exclusions, batch_position, check_ids, derived_seed,
                                    draw_from_pools, short_pool_error)
-from tgeval.samplers.base import NegativeSampler
+from tgeval.samplers.base import NegativeSampler, Negatives, SampledNegatives
 from tgeval.samplers.uniform import UniformSampler
 from tgeval.state import State, clone_state
 
@@ -107,40 +107,60 @@ class PooledSampler(NegativeSampler):
         excl = batch_exclusions(batch, self._everything, directed=self.directed, scope=self.scope)
         return self._more_exclusions(excl, batch)
 
+    def _draw_inputs(self, batch: TemporalData) -> tuple[KeyPool, Tensor, Exclusions]:
+        """The pools, each row's base and the exclusions of one batch."""
+        pool, base = self._pool(batch)
+        return pool, base, self._exclusions(batch)
+
+    def _decode(self, batch: TemporalData, items: Tensor) -> SampledNegatives:
+        """Negatives from the drawn items ``[B, K]`` (destinations by default)."""
+        return items
+
+    def _fallback_rows(self, batch: TemporalData, k: int, generator: torch.Generator,
+                       rows: Tensor) -> tuple[Tensor, Tensor]:
+        """Uniform-fallback ``(src, dst)`` ``[B, K]`` for the ``rows`` (bool ``[B]``) that need it."""
+        assert self._fallback_sampler is not None
+        dst = self._fallback_sampler.sample(batch, k, generator, rows=rows)
+        return batch.src[:, None].expand_as(dst), dst
+
     def sample(self, batch: TemporalData, num_negatives: int,
-               generator: Optional[torch.Generator] = None) -> Tensor:
-        """Negative destinations: int64 ``[B, K]`` (see the class and module docstrings)."""
+               generator: Optional[torch.Generator] = None) -> SampledNegatives:
+        """``K`` negatives per positive (see the class and module docstrings)."""
         src = batch.src
         device = src.device
         b, k = src.numel(), int(num_negatives)
         if k < 0:
             raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
         if k == 0 or b == 0:
-            return torch.zeros(b, k, dtype=torch.long, device=device)
+            return self._decode(batch, torch.zeros(b, k, dtype=torch.long, device=device))
         check_ids(batch.src, batch.dst, self.num_nodes)
         seed = 0 if generator is None else generator.initial_seed()
-        position = batch_position(batch)
-        pool, base = self._pool(batch)
-        result = draw_from_pools(pool, base, self._exclusions(batch), k, replace=self.replace, seed=seed,
-                                 position=position)
+        pool, base, excl = self._draw_inputs(batch)
+        result = draw_from_pools(pool, base, excl, k, replace=self.replace, seed=seed, position=batch_position(batch))
         need = 1 if self.replace else k
         short = (result.size > 0) & (result.size < need)
         if bool(short.any()):
             i = int(torch.nonzero(short)[0, 0])
             raise short_pool_error(batch, i, int(result.size[i]), need, k, self.replace, self._what)
         empty = result.size == 0
-        out = result.negatives
+        out = self._decode(batch, result.negatives)
         if bool(empty.any()):
             if self.fallback == "error" or self._fallback_sampler is None:
                 i = int(torch.nonzero(empty)[0, 0])
                 raise SamplerError(
-                    f"event {i} of the batch (src={int(src[i])}, t={batch.t[i].tolist()}) has an empty {self._what} "
-                    f"pool after exclusions and fallback='error'. Use fallback='uniform' (counted in the result) "
-                    f"or a MixtureSampler with a uniform component."
+                    f"event {i} of the batch (src={int(src[i])}, dst={int(batch.dst[i])}, t={batch.t[i].tolist()}) "
+                    f"has an empty {self._what} pool after exclusions and fallback='error'. Use fallback='uniform' "
+                    f"(counted in the result) or a MixtureSampler with a uniform component."
                 )
             sub = torch.Generator(device=generator.device if generator is not None else "cpu")
             sub.manual_seed(derived_seed(seed, _FALLBACK_SALT))
-            out = torch.where(empty[:, None], self._fallback_sampler.sample(batch, k, sub, rows=empty), out)
+            fb_src, fb_dst = self._fallback_rows(batch, k, sub, empty)
+            rows = empty[:, None]
+            if isinstance(out, Negatives):
+                assert out.src is not None
+                out = Negatives(torch.where(rows, fb_dst, out.dst), torch.where(rows, fb_src, out.src))
+            else:
+                out = torch.where(rows, fb_dst, out)
             self._num_fallback = self._num_fallback + empty.sum().cpu()
         self._num_events = self._num_events + b
         return out

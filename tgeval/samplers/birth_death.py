@@ -208,7 +208,6 @@ class _BirthDeathSampler(PooledSampler):
     """Shared draw / fallback logic; subclasses give the pool, the exclusions and the decoding."""
 
     uses_whole_stream = True
-    _what = "Birth-Death class"
 
     def __init__(self, data: TemporalData, t_split: Number, *, cls: str, num_nodes: Optional[int],
                  catalog: Optional[Catalog], replace_draws: bool, directed: bool, fallback: str) -> None:
@@ -229,13 +228,6 @@ class _BirthDeathSampler(PooledSampler):
         """Negatives from the drawn items ``[B, K]`` (rows to fall back hold ``-1``)."""
         raise NotImplementedError
 
-    def _fallback_rows(self, batch: TemporalData, k: int, generator: torch.Generator,
-                       rows: Tensor) -> tuple[Tensor, Tensor]:
-        """Uniform-fallback ``(src, dst)`` ``[B, K]`` for the ``rows`` (bool ``[B]``) that need it."""
-        assert self._fallback_sampler is not None
-        dst = self._fallback_sampler.sample(batch, k, generator, rows=rows)
-        return batch.src[:, None].expand_as(dst), dst
-
     def _fallback_size(self, batch: TemporalData) -> Tensor:
         """Size of each row's uniform-fallback pool: int64 ``[B]``."""
         assert self.catalog is not None
@@ -243,49 +235,9 @@ class _BirthDeathSampler(PooledSampler):
         excl = build_exclusions(batch.src, batch.dst, batch.t, catalog, directed=self.directed)
         return catalog.num_available(batch.t) - excl.count
 
-    # shared ---------------------------------------------------------------------------------
-    def sample(self, batch: TemporalData, num_negatives: int,  # type: ignore[override]
-               generator: Optional[torch.Generator] = None) -> SampledNegatives:
-        """``K`` negatives per positive (see the module docstring for what each sampler returns)."""
-        src = batch.src
-        device = src.device
-        b, k = src.numel(), int(num_negatives)
-        if k < 0:
-            raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
-        if k == 0 or b == 0:
-            return self._decode(batch, torch.zeros(b, k, dtype=torch.long, device=device))
-        seed = 0 if generator is None else generator.initial_seed()
-        pool, excl = self._pool_and_exclusions(batch)
-        base = torch.zeros(b, dtype=torch.long, device=device)
-        result = draw_from_pools(pool, base, excl, k, replace=self.replace, seed=seed,
-                                 position=batch_position(batch))
-        need = 1 if self.replace else k
-        short = (result.size > 0) & (result.size < need)
-        if bool(short.any()):
-            i = int(torch.nonzero(short)[0, 0])
-            raise short_pool_error(batch, i, int(result.size[i]), need, k, self.replace, self._pool_name())
-        empty = result.size == 0
-        out = self._decode(batch, result.negatives)
-        if bool(empty.any()):
-            if self.fallback == "error" or self._fallback_sampler is None:
-                i = int(torch.nonzero(empty)[0, 0])
-                raise SamplerError(
-                    f"event {i} of the batch (src={int(src[i])}, dst={int(batch.dst[i])}, t={batch.t[i].tolist()}) "
-                    f"has an empty {self._pool_name()} pool after exclusions and fallback='error'. Use "
-                    f"fallback='uniform' (counted in the result), another t_split, or a MixtureSampler."
-                )
-            sub = torch.Generator(device=generator.device if generator is not None else "cpu")
-            sub.manual_seed(derived_seed(seed, _FALLBACK_SALT))
-            fb_src, fb_dst = self._fallback_rows(batch, k, sub, empty)
-            rows = empty[:, None]
-            if isinstance(out, Negatives):
-                assert out.src is not None
-                out = Negatives(torch.where(rows, fb_dst, out.dst), torch.where(rows, fb_src, out.src))
-            else:
-                out = torch.where(rows, fb_dst, out)
-            self._num_fallback = self._num_fallback + empty.sum().cpu()
-        self._num_events = self._num_events + b
-        return out
+    def _draw_inputs(self, batch: TemporalData) -> tuple[KeyPool, Tensor, Exclusions]:
+        pool, excl = self._pool_and_exclusions(batch)  # one class pool shared by every row (base 0)
+        return pool, torch.zeros_like(batch.src), excl
 
     def log_q(self, batch: TemporalData, negatives: Any = None) -> Tensor:  # type: ignore[override]
         r"""Log-probability of one draw of each row's proposal: float64 ``[B, K]`` (``K`` from ``negatives``).
@@ -302,7 +254,9 @@ class _BirthDeathSampler(PooledSampler):
         k = 1 if negatives is None else int((negatives.dst if isinstance(negatives, Negatives) else negatives).size(1))
         return (-torch.log(size.double()))[:, None].expand(b, k).contiguous()
 
-    def _pool_name(self) -> str:
+    @property
+    def _what(self) -> str:  # type: ignore[override]
+        """The pool's name in error messages, e.g. ``"HS (historical nodes)"``."""
         return f"{self.name} ({dict(H='historical', O='overlap', I='inductive')[self.cls]} {self._kind})"
 
     _kind = "nodes"
@@ -411,7 +365,6 @@ class BirthDeathEdgeSampler(_BirthDeathSampler):
         lifetimes: the :class:`Lifetimes` of the stream's pairs.
     """
 
-    _what = "Birth-Death class"
     _kind = "pairs"
 
     def __init__(self, data: TemporalData, t_split: Number, *, cls: str = "H", num_nodes: Optional[int] = None,
