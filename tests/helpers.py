@@ -1,6 +1,5 @@
 """Small real models for tests (no mocks): a fixed score table, stateless."""
 
-import torch
 
 from tgeval.models.base import TemporalLinkModel
 

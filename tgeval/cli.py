@@ -198,7 +198,7 @@ def _run_command(args: argparse.Namespace) -> int:
     duration = segment_duration(test)
     models: list[tuple[str, Callable[[], TemporalLinkModel], Optional[dict]]] = [
         ("edgebank", lambda: EdgeBank(num_nodes), None),
-        (f"edgebank-window(val)", lambda: EdgeBank(num_nodes, window=window), selection),
+        ("edgebank-window(val)", lambda: EdgeBank(num_nodes, window=window), selection),
         ("edgebank-window(test)", lambda: EdgeBank(num_nodes, window=duration),
          {"rule": "duration of the test segment", "window": duration}),
         ("node-memory", lambda: NodeMemory(num_nodes), None),

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tgeval import CatalogError, SplitError, TemporalDataError, build_catalog, chronological_split, evaluate
+from tgeval import CatalogError, SplitError, TemporalDataError, chronological_split, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.eval.ranking import all_entity_counts

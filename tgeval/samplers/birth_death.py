@@ -77,8 +77,7 @@ from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.data.groups import group_ids
 from tgeval.data.strata import pair_keys
 from tgeval.data.strata import MAX_PAIR_KEY_NODES
-from tgeval.errors import SamplerError
-from tgeval.samplers._draw import (KeyPool, batch_position, derived_seed, draw_from_pools, short_pool_error)
+from tgeval.samplers._draw import (KeyPool, batch_position, draw_from_pools)
 from tgeval.samplers._pooled import PooledSampler
 from tgeval.samplers.base import Negatives, SampledNegatives
 
@@ -91,7 +90,6 @@ CLASSES = ("H", "O", "I")
 #: The nine sampler names: node samplers replacing the Source / Destination, Edge samplers.
 BIRTH_DEATH_NAMES = ("HS", "OS", "IS", "HD", "OD", "ID", "HE", "OE", "IE")
 
-_FALLBACK_SALT = 1
 
 Number = Union[int, float]
 
