@@ -1,0 +1,648 @@
+r"""Pair-membership diagnostics: the 2 x 2 factorial and the optimal membership coefficient (SPEC §6, §7).
+
+**Membership.** For an event :math:`(u, v, t)`, :math:`M = 1\{(u, v) \in H\}` with :math:`H`
+the pairs observed before the event. In the factorial (a replay, like
+:func:`~tgeval.eval.replay.evaluate`) :math:`H` is the history observed before the event's
+batch (what the model and the samplers know); in :func:`beta_star` it is
+:math:`H_{<t}`, the events with a strictly earlier timestamp.
+
+**Factorial.** Positives are *repeated* (:math:`M = 1`) or *new* (:math:`M = 0`); each
+positive :math:`(u, v^+, t)` is ranked against two negative sets drawn for the same event:
+
+* *seen*: :math:`S_u = H_u \setminus (\{u\} \cup P_{u,t})`, the destinations the source met
+  before the batch (:class:`SeenSampler`, the source-history pool);
+* *unseen*: :math:`U_u = C \setminus (H_u \cup \{u\} \cup P_{u,t})`, catalog destinations the
+  source has not met (:class:`UnseenSampler`),
+
+with :math:`P_{u,t}` the simultaneous positives (which hold :math:`v^+`). Repeated–seen is
+recurrent-link ranking, new–unseen novel-link ranking; the off-diagonal cells show whether a
+model simply prefers seen (or unseen) pairs.
+
+**Same positives in every cell.** An event enters the two cells of its row only if *both*
+its pools are non-empty; an event with an empty seen pool (a source without history) or an
+empty unseen pool (a source that met the whole catalog) is excluded from both cells of its
+row and counted (``excluded_empty_seen`` / ``excluded_empty_unseen``). The seen and unseen
+columns of a row are therefore computed on exactly the same positive events.
+
+**Short pools.** ``K`` distinct negatives are drawn without replacement (shared kernel
+:func:`~tgeval.samplers._draw.draw_from_pools`, counter-based randomness keyed by replay
+position). A pool with fewer than ``K`` valid items contributes all of them (padding slots
+masked, :class:`~tgeval.samplers.base.Negatives`); such events are counted (``num_short``).
+
+**Exhaustive cells.** The exact versions rank each positive against *all* of its seen
+destinations and *all* of its unseen catalog destinations, from counts of candidates above /
+equal (the seen part by a ragged, vectorised expansion of the source's history slice; the
+unseen part as the all-entity counts of :func:`~tgeval.eval.ranking.all_entity_counts` minus
+the seen catalog items). The diagonal (repeated vs all seen, new vs all unseen) is the one
+SPEC §7 asks for; the off-diagonal exhaustive values are reported too.
+
+**β\*.** For the minimal scorer :math:`s = b + \beta M`, with :math:`p_1` / :math:`q_1` the
+shares of positives / negatives with :math:`M = 1`, :math:`\beta^* = \mathrm{logit}(p_1) -
+\mathrm{logit}(q_1)`. Under uniform sampling over a catalog :math:`C`,
+:math:`q_{1,i} = |S_{u_i}(t_i) \cap C| / |C \setminus (\{u_i\} \cup P_{u_i,t_i})|` exactly per
+event, and :math:`q_1` is its mean over events (every event contributes ``K`` negatives).
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Literal, Optional, Union
+
+import torch
+from torch import Tensor
+from torch_geometric.data import TemporalData
+
+from tgeval.data.catalog import Catalog
+from tgeval.data.exclusions import Exclusions, build_exclusions
+from tgeval.data.groups import canonical_order
+from tgeval.data.split import Segment, check_whole_groups
+from tgeval.data.validate import permute_events, validate
+from tgeval.errors import TemporalDataError
+from tgeval.eval.metrics import check_ties, count_above_equal, rank_from_counts
+from tgeval.eval.ranking import all_entity_counts, check_no_nan
+from tgeval.eval.replay import warm_up
+from tgeval.loader import TimestampBatchLoader
+from tgeval.models.base import TemporalLinkModel
+from tgeval.samplers._draw import KeyPool, add_pair_exclusions, batch_position, draw_from_pools
+from tgeval.samplers._pooled import PooledSampler
+from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives
+from tgeval.samplers.historical import PairHistorySampler
+from tgeval.samplers.source_history import SourceHistorySampler
+from tgeval.samplers.uniform import UniformSampler
+from tgeval.state import State, no_state_change
+
+__all__ = ["SeenSampler", "UnseenSampler", "PoolSample", "FactorialCell", "MembershipFactorial",
+           "membership_factorial", "BetaStar", "beta_star", "fit_membership_beta", "pair_membership"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Samplers
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PoolSample:
+    """Masked draws of one batch.
+
+    Attributes:
+        negatives: :class:`Negatives` with ``dst`` int64 ``[B, K]`` and ``mask`` bool ``[B, K]``
+            (``False`` on padding; padded slots hold the source id).
+        size: int64 ``[B]``, valid items of each event's pool after exclusions.
+    """
+
+    negatives: Negatives
+    size: Tensor
+
+
+def _valid_pool_items(pool: KeyPool, base: Tensor, excl: Exclusions, rows: Tensor) -> tuple[Tensor, Tensor]:
+    """Every non-excluded item of the pools of ``rows``: ``(row, item)`` int64 ``[R]`` each, grouped by row."""
+    device = base.device
+    lo, hi = pool.bounds(base[rows])
+    lengths = hi - lo
+    total = int(lengths.sum())
+    if total == 0:
+        empty = torch.zeros(0, dtype=torch.long, device=device)
+        return empty, empty
+    which = torch.repeat_interleave(torch.arange(rows.numel(), device=device), lengths)
+    offset = torch.arange(total, device=device) - torch.repeat_interleave(torch.cumsum(lengths, 0) - lengths, lengths)
+    row = rows[which]
+    item = pool.keys[lo[which] + offset] - base[row] * pool.n
+    keep = ~excl.contains(row, item[:, None])[:, 0]
+    return row[keep], item[keep]
+
+
+def _masked_draw(pools: PooledSampler, batch: TemporalData, k: int, seed: int) -> PoolSample:
+    """``K`` distinct draws per event from ``pools``' pool; short pools give all their items, masked."""
+    src = batch.src
+    pool, base = pools._pool(batch)
+    excl = pools._exclusions(batch)
+    result = draw_from_pools(pool, base, excl, k, replace=False, seed=seed, position=batch_position(batch))
+    out = result.negatives.clone()
+    short = (result.size > 0) & (result.size < k)
+    if bool(short.any()):
+        row, item = _valid_pool_items(pool, base, excl, torch.nonzero(short).flatten())
+        _, counts = torch.unique_consecutive(row, return_counts=True)
+        col = torch.arange(row.numel(), device=row.device) - torch.repeat_interleave(torch.cumsum(counts, 0) - counts,
+                                                                                     counts)
+        out[row, col] = item
+    mask = out >= 0
+    out = torch.where(mask, out, src[:, None].expand_as(out))
+    return PoolSample(Negatives(out, None, mask), result.size)
+
+
+class _MaskedPoolSampler(NegativeSampler):
+    """Wraps a pool sampler; short pools are returned whole and masked, never an error or a fallback."""
+
+    _pools: PooledSampler
+
+    def draw(self, batch: TemporalData, num_negatives: int, generator: Optional[torch.Generator] = None) -> PoolSample:
+        """Negatives and pool sizes of a batch (see :class:`PoolSample`)."""
+        seed = 0 if generator is None else generator.initial_seed()
+        return _masked_draw(self._pools, batch, int(num_negatives), seed)
+
+    def sample(self, batch: TemporalData, num_negatives: int,
+               generator: Optional[torch.Generator] = None) -> Negatives:
+        """:class:`Negatives` ``[B, K]`` with a mask (short or empty pools are padded)."""
+        return self.draw(batch, num_negatives, generator).negatives
+
+    def observe(self, batch: TemporalData) -> None:
+        self._pools.observe(batch)
+
+    def reset_state(self) -> None:
+        self._pools.reset_state()
+
+    def snapshot(self) -> State:
+        return self._pools.snapshot()
+
+    def restore(self, state: State) -> None:
+        self._pools.restore(state)
+
+    @property
+    def keys(self) -> Tensor:
+        """int64 ``[P]``: sorted distinct pair keys ``u * n + v`` of the observed history."""
+        return self._pools.keys  # type: ignore[attr-defined, no-any-return]
+
+    def describe(self) -> dict:
+        return {"name": self.name, "replace": False, "short_pools": "all valid items, padding masked",
+                "empty_pools": "all slots masked (no fallback)", "directed": self._pools.directed,
+                "randomness": "counter-based: (generator seed, replay position, draw index)"}
+
+
+class SeenSampler(_MaskedPoolSampler):
+    r"""Seen negatives: uniform over :math:`H_u \setminus (\{u\} \cup P_{u,t})` (source-history pool).
+
+    Args:
+        num_nodes: exclusive upper bound of node ids.
+        directed: if ``False``, ``(u, v)`` and ``(v, u)`` are one pair.
+    """
+
+    name = "seen"
+
+    def __init__(self, num_nodes: int, *, directed: bool = True) -> None:
+        self._pools = SourceHistorySampler(num_nodes, directed=directed, fallback="error")
+
+
+class _UnseenPool(PairHistorySampler):
+    """The catalog as one shared pool (base 0), minus the source's history pairs."""
+
+    name = "unseen_pool"
+    scope = "group"
+    _what = "unseen catalog"
+
+    def __init__(self, catalog: Catalog, num_nodes: int, *, directed: bool = True) -> None:
+        super().__init__(num_nodes, directed=directed, fallback="error")
+        self.items = torch.sort(catalog.items).values
+
+    def _pool(self, batch: TemporalData) -> tuple[KeyPool, Tensor]:
+        device = batch.src.device
+        if self.items.device != device:
+            self.items = self.items.to(device)
+        if self.keys.device != device:
+            self.keys = self.keys.to(device)
+        return KeyPool(self.items, self.num_nodes), torch.zeros_like(batch.src)
+
+    def _more_exclusions(self, excl: Exclusions, batch: TemporalData) -> Exclusions:
+        return add_pair_exclusions(excl, self.keys, batch.src, self.num_nodes)
+
+
+class UnseenSampler(_MaskedPoolSampler):
+    r"""Unseen negatives: uniform over :math:`C \setminus (H_u \cup \{u\} \cup P_{u,t})`.
+
+    Args:
+        catalog: a fixed catalog (``available_from is None``).
+        num_nodes: exclusive upper bound of node ids.
+        directed: if ``False``, ``(u, v)`` and ``(v, u)`` are one pair.
+
+    Raises:
+        ValueError: for a time-available catalog.
+    """
+
+    name = "unseen"
+
+    def __init__(self, catalog: Catalog, num_nodes: int, *, directed: bool = True) -> None:
+        _check_fixed(catalog)
+        self._pools = _UnseenPool(catalog, num_nodes, directed=directed)
+
+
+def _check_fixed(catalog: Catalog) -> None:
+    if catalog.available_from is not None:
+        raise ValueError(f"the membership diagnostics need a fixed catalog, but the {catalog.kind!r} catalog is "
+                         f"time-available (available_from is set). Build it with kind='train' or 'custom'.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Factorial
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FactorialCell:
+    """One cell of the factorial.
+
+    Attributes:
+        positive: ``"repeated"`` or ``"new"``; negative: ``"seen"`` or ``"unseen"``.
+        mrr: MRR against the ``K`` sampled negatives (NaN for an empty cell).
+        exhaustive_mrr: MRR against every negative of the pool (NaN for an empty cell).
+        count: events in the cell (the same events in both cells of a row).
+        num_short: events of the cell whose pool held fewer than ``K`` items (all were used).
+        excluded_empty_seen, excluded_empty_unseen: events of the row left out because that
+            pool was empty (an event with both pools empty counts in both).
+        events: int64 ``[count]``, the cell's event indices in the input ``data``.
+    """
+
+    positive: str
+    negative: str
+    mrr: float
+    exhaustive_mrr: float
+    count: int
+    num_short: int
+    excluded_empty_seen: int
+    excluded_empty_unseen: int
+    events: Tensor
+
+    def to_dict(self) -> dict:
+        return {"positive": self.positive, "negative": self.negative, "mrr": self.mrr,
+                "exhaustive_mrr": self.exhaustive_mrr, "count": self.count, "num_short": self.num_short,
+                "excluded_empty_seen": self.excluded_empty_seen,
+                "excluded_empty_unseen": self.excluded_empty_unseen}
+
+
+@dataclass
+class MembershipFactorial:
+    """The 2 x 2 table (``cells``), per-event ``records`` (int64 / bool ``[E]``) and a ``manifest``."""
+
+    cells: list[FactorialCell]
+    records: dict[str, Tensor]
+    manifest: dict = field(default_factory=dict)
+
+    def cell(self, positive: str, negative: str) -> FactorialCell:
+        for c in self.cells:
+            if c.positive == positive and c.negative == negative:
+                return c
+        raise KeyError(f"no cell ({positive!r}, {negative!r}); positive in ('repeated', 'new'), "
+                       f"negative in ('seen', 'unseen').")
+
+    def to_dict(self) -> dict:
+        return {"cells": [c.to_dict() for c in self.cells],
+                "diagonal": {"repeated_vs_all_seen": self.cell("repeated", "seen").exhaustive_mrr,
+                             "new_vs_all_unseen": self.cell("new", "unseen").exhaustive_mrr},
+                "manifest": self.manifest}
+
+
+def _prepare(data: TemporalData, segment: Segment, num_nodes: int) -> TemporalData:
+    """Validated copy in canonical replay order, with ``e_id`` (input index) and ``position``."""
+    data = validate(data)
+    largest = int(torch.maximum(data.src.max(), data.dst.max())) if data.num_events else -1
+    if largest >= num_nodes:
+        raise TemporalDataError(f"node id {largest} is >= num_nodes={num_nodes}. "
+                                f"Use num_nodes >= {largest + 1} (e.g. `info.num_nodes`).")
+    check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
+    order = canonical_order(data.src, data.dst, data.t)
+    data = permute_events(data, order)
+    data.e_id = order
+    data.position = torch.arange(data.num_events, device=data.src.device)
+    return data
+
+
+def _seen_exhaustive(model: TemporalLinkModel, src: Tensor, t: Tensor, pos: Tensor, pool: KeyPool, excl: Exclusions,
+                     catalog: Catalog, budget: int) -> tuple[Tensor, ...]:
+    """Above / equal among all seen items, and above / equal / count among the seen catalog items: ``[B]`` each."""
+    b = src.numel()
+    device = src.device
+    out = [torch.zeros(b, dtype=torch.long, device=device) for _ in range(5)]
+    lo, hi = pool.bounds(src)
+    cum = torch.cumsum(hi - lo, 0)
+    chunk = torch.div(cum - 1, max(budget, 1), rounding_mode="floor").clamp(min=0)
+    for c in torch.unique(chunk).tolist():
+        rows = torch.nonzero(chunk == c).flatten()
+        row, item = _valid_pool_items(pool, src, excl, rows)
+        if row.numel() == 0:
+            continue
+        scores = model.score(src[row], item, t[row])
+        check_no_nan(scores, "scores of seen candidates")
+        above, equal = (scores > pos[row]).long(), (scores == pos[row]).long()
+        in_cat = (catalog.position(item) >= 0).long()
+        for target, value in zip(out, (above, equal, above * in_cat, equal * in_cat, in_cat)):
+            target.index_add_(0, row, value)
+    return tuple(out)
+
+
+def membership_factorial(model: TemporalLinkModel, data: TemporalData, segment: Segment, catalog: Catalog, *,
+                         num_negatives: int = 20, seed: int = 0, ties: str = "average", batch_size: int = 200,
+                         protocol: Literal["online", "fixed"] = "online", candidate_budget: int = 2**22,
+                         directed: bool = True, check_state: bool = True) -> MembershipFactorial:
+    r"""The pair-membership factorial of ``model`` on ``segment`` (see the module docstring).
+
+    Replays the segment like :func:`~tgeval.eval.replay.evaluate` (warm-up on
+    ``data[:segment.start]``, canonical order, score -> record -> update, state guarded).
+    For each event the positive is ranked against ``K`` seen and ``K`` unseen negatives and,
+    exactly, against all of them. Cell value: :math:`\mathrm{MRR} = \frac{1}{n}\sum_i 1/r_i`
+    with ``ties`` applied to the counts of negatives above / equal.
+
+    Args:
+        model: any :class:`~tgeval.models.base.TemporalLinkModel`.
+        data: the whole time-sorted stream; ``segment``: the evaluated events (whole groups).
+        catalog: fixed catalog of the unseen negatives (and of the exhaustive unseen cell).
+        num_negatives: ``K`` per negative type.
+        seed: seed of the draws (counter-based on the replay position).
+        ties: ``"average"``, ``"pessimistic"`` or ``"optimistic"``.
+        batch_size: target events per timestamp batch.
+        protocol: ``"online"`` (update after each batch) or ``"fixed"``.
+        candidate_budget: most (event, candidate) scores held at once.
+        directed: pair definition.
+        check_state: guard scoring with :func:`~tgeval.state.no_state_change`.
+
+    Returns:
+        MembershipFactorial: four cells; ``records`` hold, per event (replay order),
+        ``event``, ``src``, ``dst``, ``t``, ``repeated``, ``seen_size``, ``unseen_size``,
+        ``{seen,unseen}_{above,equal}`` (sampled) and ``{seen,unseen}_all_{above,equal}``.
+    """
+    tie_policy = check_ties(ties)
+    if protocol not in ("online", "fixed"):
+        raise ValueError(f"protocol must be 'online' or 'fixed', got {protocol!r}.")
+    if num_negatives < 1:
+        raise ValueError(f"num_negatives must be >= 1, got {num_negatives}.")
+    _check_fixed(catalog)
+    n = model.num_nodes
+    data = _prepare(data, segment, n)
+    device = data.src.device
+    if catalog.device != device:
+        catalog = catalog.to(device)
+    history, events = data[: segment.start], data[segment.start : segment.end]
+    seen, unseen = SeenSampler(n, directed=directed), UnseenSampler(catalog, n, directed=directed)
+    warm_up(model, history, batch_size=batch_size)
+    if history.num_events:
+        seen.observe(history)
+        unseen.observe(history)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    parts: dict[str, list[Tensor]] = {}
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for batch in TimestampBatchLoader(events, batch_size):
+                src, dst, t = batch.src, batch.dst, batch.t
+                ds, du = seen.draw(batch, num_negatives, generator), unseen.draw(batch, num_negatives, generator)
+                pool, _ = seen._pools._pool(batch)
+                excl = seen._pools._exclusions(batch)
+                rec: dict[str, Tensor] = {"repeated": pool.index(src, dst)[1], "seen_size": ds.size,
+                                          "unseen_size": du.size}
+                with no_state_change(model) if check_state else nullcontext():
+                    k = num_negatives
+                    scores = model.score(torch.cat([src, src.repeat_interleave(k), src.repeat_interleave(k)]),
+                                         torch.cat([dst, ds.negatives.dst.flatten(), du.negatives.dst.flatten()]),
+                                         torch.cat([t, t.repeat_interleave(k), t.repeat_interleave(k)]))
+                    check_no_nan(scores, "scores")
+                    b = src.numel()
+                    pos = scores[:b]
+                    s_seen, s_unseen = scores[b : b + b * k].view(b, k), scores[b + b * k :].view(b, k)
+                    rec["seen_above"], rec["seen_equal"] = count_above_equal(pos, s_seen, ds.negatives.mask)
+                    rec["unseen_above"], rec["unseen_equal"] = count_above_equal(pos, s_unseen, du.negatives.mask)
+                    sa, se, sca, sce, scn = _seen_exhaustive(model, src, t, pos, pool, excl, catalog,
+                                                             candidate_budget)
+                    counts = all_entity_counts(model, src, dst, t, pos, catalog, candidate_budget=candidate_budget,
+                                               directed=directed)
+                rec["seen_all_above"], rec["seen_all_equal"] = sa, se
+                rec["unseen_all_above"], rec["unseen_all_equal"] = counts.above - sca, counts.equal - sce
+                rec["unseen_all_size"] = counts.num_candidates - scn
+                for key, value in rec.items():
+                    parts.setdefault(key, []).append(value)
+                if protocol == "online":
+                    model.update(batch)
+                    seen.observe(batch)
+                    unseen.observe(batch)
+    finally:
+        model.train(was_training)
+    records = {key: torch.cat(value).cpu() for key, value in parts.items()}
+    records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(), t=events.t.cpu())
+    cells = _cells(records, num_negatives, tie_policy)
+    manifest = {"model": model.describe(), "segment": segment.to_dict(), "num_negatives": num_negatives,
+                "seed": seed, "ties": tie_policy, "protocol": protocol, "directed": directed,
+                "catalog": catalog.describe(), "samplers": {"seen": seen.describe(), "unseen": unseen.describe()},
+                "membership_reference": "pairs observed before the event's batch",
+                "empty_pools": "event excluded from both cells of its row, counted",
+                "short_pools": "all valid pool items used (counted as num_short)"}
+    return MembershipFactorial(cells, records, manifest)
+
+
+def _mrr(above: Tensor, equal: Tensor, ties: str) -> float:
+    if above.numel() == 0:
+        return float("nan")
+    return float((1.0 / rank_from_counts(above, equal, ties=ties)).mean())  # type: ignore[arg-type]
+
+
+def _cells(records: dict[str, Tensor], k: int, ties: str) -> list[FactorialCell]:
+    has_seen, has_unseen = records["seen_size"] > 0, records["unseen_size"] > 0
+    both = has_seen & has_unseen
+    cells = []
+    for positive, row in (("repeated", records["repeated"]), ("new", ~records["repeated"])):
+        chosen = row & both
+        for negative in ("seen", "unseen"):
+            short = chosen & (records[f"{negative}_size"] < k)
+            cells.append(FactorialCell(
+                positive, negative,
+                _mrr(records[f"{negative}_above"][chosen], records[f"{negative}_equal"][chosen], ties),
+                _mrr(records[f"{negative}_all_above"][chosen], records[f"{negative}_all_equal"][chosen], ties),
+                int(chosen.sum()), int(short.sum()), int((row & ~has_seen).sum()), int((row & ~has_unseen).sum()),
+                records["event"][chosen]))
+    return cells
+
+
+# ---------------------------------------------------------------------------------------------
+# beta*
+# ---------------------------------------------------------------------------------------------
+def _first_seen(src: Tensor, dst: Tensor, t: Tensor, n: int, directed: bool) -> tuple[Tensor, Tensor]:
+    """Sorted distinct directed keys ``u * n + v`` (both orientations if undirected) and their first time."""
+    if not directed:
+        src, dst, t = torch.cat([src, dst]), torch.cat([dst, src]), torch.cat([t, t])
+    keys, inverse = torch.unique(src * n + dst, return_inverse=True)
+    first = torch.full((keys.numel(),), float("inf"), dtype=torch.float64, device=src.device)
+    first.scatter_reduce_(0, inverse, t.double(), reduce="amin")
+    return keys, first
+
+
+def pair_membership(keys: Tensor, first: Tensor, src: Tensor, dst: Tensor, t: Tensor, n: int) -> Tensor:
+    r""":math:`M = 1\{(u, v) \in H_{<t}\}` given sorted pair ``keys`` ``[P]`` and their first times ``first``.
+
+    Args:
+        keys: int64 ``[P]`` sorted distinct directed keys; ``first``: float64 ``[P]``.
+        src, dst: int64, any shape; ``t``: broadcastable to them.
+
+    Returns:
+        Tensor: bool, the broadcast shape.
+    """
+    key = src * n + dst
+    if keys.numel() == 0:
+        return torch.zeros_like(key, dtype=torch.bool)
+    pos = torch.searchsorted(keys, key.contiguous()).clamp(max=keys.numel() - 1)
+    return (keys[pos] == key) & (first[pos] < t.double())
+
+
+def fit_membership_beta(m_pos: Tensor, m_neg: Tensor, *, method: Literal["closed_form", "logistic"] = "closed_form",
+                        ) -> float:
+    r"""Coefficient :math:`\hat\beta` of the minimal scorer :math:`s = b + \beta M` fitted on positives vs negatives.
+
+    The maximum-likelihood logistic fit with one binary feature is saturated, so
+    ``"closed_form"`` gives it exactly from the pooled counts :math:`n_{y,m}`:
+
+    .. math::
+        \hat\beta = \mathrm{logit}\,P(y{=}1 \mid M{=}1) - \mathrm{logit}\,P(y{=}1 \mid M{=}0)
+        = \log\frac{n_{1,1}\, n_{0,0}}{n_{0,1}\, n_{1,0}}
+        = \mathrm{logit}(\hat p_1) - \mathrm{logit}(\hat q_1).
+
+    ``"logistic"`` fits scikit-learn's ``LogisticRegression`` (no penalty, weighted on the
+    four count cells, which has the same likelihood) as an independent check.
+
+    Args:
+        m_pos: bool ``[P]``, membership of the positives; ``m_neg``: bool ``[N]``, of the negatives.
+        method: ``"closed_form"`` or ``"logistic"``.
+
+    Returns:
+        float: :math:`\hat\beta` (``±inf`` when a count cell is empty, closed form only).
+    """
+    if method not in ("closed_form", "logistic"):
+        raise ValueError(f"method must be 'closed_form' or 'logistic', got {method!r}.")
+    n11, n10 = int(m_pos.sum()), int((~m_pos.bool()).sum())
+    n01, n00 = int(m_neg.sum()), int((~m_neg.bool()).sum())
+    if method == "closed_form":
+        def log(x: int) -> float:
+            return math.log(x) if x > 0 else float("-inf")
+        return (log(n11) - log(n10)) - (log(n01) - log(n00))
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.array([[1.0], [0.0], [1.0], [0.0]])
+    y = np.array([1, 1, 0, 0])
+    w = np.array([n11, n10, n01, n00], dtype=float)
+    keep = w > 0
+    fit = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000)  # C = inf: no penalty
+    fit.fit(x[keep], y[keep], sample_weight=w[keep])
+    return float(fit.coef_[0, 0])
+
+
+@dataclass(frozen=True)
+class BetaStar:
+    r"""Analytic and fitted membership coefficients.
+
+    Attributes:
+        p1: share of positives with :math:`M = 1`; q1: share of negatives with :math:`M = 1`
+            (analytic for ``"uniform"``, from the draws otherwise).
+        beta: :math:`\mathrm{logit}(p_1) - \mathrm{logit}(q_1)`.
+        beta_fitted: :func:`fit_membership_beta` on the positives and the drawn negatives
+            (``None`` with ``fit=False``).
+        q1_draws: share of drawn negatives with :math:`M = 1` (``None`` without draws).
+        num_positives, num_negatives: sample sizes of the fit.
+        sampler: name of the sampler; method: ``"analytic-uniform"`` or ``"draws"``.
+    """
+
+    p1: float
+    q1: float
+    beta: float
+    beta_fitted: Optional[float]
+    q1_draws: Optional[float]
+    num_positives: int
+    num_negatives: int
+    sampler: str
+    method: str
+
+
+def _uniform_q1(events: TemporalData, keys: Tensor, first: Tensor, catalog: Catalog, n: int,
+                directed: bool) -> Tensor:
+    """Per event, the share of uniform catalog candidates the source met before ``t``: float64 ``[E]``."""
+    src, t = events.src, events.t
+    a, b = keys // n, keys % n
+    inside = (catalog.position(b) >= 0) & (a != b)
+    a, f = a[inside], first[inside]
+    values = torch.unique(torch.cat([f, t.double()]))
+    width = values.numel() + 1
+    sorted_keys = torch.sort(a * width + torch.searchsorted(values, f)).values
+    tr = torch.searchsorted(values, t.double())
+    seen_cat = torch.searchsorted(sorted_keys, src * width + tr) - torch.searchsorted(sorted_keys, src * width)
+    excl = build_exclusions(src, events.dst, t, catalog, directed=directed)
+    group, item = excl.items()
+    num_events = src.numel()
+    num_groups = int(torch.cat([excl.group, group]).max()) + 1 if num_events else 0
+    owner = torch.full((num_groups,), num_events, dtype=torch.long, device=src.device)
+    owner.scatter_reduce_(0, excl.group, torch.arange(num_events, device=src.device), reduce="amin")
+    used = owner[group] < num_events
+    group, item = group[used], item[used]
+    o = owner[group]
+    seen_excl_item = pair_membership(keys, first, src[o], item, t[o], n) & (item != src[o])
+    seen_excl = torch.zeros(num_groups, dtype=torch.long, device=src.device).index_add_(0, group,
+                                                                                         seen_excl_item.long())
+    candidates = catalog.num_available(t) - excl.count
+    return (seen_cat - seen_excl[excl.group]).double() / candidates.double().clamp(min=1)
+
+
+def beta_star(data: TemporalData, segment: Segment, catalog: Optional[Catalog] = None, *,
+              sampler: Union[str, NegativeSampler] = "uniform", num_negatives: int = 20, seed: int = 0,
+              batch_size: int = 200, num_nodes: Optional[int] = None, directed: bool = True,
+              fit: bool = True) -> BetaStar:
+    r""":math:`\beta^* = \mathrm{logit}(p_1) - \mathrm{logit}(q_1)` on ``segment`` (see the module docstring).
+
+    :math:`M = 1\{(u, v) \in H_{<t}\}` (strictly earlier timestamps). ``sampler="uniform"``:
+    :math:`q_1` analytic, the mean over events of
+    :math:`|\{v \in C \setminus (\{u\} \cup P_{u,t}) : (u, v) \in H_{<t}\}| / |C \setminus (\{u\}
+    \cup P_{u,t})|`, and (with ``fit``) a fit on actual uniform draws without replacement. A
+    :class:`~tgeval.samplers.base.NegativeSampler`: the segment is replayed through it
+    (history observed first, then each batch sampled and observed) and :math:`q_1` is the
+    share of its (unmasked) negatives with :math:`M = 1`.
+
+    Args:
+        data: the whole time-sorted stream; ``segment``: the positives.
+        catalog: fixed catalog (required for ``"uniform"``).
+        sampler: ``"uniform"`` or a sampler object.
+        num_negatives: ``K`` per positive for the draws.
+        seed, batch_size: of the draws.
+        num_nodes: id bound (default: largest id + 1).
+        directed: pair definition.
+        fit: also fit :func:`fit_membership_beta` on the draws.
+
+    Returns:
+        BetaStar.
+    """
+    if isinstance(sampler, str) and sampler != "uniform":
+        raise ValueError(f"sampler must be 'uniform' or a NegativeSampler, got {sampler!r}.")
+    n = int(num_nodes) if num_nodes is not None else int(torch.maximum(data.src.max(), data.dst.max())) + 1
+    data = _prepare(data, segment, n)
+    device = data.src.device
+    upto = data[: segment.end]
+    keys, first = _first_seen(upto.src, upto.dst, upto.t, n, directed)
+    history, events = data[: segment.start], data[segment.start : segment.end]
+    m_pos = pair_membership(keys, first, events.src, events.dst, events.t, n)
+    p1 = float(m_pos.double().mean()) if m_pos.numel() else float("nan")
+    draw_sampler: Optional[NegativeSampler]
+    if isinstance(sampler, str):
+        if catalog is None:
+            raise ValueError("sampler='uniform' needs a `catalog` (the candidates of the uniform draws).")
+        _check_fixed(catalog)
+        catalog = catalog.to(device) if catalog.device != device else catalog
+        q1 = float(_uniform_q1(events, keys, first, catalog, n, directed).mean())
+        draw_sampler = UniformSampler(catalog, replace=False, directed=directed) if fit else None
+        name, method = "uniform", "analytic-uniform"
+    else:
+        draw_sampler, name, method = sampler, str(sampler.describe().get("name", sampler.name)), "draws"
+        q1 = float("nan")
+    q1_draws: Optional[float] = None
+    beta_fitted: Optional[float] = None
+    num_neg = 0
+    if draw_sampler is not None:
+        generator = torch.Generator(device=device).manual_seed(seed)
+        draw_sampler.reset_state()
+        for batch in TimestampBatchLoader(history, batch_size) if history.num_events else []:
+            draw_sampler.observe(batch)
+        m_neg_parts = []
+        for batch in TimestampBatchLoader(events, batch_size):
+            negs = as_negatives(draw_sampler.sample(batch, num_negatives, generator))
+            neg_src = batch.src[:, None].expand_as(negs.dst) if negs.src is None else negs.src
+            m = pair_membership(keys, first, neg_src, negs.dst, batch.t[:, None], n)
+            m_neg_parts.append(m[negs.mask] if negs.mask is not None else m.flatten())
+            draw_sampler.observe(batch)
+        m_neg = torch.cat(m_neg_parts) if m_neg_parts else torch.zeros(0, dtype=torch.bool)
+        num_neg = m_neg.numel()
+        q1_draws = float(m_neg.double().mean()) if num_neg else float("nan")
+        if method == "draws":
+            q1 = q1_draws
+        if fit:
+            beta_fitted = fit_membership_beta(m_pos, m_neg)
+    beta = float(torch.logit(torch.tensor(p1, dtype=torch.float64))
+                 - torch.logit(torch.tensor(q1, dtype=torch.float64)))
+    return BetaStar(p1, q1, beta, beta_fitted, q1_draws, int(m_pos.numel()), num_neg, name, method)
