@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 import time
@@ -135,12 +136,14 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     result.manifest["reader"] = {"format": args.format, "options": options, "remapped": info.remapped,
                                  "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read}
     print(format_table([(args.model, result)]))
-    if args.out:
-        result.save(args.out)
-        print(f"wrote {args.out}")
     if args.save_events:
         result.save_events(args.save_events)
         print(f"wrote {args.save_events}")
+        if args.out:  # so that `tgeval compare` can take the result JSON
+            result.manifest["events_file"] = os.path.relpath(args.save_events, Path(args.out).parent)
+    if args.out:
+        result.save(args.out)
+        print(f"wrote {args.out}")
     return 0
 
 

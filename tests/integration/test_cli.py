@@ -102,3 +102,16 @@ def test_train_fits_membership_and_records_training(snap_file, tmp_path, capsys)
     # repeated pairs are far more likely among positives than among uniform negatives: beta grows positive
     assert manifest["model"]["beta"] > 0.5
     assert "epoch 1:" in capsys.readouterr().out
+
+
+def test_compare_takes_result_json_files(snap_file, tmp_path, capsys):
+    paths = []
+    for model in ("edgebank", "pa"):
+        out, events = tmp_path / f"{model}.json", tmp_path / "events" / f"{model}.csv"
+        assert main(["evaluate", str(snap_file), "--format", "snap", "--model", model, "--negatives", "0",
+                     "--out", str(out), "--save-events", str(events)]) == 0
+        paths.append(str(out))
+    report = tmp_path / "compare.json"
+    assert main(["compare", *paths, "--names", "edgebank,pa", "--out", str(report)]) == 0
+    payload = json.loads(report.read_text())
+    assert payload["models"] == ["edgebank", "pa"] and len(payload["pairs"]) == 1

@@ -69,6 +69,10 @@ def _parse_column(name: str, values: list[str]) -> Tensor:
 def load_events(csv_path: PathLike) -> dict[str, Tensor]:
     """Read a :meth:`~tgeval.eval.result.Result.save_events` CSV back into CPU tensors.
 
+    A result JSON is accepted too when its manifest names its per-event file
+    (``manifest.events_file``, written by ``tgeval evaluate --out R.json --save-events E.csv``;
+    a relative name is relative to the JSON's folder).
+
     Columns of integers (``event``, ``batch``, ``src``, ``dst``, ``above``, ``equal``,
     ``candidates``, ``sampled_above``, ``sampled_equal`` and integer ``t``) become int64,
     ``True``/``False`` columns (``filtered``, ``covered``) bool, other numbers float64, and
@@ -81,6 +85,13 @@ def load_events(csv_path: PathLike) -> dict[str, Tensor]:
     Raises:
         ValueError: if the file has no header or a malformed row / column.
     """
+    if str(csv_path).endswith(".json"):
+        with open(csv_path, encoding="utf-8") as handle:
+            events_file = json.load(handle).get("manifest", {}).get("events_file")
+        if not events_file:
+            raise ValueError(f"{csv_path}: this result names no per-event file; write one with "
+                             f"`tgeval evaluate ... --save-events EVENTS.csv` and compare those.")
+        csv_path = Path(csv_path).parent / events_file
     with open(csv_path, newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)
