@@ -131,3 +131,13 @@ def test_time_profile_on_real_results(saved):
     ranks = prof.neg_rank["uniform"][prof.count > 0]
     assert bool(torch.isfinite(ranks).all()) and bool(((ranks >= 1) & (ranks <= 11)).all())
     assert not math.isnan(float(prof.pos_rank[prof.count > 0].mean()))
+
+
+def test_other_catalogs_are_refused(saved):
+    from tgeval.diagnostics.compare import EventSetMismatchError
+
+    _, paths, _ = saved
+    first, second = load_events(paths["edgebank"]), load_events(paths["pa"])
+    second["candidates"][0] += 1
+    with pytest.raises(EventSetMismatchError, match="other candidate sets"):
+        compare({"edgebank": first, "pa": second})

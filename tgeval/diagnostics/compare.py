@@ -139,6 +139,9 @@ def _aligned(event_tables: Mapping[str, Mapping[str, Tensor]]) -> dict[str, dict
         if not torch.equal(aligned["t"].double(), ref["t"].cpu()[order].double()):
             raise EventSetMismatchError(f"model {name!r} gives other times `t` than {names[0]!r} for the same "
                                         f"event ids; the tables come from different streams.")
+        if not torch.equal(aligned["candidates"].long(), ref["candidates"].cpu()[order].long()):
+            raise EventSetMismatchError(f"model {name!r} was ranked against other candidate sets than {names[0]!r} "
+                                        f"(the `candidates` counts differ): compare results of one catalog.")
         out[name] = aligned
     return out
 

@@ -32,11 +32,11 @@ Exact evaluation (no Monte-Carlo, no normal approximation)
     * ``"average"``: the double sum over the triangle ``h + t <= K``, restricted to
       ``h <= min(K, a)`` and ``t <= min(K, b)``. The value only depends on ``2h + t``, but
       the probability of each ``(h, t)`` still has to be formed, so the grid is evaluated
-      exactly as an ``[events, h, t]`` tensor, :math:`O(\min(K,a)\min(K,b))` per event;
-      events are processed in chunks so that the grid never exceeds ``2^22`` elements
-      (about 32 MiB), whatever ``N``. Chunk loops are over *groups* of events, never single
-      events. Without ties in a chunk the ``t`` axis has length 1, so tie-free data costs
-      :math:`O(K)` per event in every convention.
+      exactly as an ``[events, h, t]`` tensor of ``min(K, max a) x min(K, max b)`` cells per
+      event (maxima over the input); events are processed in chunks of about ``2^22`` cells
+      (a single event's grid, up to ``(K + 1)^2`` cells, can exceed that for very large K).
+      Tie-free input has a ``t`` axis of length 1, so it costs :math:`O(K)` per event in
+      every convention; one tied event makes every event cost the tied grid.
 
     Probabilities are summed after ``exp`` (they are ``<= 1``; underflowing terms are
     negligible against the unit total), in float64.
