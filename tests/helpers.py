@@ -4,15 +4,8 @@
 from tgeval.models.base import TemporalLinkModel
 
 
-class TableModel(TemporalLinkModel):
-    """Scores ``table[src, dst]``: a stateless scorer with controllable ties."""
-
-    def __init__(self, table):
-        super().__init__(table.size(0))
-        self.register_buffer("table", table)
-
-    def score(self, src, dst, t):
-        return self.table[src, dst]
+class StatelessModel(TemporalLinkModel):
+    """A model without history: every state method is a no-op."""
 
     def update(self, batch):
         pass
@@ -25,6 +18,17 @@ class TableModel(TemporalLinkModel):
 
     def restore(self, state):
         pass
+
+
+class TableModel(StatelessModel):
+    """Scores ``table[src, dst]``: a stateless scorer with controllable ties."""
+
+    def __init__(self, table):
+        super().__init__(table.size(0))
+        self.register_buffer("table", table)
+
+    def score(self, src, dst, t):
+        return self.table[src, dst]
 
 
 def brute_force_counts(score_fn, src, dst, t, catalog_items, available_from=None, directed=True):

@@ -11,9 +11,9 @@ from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.loader import TimestampBatchLoader
 from tgeval.losses import bpr_loss
-from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers import UniformSampler
 from tgeval.train import train_epoch
+from tests.helpers import StatelessModel
 from tests.conftest import make_stream
 
 NUM_NODES = 60
@@ -28,7 +28,7 @@ def uniform(data):
     return UniformSampler(build_catalog(data, "all"))
 
 
-class DotModel(TemporalLinkModel):
+class DotModel(StatelessModel):
     """Learnable and stateless: separate source / destination embeddings, dot-product score."""
 
     def __init__(self, num_nodes=NUM_NODES, dim=8, seed=0):
@@ -39,18 +39,6 @@ class DotModel(TemporalLinkModel):
 
     def score(self, src, dst, t):
         return (self.src_emb[src] * self.dst_emb[dst]).sum(-1)
-
-    def update(self, batch):
-        pass
-
-    def reset_state(self):
-        pass
-
-    def snapshot(self):
-        return {}
-
-    def restore(self, state):
-        pass
 
 
 class RecordingModel(DotModel):

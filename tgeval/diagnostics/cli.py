@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import time
 from pathlib import Path
@@ -24,22 +23,12 @@ from tgeval.diagnostics.novelty import novelty_series, novelty_summary, segment_
 from tgeval.errors import SplitError
 from tgeval.diagnostics.plots import birth_death_panels, is_bipartite, plot_birth_death, plot_novelty
 from tgeval.samplers.birth_death import split_time
+from tgeval.eval.result import json_safe
 
 __all__ = ["diagnose", "format_summary", "add_diagnose_parser", "diagnose_command"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 FORMATS: tuple[str, ...] = get_args(EventFormat)
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe copy: non-finite floats become ``None``."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
 
 
 def diagnose(data: TemporalData, out: PathLike, *, test_ratio: float = 0.15, directed: bool = True,
@@ -102,7 +91,7 @@ def diagnose(data: TemporalData, out: PathLike, *, test_ratio: float = 0.15, dir
         "files": ["diagnose.json", "novelty.csv", "birth_death_nodes.png", "birth_death_pairs.png", "novelty.png"],
     }
     report["seconds"] = round(time.perf_counter() - start, 3)
-    report = _clean(report)
+    report = json_safe(report)
     write_atomic(folder / "diagnose.json", json.dumps(report, indent=2) + "\n")
     return report
 

@@ -36,6 +36,7 @@ from tgeval.eval.expected import DEFAULT_SWEEP, k_sweep
 from tgeval.eval.metrics import TIE_POLICIES, TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.result import STRATA
 from tgeval.eval.stats import block_bootstrap_difference
+from tgeval.eval.result import json_safe
 
 __all__ = ["EventSetMismatchError", "load_events", "compare", "format_compare", "add_compare_parser",
            "compare_command"]
@@ -231,17 +232,6 @@ def format_compare(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _clean(value: Any) -> Any:
-    """JSON-safe copy: non-finite floats become ``None``."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
 def _parse_ks(text: str) -> list[Optional[int]]:
     out: list[Optional[int]] = []
     for part in text.split(","):
@@ -294,6 +284,6 @@ def compare_command(args: argparse.Namespace) -> int:
     report["files"] = {name: str(path) for name, path in zip(names, paths)}
     print(format_compare(report))
     if args.out is not None:
-        write_atomic(args.out, json.dumps(_clean(report), indent=2) + "\n")
+        write_atomic(args.out, json.dumps(json_safe(report), indent=2) + "\n")
         print(f"wrote {args.out}")
     return 0

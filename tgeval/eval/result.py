@@ -31,7 +31,7 @@ from tgeval.eval.metrics import (
     rank_from_counts,
 )
 
-__all__ = ["Result", "STRATA", "summarize"]
+__all__ = ["Result", "STRATA", "summarize", "json_safe"]
 
 #: Stratum codes of per-event records (SPEC §3), relative to the events before the segment:
 #: ``repeated`` — the pair occurred before; ``new_pair`` — both nodes occurred before but not
@@ -39,16 +39,16 @@ __all__ = ["Result", "STRATA", "summarize"]
 STRATA = ("repeated", "new_pair", "new_node")
 
 
-def _plain(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """JSON-safe copy: tensors to lists/numbers, NaN/inf to ``None``."""
     if isinstance(value, Tensor):
         value = value.tolist()
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -150,7 +150,7 @@ class Result:
     records: Optional[dict[str, Tensor]] = None
 
     def to_dict(self) -> dict:
-        return _plain({"manifest": self.manifest, "metrics": self.metrics, "performance": self.performance})
+        return json_safe({"manifest": self.manifest, "metrics": self.metrics, "performance": self.performance})
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the result as JSON, atomically."""
