@@ -9,7 +9,7 @@ setup(
     long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["tgeval", "tgeval.*"]),
-    python_requires=">=3.9",
+    python_requires=">=3.10",
     install_requires=[
         "torch>=2.1,<2.15",
         "torch-geometric>=2.4",
