@@ -98,3 +98,24 @@ def test_k_larger_than_pool_is_a_typed_error():
     assert UniformSampler(catalog, replace=True).sample(batch, 3).shape == (2, 3)
     with pytest.raises(ValueError, match="num_negatives"):
         UniformSampler(catalog).sample(batch, -1)
+
+
+def test_when_a_row_is_finished_exactly_depends_on_its_own_pool_only(monkeypatch):
+    monkeypatch.setattr("tgeval.samplers.uniform._MAX_DRAWS_PER_ITEM", 1)  # exact finish after |pool| draws
+    # items 1..12 available from t=0, items 13..1012 from t=5
+    items = torch.arange(1, 1013)
+    catalog = Catalog("custom", items, torch.cat([torch.zeros(12), torch.full((1000,), 5)]).long(), 1100)
+    # 20 sources x 10 simultaneous destinations 1..10 at t=1: each event keeps only {11, 12}
+    src = torch.arange(1050, 1070).repeat_interleave(10)
+    tight = make_stream(src, torch.arange(1, 11).repeat(20), [1] * 200)
+    tight.position = torch.arange(200)
+    # plus 998 simultaneous events of one source at t=10: 1012 available items, 2 valid, so those
+    # rows need many rounds too, with a much larger pool
+    big_dst = torch.arange(13, 1011)
+    mixed = make_stream(torch.cat([src, torch.full((998,), 1090)]), torch.cat([torch.arange(1, 11).repeat(20), big_dst]),
+                        [1] * 200 + [10] * 998)
+    mixed.position = torch.arange(1198)
+    alone = UniformSampler(catalog).sample(tight, 1, torch.Generator().manual_seed(3))
+    together = UniformSampler(catalog).sample(mixed, 1, torch.Generator().manual_seed(3))
+    assert set(alone.flatten().tolist()) == {11, 12}
+    assert torch.equal(alone, together[:200])

@@ -271,10 +271,13 @@ def draw_from_pools(pool: KeyPool, base: Tensor, excl: Exclusions, k: int, *, re
     draws = 2 * k + 8
     while True:
         rows = torch.nonzero(todo).flatten()
+        exhausted = draws > _MAX_DRAWS_PER_ITEM * (hi - lo)[rows]  # per row: depends on its own slice only
+        if bool(exhausted.any()):  # pathologically skewed weights: finish these rows exactly
+            _finish_exactly(out, rows[exhausted], pool, base, lo, hi, excl, k, replace, seed, position)
+            todo[rows[exhausted]] = False
+            rows = rows[~exhausted]
         if rows.numel() == 0:
             return PoolDraw(out, size, mass)
-        if draws > _MAX_DRAWS_PER_ITEM * int((hi - lo)[rows].max()):
-            break  # pathologically skewed weights: finish these rows exactly
         u = counter_uniform(seed, position[rows], 0, draws)
         items = pool.keys[_pick(pool, u, lo[rows], hi[rows])] - base[rows, None] * pool.n
         ok = ~excl.contains(rows, items)
@@ -285,10 +288,6 @@ def draw_from_pools(pool: KeyPool, base: Tensor, excl: Exclusions, k: int, *, re
         out[rows[done]] = items[done][(ok & (rank <= k))[done]].view(-1, k)
         todo[rows[done]] = False
         draws *= 4
-    rows = torch.nonzero(todo).flatten()
-    if rows.numel():
-        _finish_exactly(out, rows, pool, base, lo, hi, excl, k, replace, seed, position)
-    return PoolDraw(out, size, mass)
 
 
 def _finish_exactly(out: Tensor, rows: Tensor, pool: KeyPool, base: Tensor, lo: Tensor, hi: Tensor,

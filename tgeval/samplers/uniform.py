@@ -131,10 +131,13 @@ class UniformSampler(NegativeSampler):
         draws = 2 * k + 8
         while True:
             left = torch.nonzero(todo).flatten()
+            exhausted = draws > _MAX_DRAWS_PER_ITEM * pool_size[left]  # per row: depends on its own pool only
+            if bool(exhausted.any()):
+                self._finish_exactly(out, left[exhausted], position, seed, pool_size, pool, excl, k)
+                todo[left[exhausted]] = False
+                left = left[~exhausted]
             if left.numel() == 0:
                 return out
-            if draws > _MAX_DRAWS_PER_ITEM * int(pool_size[left].max()):
-                break
             u = counter_uniform(seed, position[left], 0, draws)
             items = catalog.items[(u * pool_size[left, None]).long().clamp(max=catalog.size - 1)]
             ok = ~excl.contains(left, items)
@@ -145,8 +148,6 @@ class UniformSampler(NegativeSampler):
             out[left[done]] = items[done][(ok & (rank <= k))[done]].view(-1, k)
             todo[left[done]] = False
             draws *= 4
-        self._finish_exactly(out, left, position, seed, pool_size, pool, excl, k)
-        return out
 
     def _finish_exactly(self, out: Tensor, rows: Tensor, position: Tensor, seed: int, pool_size: Tensor,
                         pool: Tensor, excl: Exclusions, k: int) -> None:
