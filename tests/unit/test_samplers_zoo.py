@@ -191,8 +191,10 @@ def test_support_exclusions_errors_and_fallback_counts(data, kind, k, replace, d
 @settings(max_examples=40, deadline=None)
 @given(data=streams(min_events=6, max_events=24, max_nodes=8), kind=st.sampled_from(KINDS), k=st.integers(1, 3),
        cut=st.floats(0.2, 0.8), seed=st.integers(0, 50), directed=st.booleans(),
-       noise=st.lists(st.integers(0, 7), min_size=48, max_size=48))
-def test_no_leak_draws_unchanged_when_later_events_change(data, kind, k, cut, seed, directed, noise):
+       noise=st.lists(st.integers(0, 7), min_size=48, max_size=48), replace=st.booleans(),
+       batch_size=st.integers(1, 6))
+def test_no_leak_draws_unchanged_when_later_events_change(data, kind, k, cut, seed, directed, noise, replace,
+                                                          batch_size):
     tau = int(data.t[int(cut * (data.num_events - 1))])
     later = data.t > tau
     m = int(later.sum())  # <= 24 events
@@ -201,9 +203,10 @@ def test_no_leak_draws_unchanged_when_later_events_change(data, kind, k, cut, se
     altered.src[later] = torch.tensor(noise[:m], dtype=torch.long)
     altered.dst[later] = torch.tensor(noise[24 : 24 + m], dtype=torch.long)
     train_end = int((~later).sum()) // 2  # the static degree graph lies before tau
-    a = replay(make(kind, data, train_end=train_end, replace=True, directed=directed), data, k, seed, 3)
-    b = replay(make(kind, altered, train_end=train_end, replace=True, directed=directed), altered, k, seed, 3)
-    spans = list(TimestampBatchLoader(data, 3).spans())
+    a = replay(make(kind, data, train_end=train_end, replace=replace, directed=directed), data, k, seed, batch_size)
+    b = replay(make(kind, altered, train_end=train_end, replace=replace, directed=directed), altered, k, seed,
+               batch_size)
+    spans = list(TimestampBatchLoader(data, batch_size).spans())
     for (start, end), x, y in zip(spans, a, b):
         if int(data.t[end - 1]) > tau:
             break
