@@ -59,6 +59,7 @@ from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validate import permute_events, validate
+from tgeval.data.sorted_keys import expand_ranges
 from tgeval.errors import TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal, rank_from_counts
 from tgeval.eval.ranking import all_entity_counts, check_no_nan
@@ -96,17 +97,10 @@ class PoolSample:
 
 def _valid_pool_items(pool: KeyPool, base: Tensor, excl: Exclusions, rows: Tensor) -> tuple[Tensor, Tensor]:
     """Every non-excluded item of the pools of ``rows``: ``(row, item)`` int64 ``[R]`` each, grouped by row."""
-    device = base.device
     lo, hi = pool.bounds(base[rows])
-    lengths = hi - lo
-    total = int(lengths.sum())
-    if total == 0:
-        empty = torch.zeros(0, dtype=torch.long, device=device)
-        return empty, empty
-    which = torch.repeat_interleave(torch.arange(rows.numel(), device=device), lengths)
-    offset = torch.arange(total, device=device) - torch.repeat_interleave(torch.cumsum(lengths, 0) - lengths, lengths)
+    which, index = expand_ranges(lo, hi - lo)
     row = rows[which]
-    item = pool.keys[lo[which] + offset] - base[row] * pool.n
+    item = pool.keys[index] - base[row] * pool.n
     keep = ~excl.contains(row, item[:, None])[:, 0]
     return row[keep], item[keep]
 
@@ -122,9 +116,7 @@ def _masked_draw(pools: PooledSampler, batch: TemporalData, k: int, seed: int) -
     if bool(short.any()):
         row, item = _valid_pool_items(pool, base, excl, torch.nonzero(short).flatten())
         _, counts = torch.unique_consecutive(row, return_counts=True)
-        col = torch.arange(row.numel(), device=row.device) - torch.repeat_interleave(torch.cumsum(counts, 0) - counts,
-                                                                                     counts)
-        out[row, col] = item
+        out[row, expand_ranges(torch.zeros_like(counts), counts)[1]] = item  # column = rank within its row
     mask = out >= 0
     out = torch.where(mask, out, src[:, None].expand_as(out))
     return PoolSample(Negatives(out, None, mask), result.size)

@@ -24,6 +24,7 @@ from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
+from tgeval.data.sorted_keys import expand_ranges, merge_slots
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.models.base import TemporalLinkModel
 from tgeval.state import State, clone_state
@@ -102,13 +103,7 @@ class EdgeBank(_BufferState):
         found = self.keys[pos.clamp(max=max(self.keys.numel() - 1, 0))] == batch_keys if self.keys.numel() \
             else torch.zeros_like(batch_keys, dtype=torch.bool)
         new_keys, new_times = batch_keys[~found], times[~found]
-        # Merge two sorted runs by destination slots: a key moves up by the number of keys of the
-        # other run below it.
-        insert_at = pos[~found]  # insertion points of the new keys among the old ones (sorted)
-        new_slot = insert_at + torch.arange(new_keys.numel(), device=pos.device)
-        bump = torch.zeros(self.keys.numel() + 1, dtype=torch.long, device=pos.device)
-        bump.index_add_(0, insert_at, torch.ones_like(insert_at))
-        old_slot = torch.arange(self.keys.numel(), device=pos.device) + torch.cumsum(bump, 0)[:-1]
+        old_slot, new_slot = merge_slots(self.keys.numel(), pos[~found])
         size = self.keys.numel() + new_keys.numel()
         keys = torch.empty(size, dtype=torch.long, device=pos.device)
         last_seen = torch.empty(size, dtype=torch.float64, device=pos.device)
@@ -178,9 +173,8 @@ class EdgeBank(_BufferState):
         total = int(lengths.sum())
         if total > self.keys.numel():
             return None
-        event = torch.repeat_interleave(torch.arange(src.numel(), device=src.device), lengths, output_size=total)
-        offset = torch.arange(total, device=src.device) - (torch.cumsum(lengths, 0) - lengths)[event]
-        inside = catalog.position(self.keys[lo[event] + offset] % n) >= 0
+        event, index = expand_ranges(lo, lengths)
+        inside = catalog.position(self.keys[index] % n) >= 0
         return torch.zeros_like(src).index_add_(0, event, inside.long())
 
     def describe(self) -> dict:

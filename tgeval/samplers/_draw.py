@@ -41,6 +41,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
+from tgeval.data.sorted_keys import expand_ranges, merge_slots
 from tgeval.data.strata import pair_keys
 from tgeval.errors import SamplerError
 from tgeval.samplers.counter_rng import as_int64, counter_uniform, splitmix64
@@ -103,9 +104,9 @@ def insert_keys(keys: Tensor, new: Tensor) -> Tensor:
     pos = torch.searchsorted(keys, new)
     found = keys[pos.clamp(max=keys.numel() - 1)] == new
     new, pos = new[~found], pos[~found]
+    old_slot, new_slot = merge_slots(keys.numel(), pos)
     out = torch.empty(keys.numel() + new.numel(), dtype=keys.dtype, device=keys.device)
-    out[pos + torch.arange(new.numel(), device=keys.device)] = new
-    out[torch.arange(keys.numel(), device=keys.device) + torch.searchsorted(new, keys)] = keys
+    out[old_slot], out[new_slot] = keys, new
     return out
 
 
@@ -203,13 +204,10 @@ def add_pair_exclusions(excl: Exclusions, pairs: Tensor, src: Tensor, n: int) ->
     base = src[rep.clamp(min=0)]
     lo, hi = torch.searchsorted(pairs, base * n), torch.searchsorted(pairs, base * n + n)
     lengths = torch.where(rep >= 0, hi - lo, torch.zeros_like(lo))
-    total = int(lengths.sum())
-    if total == 0:
+    if int(lengths.sum()) == 0:
         return excl
-    group = torch.repeat_interleave(torch.arange(rep.numel(), device=rep.device), lengths)
-    offset = torch.arange(total, device=rep.device) - torch.repeat_interleave(torch.cumsum(lengths, 0) - lengths,
-                                                                              lengths)
-    items = pairs[lo[group] + offset] - base[group] * n
+    group, index = expand_ranges(lo, lengths)
+    items = pairs[index] - base[group] * n
     keys = torch.unique(torch.cat([excl.keys, group * n + items]))
     return Exclusions(excl.group, keys, excl.count, n)
 
