@@ -135,6 +135,7 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     result.manifest["selection"] = selection
     result.manifest["reader"] = {"format": args.format, "options": options, "remapped": info.remapped,
                                  "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read}
+    print(protocol_line(result))
     print(format_table([(args.model, result)]))
     if args.save_events:
         result.save_events(args.save_events)
@@ -149,6 +150,16 @@ def _evaluate_command(args: argparse.Namespace) -> int:
 
 def _fmt(value: Optional[float], digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def protocol_line(result: Result) -> str:
+    """The protocol behind a result's numbers, in one line (segment, replay, sampler, K, catalog, ties)."""
+    m = result.manifest
+    sampler = "none" if m["sampler"] is None else m["sampler"]["name"]
+    catalog = "none (no all-entity pass)" if m["catalog"] is None else f"{m['catalog']['kind']} ({m['catalog']['size']})"
+    return (f"{m['segment']['name']} segment, {m['segment']['num_events']} events; {m['protocol']} replay; "
+            f"sampler {sampler}, K={m['num_negatives']}; catalog {catalog}; ties {m['ties']}; "
+            f"MRR micro (mean over events) and macro (mean over sources)")
 
 
 def format_table(rows: Sequence[tuple[str, Result]]) -> str:
@@ -260,6 +271,7 @@ def _train_command(args: argparse.Namespace) -> int:
     result.manifest["training"] = {"model": args.model, "sampler": sampler.describe(), "loss": args.loss,
                                    "optimizer": {"name": "Adam", "lr": args.lr}, "epochs": args.epochs,
                                    "negatives": args.negatives, "seed": args.seed, "history": history}
+    print(protocol_line(result))
     print(format_table([(f"{args.model} (trained)", result)]))
     if args.out:
         result.save(args.out)

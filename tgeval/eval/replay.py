@@ -105,6 +105,16 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
         raise ValueError(f"the model is on {model.device} but the data on {data.src.device}: "
                          f"move one of them (`model.to(...)` / `data.to(...)`).")
     check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
+    if catalog is not None and uncovered == "error":
+        dst, t = data.dst[segment.start : segment.end], data.t[segment.start : segment.end]
+        outside = ~catalog.to(dst.device).available(dst, t)
+        if bool(outside.any()):
+            first = int(torch.nonzero(outside)[0, 0])
+            raise CatalogError(
+                f"{int(outside.sum())} positives lie outside the {catalog.kind!r} catalog (first: event "
+                f"{segment.start + first}, dst={int(dst[first])}). Use uncovered='rank' or 'exclude' "
+                f"(counted either way) or a catalog that covers them."
+            )
     return data
 
 
@@ -261,15 +271,6 @@ def evaluate(
     data.e_id = order  # index of each event in the input (file order), carried by every batch
     data.position = torch.arange(data.num_events, device=device)  # index in replay order (keys samplers' draws)
     history, events = data[: segment.start], data[segment.start : segment.end]
-    if catalog is not None and uncovered == "error":
-        outside = ~catalog.available(events.dst, events.t)
-        if bool(outside.any()):
-            first = int(torch.nonzero(outside)[0, 0])
-            raise CatalogError(
-                f"{int(outside.sum())} positives lie outside the {catalog.kind!r} catalog (first: event "
-                f"{segment.start + first}, dst={int(events.dst[first])}). Use uncovered='rank' or 'exclude' "
-                f"(counted either way) or a catalog that covers them."
-            )
     if warm:
         warm_up(model, history, batch_size=batch_size, sampler=sampler)
     generator = torch.Generator(device=device).manual_seed(seed)
