@@ -287,15 +287,17 @@ class FixedNegativeSampler(NegativeSampler):
         self.path = None if path is None else str(path)
         self._checksum = negatives.header.get("checksum") or negatives.checksum()
         self._row_of_event: Optional[Tensor] = None
-        self._row_of_key: Optional[dict] = None
         if negatives.event is not None:
             size = int(negatives.event.max()) + 1 if negatives.event.numel() else 0
             table = torch.full((size,), -1, dtype=torch.long)
             table[negatives.event] = torch.arange(negatives.event.numel())
             self._row_of_event = table
-        else:
-            self._row_of_key = {key: row for row, key in enumerate(
-                zip(negatives.src.tolist(), negatives.dst.tolist(), negatives.t.tolist()))}
+        else:  # rows keyed by (src, dst, t): sorted int64 keys (pair rank, time rank) for searchsorted
+            stride = int(torch.maximum(negatives.src.max(), negatives.dst.max())) + 1 if negatives.src.numel() else 1
+            self._key_stride = stride
+            self._pairs, pair_rank = torch.unique(negatives.src * stride + negatives.dst, return_inverse=True)
+            self._times, time_rank = torch.unique(negatives.t, return_inverse=True)
+            self._row_keys, self._key_rows = torch.sort(pair_rank * self._times.numel() + time_rank)
 
     @classmethod
     def from_file(cls, path: PathLike, *, data: Optional[TemporalData] = None) -> "FixedNegativeSampler":
@@ -352,14 +354,24 @@ class FixedNegativeSampler(NegativeSampler):
                     f"dst={int(stored.dst[r])}, t={stored.t[r].tolist()}) in the file. Load the file with "
                     f"`load_negatives(path, data)` to check the fingerprint, or draw negatives for this data.")
             return rows
-        assert self._row_of_key is not None
-        keys = list(zip(batch.src.tolist(), batch.dst.tolist(), batch.t.tolist()))
-        out = [self._row_of_key.get(key, -1) for key in keys]
-        if -1 in out:
-            i = out.index(-1)
-            raise NegativesFileError(f"{out.count(-1)} positives of the batch have no stored negatives (first: "
-                                     f"(src, dst, t) = {keys[i]}). The TGB file does not cover this segment.")
-        return torch.tensor(out, dtype=torch.long)
+        src, dst, t = batch.src.cpu(), batch.dst.cpu(), batch.t.cpu()
+        pair = src * self._key_stride + dst
+        rows = torch.full_like(src, -1)
+        if self._row_keys.numel():
+            pair_rank = torch.searchsorted(self._pairs, pair).clamp(max=self._pairs.numel() - 1)
+            time_rank = torch.searchsorted(self._times, t.to(self._times.dtype)).clamp(max=self._times.numel() - 1)
+            key = pair_rank * self._times.numel() + time_rank
+            at = torch.searchsorted(self._row_keys, key).clamp(max=self._row_keys.numel() - 1)
+            found = ((self._pairs[pair_rank] == pair) & (self._times[time_rank] == t.to(self._times.dtype))
+                     & (self._row_keys[at] == key) & (src < self._key_stride) & (dst < self._key_stride))
+            rows = torch.where(found, self._key_rows[at], rows)
+        missing = rows < 0
+        if bool(missing.any()):
+            i = int(torch.nonzero(missing)[0, 0])
+            raise NegativesFileError(
+                f"{int(missing.sum())} positives of the batch have no stored negatives (first: (src, dst, t) = "
+                f"({int(src[i])}, {int(dst[i])}, {t[i].tolist()})). The TGB file does not cover this segment.")
+        return rows
 
     def sample(self, batch: TemporalData, num_negatives: int,
                generator: Optional[torch.Generator] = None) -> Negatives:
