@@ -1,0 +1,87 @@
+r"""DyRep (Trivedi et al., 2019) on PyG's temporal modules (SPEC §8).
+
+Memory-based like TGN, with two differences:
+
+* the message a node receives from an event carries an **attention embedding of its
+  partner's neighbourhood** instead of the partner's raw memory:
+  :math:`m_u = [s_u \| h_v \| x_e \| \phi(t - \tau_u)]`, where :math:`h_v` is
+  :class:`~tgeval.models.layers.GraphAttentionEmbedding` over ``v``'s recent neighbours
+  with their stored memories as features. It is computed when the message is applied
+  (inside scoring), so the attention layer is trained through the scores;
+* the node embedding **is the memory** (no embedding layer); the memory cell is a tanh RNN
+  (DyRep's recurrent update) over the messages at the latest timestamp.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.nn.models.tgn import IdentityMessage
+
+from tgeval.models.layers import GraphAttentionEmbedding
+from tgeval.models.memory import TensorMemory
+from tgeval.models.neighbors import NeighborBuffer
+from tgeval.models.neural import NeuralLinkModel
+
+__all__ = ["DyRep", "DyRepMemory"]
+
+
+class DyRepMemory(TensorMemory):
+    """:class:`TensorMemory` whose message partners are represented by neighbourhood attention."""
+
+    def __init__(self, num_nodes: int, raw_msg_dim: int, memory_dim: int, time_dim: int, num_neighbors: int,
+                 dropout: float) -> None:
+        super().__init__(num_nodes, raw_msg_dim, memory_dim, time_dim,
+                         IdentityMessage(raw_msg_dim, memory_dim, time_dim), cell="rnn")
+        self.neighbors = NeighborBuffer(num_nodes, num_neighbors, raw_msg_dim)
+        self.attention = GraphAttentionEmbedding(memory_dim, memory_dim, raw_msg_dim, self.time_enc, dropout)
+
+    def partner_state(self, partner: Tensor) -> Tensor:
+        """``h_v`` ``[M, memory_dim]``: attention over each partner's recent neighbours."""
+        ids, inverse = partner.unique(return_inverse=True)
+        nodes, edge_index, t, msg = self.neighbors.subgraph(ids)
+        h = self.attention(self.memory[nodes], self.last_update[nodes], edge_index, t, msg)
+        return h[torch.searchsorted(nodes, ids)][inverse]
+
+    def reset_state(self) -> None:
+        super().reset_state()
+        if hasattr(self, "neighbors"):  # TGNMemory.__init__ resets before the buffer exists
+            self.neighbors.reset_state()
+
+    def snapshot(self) -> dict:
+        return {**super().snapshot(), "neighbors": self.neighbors.snapshot()}
+
+    def restore(self, state: dict) -> None:
+        super().restore(state)
+        self.neighbors.restore(state["neighbors"])
+
+
+class DyRep(NeuralLinkModel):
+    """DyRep: embedding = memory, RNN update from neighbourhood-attention messages.
+
+    Args:
+        num_nodes: exclusive upper bound of node ids.
+        msg_dim: event message width (1, a zero column, for data without features).
+        memory_dim: memory (= embedding) width; even (two attention heads).
+        time_dim: time encoding width.
+        num_neighbors: recent interactions attended to per partner.
+        dropout: attention dropout.
+    """
+
+    def __init__(self, num_nodes: int, msg_dim: int = 1, memory_dim: int = 100, time_dim: int = 100,
+                 num_neighbors: int = 10, dropout: float = 0.1) -> None:
+        super().__init__(num_nodes, msg_dim, memory_dim)
+        self.config = dict(num_nodes=num_nodes, msg_dim=msg_dim, memory_dim=memory_dim, time_dim=time_dim,
+                           num_neighbors=num_neighbors, dropout=dropout)
+        self.memory = DyRepMemory(num_nodes, msg_dim, memory_dim, time_dim, num_neighbors, dropout)
+
+    @property
+    def stateful_parts(self) -> dict[str, nn.Module]:
+        return {"memory": self.memory}
+
+    def embed(self, n_id: Tensor) -> Tensor:
+        return self.memory(n_id)[0]
+
+    def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor) -> None:
+        self.memory.update_state(src, dst, t, msg)  # messages use the neighbourhoods before the batch
+        self.memory.neighbors.insert(src, dst, t, msg)

@@ -1,0 +1,118 @@
+r"""Layers shared by the neural reference models (SPEC §8).
+
+* :class:`GraphAttentionEmbedding` — TGN's temporal graph attention: PyG's
+  ``TransformerConv`` over each node's recent neighbours, edge features
+  :math:`[\phi(\tau_j - t_e) \,\|\, x_e]` (neighbour's last update minus event time).
+* :class:`LinkDecoder` — :math:`s(u, v) = w^\top \mathrm{relu}(W_s z_u + W_d z_v + b) + c`,
+  factorised: :meth:`~LinkDecoder.source_terms` and :meth:`~LinkDecoder.target_terms`
+  are computed once per node, :meth:`~LinkDecoder.combine` only adds, rectifies and
+  projects each pair.
+* :class:`FixedTimeEncoder` — GraphMixer's non-trained :math:`\cos(\omega \Delta t)` with
+  :math:`\omega_i = \alpha^{-i/\beta}`, :math:`\alpha = \beta = \sqrt{d}`.
+* :class:`MixerBlock` — one MLP-Mixer layer (token mixing, then channel mixing).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.nn import TransformerConv
+from torch_geometric.nn.models.tgn import TimeEncoder
+
+__all__ = ["GraphAttentionEmbedding", "LinkDecoder", "FixedTimeEncoder", "MixerBlock"]
+
+
+class GraphAttentionEmbedding(nn.Module):
+    """Two-head ``TransformerConv`` over a star subgraph; ``out_dim`` must be even.
+
+    ``forward(x [n, in_dim], last_update [n], edge_index [2, m], t [m], msg [m, R]) -> [n, out_dim]``
+    with ``edge_index[0]`` the neighbour and ``edge_index[1]`` the centre node.
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, msg_dim: int, time_enc: TimeEncoder, dropout: float = 0.1) -> None:
+        super().__init__()
+        if out_dim % 2:
+            raise ValueError(f"the embedding dimension must be even (two attention heads), got {out_dim}.")
+        self.time_enc = time_enc
+        self.conv = TransformerConv(in_dim, out_dim // 2, heads=2, dropout=dropout,
+                                    edge_dim=msg_dim + time_enc.out_channels)
+
+    def forward(self, x: Tensor, last_update: Tensor, edge_index: Tensor, t: Tensor, msg: Tensor) -> Tensor:
+        rel_t = self.time_enc((last_update[edge_index[0]] - t).to(x.dtype))
+        return self.conv(x, edge_index, torch.cat([rel_t, msg], dim=-1))
+
+
+class LinkDecoder(nn.Module):
+    """Factorised MLP link decoder; ``forward(z_src [B, D], z_dst [B, D]) -> [B]``.
+
+    Args:
+        dim: embedding width ``D`` (also the hidden width).
+    """
+
+    #: most ``rows x candidates x hidden`` floats one :meth:`combine` step holds (64 MiB of float32)
+    max_elements = 2**24
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.lin_src = nn.Linear(dim, dim)
+        self.lin_dst = nn.Linear(dim, dim)
+        self.lin_out = nn.Linear(dim, 1)
+
+    def forward(self, z_src: Tensor, z_dst: Tensor) -> Tensor:
+        return self.lin_out((self.lin_src(z_src) + self.lin_dst(z_dst)).relu()).squeeze(-1)
+
+    def source_terms(self, z: Tensor) -> Tensor:
+        """``W_s z + b_s``: ``[B, D] -> [B, H]``."""
+        return self.lin_src(z)
+
+    def target_terms(self, z: Tensor) -> Tensor:
+        """``W_d z + b_d``: ``[C, D] -> [C, H]``."""
+        return self.lin_dst(z)
+
+    def combine(self, source: Tensor, target: Tensor) -> Tensor:
+        """Scores ``[b, c]`` of every (source row, target row) pair from their terms.
+
+        Works in row blocks of at most :attr:`max_elements` hidden activations, so memory
+        stays bounded whatever ``b x c``.
+        """
+        rows = max(1, self.max_elements // max(1, target.size(0) * target.size(1)))
+        blocks = [self.lin_out((source[r:r + rows, None, :] + target[None]).relu()).squeeze(-1)
+                  for r in range(0, source.size(0), rows)]
+        return torch.cat(blocks) if blocks else source.new_zeros((0, target.size(0)))
+
+
+class FixedTimeEncoder(nn.Module):
+    r"""``[...] -> [..., d]``: :math:`\cos(\Delta t\, \omega)`, :math:`\omega_i = \alpha^{-i/\beta}`,
+    ``i = 0..d-1``, :math:`\alpha = \beta = \sqrt d` (GraphMixer); not trained."""
+
+    omega: Tensor
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        root = math.sqrt(dim)
+        omega = root ** (-torch.arange(dim, dtype=torch.float64) / root)
+        self.register_buffer("omega", omega.float(), persistent=False)
+        self.out_channels = dim
+
+    def forward(self, dt: Tensor) -> Tensor:
+        return torch.cos(dt[..., None] * self.omega)
+
+
+class MixerBlock(nn.Module):
+    """MLP-Mixer layer over ``[n, K, H]`` token sets (token expansion 0.5, channel expansion 4)."""
+
+    def __init__(self, num_tokens: int, dim: int, dropout: float = 0.1) -> None:
+        super().__init__()
+        hidden_tokens = max(1, num_tokens // 2)
+        self.token_norm = nn.LayerNorm(dim)
+        self.token_mlp = nn.Sequential(nn.Linear(num_tokens, hidden_tokens), nn.GELU(), nn.Dropout(dropout),
+                                       nn.Linear(hidden_tokens, num_tokens), nn.Dropout(dropout))
+        self.channel_norm = nn.LayerNorm(dim)
+        self.channel_mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Dropout(dropout),
+                                         nn.Linear(4 * dim, dim), nn.Dropout(dropout))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x + self.token_mlp(self.token_norm(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.channel_mlp(self.channel_norm(x))

@@ -1,0 +1,158 @@
+r"""Node memory on PyG's :class:`~torch_geometric.nn.models.tgn.TGNMemory`, with tensor message stores.
+
+Same math as ``TGNMemory`` in training mode (messages are stored raw and applied lazily,
+so the memory cell and the time encoder receive gradients through the scores), with three
+changes that the replay engine needs (SPEC §2):
+
+* **Order-invariant aggregation.** :class:`LatestMeanAggregator` averages the messages that
+  share a node's latest timestamp, where PyG's ``LastAggregator`` keeps one of them, chosen
+  by thread scheduling.
+* **One semantics in train and eval mode.** The memory of node ``u`` is always
+
+  .. math:: s_u = \mathrm{cell}\big(\mathrm{agg}\{\mathrm{msg}(s_u^{stored}, p_v, \phi(t - \tau_u), x)\},\ s_u^{stored}\big)
+
+  over ``u``'s pending messages (those of the last batch it took part in), and
+  ``s_u^{stored}`` when it has none (PyG also runs the cell on an empty message for such
+  nodes in training mode, and switches to eager updates in eval mode; switching modes
+  flushes the stores). ``p_v`` is the partner's stored memory (TGN) or another partner
+  representation (:meth:`partner_state`, DyRep). ``train()`` / ``eval()`` change nothing.
+* **Tensor stores.** Pending messages are flat tensors (node, partner, t, message, and
+  whether the node was the event's source), registered as non-persistent buffers: they
+  move with ``.to(device)``, are part of :meth:`snapshot`, and are updated by vectorised
+  filtering instead of per-node Python dicts.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.nn.models.tgn import TGNMemory
+from torch_geometric.utils import scatter
+
+from tgeval.state import State, clone_state
+
+__all__ = ["LatestMeanAggregator", "TensorMemory"]
+
+_STORE = ("pending_node", "pending_partner", "pending_t", "pending_msg", "pending_from_src")
+
+
+class LatestMeanAggregator(nn.Module):
+    r"""Mean of each node's messages that carry its latest timestamp.
+
+    :math:`\bar m_u = \frac{1}{|L_u|} \sum_{i \in L_u} m_i` with
+    :math:`L_u = \{i : \mathrm{index}_i = u,\ t_i = \max_{j: \mathrm{index}_j = u} t_j\}`;
+    zeros for nodes without messages. Invariant to the order of the messages (up to float
+    summation order, which the replay engine fixes by replaying in canonical order).
+
+    Shapes: ``msg [M, F]``, ``index [M]`` (in ``[0, dim_size)``), ``t [M]`` -> ``[dim_size, F]``.
+    """
+
+    def forward(self, msg: Tensor, index: Tensor, t: Tensor, dim_size: int) -> Tensor:
+        latest = scatter(t, index, 0, dim_size, reduce="max")
+        keep = t == latest[index]
+        return scatter(msg[keep], index[keep], 0, dim_size, reduce="mean")
+
+
+class TensorMemory(TGNMemory):
+    """``TGNMemory`` with tensor message stores and lazy updates in every mode.
+
+    Args:
+        num_nodes, raw_msg_dim, memory_dim, time_dim, message_module: as ``TGNMemory``.
+        aggregator_module: defaults to :class:`LatestMeanAggregator`.
+        cell: ``"gru"`` (TGN) or ``"rnn"`` (a tanh RNN cell, DyRep).
+    """
+
+    pending_node: Tensor       # int64 [P]   node that receives the message
+    pending_partner: Tensor    # int64 [P]   the other endpoint of the event
+    pending_t: Tensor          # int64 [P]   event time
+    pending_msg: Tensor        # float [P, R] raw event message
+    pending_from_src: Tensor   # bool  [P]   node was the event's source (msg_s_module) or destination
+
+    def __init__(self, num_nodes: int, raw_msg_dim: int, memory_dim: int, time_dim: int,
+                 message_module: nn.Module, aggregator_module: Optional[nn.Module] = None,
+                 cell: str = "gru") -> None:
+        super().__init__(num_nodes, raw_msg_dim, memory_dim, time_dim, message_module,
+                         aggregator_module if aggregator_module is not None else LatestMeanAggregator())
+        if cell == "rnn":
+            self.gru = nn.RNNCell(message_module.out_channels, memory_dim)
+        elif cell != "gru":
+            raise ValueError(f"cell must be 'gru' or 'rnn', got {cell!r}.")
+
+    # -- stores -----------------------------------------------------------------------
+    def _reset_message_store(self) -> None:
+        device = self.memory.device
+        empty = torch.empty(0, dtype=torch.long, device=device)
+        self.register_buffer("pending_node", empty, persistent=False)
+        self.register_buffer("pending_partner", empty.clone(), persistent=False)
+        self.register_buffer("pending_t", empty.clone(), persistent=False)
+        self.register_buffer("pending_msg", self.memory.new_empty((0, self.raw_msg_dim)), persistent=False)
+        self.register_buffer("pending_from_src", torch.empty(0, dtype=torch.bool, device=device), persistent=False)
+
+    def _member(self, n_id: Tensor) -> Tensor:
+        """``[P]`` bool: pending messages addressed to a node of ``n_id``."""
+        mask = torch.zeros(self.num_nodes, dtype=torch.bool, device=n_id.device)
+        mask[n_id] = True
+        return mask[self.pending_node]
+
+    # -- memory -----------------------------------------------------------------------
+    def partner_state(self, partner: Tensor) -> Tensor:
+        """Representation ``[M, memory_dim]`` of message partners: their stored memory (TGN)."""
+        return self.memory[partner]
+
+    def _get_updated_memory(self, n_id: Tensor) -> tuple[Tensor, Tensor]:
+        """Memory ``[n, D]`` and last-update times ``[n]`` of the sorted unique nodes ``n_id``,
+        with their pending messages applied (without storing the result)."""
+        memory, last_update = self.memory[n_id], self.last_update[n_id]
+        sel = self._member(n_id).nonzero().view(-1)
+        if sel.numel() == 0:
+            return memory, last_update
+        node, partner, t = self.pending_node[sel], self.pending_partner[sel], self.pending_t[sel]
+        raw, from_src = self.pending_msg[sel], self.pending_from_src[sel]
+        t_enc = self.time_enc((t - self.last_update[node]).to(raw.dtype))
+        z_node, z_partner = self.memory[node], self.partner_state(partner)
+        msg = torch.where(from_src[:, None], self.msg_s_module(z_node, z_partner, raw, t_enc),
+                          self.msg_d_module(z_node, z_partner, raw, t_enc))
+        local = torch.searchsorted(n_id, node)
+        aggr = self.aggr_module(msg, local, t, n_id.numel())
+        has = torch.unique(local)  # sorted local positions of nodes with messages
+        memory = memory.index_put((has,), self.gru(aggr[has], memory[has]))
+        latest = scatter(t, local, 0, n_id.numel(), reduce="max")
+        last_update = last_update.index_put((has,), latest[has])
+        return memory, last_update
+
+    def forward(self, n_id: Tensor) -> tuple[Tensor, Tensor]:
+        """Current memory ``[n, D]`` and last-update times ``[n]`` of sorted unique ``n_id``."""
+        return self._get_updated_memory(n_id)
+
+    def update_state(self, src: Tensor, dst: Tensor, t: Tensor, raw_msg: Tensor) -> None:
+        """Apply the pending messages of the batch's nodes, then make the batch's events their
+        pending messages (``src, dst, t [B]``, ``raw_msg [B, R]``)."""
+        n_id = torch.cat([src, dst]).unique()
+        memory, last_update = self._get_updated_memory(n_id)
+        self.memory[n_id] = memory.detach()
+        self.last_update[n_id] = last_update
+        keep = ~self._member(n_id)
+        self.pending_node = torch.cat([self.pending_node[keep], src, dst])
+        self.pending_partner = torch.cat([self.pending_partner[keep], dst, src])
+        self.pending_t = torch.cat([self.pending_t[keep], t, t])
+        self.pending_msg = torch.cat([self.pending_msg[keep], raw_msg, raw_msg])
+        flags = torch.ones(src.numel(), dtype=torch.bool, device=src.device)
+        self.pending_from_src = torch.cat([self.pending_from_src[keep], flags, ~flags])
+
+    def train(self, mode: bool = True) -> "TensorMemory":
+        """Set the mode (dropout etc.); unlike ``TGNMemory``, switching flushes nothing."""
+        return nn.Module.train(self, mode)
+
+    # -- snapshots --------------------------------------------------------------------
+    def snapshot(self) -> State:
+        keys = ("memory", "last_update") + _STORE
+        return {key: clone_state(getattr(self, key)) for key in keys}
+
+    def restore(self, state: State) -> None:
+        self.memory.copy_(state["memory"])
+        self.last_update.copy_(state["last_update"])
+        for key in _STORE:
+            setattr(self, key, clone_state(state[key]).to(self.memory.device))
+

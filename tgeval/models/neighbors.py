@@ -1,0 +1,113 @@
+"""Recent-neighbour buffer: PyG's ``LastNeighborLoader`` plus the time and message of each event.
+
+PyG's loader keeps, for every node, the ids of its ``size`` most recent interactions (both
+directions) and numbers events in insertion order; scripts then read ``data.t[e_id]`` from
+the whole dataset. Here the buffer keeps its own copy of each inserted event's time and
+message, so a model holds only history it has been given (nothing to read from the
+future), and all of it is part of :meth:`NeighborBuffer.snapshot`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.nn.models.tgn import LastNeighborLoader
+
+from tgeval.state import State, clone_state
+
+__all__ = ["NeighborBuffer"]
+
+
+class NeighborBuffer(nn.Module):
+    """The ``size`` most recent interactions of every node, with event times and messages.
+
+    Args:
+        num_nodes: exclusive upper bound of node ids.
+        size: interactions kept per node (the most recent by insertion order).
+        msg_dim: width of event messages.
+    """
+
+    event_t: Tensor    # int64 [capacity]   time of inserted event e (valid for e < num_inserted)
+    event_msg: Tensor  # float [capacity, R] message of inserted event e
+
+    def __init__(self, num_nodes: int, size: int, msg_dim: int) -> None:
+        super().__init__()
+        if size < 1:
+            raise ValueError(f"size must be >= 1, got {size}.")
+        self.size = int(size)
+        self.msg_dim = int(msg_dim)
+        self.loader = LastNeighborLoader(num_nodes, size)
+        self.register_buffer("event_t", torch.empty(0, dtype=torch.long), persistent=False)
+        self.register_buffer("event_msg", torch.empty(0, msg_dim), persistent=False)
+        self.num_inserted = 0
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], *args, **kwargs) -> "NeighborBuffer":  # type: ignore[override]
+        super()._apply(fn, *args, **kwargs)
+        for key in ("neighbors", "e_id", "_assoc"):
+            setattr(self.loader, key, fn(getattr(self.loader, key)))
+        return self
+
+    def reset_state(self) -> None:
+        self.loader.reset_state()
+        self.num_inserted = 0
+
+    def insert(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor) -> None:
+        """Add events ``(src, dst, t, msg)`` (``[B]``, ``[B, R]``) as neighbours in both directions."""
+        end = self.num_inserted + src.numel()
+        if end > self.event_t.numel():  # grow geometrically: amortised O(1) per event
+            capacity = max(end, 2 * self.event_t.numel(), 1024)
+            grown_t = self.event_t.new_empty(capacity)
+            grown_msg = self.event_msg.new_empty((capacity, self.msg_dim))
+            grown_t[: self.num_inserted] = self.event_t[: self.num_inserted]
+            grown_msg[: self.num_inserted] = self.event_msg[: self.num_inserted]
+            self.event_t, self.event_msg = grown_t, grown_msg
+        self.event_t[self.num_inserted:end] = t
+        self.event_msg[self.num_inserted:end] = msg
+        self.num_inserted = end
+        self.loader.insert(src, dst)
+
+    def subgraph(self, n_id: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Star graph of ``n_id`` over their recent neighbours.
+
+        Returns ``(nodes [n'], edge_index [2, m], t [m], msg [m, R])``: ``nodes`` sorted unique
+        (``n_id`` and its neighbours), ``edge_index`` local indices into ``nodes`` with
+        row 0 the neighbour and row 1 the centre node.
+        """
+        nodes, edge_index, e_id = self.loader(n_id)
+        return nodes, edge_index, self.event_t[e_id], self.event_msg[e_id]
+
+    def recent(self, n_id: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Dense recent interactions, most recent first.
+
+        Returns ``(neighbor [n, K], t [n, K], msg [n, K, R], valid [n, K])``; invalid slots
+        (fewer than ``K`` interactions so far) hold neighbour 0, time 0 and zero messages.
+        """
+        e_id = self.loader.e_id[n_id]
+        valid = e_id >= 0
+        safe = e_id.clamp(min=0)
+        if self.num_inserted == 0:
+            t = torch.zeros_like(safe)
+            msg = self.event_msg.new_zeros((*safe.shape, self.msg_dim))
+        else:
+            t = torch.where(valid, self.event_t[safe], 0)
+            msg = self.event_msg[safe] * valid[..., None]
+        neighbor = torch.where(valid, self.loader.neighbors[n_id], 0)
+        return neighbor, t, msg, valid
+
+    def snapshot(self) -> State:
+        n, e_id = self.num_inserted, self.loader.e_id
+        # Slots without an event hold uninitialised ids in PyG's loader: store them as 0.
+        neighbors = torch.where(e_id >= 0, self.loader.neighbors, 0)
+        return {"neighbors": neighbors, "e_id": clone_state(e_id),
+                "event_t": clone_state(self.event_t[:n]), "event_msg": clone_state(self.event_msg[:n]),
+                "num_inserted": n}
+
+    def restore(self, state: State) -> None:
+        device = self.event_t.device
+        self.loader.neighbors = clone_state(state["neighbors"]).to(device)
+        self.loader.e_id = clone_state(state["e_id"]).to(device)
+        self.event_t = clone_state(state["event_t"]).to(device)
+        self.event_msg = clone_state(state["event_msg"]).to(device)
+        self.num_inserted = self.loader.cur_e_id = int(state["num_inserted"])
