@@ -62,6 +62,8 @@ class GraphMixer(NeuralLinkModel):
         self.config["node_dim"] = node_dim
         self.out = nn.Linear(hidden_dim + node_dim, embedding_dim)
 
+    node_features: Tensor  # float [num_nodes, F], registered when given
+
     @property
     def stateful_parts(self) -> dict[str, nn.Module]:
         return {"neighbors": self.neighbors}
