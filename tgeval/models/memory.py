@@ -76,7 +76,7 @@ class TensorMemory(TGNMemory):
         super().__init__(num_nodes, raw_msg_dim, memory_dim, time_dim, message_module,
                          aggregator_module if aggregator_module is not None else LatestMeanAggregator())
         if cell == "rnn":
-            self.gru = nn.RNNCell(self.gru.input_size, memory_dim)  # type: ignore[assignment]
+            self.gru = nn.RNNCell(self.gru.input_size, memory_dim)  # type: ignore[assignment,has-type]
         elif cell != "gru":
             raise ValueError(f"cell must be 'gru' or 'rnn', got {cell!r}.")
 
