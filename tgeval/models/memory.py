@@ -79,6 +79,7 @@ class TensorMemory(TGNMemory):
             self.gru = nn.RNNCell(self.gru.input_size, memory_dim)  # type: ignore[assignment,has-type]
         elif cell != "gru":
             raise ValueError(f"cell must be 'gru' or 'rnn', got {cell!r}.")
+        self._assoc.zero_()  # PyG's scratch buffer (unused here) is saved in state_dict: no uninitialised bytes
 
     # -- stores -----------------------------------------------------------------------
     def _reset_message_store(self) -> None:
