@@ -1,0 +1,156 @@
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from tgeval.checkpoint import MODELS, CheckpointError, load_checkpoint, register_model, save_checkpoint
+from tgeval.data.catalog import build_catalog
+from tgeval.data.split import chronological_split
+from tgeval.data.synthetic import generate_events
+from tgeval.models import TGN, DyRep, GraphMixer, message_dim
+from tgeval.samplers import UniformSampler
+from tgeval.state import first_difference
+from tgeval.train import train_epoch
+
+NUM_NODES = 40
+SMALL = {
+    TGN: dict(memory_dim=8, time_dim=8, embedding_dim=8, num_neighbors=4),
+    DyRep: dict(memory_dim=8, time_dim=8, num_neighbors=4),
+    GraphMixer: dict(num_neighbors=4, time_dim=8, hidden_dim=8, embedding_dim=8),
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    return generate_events(600, NUM_NODES, seed=1, feature_dim=3)
+
+
+def trained(cls, data, **extra):
+    """A small model after one epoch on the training segment, its optimizer, and the split."""
+    torch.manual_seed(0)
+    model = cls(NUM_NODES, message_dim(data), **SMALL[cls], **extra)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    split = chronological_split(data)
+    sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end))
+    train_epoch(model, data, split.train, sampler=sampler, loss="bce", optimizer=optimizer, batch_size=100)
+    return model, optimizer, split
+
+
+def assert_same_tensors(a, b):
+    assert first_difference(a, b) is None, first_difference(a, b)
+
+
+@pytest.mark.parametrize("cls", [TGN, DyRep, GraphMixer])
+def test_round_trip_restores_parameters_optimizer_state_and_rng(cls, data, tmp_path):
+    model, optimizer, split = trained(cls, data)
+    path = tmp_path / "ckpt.pt"
+    torch.manual_seed(5)
+    random.seed(5)
+    np.random.seed(5)
+    digest = save_checkpoint(path, model, optimizer, epoch=3, data=data, early_stopping={"best_epoch": 2},
+                             history=[{"epoch": 0, "loss": 0.5}], training={"loss": "bce", "seed": 0})
+    expected_draws = (torch.rand(3), random.random(), np.random.rand())
+    torch.manual_seed(99)
+    random.seed(99)
+    np.random.seed(99)
+
+    ckpt = load_checkpoint(path, data=data)
+    assert ckpt.name == cls.__name__.lower() and ckpt.model.config == model.config
+    assert ckpt.sha256 == digest and ckpt.epoch == 3 and ckpt.early_stopping == {"best_epoch": 2}
+    assert ckpt.history == [{"epoch": 0, "loss": 0.5}] and ckpt.training == {"loss": "bce", "seed": 0}
+    assert_same_tensors(ckpt.model.state_dict(), model.state_dict())
+    assert_same_tensors(ckpt.model.snapshot(), model.snapshot())  # memory, pending messages, neighbours
+    restored = torch.optim.Adam(ckpt.model.parameters(), lr=0.01)
+    restored.load_state_dict(ckpt.optimizer)
+    assert_same_tensors(restored.state_dict(), optimizer.state_dict())
+    model.eval()
+    ckpt.model.eval()
+    src, dst, t = data.src[-50:], data.dst[-50:], data.t[-50:]
+    assert torch.equal(ckpt.model.score(src, dst, t), model.score(src, dst, t))
+    ckpt.restore_rng()
+    draws = (torch.rand(3), random.random(), np.random.rand())
+    assert torch.equal(draws[0], expected_draws[0]) and draws[1:] == expected_draws[1:]
+
+
+def test_graphmixer_node_features_round_trip(data, tmp_path):
+    features = torch.randn(NUM_NODES, 5, generator=torch.Generator().manual_seed(0))
+    model, optimizer, _ = trained(GraphMixer, data, node_features=features)
+    save_checkpoint(tmp_path / "gm.pt", model, optimizer, epoch=0, data=data)
+    loaded = load_checkpoint(tmp_path / "gm.pt").model
+    assert torch.equal(loaded.node_features, features) and loaded.config["node_dim"] == 5
+    assert_same_tensors(loaded.state_dict(), model.state_dict())
+
+
+@pytest.fixture(scope="module")
+def saved(data, tmp_path_factory):
+    model, optimizer, _ = trained(TGN, data)
+    path = tmp_path_factory.mktemp("ckpt") / "tgn.pt"
+    save_checkpoint(path, model, optimizer, epoch=0, data=data)
+    return path, model
+
+
+def test_corrupted_files_raise_checkpoint_errors(saved, tmp_path):
+    path, _ = saved
+    content = path.read_bytes()
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(content[: len(content) // 2])
+    with pytest.raises(CheckpointError, match="corrupted"):
+        load_checkpoint(truncated)
+    flipped = bytearray(content)
+    flipped[-100] ^= 0xFF
+    modified = tmp_path / "modified.pt"
+    modified.write_bytes(bytes(flipped))
+    with pytest.raises(CheckpointError, match="corrupted.*train again"):
+        load_checkpoint(modified)
+    text = tmp_path / "notes.pt"
+    text.write_text("hello\n")
+    with pytest.raises(CheckpointError, match="not a tgeval checkpoint"):
+        load_checkpoint(text)
+    plain = tmp_path / "plain.pt"
+    torch.save({"a": torch.ones(2)}, plain)
+    with pytest.raises(CheckpointError, match="not a tgeval checkpoint"):
+        load_checkpoint(plain)
+    import hashlib
+
+    body = b"not a torch archive"
+    garbage = tmp_path / "garbage.pt"
+    garbage.write_bytes(b"TGEVAL-CHECKPOINT 1 sha256:" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    with pytest.raises(CheckpointError, match="torch cannot read it"):
+        load_checkpoint(garbage)
+    newer = tmp_path / "newer.pt"
+    newer.write_bytes(content.replace(b"TGEVAL-CHECKPOINT 1 ", b"TGEVAL-CHECKPOINT 9 ", 1))
+    with pytest.raises(CheckpointError, match="format 9"):
+        load_checkpoint(newer)
+    with pytest.raises(FileNotFoundError):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_other_data_model_or_registry_raise_checkpoint_errors(saved, data, monkeypatch):
+    path, model = saved
+    other = generate_events(600, NUM_NODES, seed=2, feature_dim=3)
+    with pytest.raises(CheckpointError, match="trained on other data.*train a checkpoint on this data"):
+        load_checkpoint(path, data=other)
+    load_checkpoint(path, data=data)  # the same data passes
+    different = TGN(NUM_NODES, message_dim(data), **{**SMALL[TGN], "memory_dim": 4})
+    with pytest.raises(CheckpointError, match="config"):
+        load_checkpoint(path, model=different)
+    monkeypatch.delitem(MODELS, "tgn")
+    with pytest.raises(CheckpointError, match="unknown model 'tgn'.*register_model"):
+        load_checkpoint(path)
+
+
+def test_unregistered_models_cannot_be_saved_until_registered(data, tmp_path, monkeypatch):
+    class MyTGN(TGN):
+        pass
+
+    model = MyTGN(NUM_NODES, message_dim(data), **SMALL[TGN])
+    with pytest.raises(CheckpointError, match="not a registered model.*register_model"):
+        save_checkpoint(tmp_path / "x.pt", model, None, epoch=0, data=data)
+    monkeypatch.setattr("tgeval.checkpoint.MODELS", dict(MODELS))
+    register_model("my_tgn", MyTGN)
+    save_checkpoint(tmp_path / "x.pt", model, None, epoch=0, data=data)
+    loaded = load_checkpoint(tmp_path / "x.pt")
+    assert type(loaded.model) is MyTGN and loaded.optimizer is None
+    with pytest.raises(ValueError, match="already registered"):
+        register_model("my_tgn", MyTGN)

@@ -1,0 +1,320 @@
+r"""Training checkpoints of the neural models: everything needed to resume or to evaluate.
+
+A checkpoint holds the model's registry name and constructor ``config``, its parameters
+(``state_dict``), the optimizer's state, the model's state snapshot (memory, pending
+messages, neighbour buffers: not part of ``state_dict``), the random-number states (torch
+CPU, CUDA when present, Python ``random``, NumPy), the epoch, the early-stopping
+bookkeeping, the training history and specification, the fingerprint of the data it was
+trained on and the package versions.
+
+File layout: one header line ``TGEVAL-CHECKPOINT 1 sha256:<hex of the rest>`` followed by
+the bytes of ``torch.save`` of a dict of tensors and plain values. The header's checksum
+detects truncated or modified files; the payload is read with ``torch.load(...,
+weights_only=True)``, so loading a checkpoint never runs pickled code. Files are written
+atomically (:func:`~tgeval.atomic.write_atomic`).
+
+Example::
+
+    save_checkpoint("run/last.pt", model, optimizer, epoch=3, data=data)
+    ckpt = load_checkpoint("run/last.pt", data=data)   # raises CheckpointError for other data
+    model = ckpt.model                                   # rebuilt, parameters and state restored
+    optimizer = torch.optim.Adam(model.parameters()); optimizer.load_state_dict(ckpt.optimizer)
+    ckpt.restore_rng()                                   # dropout streams continue where they stopped
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import io
+import os
+import random
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
+
+import numpy as np
+import torch
+from torch.optim import Optimizer
+from torch_geometric.data import TemporalData
+
+from tgeval.atomic import write_atomic
+from tgeval.data.fingerprint import fingerprint
+from tgeval.errors import TGEvalError
+from tgeval.eval.replay import _versions
+from tgeval.eval.result import json_safe
+from tgeval.models.dyrep import DyRep
+from tgeval.models.graphmixer import GraphMixer
+from tgeval.models.neural import NeuralLinkModel
+from tgeval.models.tgn import TGN
+
+__all__ = ["CheckpointError", "Checkpoint", "save_checkpoint", "load_checkpoint", "register_model", "build_model",
+           "model_name", "model_options", "MODELS", "rng_state", "set_rng_state"]
+
+FORMAT_VERSION = 1
+_MAGIC = b"TGEVAL-CHECKPOINT"
+
+Builder = Callable[[dict], NeuralLinkModel]
+
+
+class CheckpointError(TGEvalError, ValueError):
+    """A checkpoint cannot be used: not a checkpoint, corrupted, of an unknown model, or
+    written for other data, another model configuration or another training specification."""
+
+
+def _graphmixer(config: dict) -> GraphMixer:
+    """GraphMixer from its config: ``node_dim > 0`` gets zero ``node_features`` (the saved buffer replaces them)."""
+    options = dict(config)
+    node_dim = options.pop("node_dim", 0)
+    features = torch.zeros(options["num_nodes"], node_dim) if node_dim else None
+    return GraphMixer(**options, node_features=features)
+
+
+#: Registry name -> (model class, builder from its ``config``).
+MODELS: dict[str, tuple[type[NeuralLinkModel], Builder]] = {
+    "tgn": (TGN, lambda config: TGN(**config)),
+    "dyrep": (DyRep, lambda config: DyRep(**config)),
+    "graphmixer": (GraphMixer, _graphmixer),
+}
+
+
+def register_model(name: str, cls: type[NeuralLinkModel], build: Optional[Builder] = None, *,
+                   overwrite: bool = False) -> None:
+    """Make ``cls`` checkpointable as ``name``; ``build(config)`` rebuilds it (default ``cls(**config)``)."""
+    if not overwrite and name in MODELS:
+        raise ValueError(f"a model named {name!r} is already registered; pass overwrite=True to replace it.")
+    MODELS[name] = (cls, build if build is not None else (lambda config: cls(**config)))
+
+
+def model_name(model: torch.nn.Module) -> str:
+    """Registry name of ``model``'s exact class.
+
+    Raises:
+        CheckpointError: for a class that is not registered.
+    """
+    for name, (cls, _) in MODELS.items():
+        if type(model) is cls:
+            return name
+    raise CheckpointError(f"{type(model).__name__} is not a registered model, so it cannot be checkpointed. "
+                          f"Register it with tgeval.checkpoint.register_model(name, cls); registered: "
+                          f"{', '.join(sorted(MODELS))}.")
+
+
+def _entry(name: str) -> tuple[type[NeuralLinkModel], Builder]:
+    if name not in MODELS:
+        raise CheckpointError(f"unknown model {name!r}; registered: {', '.join(sorted(MODELS))}. "
+                              f"Register it with tgeval.checkpoint.register_model before loading.")
+    return MODELS[name]
+
+
+def model_options(name: str) -> tuple[str, ...]:
+    """Constructor keywords of the model registered as ``name`` (what a ``config`` may set)."""
+    cls, _ = _entry(name)
+    return tuple(inspect.signature(cls).parameters)
+
+
+def build_model(name: str, config: dict) -> NeuralLinkModel:
+    """A new model registered as ``name``, built from ``config`` (its constructor keywords)."""
+    _, build = _entry(name)
+    return build(config)
+
+
+# -- random-number states ------------------------------------------------------------
+def rng_state() -> dict:
+    """States of torch's CPU (and, when available, CUDA) generators, Python's ``random`` and NumPy's."""
+    numpy_state = np.random.get_state(legacy=False)
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "python": random.getstate(),
+        "numpy": {"bit_generator": numpy_state["bit_generator"],
+                  "key": torch.from_numpy(numpy_state["state"]["key"].astype(np.int64)),
+                  "pos": int(numpy_state["state"]["pos"]), "has_gauss": int(numpy_state["has_gauss"]),
+                  "gauss": float(numpy_state["gauss"])},
+    }
+
+
+def set_rng_state(state: dict) -> None:
+    """Restore the generators saved by :func:`rng_state` (CUDA only when both sides have it)."""
+    torch.set_rng_state(state["torch"].cpu())
+    if state["cuda"] and torch.cuda.is_available():
+        saved = [s.cpu() for s in state["cuda"]]
+        for device in range(min(len(saved), torch.cuda.device_count())):
+            torch.cuda.set_rng_state(saved[device], device)
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    numpy_state = state["numpy"]
+    np.random.set_state({"bit_generator": numpy_state["bit_generator"],
+                         "state": {"key": numpy_state["key"].numpy().astype(np.uint32), "pos": numpy_state["pos"]},
+                         "has_gauss": numpy_state["has_gauss"], "gauss": numpy_state["gauss"]})
+
+
+# -- files -----------------------------------------------------------------------------
+def _data_fingerprint(data: Union[TemporalData, str]) -> str:
+    return data if isinstance(data, str) else fingerprint(data)
+
+
+def save_checkpoint(
+    path: Union[str, os.PathLike],
+    model: NeuralLinkModel,
+    optimizer: Optional[Optimizer],
+    *,
+    epoch: int,
+    data: Union[TemporalData, str],
+    early_stopping: Optional[dict] = None,
+    history: Optional[list] = None,
+    training: Optional[dict] = None,
+    best_parameters: Optional[dict] = None,
+) -> str:
+    """Write a checkpoint of ``model`` (and ``optimizer``) atomically; return the file's ``"sha256:<hex>"``.
+
+    Args:
+        path: the file to write (folders are created).
+        model: a registered model (:data:`MODELS`); its parameters, ``config`` and state
+            snapshot are saved.
+        optimizer: its ``state_dict`` is saved (``None``: no optimizer state).
+        epoch: index of the last completed epoch.
+        data: the training stream or its :func:`~tgeval.data.fingerprint.fingerprint`.
+        early_stopping: bookkeeping of early stopping (JSON-like values).
+        history: per-epoch records so far.
+        training: the training specification (sampler, loss, ``K``, lr, batch size, seed, ...).
+        best_parameters: the best epoch's ``state_dict`` when it is not ``model``'s own.
+    """
+    payload = {
+        "format_version": FORMAT_VERSION,
+        "model": {"name": model_name(model), "config": dict(model.config)},
+        "parameters": model.state_dict(),
+        "best_parameters": best_parameters,
+        "optimizer": None if optimizer is None else optimizer.state_dict(),
+        "state": model.snapshot(),
+        "rng": rng_state(),
+        "epoch": int(epoch),
+        "early_stopping": json_safe(early_stopping or {}),
+        "history": json_safe(history or []),
+        "training": json_safe(training or {}),
+        "data_fingerprint": _data_fingerprint(data),
+        "versions": {key: str(value) for key, value in _versions().items()},
+    }
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    body = buffer.getvalue()
+    header = _MAGIC + f" {FORMAT_VERSION} sha256:{hashlib.sha256(body).hexdigest()}\n".encode()
+    content = header + body
+    write_atomic(path, content)
+    return f"sha256:{hashlib.sha256(content).hexdigest()}"
+
+
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint.
+
+    Attributes:
+        model: the rebuilt model, with the saved parameters and state snapshot.
+        name: its registry name.
+        optimizer: the optimizer's ``state_dict`` (``None`` if none was saved); load it with
+            ``optimizer.load_state_dict``.
+        rng: generator states (:func:`rng_state`); :meth:`restore_rng` applies them.
+        epoch: last completed epoch.
+        early_stopping, history, training: as given to :func:`save_checkpoint`.
+        best_parameters: the best epoch's ``state_dict`` when it differs from ``model``'s.
+        data_fingerprint: fingerprint of the training stream.
+        versions: package versions at save time.
+        path: the file read; sha256: ``"sha256:<hex>"`` of its bytes.
+    """
+
+    model: NeuralLinkModel
+    name: str
+    optimizer: Optional[dict]
+    rng: dict
+    epoch: int
+    early_stopping: dict
+    history: list
+    training: dict
+    best_parameters: Optional[dict]
+    data_fingerprint: str
+    versions: dict
+    path: str
+    sha256: str
+
+    def restore_rng(self) -> None:
+        """Set every random-number generator to its state at save time."""
+        set_rng_state(self.rng)
+
+    def describe(self) -> dict:
+        """What a result manifest records about the checkpoint."""
+        return {"path": self.path, "sha256": self.sha256, "model": self.name, "config": self.model.config,
+                "epoch": self.epoch, "training": self.training, "data_fingerprint": self.data_fingerprint,
+                "early_stopping": self.early_stopping, "versions": self.versions}
+
+
+def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict, str]:
+    with open(path, "rb") as handle:
+        content = handle.read()
+    header, newline, body = content.partition(b"\n")
+    parts = header.split(b" ")
+    if not newline or len(parts) != 3 or parts[0] != _MAGIC or not parts[2].startswith(b"sha256:"):
+        raise CheckpointError(f"{path} is not a tgeval checkpoint (no checkpoint header). Give a file written by "
+                              f"`tgeval train --checkpoint-dir` or tgeval.checkpoint.save_checkpoint.")
+    if parts[1] != str(FORMAT_VERSION).encode():
+        raise CheckpointError(f"{path} has checkpoint format {parts[1].decode(errors='replace')}, this tgeval "
+                              f"reads format {FORMAT_VERSION}. Load it with the tgeval version that wrote it.")
+    if hashlib.sha256(body).hexdigest().encode() != parts[2][len(b"sha256:"):]:
+        raise CheckpointError(f"{path} is corrupted: its content does not match its checksum (truncated or "
+                              f"modified). Use another checkpoint of the run (last.pt / best.pt) or train again.")
+    try:
+        payload = torch.load(io.BytesIO(body), map_location=map_location, weights_only=True)
+    except Exception as error:  # torch raises several types for unreadable archives
+        raise CheckpointError(f"{path} passed its checksum but torch cannot read it ({error}). Load it with the "
+                              f"torch / tgeval versions that wrote it, or train again.") from error
+    return payload, f"sha256:{hashlib.sha256(content).hexdigest()}"
+
+
+def load_checkpoint(
+    path: Union[str, os.PathLike],
+    map_location: Union[str, torch.device, None] = None,
+    *,
+    data: Union[TemporalData, str, None] = None,
+    model: Optional[NeuralLinkModel] = None,
+) -> Checkpoint:
+    """Read a checkpoint written by :func:`save_checkpoint`.
+
+    Args:
+        path: the file.
+        map_location: device of the loaded tensors and model (default: as saved).
+        data: the stream (or its fingerprint) the checkpoint will be used with; it must be
+            the one it was trained on.
+        model: load into this model (same registered class and ``config``) instead of
+            building a new one.
+
+    Returns:
+        Checkpoint: with the model's parameters and state snapshot restored (the random
+        generators are not touched; call :meth:`Checkpoint.restore_rng`).
+
+    Raises:
+        FileNotFoundError: no such file.
+        CheckpointError: not a checkpoint, corrupted, unknown model, other data, or a
+            ``model`` of another class / configuration.
+    """
+    path = os.fspath(path)
+    payload, digest = _read(path, map_location)
+    name, config = payload["model"]["name"], payload["model"]["config"]
+    if data is not None:
+        expected = _data_fingerprint(data)
+        if payload["data_fingerprint"] != expected:
+            raise CheckpointError(f"{path} was trained on other data (fingerprint {payload['data_fingerprint']}, "
+                                  f"this data {expected}). Use it with the data it was trained on (same file and "
+                                  f"reader options), or train a checkpoint on this data.")
+    if model is None:
+        model = build_model(name, config)
+        if map_location is not None:
+            model = model.to(map_location)
+    elif model_name(model) != name or model.config != config:
+        raise CheckpointError(f"{path} holds a {name!r} model with config {config}, not the given "
+                              f"{model_name(model)!r} with {model.config}. Build the model with the checkpoint's "
+                              f"config, or start a fresh run.")
+    model.load_state_dict(payload["parameters"])
+    model.restore(payload["state"])
+    return Checkpoint(model=model, name=name, optimizer=payload["optimizer"], rng=payload["rng"],
+                      epoch=payload["epoch"], early_stopping=payload["early_stopping"], history=payload["history"],
+                      training=payload["training"], best_parameters=payload["best_parameters"],
+                      data_fingerprint=payload["data_fingerprint"], versions=payload["versions"], path=path,
+                      sha256=digest)
