@@ -1,0 +1,136 @@
+import pytest
+import torch
+
+import tgeval.fit
+from tgeval.checkpoint import CheckpointError, load_checkpoint
+from tgeval.data.catalog import build_catalog
+from tgeval.data.split import chronological_split
+from tgeval.data.synthetic import generate_events
+from tgeval.fit import TIMING_KEYS, fit
+from tgeval.models import TGN, DyRep, GraphMixer, message_dim
+from tgeval.samplers import UniformSampler
+from tgeval.state import clone_state, first_difference
+
+NUM_NODES = 40
+SMALL = {
+    TGN: dict(memory_dim=8, time_dim=8, embedding_dim=8, num_neighbors=4),
+    DyRep: dict(memory_dim=8, time_dim=8, num_neighbors=4),
+    GraphMixer: dict(num_neighbors=4, time_dim=8, hidden_dim=8, embedding_dim=8),
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    return generate_events(800, NUM_NODES, seed=0, feature_dim=2)
+
+
+class Interrupted(Exception):
+    pass
+
+
+def run(cls, data, *, epochs=4, seed=0, lr=0.01, num_negatives=2, stop_after=None, log=None, **kwargs):
+    """Build a small model (seeded) and fit it; ``stop_after`` simulates a crash after that epoch,
+    ``log`` collects the parameters (not the state buffers) after every epoch."""
+    torch.manual_seed(seed)
+    model = cls(NUM_NODES, message_dim(data), **SMALL[cls])
+    split = chronological_split(data)
+    sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end))
+
+    def on_epoch(record):
+        if log is not None:
+            log.append(parameters(model))
+        if record["epoch"] == stop_after:
+            raise Interrupted
+
+    history = fit(model, data, split, sampler=sampler, loss="bce",
+                  optimizer=torch.optim.Adam(model.parameters(), lr=lr), epochs=epochs, batch_size=100,
+                  num_negatives=num_negatives, seed=seed, on_epoch=on_epoch, **kwargs)
+    return model, history
+
+
+def parameters(model):
+    return clone_state(dict(model.named_parameters()))
+
+
+def without_timing(history):
+    return [{k: v for k, v in record.items() if k not in TIMING_KEYS} for record in history["history"]]
+
+
+@pytest.mark.parametrize("cls", [TGN, DyRep, GraphMixer])
+def test_resume_equals_uninterrupted_run(cls, data, tmp_path):
+    full, full_history = run(cls, data, checkpoint_dir=tmp_path / "full")
+    with pytest.raises(Interrupted):
+        run(cls, data, checkpoint_dir=tmp_path / "cut", stop_after=1)
+    # a fresh process-like start: other global RNG state, fresh model and optimizer
+    resumed, resumed_history = run(cls, data, seed=0, checkpoint_dir=tmp_path / "cut",
+                                   resume=tmp_path / "cut" / "last.pt")
+    assert first_difference(full.state_dict(), resumed.state_dict()) is None
+    assert without_timing(resumed_history) == without_timing(full_history)
+    assert len(full_history["history"]) == 4 and resumed_history["resumed_from"].endswith("last.pt")
+    assert resumed_history["best_epoch"] == full_history["best_epoch"]
+    for name in ("last.pt", "best.pt"):
+        a, b = load_checkpoint(tmp_path / "full" / name), load_checkpoint(tmp_path / "cut" / name)
+        assert a.epoch == b.epoch
+        assert first_difference(a.model.state_dict(), b.model.state_dict()) is None
+        assert first_difference(a.optimizer, b.optimizer) is None
+        assert first_difference(a.rng, b.rng) is None
+
+
+def test_same_seed_same_checkpoints_and_metrics(data, tmp_path):
+    _, first = run(TGN, data, epochs=2, checkpoint_dir=tmp_path / "a")
+    _, second = run(TGN, data, epochs=2, checkpoint_dir=tmp_path / "b")
+    _, other = run(TGN, data, epochs=2, seed=1, checkpoint_dir=tmp_path / "c")
+    assert without_timing(first) == without_timing(second) != without_timing(other)
+    a, b, c = (load_checkpoint(tmp_path / d / "last.pt") for d in "abc")
+    for field in ("state_dict", "snapshot"):
+        assert first_difference(getattr(a.model, field)(), getattr(b.model, field)()) is None
+    assert first_difference(a.optimizer, b.optimizer) is None and first_difference(a.rng, b.rng) is None
+    assert first_difference(a.model.state_dict(), c.model.state_dict()) is not None
+    assert a.training == b.training and a.training["seed"] == 0 and a.training["num_negatives"] == 2
+
+
+def test_early_stopping_stops_and_keeps_the_best_epoch(data, tmp_path, monkeypatch):
+    scripted = iter([0.5, 0.7, 0.6, 0.7, 0.65, 0.9, 0.95])  # best at epoch 1; epochs 2, 3, 4 do not improve
+    measure = tgeval.fit.val_metrics
+    monkeypatch.setattr(tgeval.fit, "val_metrics", lambda result: {**measure(result), "ap": next(scripted)})
+    params = []
+    model, history = run(TGN, data, epochs=10, lr=0.05, patience=3, checkpoint_dir=tmp_path, log=params)
+    assert history["epochs_run"] == 5 and history["stopped_early"]
+    assert history["best_epoch"] == 1 and history["best_value"] == 0.7
+    assert [r["improved"] for r in history["history"]] == [True, True, False, False, False]
+    assert history["history"][1]["val"]["ap"] == 0.7 and "auroc" in history["history"][1]["val"]
+    assert first_difference(params[1], params[4]) is not None  # training went on after the best epoch
+    assert first_difference(parameters(model), params[1]) is None  # ... and the best epoch was kept
+    best, last = load_checkpoint(tmp_path / "best.pt"), load_checkpoint(tmp_path / "last.pt")
+    assert best.epoch == 1 and last.epoch == 4 and last.early_stopping["stopped"]
+    assert first_difference(parameters(best.model), params[1]) is None
+    assert first_difference({key: last.best_parameters[key] for key in params[1]}, params[1]) is None
+    # resuming a run that stopped trains no further and ends with the best epoch too
+    model, resumed = run(TGN, data, epochs=10, lr=0.05, patience=3, resume=tmp_path / "last.pt")
+    assert without_timing(resumed) == without_timing(history) and resumed["checkpoints"] is None
+    assert first_difference(parameters(model), params[1]) is None
+
+
+def test_resume_refuses_other_data_specification_or_model(data, tmp_path):
+    with pytest.raises(Interrupted):
+        run(TGN, data, epochs=3, checkpoint_dir=tmp_path, stop_after=0)
+    last = tmp_path / "last.pt"
+    other = generate_events(800, NUM_NODES, seed=5, feature_dim=2)
+    with pytest.raises(CheckpointError, match="other data"):
+        run(TGN, other, resume=last)
+    with pytest.raises(CheckpointError, match="differs in num_negatives.*without resume"):
+        run(TGN, data, resume=last, num_negatives=3)
+    with pytest.raises(CheckpointError, match="differs in validation"):
+        run(TGN, data, resume=last, val_negatives=5)
+    run(TGN, data, epochs=2, resume=last)  # more or fewer epochs are allowed
+    with pytest.raises(CheckpointError, match="holds a 'tgn' model"):
+        run(DyRep, data, resume=last)
+
+
+def test_bad_arguments(data):
+    with pytest.raises(ValueError, match="unknown val_metric"):
+        run(TGN, data, val_metric="f1")
+    with pytest.raises(ValueError, match="pass val_catalog"):
+        run(TGN, data, val_metric="all_entity_mrr")
+    with pytest.raises(ValueError, match="patience"):
+        run(TGN, data, patience=0)

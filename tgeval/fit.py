@@ -1,0 +1,246 @@
+r"""Training with validation, early stopping and resumable checkpoints (SPEC §9, §11).
+
+:func:`fit` composes :func:`~tgeval.train.train_epoch` and
+:func:`~tgeval.eval.replay.evaluate`::
+
+    for epoch in range(start, epochs):
+        train_epoch(model, data, split.train, ...)            # state reset, negatives keyed by seed + epoch
+        evaluate(model, data, split.val, protocol="online")   # the validation metric of this epoch
+        keep the parameters if the metric improved; write best.pt (on improvement) and last.pt
+        stop when it has not improved for `patience` epochs
+    load the best epoch's parameters
+
+Resuming from ``last.pt`` restores parameters, optimizer, early-stopping bookkeeping,
+history and every random-number generator, so the rest of the run — dropout streams
+included — is bit-identical to an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Callable, Optional, Union, cast
+
+from torch.optim import Optimizer
+from torch_geometric.data import TemporalData
+
+from tgeval.checkpoint import CheckpointError, load_checkpoint, model_name, save_checkpoint
+from tgeval.data.catalog import Catalog
+from tgeval.data.fingerprint import fingerprint
+from tgeval.data.split import Split
+from tgeval.eval.replay import evaluate
+from tgeval.eval.result import Result, json_safe
+from tgeval.losses import LossFn
+from tgeval.models.base import TemporalLinkModel
+from tgeval.models.neural import NeuralLinkModel
+from tgeval.samplers.base import NegativeSampler
+from tgeval.state import clone_state
+from tgeval.train import train_epoch
+
+__all__ = ["fit", "VAL_METRICS", "val_metrics"]
+
+#: Validation metrics (all: higher is better) -> their place in ``Result.metrics``.
+VAL_METRICS: dict[str, tuple[str, str, str]] = {
+    "ap": ("sampled", "ap", "global"),
+    "auroc": ("sampled", "auroc", "global"),
+    "mrr": ("sampled", "mrr", "micro"),
+    "all_entity_mrr": ("all_entity", "mrr", "micro"),
+}
+
+#: History entries that measure time, not the model (they differ between identical runs).
+TIMING_KEYS = ("seconds", "events_per_second", "val_events_per_second")
+
+
+def val_metrics(result: Result) -> dict[str, Optional[float]]:
+    """The :data:`VAL_METRICS` present in ``result`` (``None`` where undefined)."""
+    out: dict[str, Optional[float]] = {}
+    for name, (part, metric, aggregate) in VAL_METRICS.items():
+        if part in result.metrics:
+            value = result.metrics[part].get(metric, {}).get(aggregate)
+            out[name] = None if value is None or math.isnan(value) else float(value)
+    return out
+
+
+def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimizer, *, epochs: int,
+          patience: Optional[int], batch_size: int, num_negatives: int, seed: int, val_metric: str,
+          val_sampler: NegativeSampler, val_negatives: int, val_catalog: Optional[Catalog], extra: dict) -> dict:
+    """The training specification recorded with checkpoints and results."""
+    group = optimizer.param_groups[0]
+    return json_safe({
+        "sampler": sampler.describe(),
+        "loss": loss if isinstance(loss, str) else getattr(loss, "__name__", type(loss).__name__),
+        "num_negatives": num_negatives,
+        "optimizer": {"name": type(optimizer).__name__,
+                      **{k: v for k, v in group.items() if k != "params" and isinstance(v, (int, float, tuple))}},
+        "batch_size": batch_size,
+        "seed": seed,
+        "epochs": epochs,
+        "patience": patience,
+        "validation": {"metric": val_metric, "protocol": "online", "sampler": val_sampler.describe(),
+                       "num_negatives": val_negatives,
+                       "catalog": None if val_catalog is None else val_catalog.describe()},
+        **extra,
+    })
+
+
+def fit(
+    model: TemporalLinkModel,
+    data: TemporalData,
+    split: Split,
+    *,
+    sampler: NegativeSampler,
+    loss: Union[str, LossFn],
+    optimizer: Optimizer,
+    epochs: int,
+    patience: Optional[int] = None,
+    batch_size: int = 200,
+    num_negatives: int = 1,
+    seed: int = 0,
+    val_metric: str = "ap",
+    val_sampler: Optional[NegativeSampler] = None,
+    val_negatives: Optional[int] = None,
+    val_catalog: Optional[Catalog] = None,
+    checkpoint_dir: Union[str, os.PathLike, None] = None,
+    resume: Union[str, os.PathLike, None] = None,
+    spec: Optional[dict] = None,
+    on_epoch: Optional[Callable[[dict], None]] = None,
+) -> dict:
+    r"""Train ``model`` on ``split.train``, validate on ``split.val`` after every epoch, keep the best epoch.
+
+    **Epoch** ``e``: :func:`~tgeval.train.train_epoch` over ``split.train`` (state reset at
+    the start, negatives keyed by ``seed + e``), then :func:`~tgeval.eval.replay.evaluate`
+    over ``split.val`` (online protocol, ``val_negatives`` negatives per positive from
+    ``val_sampler`` drawn with ``seed`` — the same negatives every epoch — and an all-entity
+    pass when ``val_catalog`` is given). The epoch improves when its ``val_metric`` is
+    strictly larger than the best so far; its parameters are then kept (in memory and in
+    ``best.pt``). Training stops after ``patience`` epochs without improvement (``None``:
+    never early). At the end the model holds the best epoch's parameters and a reset state
+    (evaluation replays the history).
+
+    **Randomness.** Model initialisation and dropout follow torch's global generator:
+    seed it (``torch.manual_seed``) before building the model. Checkpoints store every
+    generator's state, and resuming restores them.
+
+    **Checkpoints** (``checkpoint_dir``; the model must be registered, see
+    :mod:`tgeval.checkpoint`): ``last.pt`` after every epoch, ``best.pt`` on improvement.
+    ``resume`` (a ``last.pt``) continues the run it was written by: same data, model
+    configuration and specification (``epochs`` may differ, to train longer); the result is
+    bit-identical to a run that was never interrupted.
+
+    Args:
+        model: any :class:`~tgeval.models.base.TemporalLinkModel` with a differentiable
+            ``score`` (checkpoints need a registered one).
+        data: the whole time-sorted stream.
+        split: its chronological split (``train`` and ``val`` are used).
+        sampler, loss, optimizer, batch_size, num_negatives, seed: as in
+            :func:`~tgeval.train.train_epoch`.
+        epochs: number of epochs (at most).
+        patience: epochs without improvement before stopping (``None``: train all epochs).
+        val_metric: a key of :data:`VAL_METRICS` (``"all_entity_mrr"`` needs ``val_catalog``).
+        val_sampler: validation negatives (default: ``sampler``).
+        val_negatives: ``K`` of validation (default: ``num_negatives``).
+        val_catalog: catalog of an all-entity validation pass (default: none).
+        checkpoint_dir: folder of ``last.pt`` and ``best.pt`` (``None``: no files).
+        resume: a ``last.pt`` to continue from.
+        spec: extra entries of the training specification (e.g. the CLI's sampler string).
+        on_epoch: called with each epoch's history record, after its checkpoints are written.
+
+    Returns:
+        dict: ``model`` (registry name or class name), ``training`` (the specification),
+        ``val_metric``, ``best_epoch``, ``best_value``, ``epochs_run``, ``stopped_early``,
+        ``history`` (per epoch: ``epoch``, ``loss``, ``events_per_second``, ``seconds``,
+        ``num_batches``, ``num_events``, ``seed``, ``val`` — every :data:`VAL_METRICS`
+        measured —, ``val_events_per_second``, ``improved``), ``resumed_from`` and
+        ``checkpoints`` (paths and sha256 of ``last`` / ``best``).
+
+    Raises:
+        ValueError: unknown ``val_metric``, ``all_entity_mrr`` without ``val_catalog``,
+            ``epochs < 1`` or ``patience < 1``.
+        CheckpointError: ``checkpoint_dir`` / ``resume`` with an unregistered model, or a
+            ``resume`` file written for other data, another model or another specification.
+    """
+    if val_metric not in VAL_METRICS:
+        raise ValueError(f"unknown val_metric {val_metric!r}; choose one of {sorted(VAL_METRICS)}.")
+    if VAL_METRICS[val_metric][0] == "all_entity" and val_catalog is None:
+        raise ValueError(f"val_metric={val_metric!r} ranks against a catalog: pass val_catalog.")
+    if epochs < 1 or (patience is not None and patience < 1):
+        raise ValueError(f"epochs and patience must be >= 1, got epochs={epochs}, patience={patience}.")
+    val_sampler = sampler if val_sampler is None else val_sampler
+    val_negatives = num_negatives if val_negatives is None else val_negatives
+    checkpointing = checkpoint_dir is not None or resume is not None
+    name = model_name(model) if checkpointing else type(model).__name__
+    neural = cast(NeuralLinkModel, model)  # registered (checked above) wherever checkpoints are used
+    training = _spec(sampler, loss, optimizer, epochs=epochs, patience=patience, batch_size=batch_size,
+                     num_negatives=num_negatives, seed=seed, val_metric=val_metric, val_sampler=val_sampler,
+                     val_negatives=val_negatives, val_catalog=val_catalog, extra=spec or {})
+    data_fingerprint = fingerprint(data)
+
+    history: list[dict] = []
+    best: dict[str, Any] = {"epoch": None, "value": None, "bad_epochs": 0, "stopped": False}
+    best_parameters: Optional[dict] = None
+    start = 0
+    if resume is not None:
+        ckpt = load_checkpoint(resume, model.device, data=data_fingerprint, model=neural)
+        changed = sorted(key for key in set(training) | set(ckpt.training)
+                         if key != "epochs" and training.get(key) != ckpt.training.get(key))
+        if changed:
+            raise CheckpointError(f"{resume} was written with another training specification (differs in "
+                                  f"{', '.join(changed)}). Resume with the options of that run, or start a "
+                                  f"fresh run without resume.")
+        if ckpt.optimizer is None:
+            raise CheckpointError(f"{resume} holds no optimizer state, so training cannot resume from it. "
+                                  f"Resume from the run's last.pt.")
+        optimizer.load_state_dict(ckpt.optimizer)
+        ckpt.restore_rng()
+        history, best, start = list(ckpt.history), dict(ckpt.early_stopping), ckpt.epoch + 1
+        best_parameters = ckpt.best_parameters
+        if best_parameters is None and best["epoch"] is not None:  # the checkpoint's own epoch was the best
+            best_parameters = clone_state(model.state_dict())
+
+    folder = None if checkpoint_dir is None else Path(checkpoint_dir)
+    files: dict[str, dict] = {}
+    for epoch in range(start, epochs):
+        if best["stopped"]:
+            break
+        stats = train_epoch(model, data, split.train, sampler=sampler, loss=loss, optimizer=optimizer,
+                            batch_size=batch_size, num_negatives=num_negatives, seed=seed, epoch=epoch)
+        result = evaluate(model, data, split.val, protocol="online", sampler=val_sampler,
+                          num_negatives=val_negatives, catalog=val_catalog, batch_size=batch_size, seed=seed)
+        measured = val_metrics(result)
+        value = measured.get(val_metric)
+        improved = value is not None and (best["value"] is None or value > best["value"])
+        if improved:
+            best.update(epoch=epoch, value=value, bad_epochs=0)
+            best_parameters = clone_state(model.state_dict())
+        else:
+            best["bad_epochs"] += 1
+        best["stopped"] = patience is not None and best["bad_epochs"] >= patience
+        record = {"epoch": epoch, **stats, "val": measured,
+                  "val_events_per_second": result.performance["events_per_second"], "improved": improved}
+        history.append(json_safe(record))
+        if folder is not None:
+            for kind in ("best", "last") if improved else ("last",):
+                path = folder / f"{kind}.pt"
+                digest = save_checkpoint(path, neural, optimizer, epoch=epoch, data=data_fingerprint,
+                                         early_stopping=best, history=history, training=training,
+                                         best_parameters=None if improved else best_parameters)
+                files[kind] = {"path": str(path), "sha256": digest}
+        if on_epoch is not None:
+            on_epoch(history[-1])
+
+    if best_parameters is not None:
+        model.load_state_dict(best_parameters)
+    model.reset_state()
+    return {
+        "model": name,
+        "training": training,
+        "val_metric": val_metric,
+        "best_epoch": best["epoch"],
+        "best_value": best["value"],
+        "epochs_run": len(history),
+        "stopped_early": bool(best["stopped"]) and len(history) < epochs,
+        "history": history,
+        "resumed_from": None if resume is None else str(resume),
+        "checkpoints": files or None,
+    }
