@@ -66,7 +66,41 @@ class NeighborBuffer(nn.Module):
         self.event_t[self.num_inserted:end] = t
         self.event_msg[self.num_inserted:end] = msg
         self.num_inserted = end
-        self.loader.insert(src, dst)
+        self._insert_neighbors(src, dst)
+
+    def _insert_neighbors(self, src: Tensor, dst: Tensor) -> None:
+        """``LastNeighborLoader.insert`` that keeps the ``size`` most recent entries of every node.
+
+        PyG's version places a node's new entries at ``position % size`` of the whole sorted
+        batch, so a node with more than ``size`` entries in one batch overwrites slots in an
+        unspecified order and may keep older interactions instead of the latest. Here each
+        entry's slot is its rank among the node's new entries, most recent first, and only the
+        ``size`` most recent are written.
+        """
+        loader, size, device = self.loader, self.size, src.device
+        num_events = src.numel()
+        neighbors = torch.cat([src, dst])
+        nodes = torch.cat([dst, src])
+        e_id = torch.arange(loader.cur_e_id, loader.cur_e_id + num_events, device=device).repeat(2)
+        loader.cur_e_id += num_events
+        # Group by node, most recent event first (a self-loop's two entries are identical).
+        order = torch.argsort(e_id, descending=True, stable=True)
+        order = order[torch.argsort(nodes[order], stable=True)]
+        nodes, neighbors, e_id = nodes[order], neighbors[order], e_id[order]
+        n_id, counts = torch.unique_consecutive(nodes, return_counts=True)
+        local = torch.repeat_interleave(torch.arange(n_id.numel(), device=device), counts)
+        rank = torch.arange(nodes.numel(), device=device) - (torch.cumsum(counts, 0) - counts)[local]
+        keep = rank < size
+        new_e_id = e_id.new_full((n_id.numel(), size), -1)
+        new_e_id[local[keep], rank[keep]] = e_id[keep]
+        new_neighbors = neighbors.new_zeros((n_id.numel(), size))
+        new_neighbors[local[keep], rank[keep]] = neighbors[keep]
+        # Merge with the stored entries and keep the most recent `size` (largest event ids).
+        all_e_id = torch.cat([loader.e_id[n_id], new_e_id], dim=-1)
+        all_neighbors = torch.cat([loader.neighbors[n_id], new_neighbors], dim=-1)
+        top, perm = all_e_id.topk(size, dim=-1)
+        loader.e_id[n_id] = top
+        loader.neighbors[n_id] = torch.gather(all_neighbors, 1, perm)
 
     def subgraph(self, n_id: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Star graph of ``n_id`` over their recent neighbours.

@@ -1,0 +1,229 @@
+"""Building blocks of the neural models against plain-Python references and PyG's own modules.
+
+* :class:`LatestMeanAggregator` vs a loop over nodes (random inputs with timestamp ties);
+* :class:`TensorMemory` vs PyG's :class:`TGNMemory` in training mode;
+* :class:`NeighborBuffer` vs "the last K interactions of each node, both directions";
+* :class:`FixedTimeEncoder` vs its formula.
+"""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, TGNMemory
+
+from tgeval.models.layers import FixedTimeEncoder
+from tgeval.models.memory import LatestMeanAggregator, TensorMemory
+from tgeval.models.neighbors import NeighborBuffer
+
+
+# -- LatestMeanAggregator ---------------------------------------------------------------
+def _reference_latest_mean(msg, index, t, dim_size):
+    """Per node: mean (float64) of the messages carrying its latest timestamp; zeros if none."""
+    out = [[0.0] * msg.size(1) for _ in range(dim_size)]
+    for node in range(dim_size):
+        rows = [i for i in range(index.numel()) if int(index[i]) == node]
+        if not rows:
+            continue
+        latest = max(int(t[i]) for i in rows)
+        chosen = [i for i in rows if int(t[i]) == latest]
+        out[node] = [sum(float(msg[i, f]) for i in chosen) / len(chosen) for f in range(msg.size(1))]
+    return torch.tensor(out, dtype=torch.float64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), num_msgs=st.integers(0, 30), dim_size=st.integers(1, 8),
+       width=st.integers(1, 4), max_t=st.integers(0, 3), negative_times=st.booleans())
+def test_latest_mean_matches_reference_and_ignores_order(seed, num_msgs, dim_size, width, max_t, negative_times):
+    gen = torch.Generator().manual_seed(seed)
+    msg = torch.randn(num_msgs, width, generator=gen)
+    index = torch.randint(0, dim_size, (num_msgs,), generator=gen)
+    t = torch.randint(0, max_t + 1, (num_msgs,), generator=gen)  # small range: many ties
+    if negative_times:
+        t = t - 10
+    agg = LatestMeanAggregator()
+    out = agg(msg, index, t, dim_size)
+    assert out.shape == (dim_size, width) and out.dtype == msg.dtype
+    torch.testing.assert_close(out.double(), _reference_latest_mean(msg, index, t, dim_size), rtol=1e-6, atol=1e-6)
+    # Order invariance: any permutation of the messages gives the same aggregate (up to the float
+    # summation order of three or more tied messages; exactly for at most two per node).
+    perm = torch.randperm(num_msgs, generator=gen)
+    shuffled = agg(msg[perm], index[perm], t[perm], dim_size)
+    torch.testing.assert_close(shuffled, out, rtol=1e-6, atol=1e-6)
+    latest = torch.zeros(dim_size, dtype=torch.long).scatter_reduce(0, index, t, "amax", include_self=False)
+    tied = torch.bincount(index[t == latest[index]], minlength=dim_size)
+    small = tied <= 2
+    assert torch.equal(shuffled[small], out[small])
+
+
+def test_latest_mean_hand_example():
+    # node 0: t=[1, 3, 3] -> mean of the two t=3 rows; node 1: no message -> 0; node 2: one row
+    msg = torch.tensor([[10.0], [2.0], [4.0], [7.0]])
+    index = torch.tensor([0, 0, 0, 2])
+    t = torch.tensor([1, 3, 3, 5])
+    out = LatestMeanAggregator()(msg, index, t, 3)
+    assert out.tolist() == [[3.0], [0.0], [7.0]]  # (2 + 4) / 2 = 3
+
+
+# -- TensorMemory vs PyG's TGNMemory -------------------------------------------------------
+def _matched_memories(num_nodes, msg_dim, memory_dim, time_dim, seed):
+    torch.manual_seed(seed)
+    pyg = TGNMemory(num_nodes, msg_dim, memory_dim, time_dim, IdentityMessage(msg_dim, memory_dim, time_dim),
+                    LastAggregator())
+    ours = TensorMemory(num_nodes, msg_dim, memory_dim, time_dim, IdentityMessage(msg_dim, memory_dim, time_dim))
+    missing, unexpected = ours.load_state_dict(pyg.state_dict(), strict=True)
+    assert not missing and not unexpected
+    pyg.train()  # PyG's TGNMemory.train returns None
+    ours.train()
+    return pyg, ours
+
+
+def _tie_free_stream(num_nodes, num_batches, batch_size, msg_dim, gen):
+    """Batches of events with strictly increasing times and no self-loops (no node ever has two
+    messages with the same timestamp). The first batch is a matching over all nodes, so every
+    later batch only involves nodes that already hold pending messages."""
+    perm = torch.randperm(num_nodes, generator=gen)
+    batches = [(perm[0::2][: num_nodes // 2], perm[1::2][: num_nodes // 2])]
+    for _ in range(num_batches - 1):
+        src = torch.randint(0, num_nodes, (batch_size,), generator=gen)
+        dst = (src + torch.randint(1, num_nodes, (batch_size,), generator=gen)) % num_nodes
+        batches.append((src, dst))
+    out, clock = [], 0
+    for src, dst in batches:
+        steps = torch.randint(1, 50, (src.numel(),), generator=gen)
+        t = clock + torch.cumsum(steps, 0)
+        clock = int(t[-1])
+        out.append((src, dst, t, torch.randn(src.numel(), msg_dim, generator=gen)))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_tensor_memory_equals_pyg_tgn_memory_in_training_mode(seed):
+    num_nodes, msg_dim = 12, 3
+    pyg, ours = _matched_memories(num_nodes, msg_dim, memory_dim=8, time_dim=6, seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    stream = _tie_free_stream(num_nodes, num_batches=8, batch_size=5, msg_dim=msg_dim, gen=gen)
+    with torch.no_grad():
+        for b, (src, dst, t, msg) in enumerate(stream):
+            pyg.update_state(src, dst, t, msg)
+            ours.update_state(src, dst, t, msg)
+            if b == 0:
+                # PyG runs the cell on an empty message for nodes without pending messages (only
+                # ever the case in this first batch); tgeval keeps their memory. Start both from
+                # PyG's memory after it.
+                ours.memory.copy_(pyg.memory)
+                ours.last_update.copy_(pyg.last_update)
+                continue
+            torch.testing.assert_close(ours.memory, pyg.memory, rtol=1e-5, atol=1e-6)
+            assert torch.equal(ours.last_update, pyg.last_update)
+            # every node that has pending messages: memory with them applied
+            n_id = ours.pending_node.unique()
+            assert n_id.numel() > 0
+            mem_pyg, last_pyg = pyg(n_id)
+            mem_ours, last_ours = ours(n_id)
+            torch.testing.assert_close(mem_ours, mem_pyg, rtol=1e-5, atol=1e-6)
+            assert torch.equal(last_ours, last_pyg)
+            assert not torch.allclose(mem_ours, ours.memory[n_id])  # the pending messages did something
+
+
+def test_tensor_memory_store_holds_each_nodes_last_batch():
+    memory = TensorMemory(5, 1, 4, 4, IdentityMessage(1, 4, 4))
+    with torch.no_grad():
+        memory.update_state(torch.tensor([0, 1]), torch.tensor([1, 2]), torch.tensor([1, 2]), torch.zeros(2, 1))
+        memory.update_state(torch.tensor([1]), torch.tensor([3]), torch.tensor([5]), torch.ones(1, 1))
+    # node 1's messages of the first batch were applied and replaced; 0 and 2 keep theirs
+    pending = sorted(zip(memory.pending_node.tolist(), memory.pending_partner.tolist(), memory.pending_t.tolist(),
+                         memory.pending_from_src.tolist()))
+    assert pending == [(0, 1, 1, True), (1, 3, 5, True), (2, 1, 2, False), (3, 1, 5, False)]
+    assert memory.last_update.tolist() == [0, 2, 0, 0, 0]  # node 1 applied its batch-1 messages (t = 1, 2)
+    assert memory.pending_msg[memory.pending_node == 1].tolist() == [[1.0]]
+
+
+# -- NeighborBuffer vs "last K interactions" ---------------------------------------------------
+class _ReferenceNeighbors:
+    """Every node's interactions in insertion order (both directions; a self-loop counts twice)."""
+
+    def __init__(self, num_nodes):
+        self.events = [[] for _ in range(num_nodes)]  # per node: (event number, neighbour, t, msg)
+        self.count = 0
+
+    def insert(self, src, dst, t, msg):
+        for u, v, s, m in zip(src.tolist(), dst.tolist(), t.tolist(), msg.tolist()):
+            self.events[u].append((self.count, v, s, m))
+            self.events[v].append((self.count, u, s, m))
+            self.count += 1
+
+    def last(self, node, k):
+        """The ``k`` most recent interactions of ``node``, most recent first."""
+        return sorted(self.events[node], key=lambda e: -e[0])[:k]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), num_nodes=st.integers(2, 7), size=st.integers(1, 4),
+       batch_sizes=st.lists(st.integers(1, 12), min_size=1, max_size=6), msg_dim=st.integers(1, 2))
+def test_neighbor_buffer_matches_last_k_reference(seed, num_nodes, size, batch_sizes, msg_dim):
+    gen = torch.Generator().manual_seed(seed)
+    buffer, ref = NeighborBuffer(num_nodes, size, msg_dim), _ReferenceNeighbors(num_nodes)
+    clock = 0
+    for batch_size in batch_sizes:  # few nodes, big batches: nodes often get > size interactions per batch
+        src = torch.randint(0, num_nodes, (batch_size,), generator=gen)
+        dst = torch.randint(0, num_nodes, (batch_size,), generator=gen)  # self-loops included
+        t = clock + torch.randint(0, 2, (batch_size,), generator=gen).cumsum(0)
+        clock = int(t[-1]) + 1
+        msg = torch.randn(batch_size, msg_dim, generator=gen)
+        buffer.insert(src, dst, t, msg)
+        ref.insert(src, dst, t, msg)
+
+        n_id = torch.arange(num_nodes)
+        neighbor, times, msgs, valid = buffer.recent(n_id)
+        assert neighbor.shape == times.shape == valid.shape == (num_nodes, size)
+        assert msgs.shape == (num_nodes, size, msg_dim)
+        for node in range(num_nodes):
+            expected = ref.last(node, size)
+            k = len(expected)
+            assert valid[node].tolist() == [True] * k + [False] * (size - k)
+            assert neighbor[node, :k].tolist() == [e[1] for e in expected]
+            assert times[node, :k].tolist() == [e[2] for e in expected]
+            assert torch.equal(msgs[node, :k], torch.tensor([e[3] for e in expected]).view(k, msg_dim))
+            assert neighbor[node, k:].eq(0).all() and times[node, k:].eq(0).all() and msgs[node, k:].eq(0).all()
+
+        # star subgraph of a random node set: the same interactions as a multiset of edges
+        query = torch.unique(torch.randint(0, num_nodes, (3,), generator=gen))
+        nodes, edge_index, edge_t, edge_msg = buffer.subgraph(query)
+        assert torch.equal(nodes, torch.unique(nodes)) and set(query.tolist()) <= set(nodes.tolist())
+        got = sorted((int(nodes[a]), int(nodes[c]), int(s), tuple(m)) for a, c, s, m in
+                     zip(edge_index[0], edge_index[1], edge_t, edge_msg.tolist()))
+        want = sorted((e[1], c, e[2], tuple(e[3])) for c in query.tolist() for e in ref.last(c, size))
+        assert got == want
+        assert set(nodes.tolist()) == set(query.tolist()) | {w[0] for w in want}
+
+
+def test_neighbor_buffer_keeps_most_recent_when_a_batch_overflows_a_node():
+    # node 0 takes part in 4 interactions of one batch (a self-loop counts twice); K = 3 keeps
+    # events 3, 2, 1 (most recent first) and drops the self-loop, event 0.
+    buffer = NeighborBuffer(6, 3, 1)
+    buffer.insert(torch.tensor([0, 1, 2, 0]), torch.tensor([0, 0, 0, 5]), torch.tensor([1, 2, 3, 4]),
+                  torch.tensor([[0.0], [1.0], [2.0], [3.0]]))
+    neighbor, t, msg, valid = buffer.recent(torch.tensor([0]))
+    assert neighbor.tolist() == [[5, 2, 1]] and t.tolist() == [[4, 3, 2]]
+    assert msg.view(-1).tolist() == [3.0, 2.0, 1.0] and valid.all()
+
+
+# -- FixedTimeEncoder ----------------------------------------------------------------------
+@pytest.mark.parametrize("dim", [1, 4, 9, 100])
+def test_fixed_time_encoder_follows_its_formula(dim):
+    enc = FixedTimeEncoder(dim)
+    root = math.sqrt(dim)
+    expected = [root ** (-i / root) for i in range(dim)]  # omega_i = alpha^(-i / beta), alpha = beta = sqrt(d)
+    assert enc.omega.tolist() == pytest.approx(expected, rel=1e-6)
+    assert enc.omega[0] == 1.0 and not any(p.requires_grad for p in enc.parameters())
+    assert not dict(enc.named_parameters())  # fixed: nothing to train
+    dt = torch.tensor([[0.0, 1.0], [7.5, 1234.0]])
+    out = enc(dt)
+    assert out.shape == (2, 2, dim)
+    for idx in [(0, 0), (0, 1), (1, 0), (1, 1)]:
+        want = [math.cos(float(dt[idx]) * float(w)) for w in enc.omega]
+        # the float32 product dt * omega is rounded (relative 2^-24): absolute error ~ dt * 6e-8
+        assert out[idx].tolist() == pytest.approx(want, abs=1e-6 + 1.2e-7 * float(dt[idx]))
