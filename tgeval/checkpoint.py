@@ -286,8 +286,8 @@ def load_checkpoint(
             building a new one.
 
     Returns:
-        Checkpoint: with the model's parameters and state snapshot restored (the random
-        generators are not touched; call :meth:`Checkpoint.restore_rng`).
+        Checkpoint: with the model's parameters and state snapshot restored, in eval mode
+        (the random generators are not touched; call :meth:`Checkpoint.restore_rng`).
 
     Raises:
         FileNotFoundError: no such file.
@@ -313,6 +313,7 @@ def load_checkpoint(
                               f"config, or start a fresh run.")
     model.load_state_dict(payload["parameters"])
     model.restore(payload["state"])
+    model.eval()
     return Checkpoint(model=model, name=name, optimizer=payload["optimizer"], rng=payload["rng"],
                       epoch=payload["epoch"], early_stopping=payload["early_stopping"], history=payload["history"],
                       training=payload["training"], best_parameters=payload["best_parameters"],

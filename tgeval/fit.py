@@ -115,7 +115,8 @@ def fit(
     pass when ``val_catalog`` is given). The epoch improves when its ``val_metric`` is
     strictly larger than the best so far; its parameters are then kept (in memory and in
     ``best.pt``). Training stops after ``patience`` epochs without improvement (``None``:
-    never early). At the end the model holds the best epoch's parameters and a reset state
+    never early). Validation runs in eval mode (no dropout, also in the warm-up's updates).
+    At the end the model holds the best epoch's parameters and a reset state, in eval mode
     (evaluation replays the history).
 
     **Randomness.** Model initialisation and dropout follow torch's global generator:
@@ -203,8 +204,10 @@ def fit(
     for epoch in range(start, epochs):
         if best["stopped"]:
             break
+        model.train()  # the same mode every epoch, whatever the caller or a resume left
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=loss, optimizer=optimizer,
                             batch_size=batch_size, num_negatives=num_negatives, seed=seed, epoch=epoch)
+        model.eval()  # also while evaluate's warm-up replays history: updates can apply dropout (DyRep)
         result = evaluate(model, data, split.val, protocol="online", sampler=val_sampler,
                           num_negatives=val_negatives, catalog=val_catalog, batch_size=batch_size, seed=seed)
         measured = val_metrics(result)
@@ -232,6 +235,7 @@ def fit(
     if best_parameters is not None:
         model.load_state_dict(best_parameters)
     model.reset_state()
+    model.eval()
     return {
         "model": name,
         "training": training,

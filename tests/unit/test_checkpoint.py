@@ -59,6 +59,7 @@ def test_round_trip_restores_parameters_optimizer_state_and_rng(cls, data, tmp_p
     assert ckpt.name == cls.__name__.lower() and ckpt.model.config == model.config
     assert ckpt.sha256 == digest and ckpt.epoch == 3 and ckpt.early_stopping == {"best_epoch": 2}
     assert ckpt.history == [{"epoch": 0, "loss": 0.5}] and ckpt.training == {"loss": "bce", "seed": 0}
+    assert not ckpt.model.training  # ready for evaluation: no dropout, also in updates
     assert_same_tensors(ckpt.model.state_dict(), model.state_dict())
     assert_same_tensors(ckpt.model.snapshot(), model.snapshot())  # memory, pending messages, neighbours
     restored = torch.optim.Adam(ckpt.model.parameters(), lr=0.01)
