@@ -263,7 +263,8 @@ def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict
     try:
         payload = torch.load(io.BytesIO(body), map_location=map_location, weights_only=True)
     except Exception as error:  # torch raises several types for unreadable archives
-        raise CheckpointError(f"{path} passed its checksum but torch cannot read it ({error}). Load it with the "
+        raise CheckpointError(f"{path} passed its checksum but torch cannot read it ({error}). If it was saved "
+                              f"on another device, pass map_location (the CLI's --device); else load it with the "
                               f"torch / tgeval versions that wrote it, or train again.") from error
     return payload, f"sha256:{hashlib.sha256(content).hexdigest()}"
 
