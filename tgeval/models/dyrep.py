@@ -43,6 +43,17 @@ class DyRepMemory(TensorMemory):
         h = self.attention(self.memory[nodes], self.last_update[nodes], edge_index, t, msg)
         return h[torch.searchsorted(nodes, ids)][inverse]
 
+    def update_state(self, src: Tensor, dst: Tensor, t: Tensor, raw_msg: Tensor) -> None:
+        """As :meth:`TensorMemory.update_state`, with the attention's dropout off: the stored
+        state is a function of the history and the parameters only, the same in train and eval
+        mode (dropout acts where messages are applied inside scoring)."""
+        was_training = self.attention.training
+        self.attention.train(False)
+        try:
+            super().update_state(src, dst, t, raw_msg)
+        finally:
+            self.attention.train(was_training)
+
     def reset_state(self) -> None:
         super().reset_state()
         if hasattr(self, "neighbors"):  # TGNMemory.__init__ resets before the buffer exists
