@@ -58,7 +58,8 @@ class GraphMixer(NeuralLinkModel):
             if node_features.dim() != 2 or node_features.size(0) != num_nodes:
                 raise ValueError(f"node_features must be [num_nodes={num_nodes}, F], got {tuple(node_features.shape)}.")
             node_dim = node_features.size(1)
-            self.register_buffer("node_features", node_features.float())
+            # a copy: load_state_dict writes into the buffer in place, never into the caller's tensor
+            self.register_buffer("node_features", node_features.detach().to(torch.float32, copy=True))
         self.config["node_dim"] = node_dim
         self.out = nn.Linear(hidden_dim + node_dim, embedding_dim)
 
