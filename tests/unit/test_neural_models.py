@@ -1,0 +1,470 @@
+"""TGN, DyRep and GraphMixer: pure scoring, complete snapshots, the fast all-entity path, features.
+
+Small widths (memory / embedding 12, 3 neighbours) keep every test fast on a CPU.
+"""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch_geometric.data import TemporalData
+
+from tgeval import DataFormatError, LeakageError, TimestampBatchLoader, build_catalog, evaluate, no_state_change
+from tgeval.data.catalog import Catalog
+from tgeval.data.split import Segment
+from tgeval.data.synthetic import generate_events
+from tgeval.models import DyRep, GraphMixer, TGN, message_dim
+from tgeval.models.layers import LinkDecoder
+from tgeval.samplers import UniformSampler
+from tgeval.state import first_difference
+from tgeval.train import train_epoch
+
+N = 24
+NAMES = ["tgn", "dyrep", "graphmixer"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors: with two OpenMP threads on shared cores, every small op waits for a thread
+    hand-off (milliseconds each); one thread runs these tests many times faster."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def make(name, num_nodes=N, msg_dim=1, cls=None, **extra):
+    """A small model of the named kind (``cls``: a subclass to build instead)."""
+    if name == "tgn":
+        return (cls or TGN)(num_nodes, msg_dim, memory_dim=12, time_dim=6, embedding_dim=12, num_neighbors=3, **extra)
+    if name == "dyrep":
+        return (cls or DyRep)(num_nodes, msg_dim, memory_dim=12, time_dim=6, num_neighbors=3, **extra)
+    return (cls or GraphMixer)(num_nodes, msg_dim, num_neighbors=3, time_dim=6, hidden_dim=12, embedding_dim=12,
+                               num_layers=1, **extra)
+
+
+def boundary(data, at):
+    """First timestamp-group boundary at or after event ``at``."""
+    t = data.t
+    while 0 < at < data.num_events and t[at - 1] == t[at]:
+        at += 1
+    return at
+
+
+def feed(model, data, batch_size=20):
+    """Observe ``data`` through ``update`` in timestamp batches (no gradients)."""
+    with torch.no_grad():
+        for batch in TimestampBatchLoader(data, batch_size):
+            model.update(batch)
+
+
+@pytest.fixture(scope="module")
+def stream():
+    return generate_events(300, N, seed=0)
+
+
+def queries(data, start=150, size=12):
+    """``size`` events of ``data`` from ``start``: (src, dst, t)."""
+    part = data[start:start + size]
+    return part.src, part.dst, part.t
+
+
+def warmed(name, data, upto=150, seed=0, **extra):
+    torch.manual_seed(seed)
+    model = make(name, **extra)
+    feed(model, data[:upto])
+    return model
+
+
+def all_scores(model, src, dst, t, candidates):
+    """Every scoring path: pairs, the candidate matrix, and two chunks of the candidate scorer."""
+    scorer = model.candidate_scorer(src, t, candidates)
+    return [model.score(src, dst, t), model.score_candidates(src, t, candidates),
+            scorer(slice(1, 5), slice(0, 7)), scorer(slice(None), slice(3, None))]
+
+
+def assert_all_equal(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+
+
+# -- 1. scoring never mutates state ---------------------------------------------------------
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("name", NAMES)
+def test_scoring_never_changes_state(name, training, stream):
+    model = warmed(name, stream)
+    state = model.snapshot()
+    pending = state["memory"]["pending_node"].numel() if name != "graphmixer" else 1
+    inserted = (state["memory"]["neighbors"] if name == "dyrep" else state["neighbors"])["num_inserted"]
+    assert pending > 0 and inserted == 150  # there is history to leak into
+    model.train(training)
+    src, dst, t = queries(stream)
+    candidates = torch.arange(N)
+    for deep in (None, True):
+        with no_state_change(model, deep=deep):
+            with torch.set_grad_enabled(training):
+                out = all_scores(model, src, dst, t, candidates)
+                if training:  # gradients through the lazily applied memory leave the state alone
+                    out[0].sum().backward()
+    assert first_difference(state, model.snapshot()) is None
+
+
+class PeekingTGN(TGN):
+    """Adds the scored pairs to its memory while scoring."""
+
+    def score(self, src, dst, t):
+        out = super().score(src, dst, t)
+        self.ingest(src, dst, t, torch.zeros(src.numel(), self.msg_dim))
+        return out
+
+
+class PeekingDyRep(DyRep):
+    """Leaks only in the chunks of its candidate scorer: writes the candidates into the memory's
+    message store (a registered buffer, replaced)."""
+
+    def candidate_scorer(self, src, t, candidates):
+        inner = super().candidate_scorer(src, t, candidates)
+
+        def chunk(ev, cand):
+            self.memory.pending_t = self.memory.pending_t + 1
+            return inner(ev, cand)
+        return chunk
+
+
+class PeekingGraphMixer(GraphMixer):
+    """Writes PyG's loader tensors in place: plain tensors, not registered buffers, so only the
+    guard's snapshot comparison can see it."""
+
+    def score(self, src, dst, t):
+        out = super().score(src, dst, t)
+        self.neighbors.loader.e_id[src, -1] = -1
+        return out
+
+
+LEAKY = {"tgn": PeekingTGN, "dyrep": PeekingDyRep, "graphmixer": PeekingGraphMixer}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_guard_catches_a_leaky_subclass(name, stream):
+    torch.manual_seed(0)
+    model = make(name, cls=LEAKY[name])
+    feed(model, stream[:150])
+    src, dst, t = queries(stream)
+    with pytest.raises(LeakageError, match=f"{LEAKY[name].__name__} changed"):
+        with no_state_change(model):
+            all_scores(model, src, dst, t, torch.arange(N))
+    # and through the replay engine, which guards every scoring step
+    torch.manual_seed(0)
+    model = make(name, cls=LEAKY[name])
+    end = boundary(stream, 200)
+    segment = Segment("test", boundary(stream, 150), end, None, None)
+    catalog = Catalog("custom", torch.arange(N), None, N)
+    with pytest.raises(LeakageError, match=f"{LEAKY[name].__name__} changed"):
+        evaluate(model, stream[:end], segment, catalog=catalog, batch_size=10)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_state_updates_do_not_depend_on_the_mode(name, stream):
+    """The state is a function of the history and the parameters: updating in train mode (dropout
+    on, e.g. DyRep's neighbourhood attention) stores the same state as in eval mode, so results
+    never depend on the mode a caller left the model in."""
+    torch.manual_seed(0)
+    a = make(name)
+    b = make(name)
+    b.load_state_dict(a.state_dict())
+    a.train()
+    b.eval()
+    feed(a, stream[:150])
+    feed(b, stream[:150])
+    assert first_difference(a.snapshot(), b.snapshot()) is None
+    segment = Segment("test", boundary(stream, 150), boundary(stream, 200), None, None)
+    catalog = Catalog("custom", torch.arange(N), None, N)
+    results = []
+    for model in (a, b):
+        torch.manual_seed(int(model.training))  # different dropout draws, if any were used
+        results.append(evaluate(model, stream[:segment.end], segment, catalog=catalog, batch_size=10).metrics)
+    assert results[0] == results[1]
+
+
+# -- 2. snapshots -----------------------------------------------------------------------
+def trained(name, data, seed=0, epochs=1):
+    """A model after ``epochs`` of training on the first 120 events, then fed up to event 150."""
+    torch.manual_seed(seed)
+    model = make(name)
+    sampler = UniformSampler(build_catalog(data, "all"))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    end = boundary(data, 120)
+    for epoch in range(epochs):
+        train_epoch(model, data[:end], sampler=sampler, loss="bce", optimizer=optimizer, batch_size=20, epoch=epoch)
+    feed(model, data[end:boundary(data, 150)])
+    return model
+
+
+def test_snapshot_holds_the_whole_state(stream):
+    keys = {"memory", "last_update", "pending_node", "pending_partner", "pending_t", "pending_msg", "pending_from_src"}
+    buffer_keys = {"neighbors", "e_id", "event_t", "event_msg", "num_inserted"}
+    tgn, dyrep, mixer = (warmed(name, stream).snapshot() for name in NAMES)
+    assert set(tgn) == {"memory", "neighbors"} and set(tgn["memory"]) == keys
+    assert set(tgn["neighbors"]) == buffer_keys and tgn["neighbors"]["event_t"].numel() == 150
+    assert set(dyrep) == {"memory"} and set(dyrep["memory"]) == keys | {"neighbors"}
+    assert set(dyrep["memory"]["neighbors"]) == buffer_keys
+    assert set(mixer) == {"neighbors"} and set(mixer["neighbors"]) == buffer_keys
+    # Only the last batch of each node is pending: the messages of the last batch's nodes.
+    last = stream[140:150]
+    assert set(tgn["memory"]["pending_node"].tolist()) >= set(torch.cat([last.src, last.dst]).tolist())
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("name", NAMES)
+def test_snapshot_score_update_restore_score_is_bit_identical(name, training, stream):
+    model = trained(name, stream)
+    model.train(training)
+    src, dst, t = queries(stream, 150)
+    candidates = torch.arange(N)
+
+    def scores():
+        torch.manual_seed(7)  # dropout draws in training mode
+        with torch.no_grad():
+            return all_scores(model, src, dst, t, candidates)
+
+    state = model.snapshot()
+    before = scores()
+    feed(model, stream[150:230])
+    moved = scores()
+    assert not torch.equal(before[1], moved[1])  # the state matters
+    model.restore(state)
+    assert_all_equal(scores(), before)
+    assert first_difference(model.snapshot(), state) is None
+    model.reset_state()
+    assert not torch.equal(scores()[1], before[1])
+    model.restore(state)
+    assert_all_equal(scores(), before)
+    # the snapshot is a copy: the updates above did not write into it
+    feed(model, stream[150:230])
+    model.restore(state)
+    assert_all_equal(scores(), before)
+    # a fresh model with the same parameters restored from the snapshot scores the same
+    other = make(name).train(training)
+    other.load_state_dict(model.state_dict())
+    other.restore(state)
+    torch.manual_seed(7)
+    with torch.no_grad():
+        assert_all_equal(all_scores(other, src, dst, t, candidates), before)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_restored_state_continues_like_the_original(name, stream):
+    """After restore, further updates evolve exactly as from the original state (pending
+    stores, event store and its capacity, neighbour slots all restored)."""
+    model = trained(name, stream)
+    model.eval()
+    src, dst, t = queries(stream, 260)
+    state = model.snapshot()
+    feed(model, stream[150:250], batch_size=15)
+    with torch.no_grad():
+        reference = all_scores(model, src, dst, t, torch.arange(N))
+    model.reset_state()
+    feed(model, stream[:40])
+    model.restore(state)
+    feed(model, stream[150:250], batch_size=15)
+    with torch.no_grad():
+        assert_all_equal(all_scores(model, src, dst, t, torch.arange(N)), reference)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_to_keeps_state_and_scores(name, stream):
+    model = warmed(name, stream).eval()
+    src, dst, t = queries(stream)
+    with torch.no_grad():
+        before = all_scores(model, src, dst, t, torch.arange(N))
+    state = model.snapshot()
+    assert model.to("cpu") is model and model.to(torch.device("cpu")) is model
+    assert first_difference(model.snapshot(), state) is None
+    with torch.no_grad():
+        assert_all_equal(all_scores(model, src, dst, t, torch.arange(N)), before)
+    feed(model, stream[150:170])
+    model.restore(state)
+    with torch.no_grad():
+        assert_all_equal(all_scores(model, src, dst, t, torch.arange(N)), before)
+
+
+def _state_devices(state):
+    if isinstance(state, torch.Tensor):
+        return {state.device.type}
+    if isinstance(state, dict):
+        return set().union(*(_state_devices(v) for v in state.values())) if state else set()
+    return set()
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", NAMES)
+def test_to_cuda_moves_the_whole_state(name, stream):
+    model = warmed(name, stream).eval()
+    src, dst, t = queries(stream)
+    with torch.no_grad():
+        expected = all_scores(model, src, dst, t, torch.arange(N))
+    state = model.snapshot()
+    model.to("cuda")
+    assert _state_devices(model.snapshot()) == {"cuda"}
+    loader = (model.memory.neighbors if name == "dyrep" else model.neighbors).loader
+    assert loader.e_id.is_cuda and loader.neighbors.is_cuda
+    cuda = torch.device("cuda")
+    with torch.no_grad():
+        got = all_scores(model, src.to(cuda), dst.to(cuda), t.to(cuda), torch.arange(N, device=cuda))
+        for a, b in zip(got, expected):
+            torch.testing.assert_close(a.cpu(), b, rtol=0, atol=1e-5)
+    feed(model, stream[150:200].to(cuda))
+    model.restore(state)  # a CPU snapshot restores onto the CUDA model
+    assert _state_devices(model.snapshot()) == {"cuda"}
+    with torch.no_grad():
+        again = all_scores(model, src.to(cuda), dst.to(cuda), t.to(cuda), torch.arange(N, device=cuda))
+    assert_all_equal(again, got)
+
+
+# -- 4. the fast all-entity path ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def warmed_models(stream):
+    return {name: warmed(name, stream).eval() for name in NAMES}
+
+
+@settings(max_examples=30, deadline=None)
+@given(name=st.sampled_from(NAMES), seed=st.integers(0, 1000), num_events=st.integers(1, 9),
+       num_candidates=st.integers(1, N), bounds=st.lists(st.integers(0, N), min_size=4, max_size=4),
+       max_elements=st.sampled_from([1, 7, 100, 2**24]))
+def test_fast_path_equals_pairwise_score(warmed_models, stream, name, seed, num_events, num_candidates, bounds,
+                                         max_elements):
+    model = warmed_models[name]
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, N, (num_events,), generator=gen)
+    t = torch.full((num_events,), int(stream.t[150]))
+    candidates = torch.randperm(N, generator=gen)[:num_candidates]
+    pairwise = model.score(src.repeat_interleave(num_candidates), candidates.repeat(num_events),
+                           t.repeat_interleave(num_candidates)).view(num_events, num_candidates)
+    old = model.decoder.max_elements
+    model.decoder.max_elements = max_elements  # small values: combine() works in row blocks
+    try:
+        with no_state_change(model, deep=True), torch.no_grad():
+            full = model.score_candidates(src, t, candidates)
+            scorer = model.candidate_scorer(src, t, candidates)
+            ev = slice(*sorted(b % (num_events + 1) for b in bounds[:2]))
+            cand = slice(*sorted(b % (num_candidates + 1) for b in bounds[2:]))
+            chunk = scorer(ev, cand)
+    finally:
+        model.decoder.max_elements = old
+    assert full.shape == (num_events, num_candidates)
+    torch.testing.assert_close(full, pairwise, rtol=0, atol=1e-5)
+    assert chunk.shape == pairwise[ev, cand].shape
+    torch.testing.assert_close(chunk, pairwise[ev, cand], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("max_elements", [1, 5, 16, 40, 2**24])
+@pytest.mark.parametrize("rows", [0, 1, 3, 7])
+def test_link_decoder_combine_in_row_blocks(max_elements, rows):
+    torch.manual_seed(0)
+    decoder = LinkDecoder(4)
+    decoder.max_elements = max_elements  # 5 candidates x 4 hidden = 20 per row
+    z_src, z_dst = torch.randn(rows, 4), torch.randn(5, 4)
+    with torch.no_grad():
+        combined = decoder.combine(decoder.source_terms(z_src), decoder.target_terms(z_dst))
+        pairwise = decoder(z_src.repeat_interleave(5, 0), z_dst.repeat(rows, 1)).view(rows, 5)
+    assert combined.shape == (rows, 5)
+    torch.testing.assert_close(combined, pairwise, rtol=0, atol=1e-6)
+
+
+# -- 7. features ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def featured():
+    return generate_events(200, N, seed=3, feature_dim=4)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_event_features_change_scores(name, featured):
+    assert message_dim(featured) == 4
+    torch.manual_seed(0)
+    a = make(name, msg_dim=4)
+    b = make(name, msg_dim=4)
+    b.load_state_dict(a.state_dict())
+    a.eval()
+    b.eval()
+    altered = TemporalData(src=featured.src, dst=featured.dst, t=featured.t, msg=featured.msg.flip(1) * 2.0)
+    feed(a, featured[:150])
+    feed(b, altered[:150])
+    src, dst, t = queries(featured)
+    with torch.no_grad():
+        assert not torch.allclose(a.score(src, dst, t), b.score(src, dst, t), rtol=0, atol=1e-4)
+        b.reset_state()
+        feed(b, featured[:150])  # same features: same scores
+        assert torch.equal(a.score(src, dst, t), b.score(src, dst, t))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_feature_width_mismatch_is_a_data_format_error(name, featured):
+    model = make(name, msg_dim=3)
+    with pytest.raises(DataFormatError, match=r"expects \[10, 3\].*msg_dim=4"):
+        model.update(featured[:10])
+    bare = TemporalData(src=featured.src[:10], dst=featured.dst[:10], t=featured.t[:10])
+    assert message_dim(bare) == 1
+    model.update(bare)  # no features: zero messages of the model's width
+    empty = TemporalData(src=bare.src, dst=bare.dst, t=bare.t, msg=torch.zeros(10, 0))
+    model.update(empty)
+    with pytest.raises(DataFormatError, match="event messages have shape"):
+        model.update(TemporalData(src=bare.src, dst=bare.dst, t=bare.t, msg=torch.zeros(10)))
+    with pytest.raises(ValueError, match="msg_dim must be >= 1"):
+        make(name, msg_dim=0)
+
+
+def test_graphmixer_node_features(stream):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(N, 5, generator=gen)
+    torch.manual_seed(0)
+    model = make("graphmixer", node_features=x)
+    assert model.config["node_dim"] == 5 and model.describe()["node_dim"] == 5
+    feed(model, stream[:150])
+    model.eval()
+    # a node without history (`quiet`), and a node `u` with a recent neighbour `v`
+    history = stream[:150]
+    seen = set(torch.cat([history.src, history.dst]).tolist())
+    quiet = next(w for w in range(N - 1, -1, -1) if w not in seen)
+    neighbor, _, _, valid = model.neighbors.recent(torch.arange(N))
+    recent = [set(neighbor[w][valid[w]].tolist()) - {w} for w in range(N)]
+    u = next(w for w in range(N) if recent[w])
+    v = min(recent[u])
+    # nodes that have neither u nor v among their recent neighbours, and are neither
+    others = torch.tensor([w for w in range(N) if w not in {u, v} and not recent[w] & {u, v}])
+    assert others.numel() > 0
+
+    def embed(features):
+        changed = make("graphmixer", node_features=x)
+        changed.load_state_dict(model.state_dict())
+        changed.node_features.copy_(features)
+        changed.restore(model.snapshot())
+        with torch.no_grad():
+            return changed.eval().embed(torch.arange(N))
+
+    base = embed(x)
+    with torch.no_grad():
+        assert torch.equal(base, model.embed(torch.arange(N)))
+    bumped = x.clone()
+    bumped[v] += 1.0  # a neighbour's features reach u through the node encoder
+    out = embed(bumped)
+    assert not torch.allclose(out[u], base[u]) and not torch.allclose(out[v], base[v])
+    torch.testing.assert_close(out[others], base[others], rtol=0, atol=0)
+    bumped = x.clone()
+    bumped[quiet] += 1.0  # a node without history: only its own embedding changes
+    out = embed(bumped)
+    assert not torch.allclose(out[quiet], base[quiet])
+    rest = torch.tensor([w for w in range(N) if w != quiet])
+    torch.testing.assert_close(out[rest], base[rest], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="node_features must be"):
+        make("graphmixer", node_features=torch.randn(N - 1, 5))
+
+
+def test_graphmixer_copies_the_callers_node_features():
+    x = torch.randn(N, 3)
+    kept = x.clone()
+    model = make("graphmixer", node_features=x)
+    other = make("graphmixer", node_features=torch.zeros(N, 3))
+    model.load_state_dict(other.state_dict())  # copies zeros into the model's buffer in place
+    assert torch.equal(x, kept) and model.node_features.eq(0).all()
