@@ -58,15 +58,15 @@ def without_timing(history):
 
 @pytest.mark.parametrize("cls", [TGN, DyRep, GraphMixer])
 def test_resume_equals_uninterrupted_run(cls, data, tmp_path):
-    full, full_history = run(cls, data, checkpoint_dir=tmp_path / "full")
+    full, full_history = run(cls, data, epochs=3, checkpoint_dir=tmp_path / "full")
     with pytest.raises(Interrupted):
-        run(cls, data, checkpoint_dir=tmp_path / "cut", stop_after=1)
-    # a fresh process-like start: other global RNG state, fresh model and optimizer
-    resumed, resumed_history = run(cls, data, seed=0, checkpoint_dir=tmp_path / "cut",
+        run(cls, data, epochs=3, checkpoint_dir=tmp_path / "cut", stop_after=0)
+    # a fresh process-like start: other global RNG state, fresh model and optimizer; two more epochs
+    resumed, resumed_history = run(cls, data, epochs=3, checkpoint_dir=tmp_path / "cut",
                                    resume=tmp_path / "cut" / "last.pt")
     assert first_difference(full.state_dict(), resumed.state_dict()) is None
     assert without_timing(resumed_history) == without_timing(full_history)
-    assert len(full_history["history"]) == 4 and resumed_history["resumed_from"].endswith("last.pt")
+    assert len(full_history["history"]) == 3 and resumed_history["resumed_from"].endswith("last.pt")
     assert resumed_history["best_epoch"] == full_history["best_epoch"]
     for name in ("last.pt", "best.pt"):
         a, b = load_checkpoint(tmp_path / "full" / name), load_checkpoint(tmp_path / "cut" / name)
