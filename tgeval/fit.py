@@ -207,7 +207,7 @@ def fit(
         model.train()  # the same mode every epoch, whatever the caller or a resume left
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=loss, optimizer=optimizer,
                             batch_size=batch_size, num_negatives=num_negatives, seed=seed, epoch=epoch)
-        model.eval()  # also while evaluate's warm-up replays history: updates can apply dropout (DyRep)
+        model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
         result = evaluate(model, data, split.val, protocol="online", sampler=val_sampler,
                           num_negatives=val_negatives, catalog=val_catalog, batch_size=batch_size, seed=seed)
         measured = val_metrics(result)
