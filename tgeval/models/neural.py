@@ -100,7 +100,22 @@ class NeuralLinkModel(TemporalLinkModel):
         return msg.float()
 
     def update(self, batch: TemporalData) -> None:
-        self.ingest(batch.src, batch.dst, batch.t, self.messages(batch))
+        """Ingest the batch's events in canonical order ``(t, src, dst, msg)``.
+
+        The state keeps events in insertion order (the neighbour buffer's recency, the
+        truncation to ``K`` neighbours, the order messages are summed in), so the batch is
+        ordered first: the state then does not depend on the file order of simultaneous
+        events, including events equal in ``(t, src, dst)`` with different features, which
+        the replay engine's ``(t, src, dst)`` order leaves in file order.
+        """
+        src, dst, t, msg = batch.src, batch.dst, batch.t, self.messages(batch)
+        keys = [t, src, dst]
+        if getattr(batch, "msg", None) is not None and msg.numel() > 0:
+            keys.append(torch.unique(msg, dim=0, return_inverse=True)[1])  # lexicographic rank of each row
+        order = torch.arange(src.numel(), device=src.device)
+        for key in reversed(keys):  # stable sorts, last key first: lexicographic order
+            order = order[torch.argsort(key[order], stable=True)]
+        self.ingest(src[order], dst[order], t[order], msg[order])
 
     def reset_state(self) -> None:
         for part in self.stateful_parts.values():
