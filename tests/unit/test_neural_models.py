@@ -133,8 +133,7 @@ class PeekingDyRep(DyRep):
 
 
 class PeekingGraphMixer(GraphMixer):
-    """Writes PyG's loader tensors in place: plain tensors, not registered buffers, so only the
-    guard's snapshot comparison can see it."""
+    """Writes PyG's loader table in place (the neighbour buffer registers it)."""
 
     def score(self, src, dst, t):
         out = super().score(src, dst, t)
@@ -151,9 +150,11 @@ def test_guard_catches_a_leaky_subclass(name, stream):
     model = make(name, cls=LEAKY[name])
     feed(model, stream[:150])
     src, dst, t = queries(stream)
-    with pytest.raises(LeakageError, match=f"{LEAKY[name].__name__} changed"):
-        with no_state_change(model):
-            all_scores(model, src, dst, t, torch.arange(N))
+    assert model.state_in_registered_tensors  # the version check alone covers the whole state
+    for deep in (False, True):
+        with pytest.raises(LeakageError, match=f"{LEAKY[name].__name__} changed"):
+            with no_state_change(model, deep=deep):
+                all_scores(model, src, dst, t, torch.arange(N))
     # and through the replay engine, which guards every scoring step
     torch.manual_seed(0)
     model = make(name, cls=LEAKY[name])

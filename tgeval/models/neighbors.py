@@ -39,14 +39,24 @@ class NeighborBuffer(nn.Module):
         self.size = int(size)
         self.msg_dim = int(msg_dim)
         self.loader = LastNeighborLoader(num_nodes, size)
+        # The loader's slot tables are registered buffers (the loader works on the same tensors):
+        # the whole state is then in registered tensors, which the scoring guard checks cheaply.
+        self.register_buffer("slot_neighbors", self.loader.neighbors.zero_(), persistent=False)
+        self.register_buffer("slot_e_id", self.loader.e_id, persistent=False)
         self.register_buffer("event_t", torch.empty(0, dtype=torch.long), persistent=False)
         self.register_buffer("event_msg", torch.empty(0, msg_dim), persistent=False)
         self.num_inserted = 0
 
+    slot_neighbors: Tensor  # int64 [num_nodes, size]  the loader's `neighbors`
+    slot_e_id: Tensor       # int64 [num_nodes, size]  the loader's `e_id` (-1: empty slot)
+
+    def _bind_loader(self) -> None:
+        self.loader.neighbors, self.loader.e_id = self.slot_neighbors, self.slot_e_id
+
     def _apply(self, fn: Callable[[Tensor], Tensor], *args, **kwargs) -> "NeighborBuffer":  # type: ignore[override]
         super()._apply(fn, *args, **kwargs)
-        for key in ("neighbors", "e_id", "_assoc"):
-            setattr(self.loader, key, fn(getattr(self.loader, key)))
+        self.loader._assoc = fn(self.loader._assoc)
+        self._bind_loader()
         return self
 
     def reset_state(self) -> None:
@@ -140,8 +150,9 @@ class NeighborBuffer(nn.Module):
 
     def restore(self, state: State) -> None:
         device = self.event_t.device
-        self.loader.neighbors = clone_state(state["neighbors"]).to(device)
-        self.loader.e_id = clone_state(state["e_id"]).to(device)
+        self.slot_neighbors = clone_state(state["neighbors"]).to(device)
+        self.slot_e_id = clone_state(state["e_id"]).to(device)
+        self._bind_loader()
         self.event_t = clone_state(state["event_t"]).to(device)
         self.event_msg = clone_state(state["event_msg"]).to(device)
         self.num_inserted = self.loader.cur_e_id = int(state["num_inserted"])

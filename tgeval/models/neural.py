@@ -45,6 +45,11 @@ class NeuralLinkModel(TemporalLinkModel):
         embedding_dim: width of node embeddings, the decoder's input.
     """
 
+    #: Memory, last updates, pending messages, neighbour slots and the event store are all
+    #: registered buffers (written in place or reassigned by name), so the scoring guard's
+    #: tensor-version check covers the state without copying it twice per batch.
+    state_in_registered_tensors = True
+
     def __init__(self, num_nodes: int, msg_dim: int, embedding_dim: int) -> None:
         super().__init__(num_nodes)
         if msg_dim < 1:
