@@ -39,7 +39,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.atomic import write_atomic
 from tgeval.data.fingerprint import fingerprint
-from tgeval.errors import TGEvalError
+from tgeval.errors import CheckpointError
 from tgeval.eval.replay import _versions
 from tgeval.eval.result import json_safe
 from tgeval.models.dyrep import DyRep
@@ -54,11 +54,6 @@ FORMAT_VERSION = 1
 _MAGIC = b"TGEVAL-CHECKPOINT"
 
 Builder = Callable[[dict], NeuralLinkModel]
-
-
-class CheckpointError(TGEvalError, ValueError):
-    """A checkpoint cannot be used: not a checkpoint, corrupted, of an unknown model, or
-    written for other data, another model configuration or another training specification."""
 
 
 def _graphmixer(config: dict) -> GraphMixer:

@@ -13,6 +13,7 @@ __all__ = [
     "SamplerError",
     "NegativesFileError",
     "LeakageError",
+    "CheckpointError",
     "UndefinedMetricWarning",
 ]
 
@@ -51,6 +52,11 @@ class NegativesFileError(TGEvalError, ValueError):
 class LeakageError(TGEvalError):
     """Information crossed a time boundary: state changed while scoring, or a score
     depended on events that were not yet allowed."""
+
+
+class CheckpointError(TGEvalError, ValueError):
+    """A checkpoint cannot be used: not a checkpoint, corrupted, of an unknown model, or
+    written for other data, another model configuration or another training specification."""
 
 
 class UndefinedMetricWarning(UserWarning):
