@@ -47,6 +47,7 @@ __all__ = [
     "TIE_POLICIES",
     "check_ties",
     "count_above_equal",
+    "tie_band",
     "rank_from_counts",
     "reciprocal_rank",
     "hits_at_k",
@@ -158,12 +159,23 @@ def _check_groups(groups: Tensor, scores: Tensor, num_groups: Optional[int]) -> 
 # --------------------------------------------------------------------------- ranking
 
 
-def count_above_equal(pos: Tensor, neg: Tensor, mask: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
+def tie_band(pos: Tensor, tolerance: float) -> Tensor:
+    r"""Half-width of the tie band around each positive: :math:`\varepsilon \max(1, |p_i|)`, ``[Q]``."""
+    return tolerance * pos.abs().clamp(min=1.0)
+
+
+def count_above_equal(pos: Tensor, neg: Tensor, mask: Optional[Tensor] = None,
+                      tolerance: float = 0.0) -> tuple[Tensor, Tensor]:
     r"""Count negatives scoring strictly above / exactly equal to each positive.
 
     .. math::
         a_i = \sum_j m_{ij}\,\mathbb{1}\{n_{ij} > p_i\}, \qquad
         b_i = \sum_j m_{ij}\,\mathbb{1}\{n_{ij} = p_i\}
+
+    With ``tolerance`` :math:`\varepsilon > 0` (a model's ``tie_tolerance``), "equal"
+    means :math:`|n_{ij} - p_i| \le \varepsilon \max(1, |p_i|)` and "above" means
+    beyond that band: float32 models give one pair slightly different scores in
+    differently shaped calls, and such noise must not break exact ties (:func:`tie_band`).
 
     Comparisons follow IEEE rules, so a NaN on either side counts as neither above nor
     equal; :func:`reciprocal_rank` turns such rows into NaN. Scores may be any real numbers
@@ -175,6 +187,7 @@ def count_above_equal(pos: Tensor, neg: Tensor, mask: Optional[Tensor] = None) -
             (``K = 0`` allowed).
         mask (Tensor, optional): bool ``[Q, K]``; only entries that are ``True`` count
             (use it for ragged negatives or filtered candidates). ``None`` means all.
+        tolerance (float): relative half-width of the tie band (0: exact comparison).
 
     Returns:
         tuple[Tensor, Tensor]: int64 ``[Q]`` counts ``(above, equal)``.
@@ -195,8 +208,13 @@ def count_above_equal(pos: Tensor, neg: Tensor, mask: Optional[Tensor] = None) -
     if not isinstance(neg, Tensor) or neg.dim() != 2 or neg.size(0) != pos.numel():
         shape = tuple(neg.shape) if isinstance(neg, Tensor) else type(neg).__name__
         raise ValueError(f"`neg` must have shape [Q, K] with Q = pos.numel() = {pos.numel()}, but has shape {shape}.")
-    above = neg > pos.unsqueeze(1)
-    equal = neg == pos.unsqueeze(1)
+    if tolerance > 0:
+        band = tie_band(pos, tolerance).unsqueeze(1)
+        above = neg > pos.unsqueeze(1) + band
+        equal = (neg - pos.unsqueeze(1)).abs() <= band
+    else:
+        above = neg > pos.unsqueeze(1)
+        equal = neg == pos.unsqueeze(1)
     if mask is not None:
         if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
             raise TypeError(f"`mask` must be a bool tensor, but got {getattr(mask, 'dtype', type(mask).__name__)}.")

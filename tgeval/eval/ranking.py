@@ -8,7 +8,8 @@ batch (the simultaneous positives, which include :math:`v_i` itself). Ranking ne
 .. math::
     a_i = |\{c : s(u_i, c, t_i) > p_i\}|, \qquad e_i = |\{c : s(u_i, c, t_i) = p_i\}|
 
-over the candidates; the full score vector is never stored. Scores are computed in blocks
+over the candidates (with the model's ``tie_tolerance`` band, see
+:func:`~tgeval.eval.metrics.count_above_equal`); the full score vector is never stored. Scores are computed in blocks
 of at most ``candidate_budget`` (event, candidate) pairs, so peak memory does not grow with
 ``events x catalog``.
 """
@@ -22,6 +23,7 @@ from torch import Tensor
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
+from tgeval.eval.metrics import count_above_equal
 from tgeval.models.base import TemporalLinkModel
 
 __all__ = ["RankCounts", "all_entity_counts", "check_no_nan"]
@@ -127,18 +129,20 @@ def _chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score:
     if width == 0:
         return above, equal
     scorer = model.candidate_scorer(src, t, items)
+    tolerance = float(model.tie_tolerance)
     cols = min(width, budget)
     rows = max(1, budget // cols)
     for r0 in range(0, num_events, rows):
         r1 = min(r0 + rows, num_events)
         event = torch.arange(r0, r1, device=device)
-        p = pos_score[r0:r1, None]
+        p = pos_score[r0:r1]
         for c0 in range(0, width, cols):
             c1 = min(c0 + cols, width)
             scores = scorer(slice(r0, r1), slice(c0, c1))
             check_no_nan(scores, "candidate scores")
             valid = torch.arange(c0, c1, device=device)[None, :] < num_available[r0:r1, None]
             valid &= ~excl.contains(event, items[c0:c1].expand(r1 - r0, c1 - c0))
-            above[r0:r1] += ((scores > p) & valid).sum(1)
-            equal[r0:r1] += ((scores == p) & valid).sum(1)
+            block_above, block_equal = count_above_equal(p, scores, valid, tolerance)
+            above[r0:r1] += block_above
+            equal[r0:r1] += block_equal
     return above, equal

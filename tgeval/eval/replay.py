@@ -142,7 +142,8 @@ def _score_batch(model: TemporalLinkModel, batch: TemporalData, negatives: Optio
             rec["neg_src"] = neg.src
         if neg.mask is not None:
             rec["neg_mask"] = neg.mask
-        rec["sampled_above"], rec["sampled_equal"] = count_above_equal(pos, neg_score, neg.mask)
+        rec["sampled_above"], rec["sampled_equal"] = count_above_equal(pos, neg_score, neg.mask,
+                                                                        model.tie_tolerance)
     rec["score"] = pos
     if catalog is not None:
         counts = all_entity_counts(model, src, dst, t, pos, catalog, candidate_budget=candidate_budget,
@@ -308,6 +309,7 @@ def evaluate(
             *(records[key] for key in ("event", "neg", "neg_src", "neg_mask") if key in records)),
         "catalog": None if catalog is None else catalog.describe(),
         "ties": ties,
+        "tie_tolerance": model.tie_tolerance,
         "aggregation": {"micro": "mean over events", "macro": "mean over sources of per-source means"},
         "hits": list(hits),
         "uncovered": uncovered,

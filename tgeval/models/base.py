@@ -40,6 +40,14 @@ class TemporalLinkModel(nn.Module):
     #: tensor-version check covers it and the snapshot comparison can be skipped.
     state_in_registered_tensors: bool = False
 
+    #: Relative half-width of the band in which the engine counts a candidate's score as
+    #: tied with the positive's (:func:`~tgeval.eval.metrics.count_above_equal`). ``0``:
+    #: exact comparison (heuristics, whose scores are exact). Float32 neural models set it
+    #: above their rounding noise: the same pair scored in differently shaped calls
+    #: (positive alone, candidates in blocks) differs in the last bits, and that noise must
+    #: not decide exact ties such as between nodes with identical embeddings.
+    tie_tolerance: float = 0.0
+
     def __init__(self, num_nodes: int) -> None:
         super().__init__()
         if num_nodes < 1:
