@@ -51,8 +51,9 @@ class LinkDecoder(nn.Module):
         dim: embedding width ``D`` (also the hidden width).
     """
 
-    #: most ``rows x candidates x hidden`` floats one :meth:`combine` step holds (64 MiB of float32)
-    max_elements = 2**24
+    #: most ``rows x candidates x hidden`` floats one :meth:`combine` step holds (4 MiB of
+    #: float32: cache-sized blocks are fastest)
+    max_elements = 2**20
 
     def __init__(self, dim: int) -> None:
         super().__init__()
@@ -78,7 +79,7 @@ class LinkDecoder(nn.Module):
         stays bounded whatever ``b x c``.
         """
         rows = max(1, self.max_elements // max(1, target.size(0) * target.size(1)))
-        blocks = [self.lin_out((source[r:r + rows, None, :] + target[None]).relu()).squeeze(-1)
+        blocks = [self.lin_out((source[r:r + rows, None, :] + target[None]).relu_()).squeeze(-1)
                   for r in range(0, source.size(0), rows)]
         return torch.cat(blocks) if blocks else source.new_zeros((0, target.size(0)))
 
