@@ -20,7 +20,6 @@ from tgeval.errors import (  # noqa: E402
 )
 from tgeval.eval.replay import evaluate, warm_up  # noqa: E402
 from tgeval.eval.result import Result  # noqa: E402
-from tgeval.fit import fit  # noqa: E402
 from tgeval.loader import TimestampBatchLoader  # noqa: E402
 from tgeval.state import Stateful, no_state_change  # noqa: E402
 
@@ -28,6 +27,6 @@ __all__ = [
     "__version__", "Catalog", "build_catalog", "Segment", "Split", "chronological_split", "sort_by_time",
     "validate", "CatalogError", "DataFormatError", "LeakageError", "NegativesFileError", "SamplerError", "SplitError",
     "TemporalDataError", "TGEvalError", "UndefinedMetricWarning", "evaluate", "warm_up", "Result",
-    "TimestampBatchLoader", "Stateful", "no_state_change", "CheckpointError", "fit", "load_checkpoint",
+    "TimestampBatchLoader", "Stateful", "no_state_change", "CheckpointError", "load_checkpoint",
     "save_checkpoint",
 ]
