@@ -46,6 +46,7 @@ from tgeval.models.dyrep import DyRep
 from tgeval.models.graphmixer import GraphMixer
 from tgeval.models.neural import NeuralLinkModel
 from tgeval.models.tgn import TGN
+from tgeval.state import State
 
 __all__ = ["CheckpointError", "Checkpoint", "save_checkpoint", "load_checkpoint", "register_model", "build_model",
            "model_name", "model_options", "MODELS", "rng_state", "set_rng_state"]
@@ -159,6 +160,7 @@ def save_checkpoint(
     history: Optional[list] = None,
     training: Optional[dict] = None,
     best_parameters: Optional[dict] = None,
+    state: Optional[State] = None,
 ) -> str:
     """Write a checkpoint of ``model`` (and ``optimizer``) atomically; return the file's ``"sha256:<hex>"``.
 
@@ -173,6 +175,8 @@ def save_checkpoint(
         history: per-epoch records so far.
         training: the training specification (sampler, loss, ``K``, lr, batch size, seed, ...).
         best_parameters: the best epoch's ``state_dict`` when it is not ``model``'s own.
+        state: the state snapshot to store (default ``model.snapshot()``); :func:`~tgeval.fit.fit`
+            stores the state at the end of the epoch's training, before any validation event.
     """
     payload = {
         "format_version": FORMAT_VERSION,
@@ -180,7 +184,7 @@ def save_checkpoint(
         "parameters": model.state_dict(),
         "best_parameters": best_parameters,
         "optimizer": None if optimizer is None else optimizer.state_dict(),
-        "state": model.snapshot(),
+        "state": model.snapshot() if state is None else state,
         "rng": rng_state(),
         "epoch": int(epoch),
         "early_stopping": json_safe(early_stopping or {}),

@@ -125,6 +125,10 @@ def fit(
 
     **Checkpoints** (``checkpoint_dir``; the model must be registered, see
     :mod:`tgeval.checkpoint`): ``last.pt`` after every epoch, ``best.pt`` on improvement.
+    Their state snapshot is the state at the end of the epoch's training (history = the
+    training segment; no validation event), so ``evaluate(ckpt.model, data, split.val,
+    warm=False)`` continues from the state built during training (PyG's protocol), while
+    the default ``warm=True`` rebuilds it from the history with the checkpoint's weights.
     ``resume`` (a ``last.pt``) continues the run it was written by: same data, model
     configuration and specification (``epochs`` may differ, to train longer); the result is
     bit-identical to a run that was never interrupted.
@@ -207,6 +211,7 @@ def fit(
         model.train()  # the same mode every epoch, whatever the caller or a resume left
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=loss, optimizer=optimizer,
                             batch_size=batch_size, num_negatives=num_negatives, seed=seed, epoch=epoch)
+        trained_state = model.snapshot() if folder is not None else None  # history = the training segment only
         model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
         result = evaluate(model, data, split.val, protocol="online", sampler=val_sampler,
                           num_negatives=val_negatives, catalog=val_catalog, batch_size=batch_size, seed=seed)
@@ -227,7 +232,8 @@ def fit(
                 path = folder / f"{kind}.pt"
                 digest = save_checkpoint(path, neural, optimizer, epoch=epoch, data=data_fingerprint,
                                          early_stopping=best, history=history, training=training,
-                                         best_parameters=None if improved else best_parameters)
+                                         best_parameters=None if improved else best_parameters,
+                                         state=trained_state)
                 files[kind] = {"path": str(path), "sha256": digest}
         if on_epoch is not None:
             on_epoch(history[-1])

@@ -13,7 +13,14 @@ from tgeval.data.groups import group_starts
 from tgeval.data.validate import is_time_sorted
 from tgeval.errors import TemporalDataError
 
-__all__ = ["TimestampBatchLoader", "timestamp_batch_boundaries"]
+__all__ = ["TimestampBatchLoader", "timestamp_batch_boundaries", "check_time_sorted"]
+
+
+def check_time_sorted(t: Tensor) -> None:
+    """Raise :class:`TemporalDataError` unless ``t`` is non-decreasing."""
+    if not is_time_sorted(t):
+        raise TemporalDataError("`t` must be non-decreasing to batch by timestamp. "
+                                "Call `tgeval.data.validate(data, sort=True)` first.")
 
 
 def timestamp_batch_boundaries(t: Tensor, batch_size: int) -> Tensor:
@@ -67,9 +74,7 @@ class TimestampBatchLoader:
     """
 
     def __init__(self, data: TemporalData, batch_size: int = 200) -> None:
-        if not is_time_sorted(data.t):
-            raise TemporalDataError("`t` must be non-decreasing to batch by timestamp. "
-                                    "Call `tgeval.data.validate(data, sort=True)` first.")
+        check_time_sorted(data.t)
         self.data = data
         self.batch_size = batch_size
         self.boundaries = timestamp_batch_boundaries(data.t, batch_size)

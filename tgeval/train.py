@@ -14,8 +14,10 @@ dot-product score, stateless)::
 
     import torch
     from tgeval.data.catalog import build_catalog
+    from tgeval.data.groups import canonical_order
     from tgeval.data.synthetic import generate_events
-    from tgeval.loader import TimestampBatchLoader
+    from tgeval.data.validate import permute_events
+    from tgeval.loader import TimestampBatchLoader, check_time_sorted
     from tgeval.losses import bce_loss
     from tgeval.models.base import TemporalLinkModel
     from tgeval.samplers import UniformSampler
@@ -32,7 +34,8 @@ dot-product score, stateless)::
         def restore(self, state): pass
 
     data = generate_events(2_000, 100, seed=0)
-    data.position = torch.arange(data.num_events)     # global event index: keys the draws
+    data = permute_events(data, canonical_order(data.src, data.dst, data.t))  # (t, src, dst)
+    data.position = torch.arange(data.num_events)     # event index: keys the draws
     model = DotModel(100)
     sampler = UniformSampler(build_catalog(data, "train", train_end=data.num_events))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
@@ -62,10 +65,12 @@ from torch import Tensor
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
+from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
+from tgeval.data.validate import permute_events
 from tgeval.errors import LeakageError, TemporalDataError
 from tgeval.eval.replay import warm_up
-from tgeval.loader import TimestampBatchLoader
+from tgeval.loader import TimestampBatchLoader, check_time_sorted
 from tgeval.losses import LossFn, get_loss
 from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers.base import NegativeSampler, as_negatives
@@ -132,13 +137,14 @@ def train_epoch(
     events after the batch; training with them leaks and raises :class:`LeakageError`
     unless ``allow_whole_stream=True``.
 
-    **Randomness.** Negatives are keyed by the generator's seed and each event's global
-    index in ``data`` (``batch.position``, set here on a shallow copy; ``data`` is not
-    modified), so they do not depend on ``batch_size``. Without ``generator`` the seed is
-    ``seed + epoch``: fresh negatives each epoch, identical across runs. A given
-    ``generator`` is used as is (reseed it per epoch yourself). Model randomness (dropout)
-    follows torch's global generator, which this function does not touch. Events are
-    trained in the order of ``data`` (must be time-sorted).
+    **Order and randomness.** Events are trained in canonical order ``(t, src, dst)``
+    (``data`` must be time-sorted; the file order of simultaneous events does not matter,
+    SPEC §2; ``data`` itself is not modified). Negatives are keyed by the generator's seed
+    and each event's index in that order (``batch.position``), so they do not depend on
+    ``batch_size``. Without ``generator`` the seed is ``seed + epoch``: fresh negatives
+    each epoch, identical across runs. A given ``generator`` is used as is (reseed it per
+    epoch yourself). Model randomness (dropout) follows torch's global generator, which
+    this function does not touch.
 
     Args:
         model: a model with a differentiable :meth:`score`.
@@ -182,10 +188,12 @@ def train_epoch(
     device = data.src.device
     if generator is None:
         generator = torch.Generator(device=device).manual_seed(seed + epoch)
-    # Shallow copy with the global event index (views, no data copied).
-    stream = data[:]
+    # Canonical order (t, src, dst) inside timestamp groups, as in evaluation: file order of
+    # simultaneous events changes neither the negatives (keyed by position) nor the batches.
+    check_time_sorted(data.t)
+    stream = permute_events(data, canonical_order(data.src, data.dst, data.t))
     stream.position = torch.arange(data.num_events, device=device)
-    loader = TimestampBatchLoader(stream[start:end], batch_size)  # checks that t is sorted
+    loader = TimestampBatchLoader(stream[start:end], batch_size)
     detach = getattr(model, "detach_state", None)
 
     warm_up(model, stream[:start], batch_size=batch_size, sampler=sampler)

@@ -134,3 +134,26 @@ def test_bad_arguments(data):
         run(TGN, data, val_metric="all_entity_mrr")
     with pytest.raises(ValueError, match="patience"):
         run(TGN, data, patience=0)
+
+
+@pytest.mark.parametrize("cls", [TGN, GraphMixer])
+def test_checkpoint_state_is_the_end_of_training_not_validation(cls, data, tmp_path):
+    split = chronological_split(data)
+    run(cls, data, epochs=1, checkpoint_dir=tmp_path)
+    ckpt = load_checkpoint(tmp_path / "best.pt")
+    # The neighbour buffer holds exactly the training events: no validation event was replayed
+    # into the stored state, so `evaluate(ckpt.model, data, split.val, warm=False)` cannot leak.
+    assert ckpt.model.snapshot()["neighbors"]["num_inserted"] == split.train.end
+
+
+@pytest.mark.parametrize("cls", [TGN, DyRep])
+def test_training_ignores_the_file_order_inside_timestamp_groups(cls, tmp_path):
+    from tgeval.data.validate import permute_events
+    stream = generate_events(600, NUM_NODES, seed=3, feature_dim=2)
+    keys = stream.t.double() + torch.rand(stream.num_events, generator=torch.Generator().manual_seed(1),
+                                          dtype=torch.float64) * 0.5
+    shuffled = permute_events(stream, torch.argsort(keys))  # a permutation inside each timestamp group
+    assert not torch.equal(shuffled.src, stream.src)
+    a, _ = run(cls, stream, epochs=2)
+    b, _ = run(cls, shuffled, epochs=2)
+    assert first_difference(a.state_dict(), b.state_dict()) is None

@@ -29,6 +29,14 @@ def test_count_above_equal_with_tolerance_matches_a_loop():
     assert not torch.equal(exact[1], equal)  # the band matters on this input
 
 
+def test_an_infinite_positive_ties_only_with_itself_under_a_band():
+    inf = float("inf")
+    pos = torch.tensor([-inf, inf, 0.0])
+    neg = torch.tensor([[0.0, 1.0, -inf], [2.0, inf, -inf], [inf, -inf, 5e-6]])
+    above, equal = count_above_equal(pos, neg, None, 1e-5)
+    assert above.tolist() == [2, 0, 1] and equal.tolist() == [1, 1, 1]
+
+
 def test_tgn_from_empty_history_ties_every_candidate_whatever_the_batch_size():
     # With no history every node has the same embedding: every candidate truly ties with the
     # positive. The positive is scored alone and the candidates in blocks, so float32

@@ -208,10 +208,11 @@ def count_above_equal(pos: Tensor, neg: Tensor, mask: Optional[Tensor] = None,
     if not isinstance(neg, Tensor) or neg.dim() != 2 or neg.size(0) != pos.numel():
         shape = tuple(neg.shape) if isinstance(neg, Tensor) else type(neg).__name__
         raise ValueError(f"`neg` must have shape [Q, K] with Q = pos.numel() = {pos.numel()}, but has shape {shape}.")
-    if tolerance > 0:
-        band = tie_band(pos, tolerance).unsqueeze(1)
-        above = neg > pos.unsqueeze(1) + band
-        equal = (neg - pos.unsqueeze(1)).abs() <= band
+    if tolerance > 0:  # the band applies around finite positives only (an infinite one ties only with itself)
+        p = pos.unsqueeze(1)
+        band = torch.where(p.isfinite(), tie_band(p, tolerance), 0.0)
+        equal = (neg == p) | ((neg - p).abs() <= band)
+        above = (neg > p) & ~equal
     else:
         above = neg > pos.unsqueeze(1)
         equal = neg == pos.unsqueeze(1)
