@@ -165,6 +165,14 @@ def test_guard_catches_a_leaky_subclass(name, stream):
         evaluate(model, stream[:end], segment, catalog=catalog, batch_size=10)
 
 
+@pytest.mark.parametrize("name", ["tgn", "graphmixer"])
+def test_guard_sees_the_count_of_inserted_events(name, stream):
+    model = warmed(name, stream, upto=60)
+    with pytest.raises(LeakageError):
+        with no_state_change(model):  # the default (version) check: the count is a registered tensor
+            model.neighbors.inserted += 1
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_state_updates_do_not_depend_on_the_mode(name, stream):
     """The state is a function of the history and the parameters: updating in train mode (dropout
@@ -333,9 +341,9 @@ def warmed_models(stream):
 @settings(max_examples=30, deadline=None)
 @given(name=st.sampled_from(NAMES), seed=st.integers(0, 1000), num_events=st.integers(1, 9),
        num_candidates=st.integers(1, N), bounds=st.lists(st.integers(0, N), min_size=4, max_size=4),
-       max_elements=st.sampled_from([1, 7, 100, 2**24]))
+       max_elements=st.sampled_from([1, 7, 100, 2**24]), embed_chunk=st.sampled_from([1, 5, 8192]))
 def test_fast_path_equals_pairwise_score(warmed_models, stream, name, seed, num_events, num_candidates, bounds,
-                                         max_elements):
+                                         max_elements, embed_chunk):
     model = warmed_models[name]
     gen = torch.Generator().manual_seed(seed)
     src = torch.randint(0, N, (num_events,), generator=gen)
@@ -345,6 +353,7 @@ def test_fast_path_equals_pairwise_score(warmed_models, stream, name, seed, num_
                            t.repeat_interleave(num_candidates)).view(num_events, num_candidates)
     old = model.decoder.max_elements
     model.decoder.max_elements = max_elements  # small values: combine() works in row blocks
+    model.embed_chunk = embed_chunk  # small values: candidates are embedded in several calls
     try:
         with no_state_change(model, deep=True), torch.no_grad():
             full = model.score_candidates(src, t, candidates)
@@ -354,6 +363,7 @@ def test_fast_path_equals_pairwise_score(warmed_models, stream, name, seed, num_
             chunk = scorer(ev, cand)
     finally:
         model.decoder.max_elements = old
+        del model.embed_chunk  # back to the class default
     assert full.shape == (num_events, num_candidates)
     torch.testing.assert_close(full, pairwise, rtol=0, atol=1e-5)
     assert chunk.shape == pairwise[ev, cand].shape

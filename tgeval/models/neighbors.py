@@ -45,10 +45,15 @@ class NeighborBuffer(nn.Module):
         self.register_buffer("slot_e_id", self.loader.e_id, persistent=False)
         self.register_buffer("event_t", torch.empty(0, dtype=torch.long), persistent=False)
         self.register_buffer("event_msg", torch.empty(0, msg_dim), persistent=False)
-        self.num_inserted = 0
+        self.register_buffer("inserted", torch.zeros((), dtype=torch.long), persistent=False)
 
     slot_neighbors: Tensor  # int64 [num_nodes, size]  the loader's `neighbors`
     slot_e_id: Tensor       # int64 [num_nodes, size]  the loader's `e_id` (-1: empty slot)
+    inserted: Tensor        # int64 []  events inserted so far (a tensor, so the scoring guard sees it)
+
+    @property
+    def num_inserted(self) -> int:
+        return int(self.inserted)
 
     def _bind_loader(self) -> None:
         self.loader.neighbors, self.loader.e_id = self.slot_neighbors, self.slot_e_id
@@ -61,24 +66,25 @@ class NeighborBuffer(nn.Module):
 
     def reset_state(self) -> None:
         self.loader.reset_state()
-        self.num_inserted = 0
+        self.inserted.zero_()
 
     def insert(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor) -> None:
         """Add events ``(src, dst, t, msg)`` (``[B]``, ``[B, R]``) as neighbours in both directions."""
-        end = self.num_inserted + src.numel()
+        start = self.num_inserted
+        end = start + src.numel()
         if end > self.event_t.numel():  # grow geometrically: amortised O(1) per event
             capacity = max(end, 2 * self.event_t.numel(), 1024)
             grown_t = self.event_t.new_empty(capacity)
             grown_msg = self.event_msg.new_empty((capacity, self.msg_dim))
-            grown_t[: self.num_inserted] = self.event_t[: self.num_inserted]
-            grown_msg[: self.num_inserted] = self.event_msg[: self.num_inserted]
+            grown_t[:start] = self.event_t[:start]
+            grown_msg[:start] = self.event_msg[:start]
             self.event_t, self.event_msg = grown_t, grown_msg
-        self.event_t[self.num_inserted:end] = t
-        self.event_msg[self.num_inserted:end] = msg
-        self.num_inserted = end
-        self._insert_neighbors(src, dst)
+        self.event_t[start:end] = t
+        self.event_msg[start:end] = msg
+        self.inserted.fill_(end)
+        self._insert_neighbors(src, dst, start)
 
-    def _insert_neighbors(self, src: Tensor, dst: Tensor) -> None:
+    def _insert_neighbors(self, src: Tensor, dst: Tensor, first: int) -> None:
         """``LastNeighborLoader.insert`` that keeps the ``size`` most recent entries of every node.
 
         PyG's version places a node's new entries at ``position % size`` of the whole sorted
@@ -91,8 +97,7 @@ class NeighborBuffer(nn.Module):
         num_events = src.numel()
         neighbors = torch.cat([src, dst])
         nodes = torch.cat([dst, src])
-        e_id = torch.arange(loader.cur_e_id, loader.cur_e_id + num_events, device=device).repeat(2)
-        loader.cur_e_id += num_events
+        e_id = torch.arange(first, first + num_events, device=device).repeat(2)
         # Group by node, most recent event first (a self-loop's two entries are identical).
         order = torch.argsort(e_id, descending=True, stable=True)
         order = order[torch.argsort(nodes[order], stable=True)]
@@ -155,4 +160,4 @@ class NeighborBuffer(nn.Module):
         self._bind_loader()
         self.event_t = clone_state(state["event_t"]).to(device)
         self.event_msg = clone_state(state["event_msg"]).to(device)
-        self.num_inserted = self.loader.cur_e_id = int(state["num_inserted"])
+        self.inserted.fill_(int(state["num_inserted"]))

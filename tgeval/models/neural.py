@@ -52,6 +52,8 @@ class NeuralLinkModel(TemporalLinkModel):
 
     #: float32 rounding differs across call shapes by ~1e-7 relative; ties within 1e-5
     tie_tolerance = 1e-5
+    #: most catalog nodes embedded in one call by :meth:`candidate_scorer`
+    embed_chunk = 8192
 
     def __init__(self, num_nodes: int, msg_dim: int, embedding_dim: int) -> None:
         super().__init__(num_nodes)
@@ -84,13 +86,21 @@ class NeuralLinkModel(TemporalLinkModel):
         return self.decoder(z[inverse[:b]], z[inverse[b:]])
 
     def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
-        """Embed the sources and every candidate once; chunks then only combine decoder terms."""
-        n_id, inverse = torch.cat([src, candidates]).unique(return_inverse=True)
-        z = self.embed(n_id)
-        b = src.numel()
-        source = self.decoder.source_terms(z[inverse[:b]])
-        target = self.decoder.target_terms(z[inverse[b:]])
+        """Embed the sources and every candidate once; chunks then only combine decoder terms.
+
+        Candidates are embedded :attr:`embed_chunk` at a time and only their decoder terms
+        (``[C, H]``) are kept, so peak memory does not grow with the catalog beyond them.
+        """
+        source = self.decoder.source_terms(self._embed_any(src))
+        parts = [self.decoder.target_terms(self._embed_any(candidates[i:i + self.embed_chunk]))
+                 for i in range(0, candidates.numel(), self.embed_chunk)]
+        target = torch.cat(parts) if parts else source.new_zeros((0, source.size(1)))
         return lambda ev, cand: self.decoder.combine(source[ev], target[cand])
+
+    def _embed_any(self, ids: Tensor) -> Tensor:
+        """Embeddings ``[n, D]`` of any node ids (each distinct node embedded once)."""
+        n_id, inverse = ids.unique(return_inverse=True)
+        return self.embed(n_id)[inverse]
 
     def score_candidates(self, src: Tensor, t: Tensor, candidates: Tensor) -> Tensor:
         return self.candidate_scorer(src, t, candidates)(slice(None), slice(None))
