@@ -417,7 +417,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--val-negatives", type=int, default=20,
                     help="K uniform negatives per positive in validation (per epoch and the final result)")
     for key in WIDTHS:
-        tr.add_argument(_flag(key), type=int, help="model width (default: the model's own, 100 / 10 neighbours)")
+        tr.add_argument(_flag(key), type=int, help="model width (default: the model's own: widths 100; 10 neighbours "
+                                                  "for tgn and dyrep, 20 for graphmixer)")
     tr.add_argument("--checkpoint-dir", type=Path, help="write last.pt every epoch and best.pt on improvement")
     tr.add_argument("--resume", type=Path, help="continue the run of this last.pt (same options)")
     tr.add_argument("--device", default="cpu")
