@@ -236,7 +236,7 @@ def tgn_part(args: argparse.Namespace, report: Report) -> None:
             ref = REFERENCE_AP.get(epoch)
             ap = r.metrics["sampled"]["ap"]["per_batch_mean"]
             entry[protocol] = {"val": metrics_of(v), "test": metrics_of(r), "reference_ap": ref,
-                               "within_tolerance": None if ref is None else bool(ap >= ref - AP_TOLERANCE)}
+                               "within_tolerance": None if ref is None else bool(abs(ap - ref) <= AP_TOLERANCE)}
             rows.append(row(f"tgeval TGN, {protocol}", epoch, fit, entry[protocol]["val"], entry[protocol]["test"]))
         entry["seconds"] = time.perf_counter() - began
         part["epochs"][epoch] = entry
@@ -291,7 +291,7 @@ def tgn_part(args: argparse.Namespace, report: Report) -> None:
     for protocol in ("continued", "rebuilt"):
         checks = [(e, v[protocol]["test"]["ap"]["per_batch_mean"], REFERENCE_AP[e])
                   for e, v in part["epochs"].items() if e in REFERENCE_AP]
-        verdicts[protocol] = all(ap >= ref - AP_TOLERANCE for _, ap, ref in checks)
+        verdicts[protocol] = all(abs(ap - ref) <= AP_TOLERANCE for _, ap, ref in checks)
         print(f"target  : tgeval TGN ({protocol}) test AP within {AP_TOLERANCE} of the reference at the same epoch: "
               + ", ".join(f"epoch {e} {ap:.3f} vs {ref:.2f}" for e, ap, ref in checks)
               + f" -> {'PASS' if verdicts[protocol] else 'FAIL'}")
