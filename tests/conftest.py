@@ -8,6 +8,16 @@ from torch_geometric.data import TemporalData
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny tensors: with two OpenMP threads on shared cores, every small op waits for a thread
+    hand-off (milliseconds each); one thread runs such tests many times faster."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(params=DEVICES)
 def device(request):
     return torch.device(request.param)

@@ -1,7 +1,23 @@
-"""Small real models for tests (no mocks): a fixed score table, stateless."""
+"""Small real models for tests (no mocks): a fixed score table, stateless; small neural models."""
 
 
+from tgeval.models import TGN, DyRep, GraphMixer
 from tgeval.models.base import TemporalLinkModel
+
+#: widths that keep the neural models fast in tests (DyRep's memory must be even: two heads)
+SMALL_WIDTHS = {
+    TGN: dict(memory_dim=8, time_dim=4, embedding_dim=8, num_neighbors=3),
+    DyRep: dict(memory_dim=8, time_dim=4, num_neighbors=3),
+    GraphMixer: dict(num_neighbors=3, time_dim=4, hidden_dim=8, embedding_dim=8, num_layers=1),
+}
+NEURAL = {"tgn": TGN, "dyrep": DyRep, "graphmixer": GraphMixer}
+
+
+def small_neural_model(kind, num_nodes, msg_dim=1, subclass=None, **options):
+    """``kind`` (a class of :data:`SMALL_WIDTHS` or its name) with small widths; ``options``
+    override them or add others; ``subclass``: a subclass of ``kind`` to build instead."""
+    cls = NEURAL.get(kind, kind)
+    return (subclass or cls)(num_nodes, msg_dim, **{**SMALL_WIDTHS[cls], **options})
 
 
 class StatelessModel(TemporalLinkModel):

@@ -10,13 +10,9 @@ from tgeval.fit import TIMING_KEYS, fit
 from tgeval.models import TGN, DyRep, GraphMixer, message_dim
 from tgeval.samplers import UniformSampler
 from tgeval.state import clone_state, first_difference
+from tests.helpers import small_neural_model
 
 NUM_NODES = 40
-SMALL = {
-    TGN: dict(memory_dim=8, time_dim=8, embedding_dim=8, num_neighbors=4),
-    DyRep: dict(memory_dim=8, time_dim=8, num_neighbors=4),
-    GraphMixer: dict(num_neighbors=4, time_dim=8, hidden_dim=8, embedding_dim=8),
-}
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +28,7 @@ def run(cls, data, *, epochs=4, seed=0, lr=0.01, num_negatives=2, stop_after=Non
     """Build a small model (seeded) and fit it; ``stop_after`` simulates a crash after that epoch,
     ``log`` collects the parameters (not the state buffers) after every epoch."""
     torch.manual_seed(seed)
-    model = cls(NUM_NODES, message_dim(data), **SMALL[cls])
+    model = small_neural_model(cls, NUM_NODES, message_dim(data))
     split = chronological_split(data)
     sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end))
 

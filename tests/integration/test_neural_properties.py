@@ -18,33 +18,23 @@ from tgeval.data.synthetic import generate_events
 from tgeval.data.validate import permute_events
 from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader
-from tgeval.models import DyRep, GraphMixer, TGN
+from tgeval.models import TGN
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
 from tgeval.train import train_epoch
+from tests.helpers import small_neural_model
 from tests.strategies import streams
 
 N = 10
 NAMES = ["tgn", "dyrep", "graphmixer"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: with two OpenMP threads on shared cores, every small op waits for a thread
-    hand-off (milliseconds each); one thread runs these tests many times faster."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def make(name, num_nodes=N, seed=0, width=8):
+def make(name, num_nodes=N, seed=0, msg_dim=1):
     torch.manual_seed(seed)
-    if name == "tgn":
-        return TGN(num_nodes, memory_dim=width, time_dim=4, embedding_dim=width, num_neighbors=3)
-    if name == "dyrep":
-        return DyRep(num_nodes, memory_dim=width, time_dim=4, num_neighbors=3)
-    return GraphMixer(num_nodes, num_neighbors=3, time_dim=4, hidden_dim=width, embedding_dim=width, num_layers=1)
+    return small_neural_model(name, num_nodes, msg_dim)
 
 
 def _segment(data, start):
@@ -168,11 +158,7 @@ def test_shuffling_events_with_features_inside_groups_changes_nothing(data, name
     full = Catalog("custom", torch.arange(N), None, N)
 
     def run(stream):
-        torch.manual_seed(0)
-        model = {"tgn": lambda: TGN(N, 2, memory_dim=8, time_dim=4, embedding_dim=8, num_neighbors=3),
-                 "dyrep": lambda: DyRep(N, 2, memory_dim=8, time_dim=4, num_neighbors=3),
-                 "graphmixer": lambda: GraphMixer(N, 2, num_neighbors=3, time_dim=4, hidden_dim=8, embedding_dim=8,
-                                                  num_layers=1)}[name]()
+        model = make(name, msg_dim=2)
         return evaluate(model, stream, segment, protocol=protocol, sampler=UniformSampler(full), num_negatives=3,
                         catalog=full, batch_size=batch_size, seed=3, candidate_budget=7)
 

@@ -12,13 +12,9 @@ from tgeval.models import TGN, DyRep, GraphMixer, message_dim
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
 from tgeval.train import train_epoch
+from tests.helpers import small_neural_model
 
 NUM_NODES = 40
-SMALL = {
-    TGN: dict(memory_dim=8, time_dim=8, embedding_dim=8, num_neighbors=4),
-    DyRep: dict(memory_dim=8, time_dim=8, num_neighbors=4),
-    GraphMixer: dict(num_neighbors=4, time_dim=8, hidden_dim=8, embedding_dim=8),
-}
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +25,7 @@ def data():
 def trained(cls, data, **extra):
     """A small model after one epoch on the training segment, its optimizer, and the split."""
     torch.manual_seed(0)
-    model = cls(NUM_NODES, message_dim(data), **SMALL[cls], **extra)
+    model = small_neural_model(cls, NUM_NODES, message_dim(data), **extra)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     split = chronological_split(data)
     sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end))
@@ -133,7 +129,7 @@ def test_other_data_model_or_registry_raise_checkpoint_errors(saved, data, monke
     with pytest.raises(CheckpointError, match="trained on other data.*train a checkpoint on this data"):
         load_checkpoint(path, data=other)
     load_checkpoint(path, data=data)  # the same data passes
-    different = TGN(NUM_NODES, message_dim(data), **{**SMALL[TGN], "memory_dim": 4})
+    different = small_neural_model(TGN, NUM_NODES, message_dim(data), memory_dim=4)
     with pytest.raises(CheckpointError, match="config"):
         load_checkpoint(path, model=different)
     monkeypatch.delitem(MODELS, "tgn")
@@ -145,7 +141,7 @@ def test_unregistered_models_cannot_be_saved_until_registered(data, tmp_path, mo
     class MyTGN(TGN):
         pass
 
-    model = MyTGN(NUM_NODES, message_dim(data), **SMALL[TGN])
+    model = small_neural_model(TGN, NUM_NODES, message_dim(data), subclass=MyTGN)
     with pytest.raises(CheckpointError, match="not a registered model.*register_model"):
         save_checkpoint(tmp_path / "x.pt", model, None, epoch=0, data=data)
     monkeypatch.setattr("tgeval.checkpoint.MODELS", dict(MODELS))

@@ -18,29 +18,18 @@ from tgeval.models.layers import LinkDecoder
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
 from tgeval.train import train_epoch
+from tests.helpers import small_neural_model
 
 N = 24
 NAMES = ["tgn", "dyrep", "graphmixer"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: with two OpenMP threads on shared cores, every small op waits for a thread
-    hand-off (milliseconds each); one thread runs these tests many times faster."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def make(name, num_nodes=N, msg_dim=1, cls=None, **extra):
     """A small model of the named kind (``cls``: a subclass to build instead)."""
-    if name == "tgn":
-        return (cls or TGN)(num_nodes, msg_dim, memory_dim=12, time_dim=6, embedding_dim=12, num_neighbors=3, **extra)
-    if name == "dyrep":
-        return (cls or DyRep)(num_nodes, msg_dim, memory_dim=12, time_dim=6, num_neighbors=3, **extra)
-    return (cls or GraphMixer)(num_nodes, msg_dim, num_neighbors=3, time_dim=6, hidden_dim=12, embedding_dim=12,
-                               num_layers=1, **extra)
+    return small_neural_model(name, num_nodes, msg_dim, subclass=cls, **extra)
 
 
 def boundary(data, at):
