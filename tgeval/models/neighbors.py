@@ -136,7 +136,7 @@ class NeighborBuffer(nn.Module):
         e_id = self.loader.e_id[n_id]
         valid = e_id >= 0
         safe = e_id.clamp(min=0)
-        if self.num_inserted == 0:
+        if self.event_t.numel() == 0:  # nothing stored yet (a shape test: no device sync)
             t = torch.zeros_like(safe)
             msg = self.event_msg.new_zeros((*safe.shape, self.msg_dim))
         else:
@@ -147,7 +147,7 @@ class NeighborBuffer(nn.Module):
 
     def snapshot(self) -> State:
         n, e_id = self.num_inserted, self.loader.e_id
-        # Slots without an event hold uninitialised ids in PyG's loader: store them as 0.
+        # Slots without an event may hold stale ids (kept by reset_state): store them as 0.
         neighbors = torch.where(e_id >= 0, self.loader.neighbors, 0)
         return {"neighbors": neighbors, "e_id": clone_state(e_id),
                 "event_t": clone_state(self.event_t[:n]), "event_msg": clone_state(self.event_msg[:n]),

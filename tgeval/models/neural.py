@@ -80,10 +80,8 @@ class NeuralLinkModel(TemporalLinkModel):
     # -- scoring ----------------------------------------------------------------------
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         """``dec(z_src, z_dst)`` ``[B]``; every node is embedded once per call."""
-        n_id, inverse = torch.cat([src, dst]).unique(return_inverse=True)
-        z = self.embed(n_id)
-        b = src.numel()
-        return self.decoder(z[inverse[:b]], z[inverse[b:]])
+        z = self._embed_any(torch.cat([src, dst]))
+        return self.decoder(z[:src.numel()], z[src.numel():])
 
     def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
         """Embed the sources and every candidate once; chunks then only combine decoder terms.
