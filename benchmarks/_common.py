@@ -24,6 +24,7 @@ import torch  # noqa: E402
 from torch_geometric.data import TemporalData  # noqa: E402
 
 import tgeval  # noqa: E402
+from tgeval.data.split import Segment  # noqa: E402
 
 WIKIPEDIA_FILE = Path("wikipedia") / "ml_wikipedia.txt"
 
@@ -110,3 +111,21 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Non
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for r in cells[1:]:
         print(line(r))
+
+
+def group_end(t: torch.Tensor, start: int, num_events: int, limit: int) -> int:
+    """End of the first ``num_events`` events from ``start``, extended to a whole timestamp group
+    (``limit`` when ``num_events <= 0`` or the events reach it)."""
+    if num_events <= 0 or start + num_events >= limit:
+        return limit
+    tn = t.numpy()
+    return min(int(np.searchsorted(tn, tn[start + num_events - 1], side="right")), limit)
+
+
+def head_segment(data: TemporalData, segment: Segment, num_events: int) -> Segment:
+    """The first ``num_events`` events of ``segment``, extended to the end of the last timestamp group."""
+    end = group_end(data.t, segment.start, num_events, segment.end)
+    if end == segment.end:
+        return segment
+    return Segment(f"{segment.name}[:{end - segment.start}]", segment.start, end, data.t[segment.start].item(),
+                   data.t[end - 1].item())

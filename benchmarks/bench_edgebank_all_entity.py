@@ -28,11 +28,10 @@ import argparse
 from collections import defaultdict
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
-import numpy as np
 import torch
-from _common import add_common_args, best, load_wikipedia, median, print_header, print_table, timed
+from _common import add_common_args, best, head_segment, load_wikipedia, median, print_header, print_table, timed
 
-from tgeval import Segment, TimestampBatchLoader, build_catalog, chronological_split, evaluate
+from tgeval import TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.models.heuristics import EdgeBank
 
 BATCH_SIZE = 200
@@ -72,16 +71,6 @@ def set_reference(history, events, items, bounds):
 
     seconds, (above, equal, cand) = timed(run)
     return seconds, torch.tensor(above), torch.tensor(equal), torch.tensor(cand)
-
-
-def head_segment(data, test, num_events: int) -> Segment:
-    """The first ``num_events`` events of ``test``, extended to the end of the last timestamp group."""
-    if num_events <= 0 or num_events >= test.num_events:
-        return test
-    t = data.t.numpy()
-    end = int(np.searchsorted(t, t[test.start + num_events - 1], side="right"))
-    end = min(end, test.end)
-    return Segment(f"{test.name}[:{end - test.start}]", test.start, end, t[test.start].item(), t[end - 1].item())
 
 
 def main() -> None:

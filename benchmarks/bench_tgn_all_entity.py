@@ -35,9 +35,9 @@ import argparse
 import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
-import numpy as np
 import torch
 from _common import (
+    head_segment,
     add_common_args,
     load_wikipedia,
     median,
@@ -80,15 +80,6 @@ def batch_plain_decoder(model: TGN, src: Tensor, t: Tensor, items: Tensor) -> Te
     d = z.size(1)
     return model.decoder(z_src[:, None, :].expand(b, c, d).reshape(-1, d),
                          z_items[None, :, :].expand(b, c, d).reshape(-1, d)).view(b, c)
-
-
-def head_segment(data, test: Segment, num_events: int) -> Segment:
-    """The first ``num_events`` events of ``test``, extended to the end of the last timestamp group."""
-    if num_events <= 0 or num_events >= test.num_events:
-        return test
-    t = data.t.numpy()
-    end = min(int(np.searchsorted(t, t[test.start + num_events - 1], side="right")), test.end)
-    return Segment(f"{test.name}[:{end - test.start}]", test.start, end, t[test.start].item(), t[end - 1].item())
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ import _common  # noqa: F401  (puts the repository root on sys.path)
 import numpy as np
 import torch
 from _common import (
+    group_end,
     add_common_args,
     best,
     load_wikipedia,
@@ -245,14 +246,6 @@ def range_catalog(dst: Tensor, num_nodes: int) -> Catalog:
     lo, hi = int(dst.min()), int(dst.max())
     return Catalog("custom", torch.arange(lo, hi + 1), None, num_nodes,
                    {"rule": f"destination id range [{lo}, {hi}] (PyG TemporalDataLoader negatives)"})
-
-
-def group_end(t: Tensor, start: int, num_events: int, limit: int) -> int:
-    """End of the first ``num_events`` events from ``start``, extended to a whole timestamp group."""
-    if num_events <= 0 or start + num_events >= limit:
-        return limit
-    tn = t.numpy()
-    return min(int(np.searchsorted(tn, tn[start + num_events - 1], side="right")), limit)
 
 
 def num_nodes_of(data: TemporalData) -> int:
