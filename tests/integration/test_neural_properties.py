@@ -23,7 +23,7 @@ from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
 from tgeval.train import train_epoch
 from tests.helpers import small_neural_model
-from tests.strategies import streams
+from tests.strategies import segment_from, shuffle_within_groups, streams
 
 N = 10
 NAMES = ["tgn", "dyrep", "graphmixer"]
@@ -35,15 +35,6 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def make(name, num_nodes=N, seed=0, msg_dim=1):
     torch.manual_seed(seed)
     return small_neural_model(name, num_nodes, msg_dim)
-
-
-def _segment(data, start):
-    """Segment from the first group boundary at or after ``start`` to the end."""
-    t = data.t.tolist()
-    while 0 < start < len(t) and t[start - 1] == t[start]:
-        start += 1
-    assume(start < len(t))
-    return Segment("test", start, len(t), t[start], t[-1])
 
 
 def _run(name, data, segment, protocol, batch_size, seed=3, catalog_kind="time-available", model_seed=0):
@@ -83,7 +74,7 @@ def test_future_perturbation_never_changes_past_scores(data, name, start, cut, b
     so there its scores are compared to 1e-5, and its counts only where no sampled negative is
     within 1e-5 of the positive (all-entity counts there follow from the same scores).
     """
-    segment = _segment(data, min(start, data.num_events - 1))
+    segment = segment_from(data, min(start, data.num_events - 1))
     tau = int(data.t[min(max(cut, segment.start), data.num_events - 1)])
     past = data.t <= tau
     # Replace everything after tau by another future: events changed, added, removed, re-timed.
@@ -114,10 +105,8 @@ def test_future_perturbation_never_changes_past_scores(data, name, start, cut, b
 def test_shuffling_inside_timestamp_groups_changes_nothing(data, name, start, batch_size, protocol, seed,
                                                            model_seed):
     """The engine replays every group in canonical order, so even float results are bit-identical."""
-    segment = _segment(data, min(start, data.num_events - 1))
-    gen = torch.Generator().manual_seed(seed)
-    keys = data.t.double() + torch.rand(data.num_events, generator=gen, dtype=torch.float64) * 0.5
-    shuffled = permute_events(data, torch.argsort(keys))
+    segment = segment_from(data, min(start, data.num_events - 1))
+    shuffled = shuffle_within_groups(data, seed)
     assume(not torch.equal(shuffled.src, data.src) or not torch.equal(shuffled.dst, data.dst))
     a = _run(name, data, segment, protocol, batch_size, catalog_kind="custom", model_seed=model_seed)
     b = _run(name, shuffled, segment, protocol, batch_size, catalog_kind="custom", model_seed=model_seed)
@@ -129,8 +118,8 @@ def test_shuffling_inside_timestamp_groups_changes_nothing(data, name, start, ba
 @settings(max_examples=15, deadline=None)
 @given(data=streams(min_events=6, max_events=30, max_nodes=8), name=st.sampled_from(NAMES),
        start=st.integers(1, 20))
-def test_fixed_and_online_agree_on_a_single_batch_segment(data, name, start):
-    segment = _segment(data, min(start, data.num_events - 1))
+def test_fixed_and_online_agree_on_a_single_batchsegment_from(data, name, start):
+    segment = segment_from(data, min(start, data.num_events - 1))
     a = _run(name, data, segment, "online", segment.num_events)
     b = _run(name, data, segment, "fixed", segment.num_events)
     assert a.performance["num_batches"] == 1
@@ -151,10 +140,8 @@ def test_shuffling_events_with_features_inside_groups_changes_nothing(data, name
     """Events equal in (t, src, dst) but with different features keep their file order in the
     canonical replay order; the models must not depend on it."""
     data = _with_features(data, seed)
-    segment = _segment(data, min(start, data.num_events - 1))
-    gen = torch.Generator().manual_seed(seed)
-    keys = data.t.double() + torch.rand(data.num_events, generator=gen, dtype=torch.float64) * 0.5
-    shuffled = permute_events(data, torch.argsort(keys))
+    segment = segment_from(data, min(start, data.num_events - 1))
+    shuffled = shuffle_within_groups(data, seed)
     full = Catalog("custom", torch.arange(N), None, N)
 
     def run(stream):

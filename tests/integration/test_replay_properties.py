@@ -8,23 +8,13 @@ from hypothesis import strategies as st
 from tgeval import LeakageError, SplitError, build_catalog, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
-from tgeval.data.validate import permute_events
 from tgeval.models.heuristics import EdgeBank, NodeMemory, Popularity, PreferentialAttachment
 from tgeval.samplers import UniformSampler
-from tests.strategies import streams
+from tests.strategies import segment_from, shuffle_within_groups, streams
 
 N = 10
 MODELS = [lambda: EdgeBank(N), lambda: EdgeBank(N, window=3), lambda: NodeMemory(N),
           lambda: PreferentialAttachment(N), lambda: Popularity(N, half_life=2.0)]
-
-
-def _segment(data, start):
-    """Segment from the first group boundary at or after ``start`` to the end."""
-    t = data.t.tolist()
-    while 0 < start < len(t) and t[start - 1] == t[start]:
-        start += 1
-    assume(start < len(t))
-    return Segment("test", start, len(t), t[start], t[-1])
 
 
 def _run(model, data, segment, protocol="online", batch_size=4, seed=3, catalog_kind="time-available", replace=True):
@@ -46,7 +36,7 @@ PER_EVENT = ("score", "neg", "neg_score", "sampled_above", "sampled_equal", "abo
        future=streams(min_events=0, max_events=20, max_nodes=8, max_time=6))
 def test_future_perturbation_never_changes_past_scores(data, which, start, cut, batch_size, protocol, replace,
                                                        future):
-    segment = _segment(data, min(start, data.num_events - 1))
+    segment = segment_from(data, min(start, data.num_events - 1))
     tau = int(data.t[min(max(cut, segment.start), data.num_events - 1)])
     past = data.t <= tau
     # Replace everything after tau by another future: events changed, added, removed, re-timed.
@@ -68,11 +58,8 @@ def test_future_perturbation_never_changes_past_scores(data, which, start, cut, 
        seed=st.integers(0, 99), replace=st.booleans())
 def test_shuffling_inside_timestamp_groups_changes_no_metric(data, which, start, batch_size, protocol, seed,
                                                               replace):
-    segment = _segment(data, min(start, data.num_events - 1))
-    # random permutation inside each timestamp group
-    gen = torch.Generator().manual_seed(seed)
-    keys = data.t.double() + torch.rand(data.num_events, generator=gen, dtype=torch.float64) * 0.5
-    shuffled = permute_events(data, torch.argsort(keys))
+    segment = segment_from(data, min(start, data.num_events - 1))
+    shuffled = shuffle_within_groups(data, seed)
     assume(not torch.equal(shuffled.src, data.src) or not torch.equal(shuffled.dst, data.dst))
     a = _run(MODELS[which](), data, segment, protocol, batch_size, catalog_kind="custom", replace=replace)
     b = _run(MODELS[which](), shuffled, segment, protocol, batch_size, catalog_kind="custom", replace=replace)
@@ -83,8 +70,8 @@ def test_shuffling_inside_timestamp_groups_changes_no_metric(data, which, start,
 @settings(max_examples=40, deadline=None)
 @given(data=streams(min_events=6, max_events=40, max_nodes=8), which=st.integers(0, len(MODELS) - 1),
        start=st.integers(1, 20))
-def test_fixed_and_online_agree_on_a_single_batch_segment(data, which, start):
-    segment = _segment(data, min(start, data.num_events - 1))
+def test_fixed_and_online_agree_on_a_single_batchsegment_from(data, which, start):
+    segment = segment_from(data, min(start, data.num_events - 1))
     big = segment.num_events  # the whole segment is one timestamp batch
     a = _run(MODELS[which](), data, segment, "online", big)
     b = _run(MODELS[which](), data, segment, "fixed", big)
