@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from tgeval import TimestampBatchLoader
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
+from torch_geometric.data import TemporalData
+
 from tests.conftest import make_stream
 from tests.strategies import streams
 
@@ -77,7 +79,33 @@ def test_edgebank_storage_is_distinct_pairs():
     src = torch.tensor([1, 1, 1, 2, 2, 1])
     dst = torch.tensor([2, 2, 2, 3, 3, 4])
     model.update(make_stream(src, dst, [1, 2, 3, 4, 5, 6]))
-    assert model.keys.tolist() == [12, 14, 23] and model.last_seen.tolist() == [3.0, 6.0, 5.0]
+    state = model.snapshot()  # the stored pairs, without the padding of the fixed-capacity arrays
+    assert state["keys"].tolist() == [12, 14, 23] and state["last_seen"].tolist() == [3, 6, 5]
+    assert state["last_seen"].dtype == torch.long  # integer times stay exact
+    padding = model.keys[3:]
+    assert padding.numel() > 0 and bool((padding == torch.iinfo(torch.long).max).all())
+    model.update(TemporalData(src=torch.tensor([1, 0]), dst=torch.tensor([2, 9]), t=torch.tensor([7.5, 8.0])))
+    # float times: stored as float64 from now on
+    state = model.snapshot()
+    assert state["keys"].tolist() == [9, 12, 14, 23] and state["last_seen"].tolist() == [8.0, 7.5, 6.0, 5.0]
+
+
+@pytest.mark.parametrize("window", [None, 2.0])
+def test_edgebank_grows_past_its_capacity(window):
+    """More distinct pairs than the initial capacity, in batches that straddle each regrowth."""
+    n = 100
+    gen = torch.Generator().manual_seed(0)
+    src, dst = torch.randint(0, n, (5000,), generator=gen), torch.randint(0, n, (5000,), generator=gen)
+    data = make_stream(src, dst, torch.arange(5000) // 3)
+    model = EdgeBank(n, window=window)
+    history = {}
+    for batch in TimestampBatchLoader(data, 333):
+        model.update(batch)
+        history.update(zip(zip(batch.src.tolist(), batch.dst.tolist()), batch.t.tolist()))
+    state = model.snapshot()
+    assert state["keys"].tolist() == sorted(u * n + v for u, v in history)
+    assert state["last_seen"].tolist() == [history[(k // n, k % n)] for k in state["keys"].tolist()]
+    assert model.keys.numel() > state["keys"].numel()  # padding left: the next update needs no regrowth check
 
 
 def test_membership_scorer_values():

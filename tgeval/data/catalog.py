@@ -76,6 +76,7 @@ class Catalog:
         table = torch.full((self.num_nodes,), -1, dtype=torch.long, device=items.device)
         table[items] = torch.arange(self.size, device=items.device)
         object.__setattr__(self, "_table", table)  # id -> position, built once
+        object.__setattr__(self, "_indicator", (table >= 0).long())
 
     @property
     def size(self) -> int:
@@ -84,6 +85,16 @@ class Catalog:
     @property
     def device(self) -> torch.device:
         return self.items.device
+
+    @property
+    def table(self) -> Tensor:
+        """int64 ``[num_nodes]``: the position of each id in ``items``, ``-1`` outside the catalog."""
+        return self._table  # type: ignore[attr-defined]
+
+    @property
+    def indicator(self) -> Tensor:
+        """int64 ``[num_nodes]``: 1 for the catalog's ids, 0 for the others (sums count items)."""
+        return self._indicator  # type: ignore[attr-defined]
 
     def to(self, device: torch.device | str) -> "Catalog":
         af = None if self.available_from is None else self.available_from.to(device)
@@ -98,9 +109,8 @@ class Catalog:
 
     def position(self, ids: Tensor) -> Tensor:
         """Position of each id in ``items``, or ``-1`` for ids outside the catalog: int64, shape of ``ids``."""
-        table: Tensor = self._table  # type: ignore[attr-defined]
         inside = (ids >= 0) & (ids < self.num_nodes)
-        return torch.where(inside, table[ids.clamp(0, self.num_nodes - 1)], torch.full_like(ids, -1))
+        return torch.where(inside, self.table[ids.clamp(0, self.num_nodes - 1)], torch.full_like(ids, -1))
 
     def available(self, ids: Tensor, t: Tensor) -> Tensor:
         """Whether each id is a candidate at the matching time: bool, shape of ``ids`` (broadcast with ``t``)."""

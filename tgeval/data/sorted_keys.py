@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import Tensor
 
-__all__ = ["expand_ranges", "merge_slots"]
+__all__ = ["PAD", "expand_ranges", "merge_slots"]
+
+#: Padding of fixed-capacity sorted key arrays: the largest int64, above every pair key
+#: ``u * n + v`` (``n ** 2 < 2 ** 63``), so padded arrays stay sorted.
+PAD = torch.iinfo(torch.long).max
 
 
-def expand_ranges(lo: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+def expand_ranges(lo: Tensor, lengths: Tensor, total: Optional[int] = None) -> tuple[Tensor, Tensor]:
     """Flatten the ranges ``[lo[i], lo[i] + lengths[i])``.
 
     Args:
         lo, lengths: int64 ``[R]``.
+        total: ``lengths.sum()`` when the caller knows it on the host (no device read).
 
     Returns:
         ``(owner, index)``: int64 ``[sum(lengths)]`` each; ``owner`` is the range of each
@@ -22,7 +29,7 @@ def expand_ranges(lo: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
         >>> expand_ranges(torch.tensor([10, 3]), torch.tensor([2, 3]))
         (tensor([0, 0, 1, 1, 1]), tensor([10, 11,  3,  4,  5]))
     """
-    total = int(lengths.sum())
+    total = int(lengths.sum()) if total is None else total
     owner = torch.repeat_interleave(torch.arange(lengths.numel(), device=lengths.device), lengths, output_size=total)
     offset = torch.arange(total, device=lengths.device) - (torch.cumsum(lengths, 0) - lengths)[owner]
     return owner, lo[owner] + offset

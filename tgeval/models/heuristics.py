@@ -17,6 +17,7 @@ products) compare exactly.
 
 from __future__ import annotations
 
+import math
 from typing import Optional, Union
 
 import torch
@@ -24,7 +25,7 @@ from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.sorted_keys import expand_ranges, merge_slots
+from tgeval.data.sorted_keys import PAD
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.models.base import TemporalLinkModel
 from tgeval.state import State, clone_state
@@ -47,7 +48,16 @@ class _BufferState(TemporalLinkModel):
 
 
 class EdgeBank(_BufferState):
-    """EdgeBank: remembers every pair seen (or seen within ``window`` time units).
+    r"""EdgeBank: remembers every pair seen (or seen within ``window`` time units).
+
+    Storage is a padded sorted array, so that scoring and updates have fixed shapes (no
+    host synchronisation on a GPU): ``keys`` holds the distinct pair keys
+    ``u * num_nodes + v`` in ascending order followed by padding (the largest int64, never
+    a pair key), ``last_seen`` the latest time of each pair (padding: the lowest value of
+    its dtype). The capacity grows geometrically ahead of need; the host keeps an upper
+    bound of the number of pairs, so it reads the true number from the device only when
+    that bound reaches the capacity (amortised: a few times per pass). Times keep the
+    data's precision: ``last_seen`` is int64 for integer ``t`` and float64 otherwise.
 
     Args:
         num_nodes: exclusive upper bound of node ids.
@@ -57,8 +67,11 @@ class EdgeBank(_BufferState):
     """
 
     _state_keys = ("keys", "last_seen")
-    keys: Tensor  # int64 [P], sorted distinct pair keys
-    last_seen: Tensor  # float64 [P], last time each pair occurred
+    keys: Tensor  # int64 [capacity]: sorted distinct pair keys, then PAD
+    last_seen: Tensor  # [capacity]: last time each pair occurred (int64 or float64), then its dtype's lowest value
+    slots: Tensor  # int64 [capacity]: arange(capacity), not state
+    #: smallest capacity of the padded arrays
+    min_capacity = 1024
 
     def __init__(self, num_nodes: int, window: Optional[float] = None, directed: bool = True) -> None:
         super().__init__(num_nodes)
@@ -68,21 +81,61 @@ class EdgeBank(_BufferState):
             raise ValueError(f"window must be a positive duration or None, got {window}.")
         self.window = None if window is None else float(window)
         self.directed = directed
-        self.register_buffer("keys", torch.zeros(0, dtype=torch.long))
-        self.register_buffer("last_seen", torch.zeros(0, dtype=torch.float64))
+        self.register_buffer("keys", torch.full((self.min_capacity,), PAD, dtype=torch.long))
+        self.register_buffer("last_seen", torch.full((self.min_capacity,), _lowest(torch.long), dtype=torch.long))
+        self.register_buffer("slots", torch.arange(self.min_capacity), persistent=False)
+        self._bound = 0  # host-side upper bound of the number of stored pairs
 
+    # -- storage ----------------------------------------------------------------------
     def _key(self, src: Tensor, dst: Tensor) -> Tensor:
-        return pair_keys(src, dst, self.num_nodes, directed=self.directed)
+        if self.directed:
+            return torch.add(dst, src, alpha=self.num_nodes)
+        return pair_keys(src, dst, self.num_nodes, directed=False)
+
+    def _store(self, keys: Tensor, last_seen: Tensor, capacity: int) -> None:
+        """Install ``P`` sorted distinct keys and their times, padded to ``capacity > P``."""
+        size = keys.numel()
+        self.keys = torch.full((capacity,), PAD, dtype=torch.long, device=keys.device)
+        self.last_seen = torch.full((capacity,), _lowest(last_seen.dtype), dtype=last_seen.dtype, device=keys.device)
+        self.keys[:size], self.last_seen[:size] = keys, last_seen
+        if self.slots.numel() != capacity:
+            self.slots = torch.arange(capacity, device=keys.device)
+        self._bound = size
+
+    def _stored(self) -> tuple[Tensor, Tensor]:
+        """The stored keys and times without padding (reads the size from the device)."""
+        size = int(torch.searchsorted(self.keys, torch.full((), PAD, dtype=torch.long, device=self.keys.device)))
+        return self.keys[:size], self.last_seen[:size]
+
+    def _reserve(self, incoming: int, time_dtype: torch.dtype) -> None:
+        """Make room for ``incoming`` more keys plus one padding slot (and the time dtype of
+        the data); reads the true size from the device only when the host bound is too high."""
+        time_dtype = torch.long if not time_dtype.is_floating_point else torch.float64
+        if self.last_seen.dtype != time_dtype:  # first floating-point times: keep them exact from now on
+            keys, times = self._stored()
+            self._store(keys, times.to(torch.promote_types(times.dtype, time_dtype)), self.keys.numel())
+        if self._bound + incoming < self.keys.numel():
+            return
+        keys, times = self._stored()
+        capacity = max(self.keys.numel(), 2 * (keys.numel() + incoming + 1))
+        self._store(keys, times, capacity)
+
+    # -- scoring ----------------------------------------------------------------------
+    def _since(self, t: Tensor) -> Tensor:
+        """Earliest last-seen time inside the window at ``t``: ``t - floor(w)`` for integer times
+        (exact: ``s >= t - w`` iff ``s >= t - floor(w)`` for integers), ``t - w`` in float64 otherwise."""
+        window = float(self.window)  # type: ignore[arg-type]
+        if t.is_floating_point() or self.last_seen.is_floating_point():
+            return t.to(torch.float64) - window
+        return t - math.floor(window)
 
     def membership(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         """``M`` (bool, shape of ``src``): the pair was seen before (within the window)."""
         key = self._key(src, dst)
-        pos = torch.searchsorted(self.keys, key).clamp(max=max(self.keys.numel() - 1, 0))
-        if self.keys.numel() == 0:
-            return torch.zeros_like(key, dtype=torch.bool)
-        found = self.keys[pos] == key
+        pos = torch.searchsorted(self.keys, key)  # < capacity: the array always ends with padding
+        found = self.keys.take(pos) == key
         if self.window is not None:
-            found &= self.last_seen[pos] >= t.double() - self.window
+            found &= self.last_seen.take(pos) >= self._since(t)
         return found
 
     def _values(self) -> tuple[Union[float, Tensor], Union[float, Tensor]]:
@@ -91,95 +144,129 @@ class EdgeBank(_BufferState):
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         unseen, seen = self._values()
-        member = self.membership(src, dst, t).double()
+        member = self.membership(src, dst, t).to(torch.float64)
         return member if (unseen, seen) == (0.0, 1.0) else unseen + (seen - unseen) * member
 
+    # -- state ------------------------------------------------------------------------
     def update(self, batch: TemporalData) -> None:
-        """Insert the batch's pairs (sorted merge, O(P + B log B)) and refresh their last-seen times."""
-        batch_keys, inverse = torch.unique(self._key(batch.src, batch.dst), return_inverse=True)
-        times = torch.full((batch_keys.numel(),), float("-inf"), dtype=torch.float64, device=batch_keys.device)
-        times.scatter_reduce_(0, inverse, batch.t.double(), reduce="amax")  # batch times are >= stored ones
-        pos = torch.searchsorted(self.keys, batch_keys)
-        found = self.keys[pos.clamp(max=max(self.keys.numel() - 1, 0))] == batch_keys if self.keys.numel() \
-            else torch.zeros_like(batch_keys, dtype=torch.bool)
-        new_keys, new_times = batch_keys[~found], times[~found]
-        old_slot, new_slot = merge_slots(self.keys.numel(), pos[~found])
-        size = self.keys.numel() + new_keys.numel()
-        keys = torch.empty(size, dtype=torch.long, device=pos.device)
-        last_seen = torch.empty(size, dtype=torch.float64, device=pos.device)
-        keys[old_slot], keys[new_slot] = self.keys, new_keys
-        last_seen[old_slot] = self.last_seen
-        last_seen[old_slot[pos[found]]] = times[found]  # batch times are the latest for seen pairs
-        last_seen[new_slot] = new_times
-        self.keys, self.last_seen = keys, last_seen
+        r"""Insert the batch's pairs and refresh their last-seen times: a sorted merge with fixed
+        shapes, :math:`O(C + B \log B)` for capacity :math:`C` and batch size :math:`B`.
+
+        With the batch's keys sorted (``ks``), ``pos`` their insertion points among the stored
+        keys and ``new`` marking the last occurrence of each key not stored yet, every
+        occurrence's key ends at slot ``pos`` plus the number of new keys before it in ``ks``,
+        and stored key ``i`` moves to ``i`` plus the number of new keys inserted at or before
+        ``i``. The batch's times are taken as the latest of their pairs (batches arrive in time
+        order).
+        """
+        size = batch.src.numel()
+        if size == 0:
+            return
+        self._reserve(size, batch.t.dtype)
+        keys, capacity = self.keys, self.keys.numel()
+        ks, order = torch.topk(self._key(batch.src, batch.dst), size, largest=False)  # ascending
+        times = batch.t.take(order)
+        if times.dtype != self.last_seen.dtype:
+            times = times.to(self.last_seen.dtype)
+        pos = torch.searchsorted(keys, ks)
+        last = torch.searchsorted(ks, ks, right=True) == self.slots[1:size + 1]
+        new = torch.bitwise_and(last, keys.take(pos) != ks).long()
+        before = torch.cumsum(new, 0) - new  # new keys among ks[:j]
+        slot = pos + before  # merged slot of each occurrence's key
+        bump = torch.zeros(capacity, dtype=torch.long, device=ks.device).index_add_(0, pos, new)
+        moved = self.slots + bump.cumsum(0)  # + new keys inserted at or before
+        # The merged arrays are written at every slot below capacity + (new keys); the rest is cut off.
+        merged = torch.empty(capacity + size, dtype=torch.long, device=ks.device)
+        merged.scatter_(0, moved, keys).scatter_(0, slot, ks)
+        seen = torch.empty(capacity + size, dtype=times.dtype, device=ks.device)
+        # a pair's batch time is its latest: stored times are older than the batch
+        seen.scatter_(0, moved, self.last_seen).scatter_reduce_(0, slot, times, reduce="amax", include_self=False)
+        self.keys, self.last_seen = merged[:capacity], seen[:capacity]
+        self._bound += size
 
     def reset_state(self) -> None:
-        self.keys = self.keys.new_zeros(0)
-        self.last_seen = self.last_seen.new_zeros(0)
+        self._store(self.keys.new_zeros(0), self.last_seen.new_zeros(0), self.min_capacity)
 
+    def snapshot(self) -> State:
+        keys, last_seen = self._stored()
+        return {"keys": keys.clone(), "last_seen": last_seen.clone()}
+
+    def restore(self, state: State) -> None:
+        device = self.keys.device
+        keys, last_seen = state["keys"].to(device), state["last_seen"].to(device)
+        self._store(keys, last_seen, max(self.min_capacity, 2 * (keys.numel() + 1)))
+
+    # -- all-entity shortcut ----------------------------------------------------------
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
         r"""Exact counts from per-source numbers of seen catalog destinations.
 
-        With :math:`n_1(u, t)` the catalog items :math:`c` for which :math:`(u, c)` counts as
-        seen at :math:`t` and :math:`n(t)` the items available at :math:`t`, seen items score
-        :math:`s_1` and the others :math:`s_0`, so ``above``
-        :math:`= n_1 [s_1 > p] + (n - n_1)[s_0 > p]` (likewise ``equal``). :math:`n_1` comes
-        from ``searchsorted`` on the sorted pair keys; with a window, on keys
-        ``src * (U + 1) + rank(last_seen)`` (``U`` distinct last-seen times), which order each
-        source's pairs by time. Offered for directed banks when every seen catalog
-        destination is available at every ``t`` of the batch; ``None`` otherwise.
+        With :math:`n_1(u, t)` the catalog items :math:`c` available at :math:`t` for which
+        :math:`(u, c)` counts as seen and :math:`n(t)` the items available at :math:`t`, seen
+        items score :math:`s_1` and the others :math:`s_0`, so ``above``
+        :math:`= n_1 [s_1 > p] + (n - n_1)[s_0 > p]` (likewise ``equal``). Without a window
+        or availability times, :math:`n_1` is a difference of prefix sums over the sorted
+        keys; otherwise it is a dominance count on keys ``src * (C + 1) + rank(time)``, which
+        order each source's pairs by last-seen time (window) or by the destination's
+        availability time. Offered for directed banks; ``None`` with both a window and a
+        time-masked catalog.
         """
-        if not self.directed:
+        if not self.directed or (self.window is not None and catalog.available_from is not None):
             return None
-        n = self.num_nodes
+        n, keys = self.num_nodes, self.keys
+        if (self.window is not None or catalog.available_from is not None) and n * (keys.numel() + 1) >= 2**62:
+            return None  # the composite keys of the dominance count would overflow int64
+        in_catalog = catalog.indicator.take(keys % n)  # int64 0 / 1
         if self.window is None and catalog.available_from is None:
-            n_seen = self._seen_in_catalog(src, catalog)
-            if n_seen is not None:
-                return self._counts(n_seen, catalog.num_available(t), pos_score)
-        dst_pos = catalog.position(self.keys % n)
-        in_catalog = dst_pos >= 0
-        if catalog.available_from is not None and bool(in_catalog.any()):
-            latest = catalog.available_from[dst_pos[in_catalog]].max()
-            if not bool(latest < t.min().to(latest.dtype)):
-                return None
-        keys = self.keys[in_catalog]
-        if self.window is None:
-            n_seen = torch.searchsorted(keys, src * n + n) - torch.searchsorted(keys, src * n)
-        else:
-            times = torch.unique(self.last_seen[in_catalog])  # sorted distinct times, U of them
-            stride = times.numel() + 1
-            rank = torch.searchsorted(times, self.last_seen[in_catalog])
-            by_source_then_time = torch.sort((keys // n) * stride + rank).values
-            first_rank = torch.searchsorted(times, t.double() - self.window)  # first time >= t - w
-            n_seen = (torch.searchsorted(by_source_then_time, (src + 1) * stride)
-                      - torch.searchsorted(by_source_then_time, src * stride + first_rank))
-        return self._counts(n_seen, catalog.num_available(t), pos_score)
+            below = torch.cumsum(in_catalog, 0) - in_catalog  # catalog keys before each slot (padding is beyond
+            base = src * n                                    # every source's range, never read)
+            n_seen = below.take(torch.searchsorted(keys, base + n)) - below.take(torch.searchsorted(keys, base))
+        elif self.window is not None:  # last seen in [t - w, t)
+            n_seen = _count_in_time(keys, self.last_seen, (in_catalog > 0) & (keys != PAD), n, src,
+                                    lower=self._since(t))
+        else:  # destination available at t: available_from < t
+            af = catalog.available_from
+            time = af.take(catalog.table.take(keys % n).clamp(min=0))
+            n_seen = _count_in_time(keys, time, (in_catalog > 0) & (keys != PAD), n, src, upper=t.to(time.dtype))
+        return self._counts(n_seen, catalog.size if catalog.available_from is None else catalog.num_available(t),
+                            pos_score)
 
-    def _counts(self, n_seen: Tensor, n_available: Tensor, pos_score: Tensor) -> tuple[Tensor, Tensor]:
+    def _counts(self, n_seen: Tensor, n_available: Union[int, Tensor], pos_score: Tensor) -> tuple[Tensor, Tensor]:
         n_unseen = n_available - n_seen
         unseen, seen = self._values()
-        above = n_seen * (seen > pos_score) + n_unseen * (unseen > pos_score)
-        equal = n_seen * (seen == pos_score) + n_unseen * (unseen == pos_score)
-        return above.long(), equal.long()
-
-    def _seen_in_catalog(self, src: Tensor, catalog: Catalog) -> Optional[Tensor]:
-        """Per event, the bank's catalog destinations of its source, reading only those sources'
-        key ranges (cheaper than a pass over the whole bank); ``None`` when the ranges are
-        longer than the bank (hub sources repeated in a batch)."""
-        n = self.num_nodes
-        lo = torch.searchsorted(self.keys, src * n)
-        lengths = torch.searchsorted(self.keys, src * n + n) - lo
-        total = int(lengths.sum())
-        if total > self.keys.numel():
-            return None
-        event, index = expand_ranges(lo, lengths)
-        inside = catalog.position(self.keys[index] % n) >= 0
-        return torch.zeros_like(src).index_add_(0, event, inside.long())
+        zero = torch.zeros((), dtype=torch.long, device=n_seen.device)
+        above = torch.where(pos_score < seen, n_seen, zero) + torch.where(pos_score < unseen, n_unseen, zero)
+        equal = torch.where(pos_score == seen, n_seen, zero) + torch.where(pos_score == unseen, n_unseen, zero)
+        return above, equal
 
     def describe(self) -> dict:
         return {"name": "edgebank" if self.window is None else "edgebank-window",
                 "window": self.window, "directed": self.directed, "num_nodes": self.num_nodes}
+
+
+def _lowest(dtype: torch.dtype) -> Union[int, float]:
+    """The lowest value of ``dtype`` (padding of time arrays)."""
+    return float("-inf") if dtype.is_floating_point else torch.iinfo(dtype).min
+
+
+def _count_in_time(keys: Tensor, time: Tensor, include: Tensor, n: int, src: Tensor, *,
+                   lower: Optional[Tensor] = None, upper: Optional[Tensor] = None) -> Tensor:
+    r"""Per query ``i``, the included keys of source ``src[i]`` whose time lies in
+    ``[lower[i], upper[i])`` (a missing bound is open): int64 ``[B]``.
+
+    A dominance count with fixed shapes: keys are re-sorted by ``source * (C + 1) + rank(time)``
+    (``rank`` = number of stored times below it, ``C`` the capacity), excluded keys last;
+    each bound is then one ``searchsorted`` inside the source's run.
+    """
+    stride = keys.numel() + 1
+    ordered = torch.sort(time).values
+    composite = torch.where(include, (keys // n) * stride + torch.searchsorted(ordered, time), PAD)
+    composite = torch.sort(composite).values
+    base = src * stride
+    below = torch.searchsorted(composite, base if lower is None else base + torch.searchsorted(ordered, lower))
+    above = torch.searchsorted(composite, base + stride if upper is None
+                               else base + torch.searchsorted(ordered, upper))
+    return above - below
 
 
 class PairMembership(EdgeBank):
