@@ -5,11 +5,14 @@ import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from unittest import mock
+
 from tgeval import LeakageError, SplitError, build_catalog, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
-from tgeval.models.heuristics import EdgeBank, NodeMemory, Popularity, PreferentialAttachment
-from tgeval.samplers import UniformSampler
+from tgeval.eval import replay
+from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
+from tgeval.samplers import HistoricalSampler, UniformSampler
 from tests.strategies import segment_from, shuffle_within_groups, streams
 
 N = 10
@@ -17,12 +20,14 @@ MODELS = [lambda: EdgeBank(N), lambda: EdgeBank(N, window=3), lambda: NodeMemory
           lambda: PreferentialAttachment(N), lambda: Popularity(N, half_life=2.0)]
 
 
-def _run(model, data, segment, protocol="online", batch_size=4, seed=3, catalog_kind="time-available", replace=True):
+def _run(model, data, segment, protocol="online", batch_size=4, seed=3, catalog_kind="time-available", replace=True,
+         sampler_kind="uniform", directed=True):
     full = Catalog("custom", torch.arange(N), None, N)  # streams use nodes < 8: every pool holds >= 2 items
     catalog = build_catalog(data, catalog_kind, num_nodes=N) if catalog_kind == "time-available" else full
-    sampler = UniformSampler(full, replace=replace)
+    sampler = UniformSampler(full, replace=replace) if sampler_kind == "uniform" else \
+        HistoricalSampler(N, catalog=full, replace=replace)
     return evaluate(model, data, segment, protocol=protocol, sampler=sampler, num_negatives=3 if replace else 2,
-                    catalog=catalog, batch_size=batch_size, seed=seed, candidate_budget=7)
+                    catalog=catalog, batch_size=batch_size, seed=seed, candidate_budget=7, directed=directed)
 
 
 PER_EVENT = ("score", "neg", "neg_score", "sampled_above", "sampled_equal", "above", "equal", "candidates",
@@ -77,6 +82,27 @@ def test_fixed_and_online_agree_on_a_single_batchsegment_from(data, which, start
     b = _run(MODELS[which](), data, segment, "fixed", big)
     assert a.performance["num_batches"] == 1
     assert a.metrics == b.metrics
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=streams(min_events=6, max_events=40, max_nodes=8), which=st.integers(0, len(MODELS)),
+       start=st.integers(1, 20), batch_size=st.integers(1, 6), window=st.integers(1, 15),
+       protocol=st.sampled_from(["online", "fixed"]), catalog_kind=st.sampled_from(["custom", "time-available"]),
+       sampler_kind=st.sampled_from(["uniform", "historical"]), directed=st.booleans())
+def test_windows_of_batches_change_nothing(data, which, start, batch_size, window, protocol, catalog_kind,
+                                           sampler_kind, directed):
+    """The engine prepares candidate plans, history-free negatives and queries per window of
+    batches; any window size (down to one batch per window) gives the same records."""
+    segment = segment_from(data, min(start, data.num_events - 1))
+    make = MODELS[which] if which < len(MODELS) else (lambda: PairMembership(N, beta=-1.0))
+    run = lambda: _run(make(), data, segment, protocol, batch_size, catalog_kind=catalog_kind,  # noqa: E731
+                       sampler_kind=sampler_kind, directed=directed)
+    whole = run()
+    with mock.patch.object(replay, "WINDOW_EVENTS", window):
+        windowed = run()
+    assert windowed.metrics == whole.metrics
+    for key in PER_EVENT + ("batch", "event"):
+        assert torch.equal(windowed.records[key], whole.records[key]), key
 
 
 def test_fixed_and_online_differ_when_history_matters():

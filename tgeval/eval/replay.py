@@ -2,13 +2,19 @@ r"""The replay engine: fixed-history and online evaluation over timestamp batche
 
 The order score -> record -> update lives here and nowhere else::
 
-    for each timestamp batch of the segment:
-        negatives <- sampler(batch)                       # from history before the batch
-        scores    <- model (positives, negatives, catalog) # state must not change (guarded)
-        record ranks, scores, strata
-        if protocol == "online": model.update(batch); sampler.observe(batch)
+    for each window of consecutive timestamp batches (at most WINDOW_EVENTS events):
+        prepare what does not depend on scores: the candidate plan (exclusions, candidate
+        counts, coverage), the negatives of a history-free sampler, every batch's queries
+        for each batch of the window:
+            negatives <- sampler(batch)    # samplers with history only: after the previous batch
+            scores    <- model (positives, negatives, catalog)  # state must not change (guarded)
+            record scores and all-entity counts (kept on the device)
+            if protocol == "online": model.update(batch); sampler.observe(batch)
+    copy the records to the host once; count sampled ranks; refuse NaN scores
 
-Under ``"fixed"`` the state stays as it was at the start of the segment.
+Under ``"fixed"`` the state stays as it was at the start of the segment. A batch step has
+fixed shapes known on the host and reads nothing back from the device, so on a GPU it never
+waits for the device (the window's preparation reads a few sizes once).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import numpy as np
 import torch
 import torch_geometric
 from torch import Tensor
+from torch.profiler import record_function
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
@@ -34,11 +41,11 @@ from tgeval.data.groups import canonical_order
 from tgeval.data.validate import permute_events, validate
 from tgeval.errors import CatalogError, NegativesFileError, TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal
-from tgeval.eval.ranking import all_entity_counts, check_no_nan
+from tgeval.eval.ranking import check_no_nan, chunked_counts, plan_candidates, shortcut_counts
 from tgeval.eval.result import Result, summarize
-from tgeval.loader import TimestampBatchLoader
+from tgeval.loader import TimestampBatchLoader, timestamp_batch_boundaries
 from tgeval.models.base import TemporalLinkModel
-from tgeval.samplers.base import NegativeSampler, Negatives, SampledNegatives
+from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives
 from tgeval.state import no_state_change
 
 __all__ = ["evaluate", "warm_up", "PROTOCOLS"]
@@ -118,81 +125,271 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
     return data
 
 
-def _score_batch(model: TemporalLinkModel, batch: TemporalData, negatives: Optional[SampledNegatives],
-                 catalog: Optional[Catalog], candidate_budget: int, use_shortcut: bool,
-                 directed: bool) -> dict[str, Tensor]:
-    """Per-event records of one batch, from the current state (the caller guards it)."""
-    src, dst, t = batch.src, batch.dst, batch.t
-    rec: dict[str, Tensor] = {}
+class _Clock:
+    """Per-batch latencies without host synchronisation: CUDA events on a GPU (read once at the
+    end of the pass), ``time.perf_counter`` on a CPU."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self.marks: list = []
+        self.mark()
+
+    def mark(self) -> None:
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            self.marks.append(event)
+        else:
+            self.marks.append(time.perf_counter())
+
+    def latencies(self) -> list[float]:
+        """Seconds between consecutive marks."""
+        if self.cuda:
+            self.marks[-1].synchronize()
+            return [a.elapsed_time(b) / 1e3 for a, b in zip(self.marks[:-1], self.marks[1:])]
+        return [b - a for a, b in zip(self.marks[:-1], self.marks[1:])]
+
+
+class _Records:
+    """Per-event records of a pass, kept on the device and copied to the host once at the end.
+
+    Scores live in one ``[E, 1 + K]`` matrix (positive, then the negatives), so a batch
+    writes them with one copy.
+    """
+
+    def __init__(self, num_events: int, k: int, device: torch.device) -> None:
+        self.num_events, self.k, self.device = num_events, k, device
+        self.scores: Optional[Tensor] = None
+        self.counts: dict[str, Tensor] = {}
+        self.parts: dict[str, list[Tensor]] = {}
+
+    def write_scores(self, start: int, scores: Tensor) -> None:
+        if self.scores is None:
+            self.scores = torch.empty(self.num_events, 1 + self.k, dtype=scores.dtype, device=self.device)
+        self.scores[start:start + scores.size(0)] = scores
+
+    def write_counts(self, start: int, **values: Tensor) -> None:
+        for key, value in values.items():
+            if key not in self.counts:
+                self.counts[key] = torch.empty(self.num_events, dtype=torch.long, device=self.device)
+            self.counts[key][start:start + value.numel()] = value
+
+    def append(self, **values: Tensor) -> None:
+        for key, value in values.items():
+            self.parts.setdefault(key, []).append(value)
+
+    def host(self) -> dict[str, Tensor]:
+        out = {key: value.cpu() for key, value in self.counts.items()}
+        out.update({key: torch.cat(value).cpu() for key, value in self.parts.items()})
+        if self.scores is not None:
+            scores = self.scores.cpu()
+            out["score"] = scores[:, 0].clone()
+            if self.k:
+                out["neg_score"] = scores[:, 1:].clone()
+        return out
+
+
+def _check_finite(records: dict[str, Tensor], candidate_nan: Tensor) -> None:
+    """Raise if the pass produced a NaN score (checked once per pass, so no batch waits for it)."""
+    if "score" in records:
+        check_no_nan(records["score"], "positive scores")
+    if "neg_score" in records:
+        neg = records["neg_score"]
+        check_no_nan(neg if "neg_mask" not in records else neg[records["neg_mask"]], "scores")
+    if bool(candidate_nan.any()):
+        first = int(torch.nonzero(candidate_nan.cpu())[0, 0])
+        raise ValueError(f"the model returned NaN candidate scores (first in batch {first}): ranks would be "
+                         f"meaningless. Check the model for numerical problems before evaluating.")
+
+
+#: most events whose candidate plan and history-free negatives are prepared at once
+WINDOW_EVENTS = 2**16
+
+
+def _windows(boundaries: list[int], limit: int) -> list[tuple[int, int]]:
+    """Runs ``[first batch, last batch + 1)`` of consecutive batches holding at most ``limit``
+    events each (a larger batch is a run on its own)."""
+    runs, first = [], 0
+    for b in range(1, len(boundaries)):
+        if boundaries[b] - boundaries[first] > limit and b - 1 > first:
+            runs.append((first, b - 1))
+            first = b - 1
+    if len(boundaries) > 1:
+        runs.append((first, len(boundaries) - 1))
+    return runs
+
+
+def _slice(data: TemporalData, keys: Sequence[str], a: int, b: int) -> TemporalData:
+    return TemporalData(**{key: data[key][a:b] for key in keys})
+
+
+def _queries(src: Tensor, dst: Tensor, t: Tensor, negatives: Optional[Negatives],
+             pair_row: Optional[Tensor], pair_item: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+    """Flat ``(src, dst, t)`` of one score call for events ``[B]``: each event's positive then
+    its ``K`` negatives (row-major ``[B, 1 + K]``), then the excluded ``(event, item)`` pairs."""
+    size = src.numel()
     if negatives is None:
-        pos = model.score(src, dst, t)
-        check_no_nan(pos, "positive scores")
-    else:  # positives and negatives in one call: [B] then [B * K]
-        neg = negatives if isinstance(negatives, Negatives) else Negatives(negatives)
-        size, k = neg.dst.shape
-        neg_src = src.repeat_interleave(k) if neg.src is None else neg.src.flatten()
-        scores = model.score(torch.cat([src, neg_src]), torch.cat([dst, neg.dst.flatten()]),
-                             torch.cat([t, t.repeat_interleave(k)]))
-        pos, neg_score = scores[:size], scores[size:].view(size, k)
-        check_no_nan(pos if neg.mask is None else torch.cat([pos, neg_score[neg.mask]]), "scores")
-        if neg.mask is None:
-            check_no_nan(neg_score, "scores")
-        rec["neg"], rec["neg_score"] = neg.dst, neg_score
-        if neg.src is not None:
-            rec["neg_src"] = neg.src
-        if neg.mask is not None:
-            rec["neg_mask"] = neg.mask
-        rec["sampled_above"], rec["sampled_equal"] = count_above_equal(pos, neg_score, neg.mask,
-                                                                        model.tie_tolerance)
-    rec["score"] = pos
-    if catalog is not None:
-        counts = all_entity_counts(model, src, dst, t, pos, catalog, candidate_budget=candidate_budget,
-                                   use_shortcut=use_shortcut, directed=directed)
-        rec.update(above=counts.above, equal=counts.equal, candidates=counts.num_candidates,
-                   filtered=counts.num_filtered, covered=counts.covered)
-    return rec
+        q_src, q_dst, q_t = src, dst, t
+    else:
+        k = negatives.dst.size(1)
+        neg_src = src[:, None].expand(size, k) if negatives.src is None else negatives.src
+        q_src = torch.cat([src[:, None], neg_src], 1).view(-1)
+        q_dst = torch.cat([dst[:, None], negatives.dst], 1).view(-1)
+        q_t = t[:, None].expand(size, 1 + k).reshape(-1)
+    if pair_row is not None and pair_item is not None:
+        q_src = torch.cat([q_src, src.take(pair_row)])
+        q_dst = torch.cat([q_dst, pair_item])
+        q_t = torch.cat([q_t, t.take(pair_row)])
+    return q_src, q_dst, q_t
 
 
-def _replay(model: TemporalLinkModel, loader: TimestampBatchLoader, *, protocol: str,
+class _Window:
+    """The batches ``[first, last)`` of a pass and what they need that does not depend on
+    scores: the candidate plan, the negatives of a history-free sampler, and then the flat
+    queries of every batch (one score call per batch is a slice of them)."""
+
+    def __init__(self, events: TemporalData, keys: Sequence[str], boundaries: list[int], first: int, last: int, *,
+                 sampler: Optional[NegativeSampler], num_negatives: int, generator: torch.Generator,
+                 catalog: Optional[Catalog], directed: bool, shortcut: bool) -> None:
+        self.first, self.last = first, last
+        self.offset = boundaries[first]
+        self.bounds = [boundaries[b] - self.offset for b in range(first, last + 1)]
+        self.data = _slice(events, keys, self.offset, boundaries[last])
+        data = self.data
+        self.plan = None if catalog is None else plan_candidates(data.src, data.dst, data.t, catalog,
+                                                                 directed=directed)
+        self.negatives = None
+        if sampler is not None and sampler.history_free:
+            self.negatives = as_negatives(sampler.sample(data, num_negatives, generator))
+        self.shortcut = shortcut
+        self.queries: Optional[tuple[Tensor, Tensor, Tensor]] = None
+        self.query_starts: list[int] = []
+        if sampler is None or self.negatives is not None:
+            self._prepare_queries()
+
+    def _prepare_queries(self) -> None:
+        parts: list[tuple[Tensor, Tensor, Tensor]] = []
+        starts = [0]
+        for a, z in zip(self.bounds[:-1], self.bounds[1:]):
+            row, item = self.pairs(a, z)
+            parts.append(_queries(self.data.src[a:z], self.data.dst[a:z], self.data.t[a:z],
+                                  self.batch_negatives(a, z), row, item))
+            starts.append(starts[-1] + parts[-1][0].numel())
+        self.queries = tuple(torch.cat([part[i] for part in parts]) for i in range(3))  # type: ignore[assignment]
+        self.query_starts = starts
+
+    def batch_negatives(self, a: int, z: int) -> Optional[Negatives]:
+        if self.negatives is None:
+            return None
+        return Negatives(*(None if part is None else part[a:z]
+                           for part in (self.negatives.dst, self.negatives.src, self.negatives.mask)))
+
+    def pairs(self, a: int, z: int) -> tuple[Optional[Tensor], Optional[Tensor]]:
+        """The excluded pairs of events ``[a, z)`` when the shortcut needs their scores."""
+        if not self.shortcut or self.plan is None:
+            return None, None
+        row, item, _ = self.plan.pairs(a, z)
+        return row, item
+
+
+def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int], *, protocol: str,
             sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
             generator: torch.Generator, candidate_budget: int, use_shortcut: bool,
             check_state: Union[bool, Literal["deep"]], directed: bool,
             progress: Optional[Callable[[int, int], None]]) -> tuple[dict[str, Tensor], list[float], float]:
-    """Score -> record -> update over the loader's batches; per-event records on CPU, batch
-    latencies (s) and the loop's wall time (s). The model is in eval mode during the loop and
-    returns to its previous mode after it."""
-    device = loader.data.src.device
-    parts: dict[str, list[Tensor]] = {}
-    latencies = []
+    """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``.
+
+    Work that does not depend on scores (candidate plans, negatives of history-free samplers,
+    the queries of each score call) is prepared once per window of batches; each batch step
+    then has fixed shapes known on the host and copies nothing back from the device. Counts
+    against sampled negatives, a pure function of the recorded scores, are taken once at the
+    end. Returns per-event records on CPU, batch latencies (s) and the loop's wall time (s).
+    The model is in eval mode during the loop and returns to its previous mode after it.
+    """
+    device = events.src.device
+    num_events, num_batches = events.num_events, len(boundaries) - 1
+    k = num_negatives if sampler is not None else 0
+    keys = [key for key, value in events.to_dict().items()
+            if isinstance(value, Tensor) and value.dim() > 0 and value.size(0) == num_events]
+    model_keys = [key for key in keys if key not in ("e_id", "position")]  # engine bookkeeping, for samplers
+    records = _Records(num_events, k, device)
+    candidate_nan = torch.zeros(max(num_batches, 1), dtype=torch.bool, device=device)
+    shortcut = use_shortcut and catalog is not None and type(model).catalog_counts is not TemporalLinkModel.catalog_counts
     was_training = model.training
     model.eval()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     start_time = time.perf_counter()
+    clock = _Clock(device)
     try:
         with torch.no_grad():
-            for b, batch in enumerate(loader):
-                batch_start = time.perf_counter()
-                negatives = sampler.sample(batch, num_negatives, generator) if sampler is not None else None
-                guard = no_state_change(model, deep=check_state == "deep" or None) if check_state else nullcontext()
-                with guard:
-                    rec = _score_batch(model, batch, negatives, catalog, candidate_budget, use_shortcut, directed)
-                rec["batch"] = torch.full_like(batch.src, b)
-                for key, value in rec.items():
-                    parts.setdefault(key, []).append(value)
-                if protocol == "online":
-                    model.update(batch)
-                    if sampler is not None:
-                        sampler.observe(batch)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-                latencies.append(time.perf_counter() - batch_start)
-                if progress is not None:
-                    progress(b + 1, len(loader))
+            for first, last in _windows(boundaries, WINDOW_EVENTS):
+                window = _Window(events, keys, boundaries, first, last, sampler=sampler, num_negatives=num_negatives,
+                                 generator=generator, catalog=catalog, directed=directed, shortcut=shortcut)
+                plan, data = window.plan, window.data
+                if window.negatives is not None:
+                    records.append(**_negative_records(window.negatives))
+                if plan is not None:
+                    records.append(candidates=plan.num_candidates, filtered=plan.num_filtered, covered=plan.covered)
+                for j, b in enumerate(range(first, last)):
+                    with record_function("tgeval.replay.batch"):
+                        a, z = window.bounds[j], window.bounds[j + 1]
+                        size = z - a
+                        if window.queries is not None:
+                            q0, q1 = window.query_starts[j], window.query_starts[j + 1]
+                            queries = tuple(q[q0:q1] for q in window.queries)
+                        else:  # a sampler with history: draw after the previous batch was observed
+                            negatives = as_negatives(sampler.sample(_slice(data, keys, a, z), num_negatives,  # type: ignore[union-attr]
+                                                                    generator))
+                            records.append(**_negative_records(negatives))
+                            queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
+                                               *window.pairs(a, z))
+                        src, t = data.src[a:z], data.t[a:z]
+                        guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
+                            else nullcontext()
+                        with guard:
+                            scores = model.score(*queries)
+                            block = scores[:size * (1 + k)].view(size, 1 + k)
+                            records.write_scores(boundaries[b], block)
+                            if plan is not None:
+                                pos = block[:, 0]
+                                counts = shortcut_counts(model, src, t, pos, catalog, plan, a, z,
+                                                         scores[size * (1 + k):]) if shortcut else None
+                                if counts is None:
+                                    above, equal, nan = chunked_counts(model, src, t, pos, catalog, plan, a, z,
+                                                                       candidate_budget)
+                                    candidate_nan[b] = nan
+                                else:
+                                    above, equal = counts
+                                records.write_counts(boundaries[b], above=above, equal=equal)
+                        if protocol == "online":
+                            batch = _slice(data, model_keys, a, z)
+                            model.update(batch)
+                            if sampler is not None and not sampler.history_free:
+                                sampler.observe(_slice(data, keys, a, z))
+                        clock.mark()
+                    if progress is not None:
+                        progress(b + 1, num_batches)
     finally:
         model.train(was_training)
+    latencies = clock.latencies()
     elapsed = time.perf_counter() - start_time
-    return {key: torch.cat(value).cpu() for key, value in parts.items()}, latencies, elapsed
+    out = records.host()
+    _check_finite(out, candidate_nan)
+    if k:  # a pure function of the recorded scores: once per pass, not once per batch
+        out["sampled_above"], out["sampled_equal"] = count_above_equal(out["score"], out["neg_score"],
+                                                                       out.get("neg_mask"), float(model.tie_tolerance))
+    out["batch"] = torch.repeat_interleave(torch.arange(num_batches), torch.tensor(boundaries).diff())
+    return out, latencies, elapsed
+
+
+def _negative_records(negatives: Negatives) -> dict[str, Tensor]:
+    out = {"neg": negatives.dst}
+    if negatives.src is not None:
+        out["neg_src"] = negatives.src
+    if negatives.mask is not None:
+        out["neg_mask"] = negatives.mask
+    return out
 
 
 def evaluate(
@@ -277,8 +474,8 @@ def evaluate(
     generator = torch.Generator(device=device).manual_seed(seed)
     strata = event_strata(history.src, history.dst, events.src, events.dst, model.num_nodes, directed=directed)
 
-    loader = TimestampBatchLoader(events, batch_size)
-    records, latencies, elapsed = _replay(model, loader, protocol=protocol, sampler=sampler,
+    boundaries = timestamp_batch_boundaries(events.t, batch_size).tolist()  # computed once per pass
+    records, latencies, elapsed = _replay(model, events, boundaries, protocol=protocol, sampler=sampler,
                                           num_negatives=num_negatives, catalog=catalog, generator=generator,
                                           candidate_budget=candidate_budget, use_shortcut=use_shortcut,
                                           check_state=check_state, directed=directed, progress=progress)
@@ -289,7 +486,7 @@ def evaluate(
     performance = {
         "events_per_second": segment.num_events / elapsed if elapsed > 0 else float("inf"),
         "seconds": elapsed,
-        "num_batches": len(loader),
+        "num_batches": len(boundaries) - 1,
         "batch_latency_ms": {"mean": float(lat.mean()) * 1e3, "median": float(lat.median()) * 1e3,
                              "max": float(lat.max()) * 1e3},
         **_peak_memory(device),

@@ -77,6 +77,11 @@ class NegativeSampler:
     #: ``True`` for evaluation protocols defined with knowledge of the whole stream (e.g. the
     #: DGB inductive sampler); their draws for a batch may depend on later events.
     uses_whole_stream = False
+    #: ``True`` when :meth:`observe` does nothing and each event's negatives depend only on
+    #: the event, its timestamp group (same source and time) and the generator's seed, never on
+    #: the other events of its batch: :meth:`sample` of many batches at once then equals the
+    #: concatenation of per-batch calls, and the replay engine draws a whole window in one call.
+    history_free = False
 
     def sample(self, batch: TemporalData, num_negatives: int,
                generator: Optional[torch.Generator] = None) -> SampledNegatives:

@@ -58,6 +58,7 @@ class UniformSampler(NegativeSampler):
     """
 
     name = "uniform"
+    history_free = True
 
     def __init__(self, catalog: Catalog, *, replace: bool = False, directed: bool = True,
                  fallback: Optional[Catalog] = None) -> None:

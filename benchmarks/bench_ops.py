@@ -1,0 +1,123 @@
+"""CPU proxy of GPU launch and sync counts: aten operators per replay batch (issue 10).
+
+A GPU step pays a launch for every operator and stalls on every operator whose output
+shape depends on the data (the host must read a size back). On any machine the same code
+can be counted: this script profiles ``tgeval.evaluate`` with ``torch.profiler`` on the CPU
+and counts, per batch,
+
+* every aten event the profiler records (nested ones included), and
+* the sync-forcing ones: ``aten::nonzero``, ``aten::_unique2``, ``aten::masked_select`` and
+  ``aten::_local_scalar_dense`` (``.item()``, ``int(tensor)``, ``bool(tensor)``).
+
+Setting (as the issue states): 1 torch thread, Wikipedia, 70/15/15 split, the first 10
+timestamp batches (<= 200 events) of the test segment, exact all-entity ranking over the
+'train' catalog, online protocol, with and without K = 20 uniform negatives; EdgeBank and
+an untrained TGN (PyG recipe widths), the state warmed on the history first (not counted).
+
+Two figures per run:
+
+* **per batch step**: events inside the engine's ``tgeval.replay.batch`` profiler ranges
+  (score, rank, record, update of one batch), divided by the number of batches;
+* **per pass**: everything else ``evaluate`` does once (validation, canonical order, strata,
+  the candidate plan and the negatives of each window of batches, metric summary), total.
+
+``evaluate total / 10`` is also printed: it is how the issue's "now" figures were counted
+(per-pass work spread over the 10 batches).
+
+Run: python benchmarks/bench_ops.py [--data-dir DIR] [--batches 10] [--models edgebank tgn] [--breakdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import logging
+
+import _common  # noqa: F401  (puts the repository root on sys.path)
+import torch
+from _common import add_common_args, head_segment, load_wikipedia, print_header, print_table
+from torch.profiler import ProfilerActivity, profile
+
+from tgeval import build_catalog, chronological_split, evaluate, warm_up
+from tgeval.loader import timestamp_batch_boundaries
+from tgeval.models import TGN, EdgeBank
+from tgeval.samplers import UniformSampler
+
+SYNC_OPS = ("aten::nonzero", "aten::_unique2", "aten::masked_select", "aten::_local_scalar_dense")
+BATCH_RANGE = "tgeval.replay.batch"
+TARGETS = {("edgebank", 20): (150, 2), ("tgn", 20): (2500, 4)}  # (aten ops, sync ops) per batch
+
+
+def _inside(event, name: str) -> bool:
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name == name:
+            return True
+        parent = parent.cpu_parent
+    return False
+
+
+def count(model, data, segment, catalog, k: int, breakdown: bool) -> dict:
+    """Profile one ``evaluate`` of ``segment`` from the model's current state."""
+    sampler = UniformSampler(catalog) if k else None
+    state = model.snapshot()
+    run = lambda: evaluate(model, data, segment, sampler=sampler, num_negatives=max(k, 1), catalog=catalog,  # noqa: E731
+                           warm=False)
+    run()  # warm-up: first-call allocations and lazy initialisation are not counted
+    model.restore(state)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        result = run()
+    model.restore(state)
+    batches = result.performance["num_batches"]
+    per_batch, per_pass = collections.Counter(), collections.Counter()
+    for event in prof.events():
+        if event.name.startswith("aten::"):
+            (per_batch if _inside(event, BATCH_RANGE) else per_pass)[event.name] += 1
+    out = {"batches": batches,
+           "batch_ops": sum(per_batch.values()) / batches,
+           "batch_sync": sum(per_batch[name] for name in SYNC_OPS) / batches,
+           "pass_ops": sum(per_pass.values()), "pass_sync": sum(per_pass[name] for name in SYNC_OPS)}
+    if breakdown:
+        out["top"] = [(name, n / batches) for name, n in per_batch.most_common(25)]
+        out["sync_names"] = {name: per_batch[name] / batches for name in SYNC_OPS if per_batch[name]}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_common_args(parser)
+    parser.add_argument("--batches", type=int, default=10, help="test batches profiled (default 10)")
+    parser.add_argument("--models", nargs="+", default=["edgebank", "tgn"], choices=["edgebank", "tgn"])
+    parser.add_argument("--breakdown", action="store_true", help="print the most frequent operators per batch")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    logging.getLogger("torch.profiler").setLevel(logging.ERROR)
+    print_header("aten operators and sync-forcing operators per replay batch (CPU proxy)")
+    data, how = load_wikipedia(args.data_dir)
+    split = chronological_split(data, (0.70, 0.15, 0.15))
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=int(data.dst.max()) + 1)
+    bounds = timestamp_batch_boundaries(data.t[split.test.start:split.test.end], 200)
+    segment = head_segment(data, split.test, int(bounds[min(args.batches, bounds.numel() - 1)]))
+    num_nodes = int(max(int(data.src.max()), int(data.dst.max()))) + 1
+    print(f"data    : {how}; {segment.num_events} events of the test segment, 'train' catalog of "
+          f"{catalog.size} items, online, batches <= 200")
+    rows = []
+    for name in args.models:
+        model = EdgeBank(num_nodes) if name == "edgebank" else TGN(num_nodes)
+        warm_up(model, data[: segment.start], batch_size=200)
+        for k in (0, 20):
+            got = count(model, data, segment, catalog, k, args.breakdown)
+            target = TARGETS.get((name, k))
+            rows.append([name, k, got["batches"], f"{got['batch_ops']:.1f}", f"{got['batch_sync']:.1f}",
+                         got["pass_ops"], got["pass_sync"],
+                         f"{(got['batch_ops'] * got['batches'] + got['pass_ops']) / got['batches']:.0f}",
+                         "-" if target is None else f"<= {target[0]} / <= {target[1]}"])
+            if args.breakdown:
+                print(f"{name}, K={k}: sync ops per batch {got['sync_names']}")
+                print("  " + ", ".join(f"{op.replace('aten::', '')} {n:.1f}" for op, n in got["top"]))
+    print_table(["model", "K", "batches", "aten ops / batch", "sync ops / batch", "per-pass aten ops",
+                 "per-pass sync ops", "evaluate total / batches", "target (ops / sync per batch)"], rows)
+
+
+if __name__ == "__main__":
+    main()
