@@ -34,9 +34,11 @@ BATCH_SIZE = 200
 
 
 class FixedNegatives(NegativeSampler):
-    """Returns precomputed negatives, looked up by the global event index ``batch.e_id``."""
+    """Returns precomputed negatives, looked up by the global event index ``batch.e_id`` (a pure
+    lookup: history-free, so the engine reads a whole window of them at once)."""
 
     name = "fixed-negatives"
+    history_free = True
 
     def __init__(self, negatives: torch.Tensor, start: int) -> None:
         self.negatives, self.start = negatives, start

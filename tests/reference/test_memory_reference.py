@@ -3,6 +3,7 @@
 * :class:`LatestMeanAggregator` vs a loop over nodes (random inputs with timestamp ties);
 * :class:`TensorMemory` vs PyG's :class:`TGNMemory` in training mode;
 * :class:`NeighborBuffer` vs "the last K interactions of each node, both directions";
+* the fixed-shape star attention vs ``TransformerConv`` over PyG's ``LastNeighborLoader`` subgraph;
 * :class:`FixedTimeEncoder` vs its formula.
 """
 
@@ -12,11 +13,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, TGNMemory
+from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, LastNeighborLoader, TGNMemory, TimeEncoder
 
-from tgeval.models.layers import FixedTimeEncoder
+from tgeval.models.layers import FixedTimeEncoder, GraphAttentionEmbedding
 from tgeval.models.memory import LatestMeanAggregator, TensorMemory
 from tgeval.models.neighbors import NeighborBuffer
+from tgeval.state import first_difference
 
 
 # -- LatestMeanAggregator ---------------------------------------------------------------
@@ -173,6 +175,7 @@ def test_neighbor_buffer_matches_last_k_reference(seed, num_nodes, size, batch_s
         t = clock + torch.randint(0, 2, (batch_size,), generator=gen).cumsum(0)
         clock = int(t[-1]) + 1
         msg = torch.randn(batch_size, msg_dim, generator=gen)
+        before = buffer.snapshot()
         buffer.insert(src, dst, t, msg)
         ref.insert(src, dst, t, msg)
 
@@ -189,15 +192,11 @@ def test_neighbor_buffer_matches_last_k_reference(seed, num_nodes, size, batch_s
             assert torch.equal(msgs[node, :k], torch.tensor([e[3] for e in expected]).view(k, msg_dim))
             assert neighbor[node, k:].eq(0).all() and times[node, k:].eq(0).all() and msgs[node, k:].eq(0).all()
 
-        # star subgraph of a random node set: the same interactions as a multiset of edges
-        query = torch.unique(torch.randint(0, num_nodes, (3,), generator=gen))
-        nodes, edge_index, edge_t, edge_msg = buffer.subgraph(query)
-        assert torch.equal(nodes, torch.unique(nodes)) and set(query.tolist()) <= set(nodes.tolist())
-        got = sorted((int(nodes[a]), int(nodes[c]), int(s), tuple(m)) for a, c, s, m in
-                     zip(edge_index[0], edge_index[1], edge_t, edge_msg.tolist()))
-        want = sorted((e[1], c, e[2], tuple(e[3])) for c in query.tolist() for e in ref.last(c, size))
-        assert got == want
-        assert set(nodes.tolist()) == set(query.tolist()) | {w[0] for w in want}
+        # the nodes given to insert() (no host read) or computed by it: the same slots
+        other = NeighborBuffer(num_nodes, size, msg_dim)
+        other.restore(before)
+        other.insert(src, dst, t, msg, nodes=torch.unique(torch.cat([src, dst])))
+        assert first_difference(other.snapshot(), buffer.snapshot()) is None
 
 
 def test_neighbor_buffer_keeps_most_recent_when_a_batch_overflows_a_node():
@@ -209,6 +208,42 @@ def test_neighbor_buffer_keeps_most_recent_when_a_batch_overflows_a_node():
     neighbor, t, msg, valid = buffer.recent(torch.tensor([0]))
     assert neighbor.tolist() == [[5, 2, 1]] and t.tolist() == [[4, 3, 2]]
     assert msg.view(-1).tolist() == [3.0, 2.0, 1.0] and valid.all()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dense_star_attention_equals_attention_over_pygs_subgraph(seed):
+    """The fixed-shape attention over neighbour slots (invalid slots feed a dropped padding
+    centre) equals ``TransformerConv`` over the star subgraph of PyG's ``LastNeighborLoader``
+    (masks and ``unique``, the reference), fed the same interactions."""
+    num_nodes, size, msg_dim, dim = 10, 3, 2, 6
+    gen = torch.Generator().manual_seed(seed)
+    buffer, loader = NeighborBuffer(num_nodes, size, msg_dim), LastNeighborLoader(num_nodes, size)
+    event_t, event_msg = [], []
+    for src, dst, t, msg in _tie_free_stream(num_nodes, num_batches=6, batch_size=4, msg_dim=msg_dim, gen=gen):
+        keep = src != dst
+        src, dst, t, msg = src[keep], dst[keep], t[keep], msg[keep]
+        first = torch.unique(torch.cat([src, dst]), return_counts=True)[1].max() == 1  # at most one entry per node
+        if not bool(first):  # PyG's insert is exact only then (see NeighborBuffer._insert_neighbors)
+            continue
+        buffer.insert(src, dst, t, msg)
+        loader.insert(src, dst)
+        event_t.append(t)
+        event_msg.append(msg)
+    event_t, event_msg = torch.cat(event_t), torch.cat(event_msg)
+    torch.manual_seed(seed)
+    attention = GraphAttentionEmbedding(dim, 4, msg_dim, TimeEncoder(5), dropout=0.0)
+    x = torch.randn(num_nodes, dim, generator=gen)
+    last_update = torch.randint(0, 500, (num_nodes,), generator=gen)
+    query = torch.tensor([0, 3, 4, 7, 9])
+    n_id, edge_index, e_id = loader(query)
+    rel_t = attention.time_enc((last_update[n_id[edge_index[0]]] - event_t[e_id]).float())
+    with torch.no_grad():
+        expected = attention.conv(x[n_id], edge_index, torch.cat([rel_t, event_msg[e_id]], dim=-1))
+        expected = expected[torch.searchsorted(n_id, query)]
+        neighbor, t, msg, valid = buffer.recent(query)
+        got = attention(x[query], x[neighbor], last_update[neighbor], t, msg, valid)
+    assert bool(valid.any()) and not bool(valid.all())  # both full and partly empty slot rows
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
 
 
 # -- FixedTimeEncoder ----------------------------------------------------------------------

@@ -14,10 +14,13 @@ Memory-based like TGN, with two differences:
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import IdentityMessage
 
+from tgeval.device import host_ints, positions
 from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.models.memory import TensorMemory
 from tgeval.models.neighbors import NeighborBuffer
@@ -37,20 +40,20 @@ class DyRepMemory(TensorMemory):
         self.attention = GraphAttentionEmbedding(memory_dim, memory_dim, raw_msg_dim, self.time_enc, dropout)
 
     def partner_state(self, partner: Tensor) -> Tensor:
-        """``h_v`` ``[M, memory_dim]``: attention over each partner's recent neighbours."""
-        ids, inverse = partner.unique(return_inverse=True)
-        nodes, edge_index, t, msg = self.neighbors.subgraph(ids)
-        h = self.attention(self.memory[nodes], self.last_update[nodes], edge_index, t, msg)
-        return h[torch.searchsorted(nodes, ids)][inverse]
+        """``h_v`` ``[M, memory_dim]``: attention over each partner's recent neighbours, with their
+        stored memories (one row per message, fixed shapes)."""
+        neighbor, t, msg, valid = self.neighbors.recent(partner)
+        return self.attention(self.memory[partner], self.memory[neighbor], self.last_update[neighbor], t, msg, valid)
 
-    def update_state(self, src: Tensor, dst: Tensor, t: Tensor, raw_msg: Tensor) -> None:
+    def update_state(self, src: Tensor, dst: Tensor, t: Tensor, raw_msg: Tensor, *,
+                     nodes: Optional[Tensor] = None, num_pending: Optional[int] = None) -> None:
         """As :meth:`TensorMemory.update_state`, with the attention's dropout off: the stored
         state is a function of the history and the parameters only, the same in train and eval
         mode (dropout acts where messages are applied inside scoring)."""
         was_training = self.attention.training
         self.attention.train(False)
         try:
-            super().update_state(src, dst, t, raw_msg)
+            super().update_state(src, dst, t, raw_msg, nodes=nodes, num_pending=num_pending)
         finally:
             self.attention.train(was_training)
 
@@ -90,9 +93,27 @@ class DyRep(NeuralLinkModel):
     def stateful_parts(self) -> dict[str, nn.Module]:
         return {"memory": self.memory}
 
-    def embed(self, n_id: Tensor) -> Tensor:
-        return self.memory(n_id)[0]
+    def row_sizes(self, rows: Tensor) -> list[Tensor]:
+        return [self.memory.pending_count(rows)]
 
-    def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor) -> None:
-        self.memory.update_state(src, dst, t, msg)  # messages use the neighbourhoods before the batch
-        self.memory.neighbors.insert(src, dst, t, msg)
+    def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
+        return self.memory._get_updated_memory(rows, sizes[0])[0]
+
+    def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, touched: Optional[Tensor] = None) -> None:
+        if touched is None:
+            touched = self._mask(torch.cat([src, dst]))
+        count, pending = host_ints(touched.sum(), self.memory.pending_count(touched))  # the one host read
+        nodes = positions(touched, count)
+        # messages use the neighbourhoods before the batch
+        self.memory.update_state(src, dst, t, msg, nodes=nodes, num_pending=pending)
+        self.memory.neighbors.insert(src, dst, t, msg, nodes=nodes)
+
+    def changed(self, touched: Tensor) -> Tensor:
+        """The batch's nodes, and nodes with a pending message from a partner whose
+        neighbourhood attention changed (the partner, or one of its recent neighbours, is a
+        batch node)."""
+        memory, slots = self.memory, self.memory.neighbors.loader
+        attended = touched | (touched.take(slots.neighbors) & (slots.e_id >= 0)).any(dim=1)
+        partner_hit = torch.zeros(self.num_nodes, dtype=torch.long, device=touched.device)
+        partner_hit.index_add_(0, memory.pending_node, attended.take(memory.pending_partner).long())
+        return touched | (partner_hit > 0)

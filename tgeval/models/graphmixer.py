@@ -20,6 +20,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from tgeval.device import host_ints, positions
 from tgeval.models.layers import FixedTimeEncoder, MixerBlock
 from tgeval.models.neighbors import NeighborBuffer
 from tgeval.models.neural import NeuralLinkModel
@@ -69,8 +70,8 @@ class GraphMixer(NeuralLinkModel):
     def stateful_parts(self) -> dict[str, nn.Module]:
         return {"neighbors": self.neighbors}
 
-    def embed(self, n_id: Tensor) -> Tensor:
-        neighbor, t, msg, valid = self.neighbors.recent(n_id)
+    def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
+        neighbor, t, msg, valid = self.neighbors.recent(rows)
         latest = torch.where(valid, t, torch.iinfo(torch.long).min).max(dim=1, keepdim=True).values
         dt = torch.where(valid, latest - t, 0).to(msg.dtype)
         tokens = torch.cat([msg, self.time_enc(dt)], dim=-1) * valid[..., None]
@@ -80,7 +81,14 @@ class GraphMixer(NeuralLinkModel):
         x = self.node_features
         weight = valid.to(x.dtype)[..., None]
         around = (x[neighbor] * weight).sum(1) / weight.sum(1).clamp(min=1)
-        return self.out(torch.cat([link, x[n_id] + around], dim=-1))
+        return self.out(torch.cat([link, x[rows] + around], dim=-1))
 
-    def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor) -> None:
-        self.neighbors.insert(src, dst, t, msg)
+    def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, touched: Optional[Tensor] = None) -> None:
+        if touched is None:
+            touched = self._mask(torch.cat([src, dst]))
+        self.neighbors.insert(src, dst, t, msg, nodes=positions(touched, host_ints(touched.sum())[0]))
+
+    def changed(self, touched: Tensor) -> Tensor:
+        """The batch's nodes: an embedding reads only the node's own neighbour slots (and static
+        node features)."""
+        return touched

@@ -25,10 +25,12 @@ __all__ = ["GraphAttentionEmbedding", "LinkDecoder", "FixedTimeEncoder", "MixerB
 
 
 class GraphAttentionEmbedding(nn.Module):
-    """Two-head ``TransformerConv`` over a star subgraph; ``out_dim`` must be even.
+    r"""Two-head ``TransformerConv`` over each centre's neighbour slots; ``out_dim`` must be even.
 
-    ``forward(x [n, in_dim], last_update [n], edge_index [2, m], t [m], msg [m, R]) -> [n, out_dim]``
-    with ``edge_index[0]`` the neighbour and ``edge_index[1]`` the centre node.
+    ``forward(center [n, in_dim], neighbor [n, K, in_dim], neighbor_last_update [n, K], t [n, K],
+    msg [n, K, R], valid [n, K]) -> [n, out_dim]``: the star graph with an edge neighbour -> centre
+    for every valid slot, edge features :math:`[\phi(\tau_j - t_e) \| x_e]`. Invalid slots feed a
+    padding centre whose output is dropped, so every shape is fixed (no host synchronisation).
     """
 
     def __init__(self, in_dim: int, out_dim: int, msg_dim: int, time_enc: TimeEncoder, dropout: float = 0.1) -> None:
@@ -39,9 +41,15 @@ class GraphAttentionEmbedding(nn.Module):
         self.conv = TransformerConv(in_dim, out_dim // 2, heads=2, dropout=dropout,
                                     edge_dim=msg_dim + time_enc.out_channels)
 
-    def forward(self, x: Tensor, last_update: Tensor, edge_index: Tensor, t: Tensor, msg: Tensor) -> Tensor:
-        rel_t = self.time_enc((last_update[edge_index[0]] - t).to(x.dtype))
-        return self.conv(x, edge_index, torch.cat([rel_t, msg], dim=-1))
+    def forward(self, center: Tensor, neighbor: Tensor, neighbor_last_update: Tensor, t: Tensor, msg: Tensor,
+                valid: Tensor) -> Tensor:
+        n, k = valid.shape
+        x = torch.cat([center, neighbor.reshape(n * k, neighbor.size(-1)), center.new_zeros(1, center.size(1))])
+        slots = torch.arange(n * k, device=center.device)
+        target = torch.where(valid.reshape(-1), slots // k, n + n * k)  # invalid slots -> the padding centre
+        rel_t = self.time_enc((neighbor_last_update - t).reshape(-1).to(center.dtype))
+        edge_attr = torch.cat([rel_t, msg.reshape(n * k, msg.size(-1))], dim=-1)
+        return self.conv(x, torch.stack([n + slots, target]), edge_attr)[:n]
 
 
 class LinkDecoder(nn.Module):
@@ -76,12 +84,14 @@ class LinkDecoder(nn.Module):
         """Scores ``[b, c]`` of every (source row, target row) pair from their terms.
 
         Works in row blocks of at most :attr:`max_elements` hidden activations, so memory
-        stays bounded whatever ``b x c``.
+        stays bounded whatever ``b x c``; each block is one add, an in-place ReLU and a
+        matrix-vector product with the output weights (the bias is added once at the end).
         """
         rows = max(1, self.max_elements // max(1, target.size(0) * target.size(1)))
-        blocks = [self.lin_out((source[r:r + rows, None, :] + target[None]).relu_()).squeeze(-1)
+        weight = self.lin_out.weight.view(-1)
+        blocks = [torch.matmul((source[r:r + rows, None, :] + target).relu_(), weight)
                   for r in range(0, source.size(0), rows)]
-        return torch.cat(blocks) if blocks else source.new_zeros((0, target.size(0)))
+        return (torch.cat(blocks) if blocks else source.new_zeros((0, target.size(0)))) + self.lin_out.bias
 
 
 class FixedTimeEncoder(nn.Module):

@@ -20,6 +20,11 @@ changes that the replay engine needs (SPEC §2):
   whether the node was the event's source), registered as non-persistent buffers: they
   move with ``.to(device)``, are part of :meth:`snapshot`, and are updated by vectorised
   filtering instead of per-node Python dicts.
+
+Every step has fixed shapes once the number of pending messages involved is known on the
+host: :meth:`TensorMemory.update_state` reads it together with the number of nodes in one
+device-to-host copy (or takes both from its caller), and applying messages to a node set
+runs the cell on every node of the set, keeping the stored memory where a node has none.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import TGNMemory
 from torch_geometric.utils import scatter
 
+from tgeval.device import host_ints, positions
 from tgeval.state import State, clone_state
 
 __all__ = ["LatestMeanAggregator", "TensorMemory"]
@@ -51,8 +57,9 @@ class LatestMeanAggregator(nn.Module):
 
     def forward(self, msg: Tensor, index: Tensor, t: Tensor, dim_size: int) -> Tensor:
         latest = scatter(t, index, 0, dim_size, reduce="max")
-        keep = t == latest[index]
-        return scatter(msg[keep], index[keep], 0, dim_size, reduce="mean")
+        keep = (t == latest[index]).to(msg.dtype)  # a weight instead of a boolean index: fixed shapes
+        total = scatter(msg * keep[:, None], index, 0, dim_size, reduce="sum")
+        return total / scatter(keep, index, 0, dim_size, reduce="sum").clamp(min=1)[:, None]
 
 
 class TensorMemory(TGNMemory):
@@ -95,46 +102,65 @@ class TensorMemory(TGNMemory):
         """``[P]`` bool: pending messages addressed to a node of ``n_id``."""
         mask = torch.zeros(self.num_nodes, dtype=torch.bool, device=n_id.device)
         mask[n_id] = True
-        return mask[self.pending_node]
+        return mask.take(self.pending_node)
+
+    def pending_count(self, nodes: Tensor) -> Tensor:
+        """Pending messages addressed to the nodes of a bool ``[num_nodes]`` mask: int64 scalar (on the device)."""
+        return nodes.take(self.pending_node).sum()
 
     # -- memory -----------------------------------------------------------------------
     def partner_state(self, partner: Tensor) -> Tensor:
         """Representation ``[M, memory_dim]`` of message partners: their stored memory (TGN)."""
         return self.memory[partner]
 
-    def _get_updated_memory(self, n_id: Tensor) -> tuple[Tensor, Tensor]:
+    def _get_updated_memory(self, n_id: Tensor, num_pending: Optional[int] = None) -> tuple[Tensor, Tensor]:
         """Memory ``[n, D]`` and last-update times ``[n]`` of the sorted unique nodes ``n_id``,
-        with their pending messages applied (without storing the result)."""
-        memory, last_update = self.memory[n_id], self.last_update[n_id]
-        sel = self._member(n_id).nonzero().view(-1)
-        if sel.numel() == 0:
-            return memory, last_update
+        with their pending messages applied (without storing the result).
+
+        ``num_pending``: the number of pending messages addressed to ``n_id`` when the caller
+        knows it on the host (:meth:`pending_count`); read from the device otherwise.
+        """
+        member = self._member(n_id)
+        if num_pending is None:
+            num_pending = host_ints(member.sum())[0]
+        sel = positions(member, num_pending)
         node, partner, t = self.pending_node[sel], self.pending_partner[sel], self.pending_t[sel]
         raw, from_src = self.pending_msg[sel], self.pending_from_src[sel]
+        memory, last_update = self.memory[n_id], self.last_update[n_id]
         t_enc = self.time_enc((t - self.last_update[node]).to(raw.dtype))
         z_node, z_partner = self.memory[node], self.partner_state(partner)
         msg = torch.where(from_src[:, None], self.msg_s_module(z_node, z_partner, raw, t_enc),
                           self.msg_d_module(z_node, z_partner, raw, t_enc))
+        size = n_id.numel()
         local = torch.searchsorted(n_id, node)
-        aggr = self.aggr_module(msg, local, t, n_id.numel())
-        has = torch.unique(local)  # sorted local positions of nodes with messages
-        memory = memory.index_put((has,), self.gru(aggr[has], memory[has]))
-        latest = scatter(t, local, 0, n_id.numel(), reduce="max")
-        last_update = last_update.index_put((has,), latest[has])
-        return memory, last_update
+        aggr = self.aggr_module(msg, local, t, size)
+        has = torch.zeros(size, dtype=torch.bool, device=n_id.device).index_fill_(0, local, True)
+        memory = torch.where(has[:, None], self.gru(aggr, memory), memory)  # no cell step without a message
+        latest = scatter(t, local, 0, size, reduce="max")
+        return memory, torch.where(has, latest, last_update)
 
     def forward(self, n_id: Tensor) -> tuple[Tensor, Tensor]:
         """Current memory ``[n, D]`` and last-update times ``[n]`` of sorted unique ``n_id``."""
         return self._get_updated_memory(n_id)
 
-    def update_state(self, src: Tensor, dst: Tensor, t: Tensor, raw_msg: Tensor) -> None:
+    def update_state(self, src: Tensor, dst: Tensor, t: Tensor, raw_msg: Tensor, *,
+                     nodes: Optional[Tensor] = None, num_pending: Optional[int] = None) -> None:
         """Apply the pending messages of the batch's nodes, then make the batch's events their
-        pending messages (``src, dst, t [B]``, ``raw_msg [B, R]``)."""
-        n_id = torch.cat([src, dst]).unique()
-        memory, last_update = self._get_updated_memory(n_id)
-        self.memory[n_id] = memory.detach()
-        self.last_update[n_id] = last_update
-        keep = ~self._member(n_id)
+        pending messages (``src, dst, t [B]``, ``raw_msg [B, R]``).
+
+        ``nodes`` (the sorted distinct ids of ``src`` and ``dst``) and ``num_pending`` (their
+        pending messages) spare the one device read that computes them.
+        """
+        if nodes is None or num_pending is None:
+            touched = torch.zeros(self.num_nodes, dtype=torch.bool, device=src.device)
+            touched[src] = True
+            touched[dst] = True
+            count, num_pending = host_ints(touched.sum(), self.pending_count(touched))
+            nodes = positions(touched, count)
+        memory, last_update = self._get_updated_memory(nodes, num_pending)
+        self.memory[nodes] = memory.detach()
+        self.last_update[nodes] = last_update
+        keep = positions(~self._member(nodes), self.pending_node.numel() - num_pending)
         self.pending_node = torch.cat([self.pending_node[keep], src, dst])
         self.pending_partner = torch.cat([self.pending_partner[keep], dst, src])
         self.pending_t = torch.cat([self.pending_t[keep], t, t])

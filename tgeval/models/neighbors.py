@@ -9,7 +9,7 @@ future), and all of it is part of :meth:`NeighborBuffer.snapshot`.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import torch
 from torch import Tensor, nn
@@ -22,6 +22,9 @@ __all__ = ["NeighborBuffer"]
 
 class NeighborBuffer(nn.Module):
     """The ``size`` most recent interactions of every node, with event times and messages.
+
+    Inserting and reading have fixed shapes (no host synchronisation) when the caller passes
+    the batch's distinct nodes; the number of inserted events is kept on the host too.
 
     Args:
         num_nodes: exclusive upper bound of node ids.
@@ -46,6 +49,7 @@ class NeighborBuffer(nn.Module):
         self.register_buffer("event_t", torch.empty(0, dtype=torch.long), persistent=False)
         self.register_buffer("event_msg", torch.empty(0, msg_dim), persistent=False)
         self.register_buffer("inserted", torch.zeros((), dtype=torch.long), persistent=False)
+        self._num_inserted = 0  # the same count on the host
 
     slot_neighbors: Tensor  # int64 [num_nodes, size]  the loader's `neighbors`
     slot_e_id: Tensor       # int64 [num_nodes, size]  the loader's `e_id` (-1: empty slot)
@@ -53,7 +57,7 @@ class NeighborBuffer(nn.Module):
 
     @property
     def num_inserted(self) -> int:
-        return int(self.inserted)
+        return self._num_inserted
 
     def _bind_loader(self) -> None:
         self.loader.neighbors, self.loader.e_id = self.slot_neighbors, self.slot_e_id
@@ -67,10 +71,15 @@ class NeighborBuffer(nn.Module):
     def reset_state(self) -> None:
         self.loader.reset_state()
         self.inserted.zero_()
+        self._num_inserted = 0
 
-    def insert(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor) -> None:
-        """Add events ``(src, dst, t, msg)`` (``[B]``, ``[B, R]``) as neighbours in both directions."""
-        start = self.num_inserted
+    def insert(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, nodes: Optional[Tensor] = None) -> None:
+        """Add events ``(src, dst, t, msg)`` (``[B]``, ``[B, R]``) as neighbours in both directions.
+
+        ``nodes``: the sorted distinct ids of ``src`` and ``dst`` when the caller has them (then
+        nothing is read back from the device); computed otherwise.
+        """
+        start = self._num_inserted
         end = start + src.numel()
         if end > self.event_t.numel():  # grow geometrically: amortised O(1) per event
             capacity = max(end, 2 * self.event_t.numel(), 1024)
@@ -82,53 +91,43 @@ class NeighborBuffer(nn.Module):
         self.event_t[start:end] = t
         self.event_msg[start:end] = msg
         self.inserted.fill_(end)
-        self._insert_neighbors(src, dst, start)
+        self._num_inserted = end
+        if nodes is None:
+            nodes = torch.unique(torch.cat([src, dst]))
+        self._insert_neighbors(src, dst, start, nodes)
 
-    def _insert_neighbors(self, src: Tensor, dst: Tensor, first: int) -> None:
+    def _insert_neighbors(self, src: Tensor, dst: Tensor, first: int, nodes: Tensor) -> None:
         """``LastNeighborLoader.insert`` that keeps the ``size`` most recent entries of every node.
 
         PyG's version places a node's new entries at ``position % size`` of the whole sorted
         batch, so a node with more than ``size`` entries in one batch overwrites slots in an
         unspecified order and may keep older interactions instead of the latest. Here each
         entry's slot is its rank among the node's new entries, most recent first, and only the
-        ``size`` most recent are written.
+        ``size`` most recent are written (fixed shapes: dropped entries go to a padding slot).
         """
         loader, size, device = self.loader, self.size, src.device
-        num_events = src.numel()
+        num_events, num_nodes = src.numel(), nodes.numel()
+        centre = torch.cat([dst, src])
         neighbors = torch.cat([src, dst])
-        nodes = torch.cat([dst, src])
-        e_id = torch.arange(first, first + num_events, device=device).repeat(2)
-        # Group by node, most recent event first (a self-loop's two entries are identical).
-        order = torch.argsort(e_id, descending=True, stable=True)
-        order = order[torch.argsort(nodes[order], stable=True)]
-        nodes, neighbors, e_id = nodes[order], neighbors[order], e_id[order]
-        n_id, counts = torch.unique_consecutive(nodes, return_counts=True)
-        local = torch.repeat_interleave(torch.arange(n_id.numel(), device=device), counts)
-        rank = torch.arange(nodes.numel(), device=device) - (torch.cumsum(counts, 0) - counts)[local]
-        keep = rank < size
-        new_e_id = e_id.new_full((n_id.numel(), size), -1)
-        new_e_id[local[keep], rank[keep]] = e_id[keep]
-        new_neighbors = neighbors.new_zeros((n_id.numel(), size))
-        new_neighbors[local[keep], rank[keep]] = neighbors[keep]
+        event = torch.arange(num_events, device=device).repeat(2)
+        # Group by centre node, most recent event first (a self-loop's two entries are identical).
+        order = torch.topk(centre * num_events + (num_events - 1 - event), 2 * num_events, largest=False).indices
+        centre, neighbors, event = centre[order], neighbors[order], event[order]
+        rank = torch.arange(2 * num_events, device=device) - torch.searchsorted(centre, centre)
+        slot = torch.where(rank < size, torch.searchsorted(nodes, centre) * size + rank, num_nodes * size)
+        new_e_id = torch.full((num_nodes * size + 1,), -1, dtype=torch.long, device=device)
+        new_e_id.scatter_(0, slot, first + event)
+        new_neighbors = torch.zeros(num_nodes * size + 1, dtype=torch.long, device=device)
+        new_neighbors.scatter_(0, slot, neighbors)
         # Merge with the stored entries and keep the most recent `size` (largest event ids).
-        all_e_id = torch.cat([loader.e_id[n_id], new_e_id], dim=-1)
-        all_neighbors = torch.cat([loader.neighbors[n_id], new_neighbors], dim=-1)
+        all_e_id = torch.cat([new_e_id[:-1].view(num_nodes, size), loader.e_id[nodes]], dim=-1)
+        all_neighbors = torch.cat([new_neighbors[:-1].view(num_nodes, size), loader.neighbors[nodes]], dim=-1)
         top, perm = all_e_id.topk(size, dim=-1)
-        loader.e_id[n_id] = top
-        loader.neighbors[n_id] = torch.gather(all_neighbors, 1, perm)
-
-    def subgraph(self, n_id: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Star graph of ``n_id`` over their recent neighbours.
-
-        Returns ``(nodes [n'], edge_index [2, m], t [m], msg [m, R])``: ``nodes`` sorted unique
-        (``n_id`` and its neighbours), ``edge_index`` local indices into ``nodes`` with
-        row 0 the neighbour and row 1 the centre node.
-        """
-        nodes, edge_index, e_id = self.loader(n_id)
-        return nodes, edge_index, self.event_t[e_id], self.event_msg[e_id]
+        loader.e_id[nodes] = top
+        loader.neighbors[nodes] = torch.gather(all_neighbors, 1, perm)
 
     def recent(self, n_id: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Dense recent interactions, most recent first.
+        """Dense recent interactions of any node ids, most recent first (fixed shapes).
 
         Returns ``(neighbor [n, K], t [n, K], msg [n, K, R], valid [n, K])``; invalid slots
         (fewer than ``K`` interactions so far) hold neighbour 0, time 0 and zero messages.
@@ -146,7 +145,7 @@ class NeighborBuffer(nn.Module):
         return neighbor, t, msg, valid
 
     def snapshot(self) -> State:
-        n, e_id = self.num_inserted, self.loader.e_id
+        n, e_id = self._num_inserted, self.loader.e_id
         # Slots without an event may hold stale ids (kept by reset_state): store them as 0.
         neighbors = torch.where(e_id >= 0, self.loader.neighbors, 0)
         return {"neighbors": neighbors, "e_id": clone_state(e_id),
@@ -160,4 +159,5 @@ class NeighborBuffer(nn.Module):
         self._bind_loader()
         self.event_t = clone_state(state["event_t"]).to(device)
         self.event_msg = clone_state(state["event_msg"]).to(device)
-        self.inserted.fill_(int(state["num_inserted"]))
+        self._num_inserted = int(state["num_inserted"])
+        self.inserted.fill_(self._num_inserted)

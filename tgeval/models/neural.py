@@ -8,6 +8,17 @@ exact: :meth:`~NeuralLinkModel.candidate_scorer` embeds the batch's sources and 
 candidate once, computes the decoder's per-source and per-candidate terms once, and then
 each (event, candidate) block costs one add, ReLU and projection per pair.
 
+**Incremental scoring.** In evaluation (eval mode, no gradients) the embeddings of every node
+and the decoder's target terms of the candidate list are kept across batches in a cache
+that is part of no state: after :meth:`~NeuralLinkModel.update`, only the nodes whose
+embedding inputs the batch changed are marked dirty (:meth:`~NeuralLinkModel.changed`), and
+a scoring call recomputes just the dirty nodes it asks for. The cache is dropped on
+:meth:`~NeuralLinkModel.reset_state`, :meth:`~NeuralLinkModel.restore`, ``.to()``, and
+whenever a parameter or a state buffer changed other than through ``update`` (tensor
+identity and version counters are compared before every use). Each scoring call reads all
+the sizes it needs from the device at once (one host synchronisation) and then runs with
+fixed shapes.
+
 Data without event features (no ``msg`` field) gets a message of one zero column
 (``msg_dim=1``), as PyG's recipe does for such data (a width-0 message crashes
 ``TGNMemory``).
@@ -15,12 +26,13 @@ Data without event features (no ``msg`` field) gets a message of one zero column
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Optional
 
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
+from tgeval.device import host_ints, positions
 from tgeval.errors import DataFormatError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel
 from tgeval.models.layers import LinkDecoder
@@ -35,9 +47,24 @@ def message_dim(data: TemporalData) -> int:
     return 1 if msg is None or msg.dim() != 2 or msg.size(1) == 0 else int(msg.size(1))
 
 
+class _Cache:
+    """Embeddings ``z [N, D]`` of every node (rows valid where not ``dirty``) and, for one
+    candidate list ``items [C]``, the decoder's target terms ``target [C + 1, H]`` (row ``C``
+    is padding, written for nodes outside the list)."""
+
+    def __init__(self, num_nodes: int, stamp: dict, device: torch.device) -> None:
+        self.stamp = stamp
+        self.z: Optional[Tensor] = None  # allocated with the first embeddings (their width)
+        self.dirty = torch.ones(num_nodes, dtype=torch.bool, device=device)
+        self.items: Optional[Tensor] = None
+        self.row: Optional[Tensor] = None  # int64 [N]: each node's row in ``items``, C elsewhere
+        self.target: Optional[Tensor] = None
+
+
 class NeuralLinkModel(TemporalLinkModel):
-    """Subclasses implement :meth:`embed`, :meth:`ingest` and :attr:`stateful_parts`, and keep
-    their constructor arguments in ``self.config`` (checkpoints rebuild models from it).
+    """Subclasses implement :meth:`embed_rows`, :meth:`ingest`, :meth:`changed` and
+    :attr:`stateful_parts`, and keep their constructor arguments in ``self.config``
+    (checkpoints rebuild models from it).
 
     Args:
         num_nodes: exclusive upper bound of node ids.
@@ -52,7 +79,7 @@ class NeuralLinkModel(TemporalLinkModel):
 
     #: float32 rounding differs across call shapes by ~1e-7 relative; ties within 1e-5
     tie_tolerance = 1e-5
-    #: most catalog nodes embedded in one call by :meth:`candidate_scorer`
+    #: most nodes embedded in one call (bounds peak memory when many nodes are asked for)
     embed_chunk = 8192
 
     def __init__(self, num_nodes: int, msg_dim: int, embedding_dim: int) -> None:
@@ -62,14 +89,27 @@ class NeuralLinkModel(TemporalLinkModel):
         self.msg_dim = int(msg_dim)
         self.decoder = LinkDecoder(embedding_dim)
         self.config: dict[str, Any] = {}
+        self._cache: Optional[_Cache] = None
 
     # -- to implement ------------------------------------------------------------------
-    def embed(self, n_id: Tensor) -> Tensor:
-        """Embeddings ``[n, D]`` of the sorted unique nodes ``n_id`` from the current state."""
+    def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
+        """Embeddings ``[n, D]`` of the sorted distinct nodes ``rows`` from the current state;
+        ``sizes`` are the host values of :meth:`row_sizes` for them."""
         raise NotImplementedError
 
-    def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor) -> None:
-        """Add observed events (``[B]``, ``msg [B, R]``) to the state."""
+    def row_sizes(self, rows: Tensor) -> list[Tensor]:
+        """Device int64 scalars that :meth:`embed_rows` needs on the host for the nodes of the
+        bool ``[num_nodes]`` mask ``rows`` (read together with their number, in one copy)."""
+        return []
+
+    def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, touched: Optional[Tensor] = None) -> None:
+        """Add observed events (``[B]``, ``msg [B, R]``) to the state; ``touched``: bool
+        ``[num_nodes]``, the nodes of the events (computed when ``None``)."""
+        raise NotImplementedError
+
+    def changed(self, touched: Tensor) -> Tensor:
+        """bool ``[num_nodes]``: the nodes whose embedding the last :meth:`ingest` may have
+        changed, given its ``touched`` nodes (read after the ingest; a superset is safe)."""
         raise NotImplementedError
 
     @property
@@ -77,28 +117,125 @@ class NeuralLinkModel(TemporalLinkModel):
         """Submodules holding the state, each with ``reset_state`` / ``snapshot`` / ``restore``."""
         raise NotImplementedError
 
+    # -- embeddings ---------------------------------------------------------------------
+    def _mask(self, ids: Tensor) -> Tensor:
+        mask = torch.zeros(self.num_nodes, dtype=torch.bool, device=ids.device)
+        mask[ids] = True
+        return mask
+
+    def _embed_mask(self, mask: Tensor, sizes: Optional[list[int]] = None) -> tuple[Tensor, Tensor]:
+        """``(rows, z)``: the sorted nodes of a bool mask and their embeddings, in calls of at most
+        :attr:`embed_chunk` nodes; ``sizes`` (its count, then :meth:`row_sizes`) if already read."""
+        if sizes is None:
+            sizes = host_ints(mask.sum(), *self.row_sizes(mask))
+        rows = positions(mask, sizes[0])
+        if sizes[0] <= self.embed_chunk:
+            return rows, self.embed_rows(rows, sizes[1:])
+        parts = []
+        for start in range(0, sizes[0], self.embed_chunk):
+            part = rows[start:start + self.embed_chunk]
+            parts.append(self.embed_rows(part, host_ints(*self.row_sizes(self._mask(part)))))
+        return rows, torch.cat(parts)
+
+    def embed(self, ids: Tensor) -> Tensor:
+        """Embeddings ``[n, D]`` of any node ids (each distinct node embedded once)."""
+        if self._caching() and ids.numel():
+            return self._cached(ids)
+        rows, z = self._embed_mask(self._mask(ids))
+        return z[torch.searchsorted(rows, ids)]
+
+    # -- the evaluation cache -----------------------------------------------------------
+    def _caching(self) -> bool:
+        return not self.training and not torch.is_grad_enabled()
+
+    def _stamp(self) -> dict:
+        return {name: (tensor, tensor._version) for name, tensor in
+                list(self.named_parameters()) + list(self.named_buffers())}
+
+    def _cache_if_valid(self) -> Optional[_Cache]:
+        """The cache, or ``None`` when a parameter or a state buffer changed behind its back."""
+        cache = self._cache
+        if cache is None:
+            return None
+        stamp = self._stamp()
+        if stamp.keys() != cache.stamp.keys() or any(
+                now is not then or version != then_version
+                for (now, version), (then, then_version) in zip(stamp.values(), cache.stamp.values())):
+            self._cache = None
+            return None
+        return cache
+
+    def _refreshed(self, ids: Tensor) -> _Cache:
+        """The cache with the dirty nodes among ``ids`` recomputed (one host read when few are)."""
+        cache = self._cache_if_valid()
+        if cache is None:
+            cache = self._cache = _Cache(self.num_nodes, self._stamp(), ids.device)
+        need = self._mask(ids) & cache.dirty
+        sizes = host_ints(need.sum(), *self.row_sizes(need))
+        if sizes[0]:
+            rows, z = self._embed_mask(need, sizes)
+            if cache.z is None:
+                cache.z = z.new_zeros((self.num_nodes, z.size(1)))
+            cache.z[rows] = z
+            cache.dirty[rows] = False
+            if cache.target is not None and cache.row is not None:
+                cache.target[cache.row[rows]] = self.decoder.target_terms(z)
+        return cache
+
+    def _cached(self, ids: Tensor) -> Tensor:
+        z = self._refreshed(ids).z
+        assert z is not None  # ids is not empty: the first refresh allocated it
+        return z[ids]
+
+    def _cached_scorer(self, src: Tensor, candidates: Tensor) -> Optional[tuple[Tensor, Tensor]]:
+        """``(source terms [B, H], target terms [C, H])`` from the cache, the target terms kept
+        across batches for ``candidates`` or for the list it is a prefix view of (the engine passes
+        ``catalog.items[:width]``); ``None`` for a candidate list with duplicates."""
+        base = candidates._base
+        if not (base is not None and base.dim() == 1 and base.stride(0) == 1 and candidates.stride(0) == 1
+                and candidates.data_ptr() == base.data_ptr()):
+            base = candidates
+        cache = self._cache_if_valid()
+        if cache is None or cache.items is not base:
+            if int(torch.unique(base).numel()) != base.numel():  # once per candidate list
+                return None
+            cache = self._refreshed(base)
+            cache.items, cache.target = base, None
+        cache = self._refreshed(torch.cat([src, base]))
+        assert cache.z is not None
+        if cache.target is None:  # a new candidate list: every row once, in chunks
+            size = base.numel()
+            cache.row = torch.full((self.num_nodes,), size, dtype=torch.long, device=base.device)
+            cache.row[base] = torch.arange(size, device=base.device)
+            terms = [self.decoder.target_terms(cache.z[base[i:i + self.embed_chunk]])
+                     for i in range(0, size, self.embed_chunk)]
+            cache.target = torch.cat(terms + [terms[0].new_zeros((1, terms[0].size(1)))])
+        return self.decoder.source_terms(cache.z[src]), cache.target[:candidates.numel()]
+
     # -- scoring ----------------------------------------------------------------------
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         """``dec(z_src, z_dst)`` ``[B]``; every node is embedded once per call."""
-        z = self._embed_any(torch.cat([src, dst]))
+        z = self.embed(torch.cat([src, dst]))
         return self.decoder(z[:src.numel()], z[src.numel():])
 
     def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
         """Embed the sources and every candidate once; chunks then only combine decoder terms.
 
-        Candidates are embedded :attr:`embed_chunk` at a time and only their decoder terms
-        (``[C, H]``) are kept, so peak memory does not grow with the catalog beyond them.
+        In evaluation the candidates' target terms are kept across batches (recomputed only for
+        dirty nodes); otherwise candidates are embedded :attr:`embed_chunk` at a time and only
+        their decoder terms (``[C, H]``) are kept, so peak memory does not grow with the catalog
+        beyond them.
         """
-        source = self.decoder.source_terms(self._embed_any(src))
-        parts = [self.decoder.target_terms(self._embed_any(candidates[i:i + self.embed_chunk]))
-                 for i in range(0, candidates.numel(), self.embed_chunk)]
-        target = torch.cat(parts) if parts else source.new_zeros((0, source.size(1)))
-        return lambda ev, cand: self.decoder.combine(source[ev], target[cand])
-
-    def _embed_any(self, ids: Tensor) -> Tensor:
-        """Embeddings ``[n, D]`` of any node ids (each distinct node embedded once)."""
-        n_id, inverse = ids.unique(return_inverse=True)
-        return self.embed(n_id)[inverse]
+        terms = self._cached_scorer(src, candidates) if self._caching() and candidates.numel() else None
+        if terms is None:
+            source = self.decoder.source_terms(self.embed(src))
+            parts = [self.decoder.target_terms(self.embed(candidates[i:i + self.embed_chunk]))
+                     for i in range(0, candidates.numel(), self.embed_chunk)]
+            target = torch.cat(parts) if parts else source.new_zeros((0, source.size(1)))
+        else:
+            source, target = terms
+        scores: Callable[[slice, slice], Tensor] = lambda ev, cand: self.decoder.combine(source[ev], target[cand])
+        return scores
 
     def score_candidates(self, src: Tensor, t: Tensor, candidates: Tensor) -> Tensor:
         return self.candidate_scorer(src, t, candidates)(slice(None), slice(None))
@@ -122,18 +259,39 @@ class NeuralLinkModel(TemporalLinkModel):
         truncation to ``K`` neighbours, the order messages are summed in), so the batch is
         ordered first: the state then does not depend on the file order of simultaneous
         events, including events equal in ``(t, src, dst)`` with different features, which
-        the replay engine's ``(t, src, dst)`` order leaves in file order.
+        the replay engine's ``(t, src, dst)`` order leaves in file order. A kept evaluation
+        cache marks the nodes whose embeddings may have changed.
         """
         src, dst, t, msg = batch.src, batch.dst, batch.t, self.messages(batch)
-        keys = [t, src, dst]
-        if getattr(batch, "msg", None) is not None and msg.numel() > 0:
+        if src.numel() == 0:
+            return
+        order = self._canonical_order(src, dst, t, msg if getattr(batch, "msg", None) is not None else None)
+        cache = self._cache_if_valid()
+        touched = self._mask(torch.cat([src, dst]))
+        self.ingest(src[order], dst[order], t[order], msg[order], touched)
+        if cache is not None:  # still describes the state before this batch: mark what it changed
+            cache.dirty |= self.changed(touched)
+            cache.stamp = self._stamp()
+
+    def _canonical_order(self, src: Tensor, dst: Tensor, t: Tensor, msg: Optional[Tensor]) -> Tensor:
+        """Permutation sorting the events by ``(t, src, dst, msg)`` (stable): one sort of the
+        int64 key ``(rank(t) * N + src) * N + dst`` when it fits, then rows of ``msg`` (ranked
+        lexicographically, one host read) when the data has features."""
+        n, size = self.num_nodes, src.numel()
+        if n * n * (size + 1) < 2**62:
+            ordered = torch.topk(t, size, largest=False).values
+            keys = [(torch.searchsorted(ordered, t) * n + src) * n + dst]
+        else:
+            keys = [t, src, dst]
+        if msg is not None and msg.numel() > 0:
             keys.append(torch.unique(msg, dim=0, return_inverse=True)[1])  # lexicographic rank of each row
-        order = torch.arange(src.numel(), device=src.device)
+        order = torch.arange(size, device=src.device)
         for key in reversed(keys):  # stable sorts, last key first: lexicographic order
             order = order[torch.argsort(key[order], stable=True)]
-        self.ingest(src[order], dst[order], t[order], msg[order])
+        return order
 
     def reset_state(self) -> None:
+        self._cache = None
         for part in self.stateful_parts.values():
             part.reset_state()  # type: ignore[operator]
 
@@ -141,8 +299,13 @@ class NeuralLinkModel(TemporalLinkModel):
         return {name: part.snapshot() for name, part in self.stateful_parts.items()}  # type: ignore[operator]
 
     def restore(self, state: State) -> None:
+        self._cache = None
         for name, part in self.stateful_parts.items():
             part.restore(state[name])  # type: ignore[operator]
+
+    def _apply(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+        self._cache = None  # .to(), .cuda(), .half(): the cache is rebuilt on the new tensors
+        return super()._apply(fn, *args, **kwargs)
 
     def describe(self) -> dict:
         return {"name": type(self).__name__, **self.config}

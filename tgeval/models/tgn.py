@@ -14,10 +14,13 @@ width 100, 10 neighbours, attention dropout 0.1.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import IdentityMessage
 
+from tgeval.device import host_ints, positions
 from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.models.memory import TensorMemory
 from tgeval.models.neighbors import NeighborBuffer
@@ -51,12 +54,39 @@ class TGN(NeuralLinkModel):
     def stateful_parts(self) -> dict[str, nn.Module]:
         return {"memory": self.memory, "neighbors": self.neighbors}
 
-    def embed(self, n_id: Tensor) -> Tensor:
-        nodes, edge_index, t, msg = self.neighbors.subgraph(n_id)
-        memory, last_update = self.memory(nodes)
-        z = self.gnn(memory, last_update, edge_index, t, msg)
-        return z[torch.searchsorted(nodes, n_id)]
+    def _reach(self, rows: Tensor) -> Tensor:
+        """bool ``[N]``: the nodes of the mask ``rows`` and their recent neighbours."""
+        slots = self.neighbors.loader
+        hits = torch.zeros(self.num_nodes, dtype=torch.long, device=rows.device)
+        hits.index_add_(0, slots.neighbors.view(-1), ((slots.e_id >= 0) & rows[:, None]).view(-1).long())
+        return rows | (hits > 0)
 
-    def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor) -> None:
-        self.memory.update_state(src, dst, t, msg)
-        self.neighbors.insert(src, dst, t, msg)
+    def row_sizes(self, rows: Tensor) -> list[Tensor]:
+        reach = self._reach(rows)  # whose memory the attention reads
+        return [reach.sum(), self.memory.pending_count(reach)]
+
+    def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
+        reach = positions(self._reach(self._mask(rows)), sizes[0])
+        memory, last_update = self.memory._get_updated_memory(reach, sizes[1])
+        neighbor, t, msg, valid = self.neighbors.recent(rows)
+        n, k = valid.shape
+        local = torch.searchsorted(reach, torch.cat([rows, neighbor.view(-1)])).clamp(max=max(reach.numel() - 1, 0))
+        x, seen = memory[local], last_update[local]
+        return self.gnn(x[:n], x[n:].view(n, k, x.size(1)), seen[n:].view(n, k), t, msg, valid)
+
+    def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, touched: Optional[Tensor] = None) -> None:
+        if touched is None:
+            touched = self._mask(torch.cat([src, dst]))
+        count, pending = host_ints(touched.sum(), self.memory.pending_count(touched))  # the one host read
+        nodes = positions(touched, count)
+        self.memory.update_state(src, dst, t, msg, nodes=nodes, num_pending=pending)
+        self.neighbors.insert(src, dst, t, msg, nodes=nodes)
+
+    def changed(self, touched: Tensor) -> Tensor:
+        """The batch's nodes; nodes with a pending message from one of them (the partner's memory
+        changed); and every node with one of those among its recent neighbours."""
+        memory, slots = self.memory, self.neighbors.loader
+        partner_hit = torch.zeros(self.num_nodes, dtype=torch.long, device=touched.device)
+        partner_hit.index_add_(0, memory.pending_node, touched.take(memory.pending_partner).long())
+        moved = touched | (partner_hit > 0)
+        return moved | (moved.take(slots.neighbors) & (slots.e_id >= 0)).any(dim=1)
