@@ -8,17 +8,20 @@ most 200 events: score every catalog item for every event of the batch, then
 ``model.update(batch)``. Every method starts from the same state snapshot and sees the same
 batches.
 
-* **(a) fast path**: ``model.candidate_scorer(src, t, items)`` embeds the batch's sources
-  and every item once, computes the decoder's per-source and per-item terms once, and
-  combines them per pair (add, ReLU, output projection).
-* **(b) per-event loop**: for each event, ``model.score`` of the ``C`` pairs (source, item):
-  every item is embedded again for every event.
-* **(c) embed once per batch, plain decoder**: embeddings as (a), then
+* **(a) fast path, incremental** (the default): ``model.candidate_scorer(src, t, items)``
+  keeps every node's embedding and the items' decoder terms across batches and recomputes
+  only the nodes the last update changed, then combines per pair (add, ReLU, output
+  projection).
+* **(a0) fast path, not incremental** (``model.incremental = False``): embeds the batch's
+  sources and every item once per batch, computes the decoder terms once, combines per pair.
+* **(b) per-event loop** (not incremental): for each event, ``model.score`` of the ``C``
+  pairs (source, item): every item is embedded again for every event, as TGB's examples do.
+* **(c) embed once per batch, plain decoder** (not incremental): embeddings as (a0), then
   ``model.decoder(z_src expanded, z_items expanded)`` on all ``B x C`` pairs (the decoder's
   input projections run per pair instead of per node).
 * **tgeval evaluate** (context): the engine's full all-entity replay on the same events
   (``evaluate(catalog=..., sampler=None)``: exclusions, counting above / equal, metric
-  summary not timed), state guard on and off.
+  summary not timed), incremental, state guard on and off; and not incremental.
 
 The script asserts that (a), (b) and (c) give the same scores to 1e-5 (absolute) for every
 compared (event, item) pair before printing ratios. ``--num-events N`` sets how many test
@@ -116,9 +119,10 @@ def main() -> None:
     print(f"warm-up : {time.perf_counter() - began:.1f} s (not timed below)")
     start_state = model.snapshot()
 
-    def replay(method, segment: Segment, keep: bool):
+    def replay(method, segment: Segment, keep: bool, incremental: bool):
         """Seconds of the online loop over ``segment`` (score all items, update) and the scores."""
         model.restore(start_state)
+        model.incremental = incremental
         out = []
         loader = TimestampBatchLoader(data[segment.start : segment.end], BATCH_SIZE)
         with torch.no_grad():
@@ -131,36 +135,40 @@ def main() -> None:
             seconds = time.perf_counter() - began
         return seconds, (torch.cat(out) if keep else None)
 
-    methods = {"(a) fast path: candidate_scorer": fast_path,
-               "(b) per-event loop: model.score per event": per_event,
-               "(c) embed once per batch, plain decoder per pair": batch_plain_decoder}
+    methods = {"(a) fast path: candidate_scorer, incremental": (fast_path, True),
+               "(a0) fast path, not incremental": (fast_path, False),
+               "(b) per-event loop: model.score per event": (per_event, False),
+               "(c) embed once per batch, plain decoder per pair": (batch_plain_decoder, False)}
     # Untimed warm-up of each method on the first batch's worth of events.
     first = head_segment(data, test, BATCH_SIZE)
-    for method in methods.values():
-        replay(method, first, keep=False)
+    for method, incremental in methods.values():
+        replay(method, first, keep=False, incremental=incremental)
 
-    def run_engine(segment: Segment, guard: bool) -> float:
+    engines = {"tgeval evaluate (engine), incremental, guard on": (True, True),
+               "tgeval evaluate (engine), incremental, guard off": (True, False),
+               "tgeval evaluate (engine), not incremental, guard on": (False, True)}
+
+    def run_engine(segment: Segment, incremental: bool, guard: bool) -> float:
         model.restore(start_state)
+        model.incremental = incremental
         r = evaluate(model, data, segment, protocol="online", sampler=None, catalog=catalog,
                      batch_size=BATCH_SIZE, warm=False, check_state=guard)
         return r.performance["seconds"]
 
-    run_engine(first, True)
+    run_engine(first, True, True)
 
-    rows: dict[str, list[float]] = {n: [] for n in methods}
-    rows["tgeval evaluate (engine), guard on"] = []
-    rows["tgeval evaluate (engine), guard off"] = []
+    rows: dict[str, list[float]] = {n: [] for n in list(methods) + list(engines)}
     reference = None
     max_diff = {n: 0.0 for n in methods}
     for _ in range(args.repeat):  # interleaved (round robin)
-        for name, method in methods.items():
-            seconds, scores = replay(method, seg, keep=True)
+        for name, (method, incremental) in methods.items():
+            seconds, scores = replay(method, seg, keep=True, incremental=incremental)
             rows[name].append(seconds)
             if reference is None:
                 reference = scores
             max_diff[name] = max(max_diff[name], float((scores - reference).abs().max()))
-        rows["tgeval evaluate (engine), guard on"].append(run_engine(seg, True))
-        rows["tgeval evaluate (engine), guard off"].append(run_engine(seg, False))
+        for name, (incremental, guard) in engines.items():
+            rows[name].append(run_engine(seg, incremental, guard))
     assert reference is not None and reference.shape == (seg.num_events, catalog.size)
     for name, diff in max_diff.items():
         assert diff <= TOLERANCE, f"{name}: scores differ from the fast path's by {diff:.3g} > {TOLERANCE}"
@@ -168,7 +176,7 @@ def main() -> None:
           + ", ".join(f"{n.split(' ')[0]} {d:.2e}" for n, d in max_diff.items()) + f" (tolerance {TOLERANCE})")
 
     n = seg.num_events
-    fast = min(rows["(a) fast path: candidate_scorer"])
+    fast = min(rows["(a) fast path: candidate_scorer, incremental"])
     table = [[name, f"{min(v) / n * 1e3:.3f}", f"{median(v) / n * 1e3:.3f}", f"{min(v) / fast:.1f}x"]
              for name, v in rows.items()]
     print(f"timing  : ms/event on the {n} compared events (score all {catalog.size} items + update), best and "
@@ -182,13 +190,13 @@ def main() -> None:
 
     if not args.no_full and seg is not test:
         full = []
-        fast_runs = [replay(fast_path, test, keep=False)[0] for _ in range(args.full_repeat)]
-        full.append(["(a) fast path: candidate_scorer", f"{min(fast_runs) / test.num_events * 1e3:.3f}",
-                     f"{median(fast_runs) / test.num_events * 1e3:.3f}"])
-        for guard in (True, False):
-            runs = [run_engine(test, guard) for _ in range(args.full_repeat)]
-            full.append([f"tgeval evaluate (engine), guard {'on' if guard else 'off'}",
+        for incremental in (True, False):
+            runs = [replay(fast_path, test, keep=False, incremental=incremental)[0] for _ in range(args.full_repeat)]
+            full.append([f"(a{'' if incremental else '0'}) fast path, {'' if incremental else 'not '}incremental",
                          f"{min(runs) / test.num_events * 1e3:.3f}", f"{median(runs) / test.num_events * 1e3:.3f}"])
+        for name, (incremental, guard) in engines.items():
+            runs = [run_engine(test, incremental, guard) for _ in range(args.full_repeat)]
+            full.append([name, f"{min(runs) / test.num_events * 1e3:.3f}", f"{median(runs) / test.num_events * 1e3:.3f}"])
         print(f"full test segment ({test.num_events} events), best and median of {args.full_repeat} run(s):")
         print_table(["method", "ms/event (best)", "ms/event (median)"], full)
 

@@ -43,7 +43,11 @@ class DyRepMemory(TensorMemory):
         """``h_v`` ``[M, memory_dim]``: attention over each partner's recent neighbours, with their
         stored memories (one row per message, fixed shapes)."""
         neighbor, t, msg, valid = self.neighbors.recent(partner)
-        return self.attention(self.memory[partner], self.memory[neighbor], self.last_update[neighbor], t, msg, valid)
+        size = partner.numel()
+        rows = torch.cat([partner, neighbor.view(-1)])  # partners then their neighbours, as rows of x
+        return self.attention(self.memory[rows], self.last_update[rows], torch.arange(size, device=partner.device),
+                              size + torch.arange(neighbor.numel(), device=partner.device).view_as(neighbor),
+                              t, msg, valid)
 
     def update_state(self, src: Tensor, dst: Tensor, t: Tensor, raw_msg: Tensor, *,
                      nodes: Optional[Tensor] = None, num_pending: Optional[int] = None) -> None:

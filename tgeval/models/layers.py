@@ -27,10 +27,12 @@ __all__ = ["GraphAttentionEmbedding", "LinkDecoder", "FixedTimeEncoder", "MixerB
 class GraphAttentionEmbedding(nn.Module):
     r"""Two-head ``TransformerConv`` over each centre's neighbour slots; ``out_dim`` must be even.
 
-    ``forward(center [n, in_dim], neighbor [n, K, in_dim], neighbor_last_update [n, K], t [n, K],
-    msg [n, K, R], valid [n, K]) -> [n, out_dim]``: the star graph with an edge neighbour -> centre
-    for every valid slot, edge features :math:`[\phi(\tau_j - t_e) \| x_e]`. Invalid slots feed a
-    padding centre whose output is dropped, so every shape is fixed (no host synchronisation).
+    ``forward(x [m, in_dim], last_update [m], centre [n], neighbor [n, K], t [n, K], msg [n, K, R],
+    valid [n, K]) -> [n, out_dim]``: ``centre`` and ``neighbor`` are rows of ``x``; the graph has
+    an edge neighbour -> centre for every valid slot, with edge features
+    :math:`[\phi(\tau_j - t_e) \| x_e]` (:math:`\tau_j` the neighbour's last update). Invalid
+    slots feed a padding node whose output is dropped, so every shape is fixed (no host
+    synchronisation) and the graph is the star subgraph PyG's ``LastNeighborLoader`` builds.
     """
 
     def __init__(self, in_dim: int, out_dim: int, msg_dim: int, time_enc: TimeEncoder, dropout: float = 0.1) -> None:
@@ -41,15 +43,16 @@ class GraphAttentionEmbedding(nn.Module):
         self.conv = TransformerConv(in_dim, out_dim // 2, heads=2, dropout=dropout,
                                     edge_dim=msg_dim + time_enc.out_channels)
 
-    def forward(self, center: Tensor, neighbor: Tensor, neighbor_last_update: Tensor, t: Tensor, msg: Tensor,
+    def forward(self, x: Tensor, last_update: Tensor, centre: Tensor, neighbor: Tensor, t: Tensor, msg: Tensor,
                 valid: Tensor) -> Tensor:
         n, k = valid.shape
-        x = torch.cat([center, neighbor.reshape(n * k, neighbor.size(-1)), center.new_zeros(1, center.size(1))])
-        slots = torch.arange(n * k, device=center.device)
-        target = torch.where(valid.reshape(-1), slots // k, n + n * k)  # invalid slots -> the padding centre
-        rel_t = self.time_enc((neighbor_last_update - t).reshape(-1).to(center.dtype))
+        m = x.size(0)
+        padded = torch.cat([x, x.new_zeros(1, x.size(1))])
+        source = neighbor.reshape(n * k)
+        target = torch.where(valid.reshape(n * k), centre.repeat_interleave(k), m)  # invalid slots -> padding
+        rel_t = self.time_enc((last_update[source] - t.reshape(n * k)).to(x.dtype))
         edge_attr = torch.cat([rel_t, msg.reshape(n * k, msg.size(-1))], dim=-1)
-        return self.conv(x, torch.stack([n + slots, target]), edge_attr)[:n]
+        return self.conv(padded, torch.stack([source, target]), edge_attr)[centre]
 
 
 class LinkDecoder(nn.Module):

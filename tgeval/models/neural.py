@@ -81,6 +81,9 @@ class NeuralLinkModel(TemporalLinkModel):
     tie_tolerance = 1e-5
     #: most nodes embedded in one call (bounds peak memory when many nodes are asked for)
     embed_chunk = 8192
+    #: keep embeddings across batches in evaluation (memory: one ``[num_nodes, D]`` float array
+    #: and the candidates' ``[C, H]`` decoder terms); ``False`` embeds afresh in every call
+    incremental = True
 
     def __init__(self, num_nodes: int, msg_dim: int, embedding_dim: int) -> None:
         super().__init__(num_nodes)
@@ -146,7 +149,7 @@ class NeuralLinkModel(TemporalLinkModel):
 
     # -- the evaluation cache -----------------------------------------------------------
     def _caching(self) -> bool:
-        return not self.training and not torch.is_grad_enabled()
+        return self.incremental and not self.training and not torch.is_grad_enabled()
 
     def _stamp(self) -> dict:
         return {name: (tensor, tensor._version) for name, tensor in
@@ -275,16 +278,16 @@ class NeuralLinkModel(TemporalLinkModel):
 
     def _canonical_order(self, src: Tensor, dst: Tensor, t: Tensor, msg: Optional[Tensor]) -> Tensor:
         """Permutation sorting the events by ``(t, src, dst, msg)`` (stable): one sort of the
-        int64 key ``(rank(t) * N + src) * N + dst`` when it fits, then rows of ``msg`` (ranked
-        lexicographically, one host read) when the data has features."""
+        int64 key ``(rank(t) * N + src) * N + dst`` when it fits, then rows of ``msg`` when the
+        data has features (ranked lexicographically, one host read, for more than one column)."""
         n, size = self.num_nodes, src.numel()
         if n * n * (size + 1) < 2**62:
             ordered = torch.topk(t, size, largest=False).values
             keys = [(torch.searchsorted(ordered, t) * n + src) * n + dst]
         else:
             keys = [t, src, dst]
-        if msg is not None and msg.numel() > 0:
-            keys.append(torch.unique(msg, dim=0, return_inverse=True)[1])  # lexicographic rank of each row
+        if msg is not None and msg.numel() > 0:  # lexicographic rank of each row (a one-column message is its own)
+            keys.append(msg[:, 0] if msg.size(1) == 1 else torch.unique(msg, dim=0, return_inverse=True)[1])
         order = torch.arange(size, device=src.device)
         for key in reversed(keys):  # stable sorts, last key first: lexicographic order
             order = order[torch.argsort(key[order], stable=True)]

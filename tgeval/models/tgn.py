@@ -69,10 +69,8 @@ class TGN(NeuralLinkModel):
         reach = positions(self._reach(self._mask(rows)), sizes[0])
         memory, last_update = self.memory._get_updated_memory(reach, sizes[1])
         neighbor, t, msg, valid = self.neighbors.recent(rows)
-        n, k = valid.shape
-        local = torch.searchsorted(reach, torch.cat([rows, neighbor.view(-1)])).clamp(max=max(reach.numel() - 1, 0))
-        x, seen = memory[local], last_update[local]
-        return self.gnn(x[:n], x[n:].view(n, k, x.size(1)), seen[n:].view(n, k), t, msg, valid)
+        local = torch.searchsorted(reach, neighbor).clamp(max=max(reach.numel() - 1, 0))  # invalid slots: any row
+        return self.gnn(memory, last_update, torch.searchsorted(reach, rows), local, t, msg, valid)
 
     def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, touched: Optional[Tensor] = None) -> None:
         if touched is None:
