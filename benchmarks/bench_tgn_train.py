@@ -106,17 +106,18 @@ class PygRecipeTGN:
     """
 
     def __init__(self, num_nodes: int, msg_dim: int = 1, memory_dim: int = WIDTH, time_dim: int = WIDTH,
-                 embedding_dim: int = WIDTH, num_neighbors: int = NUM_NEIGHBORS, lr: float = LR) -> None:
+                 embedding_dim: int = WIDTH, num_neighbors: int = NUM_NEIGHBORS, lr: float = LR,
+                 device: str = "cpu") -> None:
         self.memory = TGNMemory(num_nodes, msg_dim, memory_dim, time_dim,
                                 message_module=IdentityMessage(msg_dim, memory_dim, time_dim),
-                                aggregator_module=LastAggregator())
-        self.gnn = RecipeAttention(memory_dim, embedding_dim, msg_dim, self.memory.time_enc)
-        self.link_pred = RecipePredictor(embedding_dim)
-        self.neighbor_loader = LastNeighborLoader(num_nodes, size=num_neighbors)
+                                aggregator_module=LastAggregator()).to(device)
+        self.gnn = RecipeAttention(memory_dim, embedding_dim, msg_dim, self.memory.time_enc).to(device)
+        self.link_pred = RecipePredictor(embedding_dim).to(device)
+        self.neighbor_loader = LastNeighborLoader(num_nodes, size=num_neighbors, device=torch.device(device))
         params = {id(p): p for m in (self.memory, self.gnn, self.link_pred) for p in m.parameters()}
         self.optimizer = torch.optim.Adam(list(params.values()), lr=lr)
         self.criterion = nn.BCEWithLogitsLoss()
-        self.assoc = torch.empty(num_nodes, dtype=torch.long)
+        self.assoc = torch.empty(num_nodes, dtype=torch.long, device=device)
 
     def _modes(self, training: bool) -> None:
         for module in (self.memory, self.gnn, self.link_pred):
@@ -125,7 +126,7 @@ class PygRecipeTGN:
     def _embed(self, batch: TemporalData, data: TemporalData) -> Tensor:
         """Embeddings of ``batch.n_id`` (and their neighbours); ``self.assoc`` maps ids to rows."""
         n_id, edge_index, e_id = self.neighbor_loader(batch.n_id)
-        self.assoc[n_id] = torch.arange(n_id.size(0))
+        self.assoc[n_id] = torch.arange(n_id.size(0), device=n_id.device)
         z, last_update = self.memory(n_id)
         return self.gnn(z, last_update, edge_index, data.t[e_id], data.msg[e_id])
 

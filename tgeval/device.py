@@ -1,4 +1,4 @@
-"""Device idioms shared by the hot paths: one explicit host read, and compaction to a known size.
+"""Device idioms: one explicit host read, compaction to a known size, deterministic CUDA kernels.
 
 On a GPU, an operator whose output shape depends on the data (``nonzero``, ``unique``,
 boolean-mask indexing) makes the host wait for the device, and so does turning a tensor into
@@ -10,11 +10,15 @@ profiler (``tgeval.host_read``) so that benchmarks count these reads with the ot
 
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
 import torch
 from torch import Tensor
 from torch.profiler import record_function
 
-__all__ = ["host_ints", "positions", "HOST_READ"]
+__all__ = ["host_ints", "positions", "deterministic", "HOST_READ"]
 
 #: profiler range of every :func:`host_ints` call
 HOST_READ = "tgeval.host_read"
@@ -37,3 +41,31 @@ def positions(mask: Tensor, count: int) -> Tensor:
         tensor([1, 2])
     """
     return torch.nonzero_static(mask, size=count).view(-1)
+
+
+@contextmanager
+def deterministic(enabled: bool = True) -> Iterator[None]:
+    """Run the block with PyTorch's deterministic kernels, restoring the previous setting after.
+
+    On a CPU, tgeval's results are bitwise reproducible anyway. On CUDA, float sums through
+    ``scatter_add`` / ``index_add`` (TGN's and DyRep's attention softmax and aggregation, the
+    mean of a node's messages) use atomics whose order varies between runs, so two runs from
+    the same state give scores that agree to about 1e-7 relative (inside every neural model's
+    ``tie_tolerance``, so ranks agree unless a candidate lies on the band's edge). Inside this
+    block ``torch.use_deterministic_algorithms(True, warn_only=True)`` selects the sort-based
+    kernels for those operations, and repeated runs are bit-identical, at some cost in speed;
+    an operation without a deterministic kernel warns. ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` is
+    set when unset (cuBLAS needs it for reproducible matrix products).
+
+    Example:
+        >>> with deterministic():                      # doctest: +SKIP
+        ...     result = tgeval.evaluate(model, data, split.test, catalog=catalog)
+    """
+    previous = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    if enabled:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(enabled, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])

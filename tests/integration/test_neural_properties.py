@@ -10,7 +10,7 @@ import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tgeval import build_catalog, chronological_split, evaluate
+from tgeval import build_catalog, chronological_split, deterministic, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment
@@ -37,11 +37,16 @@ def make(name, num_nodes=N, seed=0, msg_dim=1):
     return small_neural_model(name, num_nodes, msg_dim)
 
 
-def _run(name, data, segment, protocol, batch_size, seed=3, catalog_kind="time-available", model_seed=0):
+def _run(name, data, segment, protocol, batch_size, seed=3, catalog_kind="time-available", model_seed=0,
+         device="cpu"):
     full = Catalog("custom", torch.arange(N), None, N)
     catalog = build_catalog(data, catalog_kind, num_nodes=N) if catalog_kind == "time-available" else full
-    return evaluate(make(name, seed=model_seed), data, segment, protocol=protocol, sampler=UniformSampler(full),
-                    num_negatives=3, catalog=catalog, batch_size=batch_size, seed=seed, candidate_budget=7)
+    return evaluate(make(name, seed=model_seed).to(device), data.to(device), segment, protocol=protocol,
+                    sampler=UniformSampler(full.to(device)), num_negatives=3, catalog=catalog.to(device),
+                    batch_size=batch_size, seed=seed, candidate_budget=7)
+
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
 EXACT = ("event", "neg", "candidates", "filtered", "covered", "stratum")
@@ -58,13 +63,13 @@ def _same_composition(a, b, past_a, past_b):
 
 
 # -- 3. leak-freedom through the replay engine ------------------------------------------------
-@settings(max_examples=50, deadline=None)
-@given(data=streams(min_events=6, max_events=30, max_nodes=8), name=st.sampled_from(NAMES),
-       start=st.integers(1, 20), cut=st.integers(0, 29), batch_size=st.integers(1, 10),
-       protocol=st.sampled_from(["online", "fixed"]), model_seed=st.integers(0, 3),
-       future=streams(min_events=0, max_events=15, max_nodes=8, max_time=6))
-def test_future_perturbation_never_changes_past_scores(data, name, start, cut, batch_size, protocol, model_seed,
-                                                       future):
+FUTURE = dict(data=streams(min_events=6, max_events=30, max_nodes=8), name=st.sampled_from(NAMES),
+              start=st.integers(1, 20), cut=st.integers(0, 29), batch_size=st.integers(1, 10),
+              protocol=st.sampled_from(["online", "fixed"]), model_seed=st.integers(0, 3),
+              future=streams(min_events=0, max_events=15, max_nodes=8, max_time=6))
+
+
+def _future_perturbation(data, name, start, cut, batch_size, protocol, model_seed, future, device="cpu"):
     """Replacing every event after tau changes no record of an event at or before tau.
 
     Bit for bit wherever the timestamp batch is the same in both runs. The batch that straddles
@@ -80,9 +85,9 @@ def test_future_perturbation_never_changes_past_scores(data, name, start, cut, b
     # Replace everything after tau by another future: events changed, added, removed, re-timed.
     altered = data.__class__(src=torch.cat([data.src[past], future.src]), dst=torch.cat([data.dst[past], future.dst]),
                              t=torch.cat([data.t[past], future.t + tau + 1]))
-    a = _run(name, data, segment, protocol, batch_size, model_seed=model_seed)
+    a = _run(name, data, segment, protocol, batch_size, model_seed=model_seed, device=device)
     altered_segment = Segment("test", segment.start, altered.num_events, segment.t_first, None)
-    b = _run(name, altered, altered_segment, protocol, batch_size, model_seed=model_seed)
+    b = _run(name, altered, altered_segment, protocol, batch_size, model_seed=model_seed, device=device)
     past_a, past_b = a.records["t"] <= tau, b.records["t"] <= tau
     for key in EXACT:
         assert torch.equal(a.records[key][past_a], b.records[key][past_b]), key
@@ -98,21 +103,76 @@ def test_future_perturbation_never_changes_past_scores(data, name, start, cut, b
         assert torch.equal(a.records[key][past_a][~same][clear], b.records[key][past_b][~same][clear]), key
 
 
-@settings(max_examples=30, deadline=None)
-@given(data=streams(min_events=6, max_events=30, max_nodes=8), name=st.sampled_from(NAMES),
-       start=st.integers(1, 20), batch_size=st.integers(1, 6), protocol=st.sampled_from(["online", "fixed"]),
-       seed=st.integers(0, 99), model_seed=st.integers(0, 3))
-def test_shuffling_inside_timestamp_groups_changes_nothing(data, name, start, batch_size, protocol, seed,
-                                                           model_seed):
+@settings(max_examples=50, deadline=None)
+@given(**FUTURE)
+def test_future_perturbation_never_changes_past_scores(data, name, start, cut, batch_size, protocol, model_seed,
+                                                       future):
+    _future_perturbation(data, name, start, cut, batch_size, protocol, model_seed, future)
+
+
+@pytest.mark.cuda
+@needs_cuda
+@settings(max_examples=20, deadline=None)
+@given(**FUTURE)
+def test_future_perturbation_never_changes_past_scores_on_cuda(data, name, start, cut, batch_size, protocol,
+                                                               model_seed, future):
+    """The same property on CUDA, with deterministic kernels (atomics would add run-to-run noise
+    to the bit-for-bit comparisons; without them scores agree within the tie tolerance)."""
+    with deterministic():
+        _future_perturbation(data, name, start, cut, batch_size, protocol, model_seed, future, device="cuda")
+
+
+SHUFFLE = dict(data=streams(min_events=6, max_events=30, max_nodes=8), name=st.sampled_from(NAMES),
+               start=st.integers(1, 20), batch_size=st.integers(1, 6), protocol=st.sampled_from(["online", "fixed"]),
+               seed=st.integers(0, 99), model_seed=st.integers(0, 3))
+
+
+def _shuffle_within_groups(data, name, start, batch_size, protocol, seed, model_seed, device="cpu"):
     """The engine replays every group in canonical order, so even float results are bit-identical."""
     segment = segment_from(data, min(start, data.num_events - 1))
     shuffled = shuffle_within_groups(data, seed)
     assume(not torch.equal(shuffled.src, data.src) or not torch.equal(shuffled.dst, data.dst))
-    a = _run(name, data, segment, protocol, batch_size, catalog_kind="custom", model_seed=model_seed)
-    b = _run(name, shuffled, segment, protocol, batch_size, catalog_kind="custom", model_seed=model_seed)
+    a = _run(name, data, segment, protocol, batch_size, catalog_kind="custom", model_seed=model_seed, device=device)
+    b = _run(name, shuffled, segment, protocol, batch_size, catalog_kind="custom", model_seed=model_seed,
+             device=device)
     assert a.metrics == b.metrics
     for key in EXACT[1:] + COUNTS + ("score", "neg_score", "src", "dst", "t"):  # replay order: (t, src, dst)
         assert torch.equal(a.records[key], b.records[key]), key
+
+
+@settings(max_examples=30, deadline=None)
+@given(**SHUFFLE)
+def test_shuffling_inside_timestamp_groups_changes_nothing(data, name, start, batch_size, protocol, seed,
+                                                           model_seed):
+    _shuffle_within_groups(data, name, start, batch_size, protocol, seed, model_seed)
+
+
+@pytest.mark.cuda
+@needs_cuda
+@settings(max_examples=15, deadline=None)
+@given(**SHUFFLE)
+def test_shuffling_inside_timestamp_groups_changes_nothing_on_cuda(data, name, start, batch_size, protocol, seed,
+                                                                   model_seed):
+    with deterministic():
+        _shuffle_within_groups(data, name, start, batch_size, protocol, seed, model_seed, device="cuda")
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("name", NAMES)
+def test_cuda_equals_cpu_within_the_tie_tolerance(name):
+    """Default (non-deterministic) CUDA kernels: scores within the tie band of the CPU's, exact
+    records otherwise."""
+    data = generate_events(300, N, seed=5)
+    segment = Segment("test", *_bounds(data, 200, 300), None, None)
+    cpu = _run(name, data, segment, "online", 20)
+    gpu = _run(name, data, segment, "online", 20, device="cuda")
+    for key in EXACT:
+        assert torch.equal(cpu.records[key], gpu.records[key]), key
+    for key in ("score", "neg_score"):
+        x, y = cpu.records[key], gpu.records[key]
+        band = 1e-5 * x.abs().clamp(min=1.0)
+        assert bool(((x - y).abs() <= band).all()), (key, float((x - y).abs().max()))
 
 
 @settings(max_examples=15, deadline=None)

@@ -34,7 +34,8 @@ __all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment",
 
 
 class _BufferState(TemporalLinkModel):
-    """State = the registered buffers named in ``_state_keys``."""
+    """State = the registered buffers named in ``_state_keys`` (non-persistent: ``state_dict``
+    holds parameters only; the state travels in :meth:`snapshot`)."""
 
     _state_keys: tuple[str, ...] = ()
     state_in_registered_tensors = True
@@ -81,8 +82,9 @@ class EdgeBank(_BufferState):
             raise ValueError(f"window must be a positive duration or None, got {window}.")
         self.window = None if window is None else float(window)
         self.directed = directed
-        self.register_buffer("keys", torch.full((self.min_capacity,), PAD, dtype=torch.long))
-        self.register_buffer("last_seen", torch.full((self.min_capacity,), _lowest(torch.long), dtype=torch.long))
+        self.register_buffer("keys", torch.full((self.min_capacity,), PAD, dtype=torch.long), persistent=False)
+        self.register_buffer("last_seen", torch.full((self.min_capacity,), _lowest(torch.long), dtype=torch.long),
+                             persistent=False)
         self.register_buffer("slots", torch.arange(self.min_capacity), persistent=False)
         self._bound = 0  # host-side upper bound of the number of stored pairs
 
@@ -302,7 +304,7 @@ class NodeMemory(_BufferState):
 
     def __init__(self, num_nodes: int) -> None:
         super().__init__(num_nodes)
-        self.register_buffer("seen", torch.zeros(num_nodes, dtype=torch.bool))
+        self.register_buffer("seen", torch.zeros(num_nodes, dtype=torch.bool), persistent=False)
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         return (self.seen[src] & self.seen[dst]).double()
@@ -326,7 +328,7 @@ class PreferentialAttachment(_BufferState):
 
     def __init__(self, num_nodes: int) -> None:
         super().__init__(num_nodes)
-        self.register_buffer("degree", torch.zeros(num_nodes, dtype=torch.float64))
+        self.register_buffer("degree", torch.zeros(num_nodes, dtype=torch.float64), persistent=False)
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         return self.degree[src] * self.degree[dst]
@@ -367,9 +369,9 @@ class Popularity(_BufferState):
         if half_life is not None and not half_life > 0:
             raise ValueError(f"half_life must be positive or None, got {half_life}.")
         self.half_life = half_life
-        self.register_buffer("in_degree", torch.zeros(num_nodes, dtype=torch.float64))
+        self.register_buffer("in_degree", torch.zeros(num_nodes, dtype=torch.float64), persistent=False)
         # in_degree holds the decayed counts as of reference_time.
-        self.register_buffer("reference_time", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("reference_time", torch.zeros((), dtype=torch.float64), persistent=False)
 
     def _decay(self, elapsed: Tensor) -> Tensor:
         if self.half_life is None:

@@ -62,9 +62,10 @@ class LinkDecoder(nn.Module):
         dim: embedding width ``D`` (also the hidden width).
     """
 
-    #: most ``rows x candidates x hidden`` floats one :meth:`combine` step holds (4 MiB of
-    #: float32: cache-sized blocks are fastest)
+    #: most ``rows x candidates x hidden`` floats one :meth:`combine` step holds on a CPU (4 MiB
+    #: of float32: cache-sized blocks are fastest) and on a GPU (256 MiB: fewer, larger kernels)
     max_elements = 2**20
+    max_elements_gpu = 2**26
 
     def __init__(self, dim: int) -> None:
         super().__init__()
@@ -90,7 +91,8 @@ class LinkDecoder(nn.Module):
         stays bounded whatever ``b x c``; each block is one add, an in-place ReLU and a
         matrix-vector product with the output weights (the bias is added once at the end).
         """
-        rows = max(1, self.max_elements // max(1, target.size(0) * target.size(1)))
+        limit = self.max_elements if source.device.type == "cpu" else self.max_elements_gpu
+        rows = max(1, limit // max(1, target.size(0) * target.size(1)))
         weight = self.lin_out.weight.view(-1)
         blocks = [torch.matmul((source[r:r + rows, None, :] + target).relu_(), weight)
                   for r in range(0, source.size(0), rows)]
