@@ -49,8 +49,8 @@ def message_dim(data: TemporalData) -> int:
 
 class _Cache:
     """Embeddings ``z [N, D]`` of every node (rows valid where not ``dirty``) and, for one
-    candidate list ``items [C]``, the decoder's target terms ``target [C + 1, H]`` (row ``C``
-    is padding, written for nodes outside the list)."""
+    candidate list ``items [C]``, the decoder's target terms ``target [C + 1, H]`` (valid for
+    rows below ``filled``; row ``C`` is padding, written for nodes outside the list)."""
 
     def __init__(self, num_nodes: int, stamp: dict, device: torch.device) -> None:
         self.stamp = stamp
@@ -59,6 +59,7 @@ class _Cache:
         self.items: Optional[Tensor] = None
         self.row: Optional[Tensor] = None  # int64 [N]: each node's row in ``items``, C elsewhere
         self.target: Optional[Tensor] = None
+        self.filled = 0  # rows [0, filled) of ``target`` hold terms (later ones were never asked for)
 
 
 class NeuralLinkModel(TemporalLinkModel):
@@ -193,7 +194,9 @@ class NeuralLinkModel(TemporalLinkModel):
     def _cached_scorer(self, src: Tensor, candidates: Tensor) -> Optional[tuple[Tensor, Tensor]]:
         """``(source terms [B, H], target terms [C, H])`` from the cache, the target terms kept
         across batches for ``candidates`` or for the list it is a prefix view of (the engine passes
-        ``catalog.items[:width]``); ``None`` for a candidate list with duplicates."""
+        ``catalog.items[:width]``, whose width grows with a time-masked catalog); ``None`` for a
+        candidate list with duplicates. Only the rows asked for are ever computed, so a score
+        never depends on candidates beyond them (e.g. items not yet available)."""
         base = candidates._base
         if not (base is not None and base.dim() == 1 and base.stride(0) == 1 and candidates.stride(0) == 1
                 and candidates.data_ptr() == base.data_ptr()):
@@ -202,18 +205,21 @@ class NeuralLinkModel(TemporalLinkModel):
         if cache is None or cache.items is not base:
             if int(torch.unique(base).numel()) != base.numel():  # once per candidate list
                 return None
-            cache = self._refreshed(base)
-            cache.items, cache.target = base, None
-        cache = self._refreshed(torch.cat([src, base]))
-        assert cache.z is not None
-        if cache.target is None:  # a new candidate list: every row once, in chunks
+            cache = self._cache = cache or _Cache(self.num_nodes, self._stamp(), base.device)
             size = base.numel()
+            cache.items, cache.filled = base, 0
             cache.row = torch.full((self.num_nodes,), size, dtype=torch.long, device=base.device)
             cache.row[base] = torch.arange(size, device=base.device)
-            terms = [self.decoder.target_terms(cache.z[base[i:i + self.embed_chunk]])
-                     for i in range(0, size, self.embed_chunk)]
-            cache.target = torch.cat(terms + [terms[0].new_zeros((1, terms[0].size(1)))])
-        return self.decoder.source_terms(cache.z[src]), cache.target[:candidates.numel()]
+            weight = self.decoder.lin_dst.weight
+            cache.target = weight.new_zeros((size + 1, weight.size(0)))  # row C: padding
+        cache = self._refreshed(torch.cat([src, candidates]))
+        assert cache.z is not None and cache.target is not None
+        width = candidates.numel()
+        for start in range(cache.filled, width, self.embed_chunk):  # rows asked for the first time
+            stop = min(start + self.embed_chunk, width)
+            cache.target[start:stop] = self.decoder.target_terms(cache.z[base[start:stop]])
+        cache.filled = max(cache.filled, width)
+        return self.decoder.source_terms(cache.z[src]), cache.target[:width]
 
     # -- scoring ----------------------------------------------------------------------
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
