@@ -1,13 +1,17 @@
 """All-entity ranking: chunked counting vs brute force vs the full matrix, shortcut vs generic."""
 
+from unittest import mock
+
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch_geometric.data import TemporalData
 
 from tgeval import build_catalog
 from tgeval.data.catalog import Catalog
-from tgeval.eval.ranking import all_entity_counts
+from tgeval.eval import ranking
+from tgeval.eval.ranking import all_entity_counts, plan_candidates
 from tgeval.models.heuristics import EdgeBank, PairMembership
 from tests.helpers import TableModel, brute_force_counts
 from tests.strategies import streams
@@ -37,8 +41,12 @@ def test_chunked_counts_equal_brute_force_for_any_budget(data, budget, levels, s
 @settings(max_examples=80, deadline=None)
 @given(history=streams(max_events=30, max_nodes=9), queries=streams(max_events=15, max_nodes=9),
        kind=st.sampled_from(["custom", "time-available", "all"]), beta=st.sampled_from([1.0, -1.0, 0.0]),
-       window=st.sampled_from([None, 0.5, 3.0, 7.0]), split=st.integers(0, 5), directed=st.booleans())
-def test_edgebank_shortcut_equals_generic_chunked_scoring(history, queries, kind, beta, window, split, directed):
+       window=st.sampled_from([None, 0.5, 3.0, 7.0]), split=st.integers(0, 5), directed=st.booleans(),
+       grouped=st.booleans())
+def test_edgebank_shortcut_equals_generic_chunked_scoring(history, queries, kind, beta, window, split, directed,
+                                                          grouped):
+    """``grouped``: the shortcut subtracts exclusions once per (t, source) group (the path for
+    batches with more than PAIR_LIMIT pairs) instead of per event."""
     n = 9
     queries.t = queries.t + int(history.t.max()) + split  # queries come after (or with the end of) the history
     model = PairMembership(n, beta=beta) if window is None else EdgeBank(n, window=window)
@@ -50,8 +58,9 @@ def test_edgebank_shortcut_equals_generic_chunked_scoring(history, queries, kind
                                  t=torch.cat([history.t, queries.t]))
         catalog = build_catalog(both, kind, num_nodes=n)
     pos = model.score(queries.src, queries.dst, queries.t)
-    fast = all_entity_counts(model, queries.src, queries.dst, queries.t, pos, catalog, use_shortcut=True,
-                             directed=directed)
+    with mock.patch.object(ranking, "PAIR_LIMIT", 0 if grouped else ranking.PAIR_LIMIT):
+        fast = all_entity_counts(model, queries.src, queries.dst, queries.t, pos, catalog, use_shortcut=True,
+                                 directed=directed)
     slow = all_entity_counts(model, queries.src, queries.dst, queries.t, pos, catalog, use_shortcut=False,
                              directed=directed)
     assert torch.equal(fast.above, slow.above) and torch.equal(fast.equal, slow.equal)
@@ -98,3 +107,29 @@ def test_device(device):
     src, dst, t = (torch.tensor(x, device=device) for x in ([0, 1], [2, 3], [1, 1]))
     got = all_entity_counts(model, src, dst, t, model.score(src, dst, t), catalog, candidate_budget=4)
     assert got.above.device.type == device.type
+
+
+def test_a_source_with_thousands_of_simultaneous_events_stays_linear():
+    """2,000 simultaneous events of one source: exclusions are stored once for the group (2,001
+    keys, not 2,000 x 2,001 pairs); the shortcut counts them per group (more pairs than
+    PAIR_LIMIT) and the chunked path expands pairs per block; both equal the hand count."""
+    n, size = 3000, 2000
+    src, dst, t = torch.zeros(size, dtype=torch.long), torch.arange(1, size + 1), torch.full((size,), 5)
+    catalog = Catalog("custom", torch.arange(n), None, n)
+    plan = plan_candidates(src, dst, t, catalog)
+    assert plan.excluded.numel() == size + 1 and plan.num_pairs(0, size) == size * (size + 1) > ranking.PAIR_LIMIT
+    assert plan.shortcut_pairs(0, size).row.numel() == size + 1  # the group's pairs, once
+    model = EdgeBank(n)
+    model.update(TemporalData(src=torch.zeros(1500, dtype=torch.long), dst=torch.arange(1, 1501),
+                              t=torch.ones(1500, dtype=torch.long)))  # (0, 1..1500) seen before
+    model.update(TemporalData(src=torch.zeros(1, dtype=torch.long), dst=torch.tensor([2500]),
+                              t=torch.ones(1, dtype=torch.long)))  # and one candidate, 2500
+    pos = model.score(src, dst, t)
+    fast = all_entity_counts(model, src, dst, t, pos, catalog, use_shortcut=True)
+    slow = all_entity_counts(model, src, dst, t, pos, catalog, use_shortcut=False, candidate_budget=50_000)
+    # candidates: 3000 ids minus the source and the 2000 destinations = 999, of which 2500 is seen
+    seen = dst <= 1500
+    assert fast.num_candidates.eq(999).all()
+    assert fast.above[seen].eq(0).all() and fast.equal[seen].eq(1).all()  # p = 1: ties with 2500
+    assert fast.above[~seen].eq(1).all() and fast.equal[~seen].eq(998).all()  # p = 0: 2500 above
+    assert torch.equal(fast.above, slow.above) and torch.equal(fast.equal, slow.equal)

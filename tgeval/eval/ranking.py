@@ -35,11 +35,12 @@ from torch import Tensor
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import build_exclusions
 from tgeval.data.sorted_keys import expand_ranges
+from tgeval.device import positions
 from tgeval.eval.metrics import tie_band
 from tgeval.models.base import TemporalLinkModel
 
-__all__ = ["RankCounts", "CandidatePlan", "plan_candidates", "all_entity_counts", "chunked_counts",
-           "shortcut_counts", "check_no_nan"]
+__all__ = ["RankCounts", "CandidatePlan", "ShortcutPairs", "PAIR_LIMIT", "plan_candidates", "all_entity_counts",
+           "chunked_counts", "shortcut_counts", "check_no_nan"]
 
 
 @dataclass
@@ -60,9 +61,18 @@ class RankCounts:
     covered: Tensor
 
 
+#: most (event, excluded item) pairs the shortcut path expands for one batch; beyond it (a
+#: source with very many simultaneous events) it counts exclusions once per group instead
+PAIR_LIMIT = 2**20
+
+
 @dataclass(frozen=True)
 class CandidatePlan:
     """Candidate facts of ``E`` consecutive events that do not depend on scores.
+
+    Exclusions are stored once per ``(t, source)`` group (linear in the events, even for a
+    source with thousands of simultaneous events); per-event (event, excluded item) pairs are
+    expanded on demand for a range of events, with sizes read from host offsets.
 
     Attributes:
         num_available: int64 ``[E]``, catalog items available at each event's time
@@ -70,36 +80,72 @@ class CandidatePlan:
         num_candidates: int64 ``[E]``, available items minus excluded ones.
         num_filtered: int64 ``[E]``, excluded simultaneous positives other than the positive.
         covered: bool ``[E]``, the positive is an available catalog item.
-        pair_row: int64 ``[X]``, the event of each (event, excluded item) pair, non-decreasing.
-        pair_item: int64 ``[X]``, the excluded item.
-        pair_col: int64 ``[X]``, its position in ``catalog.items``.
-        pair_offsets: host int64 ``[E + 1]``: the pairs of events ``[a, b)`` are
-            ``[pair_offsets[a], pair_offsets[b])``.
-        available_host: host int64 ``[E]``, ``num_available`` (block widths are read from it).
+        excluded: int64 ``[X]``, sorted distinct keys ``group * num_nodes + item`` of the
+            excluded available items (:mod:`tgeval.data.exclusions`).
+        num_nodes: the key stride.
+        group: int64 ``[E]``, each event's group.
+        first: int64 ``[E]``, position in ``excluded`` of the event's group's first key.
+        count: int64 ``[E]``, excluded available items of each event.
+        leader: bool ``[E]``, the event is the first of its group.
+        host: host int64 ``[4, E + 1]``: prefix sums of ``count``, of ``count`` over leaders,
+            of ``leader``; and ``num_available`` (last column 0).
     """
 
     num_available: Tensor
     num_candidates: Tensor
     num_filtered: Tensor
     covered: Tensor
-    pair_row: Tensor
-    pair_item: Tensor
-    pair_col: Tensor
-    pair_offsets: np.ndarray
-    available_host: np.ndarray
+    excluded: Tensor
+    num_nodes: int
+    group: Tensor
+    first: Tensor
+    count: Tensor
+    leader: Tensor
+    host: np.ndarray
 
     def width(self, a: int, b: int) -> int:
         """Candidates needed by events ``[a, b)``: the largest number of available items."""
-        return int(self.available_host[a:b].max()) if b > a else 0
+        return int(self.host[3, a:b].max()) if b > a else 0
 
-    def pairs(self, a: int, b: int) -> tuple[Tensor, Tensor, Tensor]:
-        """``(row, item, col)`` of the pairs of events ``[a, b)``; ``row`` relative to ``a``."""
-        lo, hi = int(self.pair_offsets[a]), int(self.pair_offsets[b])
-        return self.pair_row[lo:hi] - a, self.pair_item[lo:hi], self.pair_col[lo:hi]
+    def num_pairs(self, a: int, b: int) -> int:
+        """(event, excluded item) pairs of events ``[a, b)``."""
+        return int(self.host[0, b] - self.host[0, a])
 
-    def pair_rows(self, a: int, b: int) -> Tensor:
-        """The ``row`` of :meth:`pairs` alone."""
-        return self.pair_row[int(self.pair_offsets[a]):int(self.pair_offsets[b])] - a
+    def _expand(self, rows: Tensor, total: int) -> tuple[Tensor, Tensor]:
+        """``(owner, item)``: every excluded item of the events ``rows`` (owner indexes ``rows``)."""
+        owner, index = expand_ranges(self.first[rows], self.count[rows], total=total)
+        return owner, self.excluded[index] % self.num_nodes
+
+    def pairs(self, a: int, b: int) -> tuple[Tensor, Tensor]:
+        """``(row, item)`` of every (event, excluded item) pair of events ``[a, b)``, ``row``
+        relative to ``a``."""
+        return self._expand(torch.arange(a, b, device=self.first.device), self.num_pairs(a, b))
+
+    def shortcut_pairs(self, a: int, b: int) -> "ShortcutPairs":
+        """The pairs whose scores :func:`shortcut_counts` needs for events ``[a, b)``: every
+        event's, or only each group's first event's when there are more than
+        :data:`PAIR_LIMIT` (events of a group share them)."""
+        if self.num_pairs(a, b) <= PAIR_LIMIT:
+            return ShortcutPairs(*self.pairs(a, b), None)
+        leaders = positions(self.leader[a:b], int(self.host[2, b] - self.host[2, a]))
+        owner, item = self._expand(a + leaders, int(self.host[1, b] - self.host[1, a]))
+        return ShortcutPairs(leaders[owner], item, self.group[a:b])
+
+
+@dataclass(frozen=True)
+class ShortcutPairs:
+    """Excluded (event, item) pairs of a batch for :func:`shortcut_counts`.
+
+    Attributes:
+        row: int64 ``[X]``, the event of each pair (relative to the batch).
+        item: int64 ``[X]``, the excluded item.
+        group: int64 ``[B]``, each event's group when the pairs are given once per group
+            (``row`` is then the group's first event); ``None`` when every event has its own.
+    """
+
+    row: Tensor
+    item: Tensor
+    group: Optional[Tensor]
 
 
 def plan_candidates(src: Tensor, dst: Tensor, t: Tensor, catalog: Catalog, *, directed: bool = True) -> CandidatePlan:
@@ -110,18 +156,24 @@ def plan_candidates(src: Tensor, dst: Tensor, t: Tensor, catalog: Catalog, *, di
     per-event counts back to the host once.
     """
     excl = build_exclusions(src, dst, t, catalog, directed=directed)
+    size = src.numel()
     num_available = catalog.num_available(t)
     covered = catalog.available(dst, t)
     src_available = catalog.available(src, t)
     own = covered.long() + src_available.long() - (covered & (src == dst)).long()  # src, dst are always excluded
-    host = torch.stack([excl.count, num_available]).cpu().numpy()
-    offsets = np.zeros(src.numel() + 1, dtype=np.int64)
-    np.cumsum(host[0], out=offsets[1:])
-    first = torch.searchsorted(excl.keys, excl.group * excl.num_nodes)  # each event's group's first key
-    row, index = expand_ranges(first, excl.count, total=int(offsets[-1]))
-    item = excl.keys[index] % excl.num_nodes
-    return CandidatePlan(num_available, num_available - excl.count, excl.count - own, covered,
-                         row, item, catalog.position(item), offsets, host[1])
+    events = torch.arange(size, device=src.device)
+    num_groups = int(excl.group.max()) + 1 if size else 0
+    first_event = torch.full((num_groups,), size, dtype=torch.long, device=src.device)
+    first_event.scatter_reduce_(0, excl.group, events, reduce="amin")
+    leader = first_event.take(excl.group) == events
+    counts = torch.stack([excl.count, excl.count * leader, leader.long(), num_available])
+    host = np.zeros((4, size + 1), dtype=np.int64)
+    np.cumsum(counts.cpu().numpy(), axis=1, out=host[:, 1:])
+    host[3, :size] = host[3, 1:] - host[3, :-1]  # num_available itself, not its prefix sums
+    host[3, size] = 0
+    first = torch.searchsorted(excl.keys, excl.group * excl.num_nodes)
+    return CandidatePlan(num_available, num_available - excl.count, excl.count - own, covered, excl.keys,
+                         excl.num_nodes, excl.group, first, excl.count, leader, host)
 
 
 def check_no_nan(scores: Tensor, what: str) -> None:
@@ -179,7 +231,8 @@ def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: 
     p = pos_score[:, None]
     for r0 in range(0, num_events, rows):
         r1 = min(r0 + rows, num_events)
-        row, _, col = plan.pairs(a + r0, a + r1)
+        row, item = plan.pairs(a + r0, a + r1)  # at most rows x width pairs: bounded by the budget
+        col = catalog.position(item)
         for c0 in range(0, width, cols):
             c1 = min(c0 + cols, width)
             scores = scorer(slice(r0, r1), slice(c0, c1))
@@ -198,18 +251,45 @@ def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: 
     return above, equal, nan
 
 
-def shortcut_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: Tensor, catalog: Catalog,
-                    plan: CandidatePlan, a: int, b: int, pair_scores: Tensor) -> Optional[tuple[Tensor, Tensor]]:
-    """Counts of events ``[a, b)`` from ``model.catalog_counts`` minus the excluded items.
+def _subtract_groups(above: Tensor, equal: Tensor, group: Tensor, pair_group: Tensor, values: Tensor, pos: Tensor,
+                     tolerance: float) -> None:
+    r"""Remove from ``above`` / ``equal`` (in place) the excluded items counted for each event when
+    the items' scores ``values`` are given once per group (``pair_group``), shared by the group's
+    events (``group``).
 
-    ``pair_scores`` are the model's scores of the excluded pairs :meth:`CandidatePlan.pairs`
-    of these events. ``None`` when the model offers no exact shortcut here.
+    A dominance count with fixed shapes: ``values`` are ranked among themselves (``r``), sorted by
+    the key ``group * (X + 1) + r``, and each event's two band edges become ``searchsorted``
+    bounds inside its group's run.
+    """
+    width = values.numel() + 1
+    ordered = torch.sort(values).values
+    keys = torch.sort(pair_group * width + torch.searchsorted(ordered, values)).values
+    band = torch.where(pos.isfinite(), tie_band(pos, tolerance), 0.0) if tolerance > 0 else None
+    high, low = (pos, pos) if band is None else (pos + band, pos - band)
+    base = group * width
+    top = torch.searchsorted(keys, base + width)
+    upper = torch.searchsorted(keys, base + torch.searchsorted(ordered, high.contiguous(), right=True))
+    lower = torch.searchsorted(keys, base + torch.searchsorted(ordered, low.contiguous()))
+    above.sub_(top - upper)
+    equal.sub_(upper - lower)
+
+
+def shortcut_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: Tensor, catalog: Catalog,
+                    pairs: ShortcutPairs, pair_scores: Tensor) -> Optional[tuple[Tensor, Tensor]]:
+    """Counts of a batch's events from ``model.catalog_counts`` minus the excluded items.
+
+    ``pair_scores`` are the model's scores of ``pairs`` (:meth:`CandidatePlan.shortcut_pairs`).
+    ``None`` when the model offers no exact shortcut here.
     """
     counts = model.catalog_counts(src, t, pos_score, catalog)
     if counts is None:
         return None
     above, equal = counts
-    _subtract_pairs(above, equal, plan.pair_rows(a, b), pair_scores, pos_score, float(model.tie_tolerance))
+    tolerance = float(model.tie_tolerance)
+    if pairs.group is not None:
+        _subtract_groups(above, equal, pairs.group, pairs.group.take(pairs.row), pair_scores, pos_score, tolerance)
+    else:
+        _subtract_pairs(above, equal, pairs.row, pair_scores, pos_score, tolerance)
     return above, equal
 
 
@@ -239,10 +319,10 @@ def all_entity_counts(model: TemporalLinkModel, src: Tensor, dst: Tensor, t: Ten
     size = src.numel()
     counts = None
     if use_shortcut:
-        row, item, _ = plan.pairs(0, size)
-        pair_scores = model.score(src[row], item, t[row])
+        pairs = plan.shortcut_pairs(0, size)
+        pair_scores = model.score(src[pairs.row], pairs.item, t[pairs.row])
         check_no_nan(pair_scores, "scores of excluded candidates")
-        counts = shortcut_counts(model, src, t, pos_score, catalog, plan, 0, size, pair_scores)
+        counts = shortcut_counts(model, src, t, pos_score, catalog, pairs, pair_scores)
     if counts is None:
         above, equal, nan = chunked_counts(model, src, t, pos_score, catalog, plan, 0, size, candidate_budget)
         if bool(nan):

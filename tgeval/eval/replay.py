@@ -41,7 +41,7 @@ from tgeval.data.groups import canonical_order
 from tgeval.data.validate import permute_events, validate
 from tgeval.errors import CatalogError, NegativesFileError, TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal
-from tgeval.eval.ranking import check_no_nan, chunked_counts, plan_candidates, shortcut_counts
+from tgeval.eval.ranking import ShortcutPairs, check_no_nan, chunked_counts, plan_candidates, shortcut_counts
 from tgeval.eval.result import Result, summarize
 from tgeval.loader import TimestampBatchLoader, timestamp_batch_boundaries
 from tgeval.models.base import TemporalLinkModel
@@ -224,7 +224,7 @@ def _slice(data: TemporalData, keys: Sequence[str], a: int, b: int) -> TemporalD
 
 
 def _queries(src: Tensor, dst: Tensor, t: Tensor, negatives: Optional[Negatives],
-             pair_row: Optional[Tensor], pair_item: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+             pairs: Optional[ShortcutPairs]) -> tuple[Tensor, Tensor, Tensor]:
     """Flat ``(src, dst, t)`` of one score call for events ``[B]``: each event's positive then
     its ``K`` negatives (row-major ``[B, 1 + K]``), then the excluded ``(event, item)`` pairs."""
     size = src.numel()
@@ -236,10 +236,10 @@ def _queries(src: Tensor, dst: Tensor, t: Tensor, negatives: Optional[Negatives]
         q_src = torch.cat([src[:, None], neg_src], 1).view(-1)
         q_dst = torch.cat([dst[:, None], negatives.dst], 1).view(-1)
         q_t = t[:, None].expand(size, 1 + k).reshape(-1)
-    if pair_row is not None and pair_item is not None:
-        q_src = torch.cat([q_src, src.take(pair_row)])
-        q_dst = torch.cat([q_dst, pair_item])
-        q_t = torch.cat([q_t, t.take(pair_row)])
+    if pairs is not None:
+        q_src = torch.cat([q_src, src.take(pairs.row)])
+        q_dst = torch.cat([q_dst, pairs.item])
+        q_t = torch.cat([q_t, t.take(pairs.row)])
     return q_src, q_dst, q_t
 
 
@@ -261,7 +261,10 @@ class _Window:
         self.negatives = None
         if sampler is not None and sampler.history_free:
             self.negatives = as_negatives(sampler.sample(data, num_negatives, generator))
-        self.shortcut = shortcut
+        # the excluded pairs whose scores the shortcut needs, per batch
+        self.pairs: list[Optional[ShortcutPairs]] = [
+            self.plan.shortcut_pairs(a, z) if shortcut and self.plan is not None else None
+            for a, z in zip(self.bounds[:-1], self.bounds[1:])]
         self.queries: Optional[tuple[Tensor, Tensor, Tensor]] = None
         self.query_starts: list[int] = []
         if sampler is None or self.negatives is not None:
@@ -270,10 +273,9 @@ class _Window:
     def _prepare_queries(self) -> None:
         parts: list[tuple[Tensor, Tensor, Tensor]] = []
         starts = [0]
-        for a, z in zip(self.bounds[:-1], self.bounds[1:]):
-            row, item = self.pairs(a, z)
+        for j, (a, z) in enumerate(zip(self.bounds[:-1], self.bounds[1:])):
             parts.append(_queries(self.data.src[a:z], self.data.dst[a:z], self.data.t[a:z],
-                                  self.batch_negatives(a, z), row, item))
+                                  self.batch_negatives(a, z), self.pairs[j]))
             starts.append(starts[-1] + parts[-1][0].numel())
         self.queries = tuple(torch.cat([part[i] for part in parts]) for i in range(3))  # type: ignore[assignment]
         self.query_starts = starts
@@ -283,13 +285,6 @@ class _Window:
             return None
         return Negatives(*(None if part is None else part[a:z]
                            for part in (self.negatives.dst, self.negatives.src, self.negatives.mask)))
-
-    def pairs(self, a: int, z: int) -> tuple[Optional[Tensor], Optional[Tensor]]:
-        """The excluded pairs of events ``[a, z)`` when the shortcut needs their scores."""
-        if not self.shortcut or self.plan is None:
-            return None, None
-        row, item, _ = self.plan.pairs(a, z)
-        return row, item
 
 
 def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int], *, protocol: str,
@@ -343,7 +338,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                                                                     generator))
                             records.append(**_negative_records(negatives))
                             queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
-                                               *window.pairs(a, z))
+                                               window.pairs[j])
                         src, t = data.src[a:z], data.t[a:z]
                         guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
                             else nullcontext()
@@ -353,8 +348,9 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                             records.write_scores(boundaries[b], block)
                             if plan is not None:
                                 pos = block[:, 0]
-                                counts = shortcut_counts(model, src, t, pos, catalog, plan, a, z,
-                                                         scores[size * (1 + k):]) if shortcut else None
+                                pairs = window.pairs[j]
+                                counts = None if pairs is None else shortcut_counts(
+                                    model, src, t, pos, catalog, pairs, scores[size * (1 + k):])
                                 if counts is None:
                                     above, equal, nan = chunked_counts(model, src, t, pos, catalog, plan, a, z,
                                                                        candidate_budget)
