@@ -19,6 +19,7 @@ from tgeval.data.validate import permute_events
 from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models import TGN
+from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
 from tgeval.train import train_epoch
@@ -331,3 +332,20 @@ def test_tgn_training_improves_validation_ap():
                     batch_size=50, epoch=epoch)
     trained = validation_ap(model)
     assert untrained < 0.6 and trained > untrained + 0.1, (untrained, trained)
+
+
+@pytest.mark.parametrize("name", ["tgn", "dyrep"])
+def test_padded_attention_edges_equal_compacted_ones(name, monkeypatch):
+    """The GPU's fixed-shape attention (padding edges for empty neighbour slots) and the CPU's
+    default (empty slots dropped first) give the same records within the tie tolerance."""
+    data = generate_events(300, N, seed=7)
+    segment = Segment("test", *_bounds(data, 150, 300), None, None)
+    monkeypatch.setattr(GraphAttentionEmbedding, "compact", True)
+    compact = _run(name, data, segment, "online", 20)
+    monkeypatch.setattr(GraphAttentionEmbedding, "compact", False)
+    padded = _run(name, data, segment, "online", 20)
+    for key in EXACT:
+        assert torch.equal(compact.records[key], padded.records[key]), key
+    for key in ("score", "neg_score"):
+        x, y = compact.records[key], padded.records[key]
+        assert bool(((x - y).abs() <= 1e-5 * x.abs().clamp(min=1.0)).all()), key

@@ -210,11 +210,13 @@ def test_neighbor_buffer_keeps_most_recent_when_a_batch_overflows_a_node():
     assert msg.view(-1).tolist() == [3.0, 2.0, 1.0] and valid.all()
 
 
+@pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_dense_star_attention_equals_attention_over_pygs_subgraph(seed):
+def test_dense_star_attention_equals_attention_over_pygs_subgraph(seed, compact):
     """The fixed-shape attention over neighbour slots (invalid slots feed a dropped padding
-    centre) equals ``TransformerConv`` over the star subgraph of PyG's ``LastNeighborLoader``
-    (masks and ``unique``, the reference), fed the same interactions."""
+    centre; ``compact``: dropped before the attention, the CPU default) equals
+    ``TransformerConv`` over the star subgraph of PyG's ``LastNeighborLoader`` (masks and
+    ``unique``, the reference), fed the same interactions."""
     num_nodes, size, msg_dim, dim = 10, 3, 2, 6
     gen = torch.Generator().manual_seed(seed)
     buffer, loader = NeighborBuffer(num_nodes, size, msg_dim), LastNeighborLoader(num_nodes, size)
@@ -232,6 +234,7 @@ def test_dense_star_attention_equals_attention_over_pygs_subgraph(seed):
     event_t, event_msg = torch.cat(event_t), torch.cat(event_msg)
     torch.manual_seed(seed)
     attention = GraphAttentionEmbedding(dim, 4, msg_dim, TimeEncoder(5), dropout=0.0)
+    attention.compact = compact
     x = torch.randn(num_nodes, dim, generator=gen)
     last_update = torch.randint(0, 500, (num_nodes,), generator=gen)
     query = torch.tensor([0, 3, 4, 7, 9])

@@ -39,25 +39,36 @@ class DyRepMemory(TensorMemory):
         self.neighbors = NeighborBuffer(num_nodes, num_neighbors, raw_msg_dim)
         self.attention = GraphAttentionEmbedding(memory_dim, memory_dim, raw_msg_dim, self.time_enc, dropout)
 
-    def partner_state(self, partner: Tensor) -> Tensor:
-        """``h_v`` ``[M, memory_dim]``: attention over each partner's recent neighbours, with their
-        stored memories (one row per message, fixed shapes)."""
-        neighbor, t, msg, valid = self.neighbors.recent(partner)
-        size = partner.numel()
-        rows = torch.cat([partner, neighbor.view(-1)])  # partners then their neighbours, as rows of x
-        return self.attention(self.memory[rows], self.last_update[rows], torch.arange(size, device=partner.device),
-                              size + torch.arange(neighbor.numel(), device=partner.device).view_as(neighbor),
-                              t, msg, valid)
+    def message_sizes(self, nodes: Tensor) -> list[Tensor]:
+        """The pending messages of ``nodes``, their distinct partners, and the partners with their
+        recent neighbours (the rows the attention reads)."""
+        member = nodes.take(self.pending_node)
+        hits = torch.zeros(self.num_nodes, dtype=torch.long, device=nodes.device)
+        partners = hits.index_add_(0, self.pending_partner, member.long()) > 0
+        return [member.sum(), partners.sum(), self.neighbors.reach(partners).sum()]
+
+    def partner_state(self, partner: Tensor, sizes: list[int]) -> Tensor:
+        """``h_v`` ``[M, memory_dim]``: attention over each distinct partner's recent neighbours,
+        with their stored memories (fixed shapes given ``sizes``: distinct partners, reach)."""
+        mask = torch.zeros(self.num_nodes, dtype=torch.bool, device=partner.device)
+        mask[partner] = True
+        ids = positions(mask, sizes[0])
+        reach = positions(self.neighbors.reach(mask), sizes[1])
+        neighbor, t, msg, valid = self.neighbors.recent(ids)
+        local = torch.searchsorted(reach, neighbor).clamp(max=max(reach.numel() - 1, 0))  # invalid slots: any row
+        h = self.attention(self.memory[reach], self.last_update[reach], torch.searchsorted(reach, ids), local,
+                           t, msg, valid)
+        return h[torch.searchsorted(ids, partner)]
 
     def update_state(self, src: Tensor, dst: Tensor, t: Tensor, raw_msg: Tensor, *,
-                     nodes: Optional[Tensor] = None, num_pending: Optional[int] = None) -> None:
+                     nodes: Optional[Tensor] = None, sizes: Optional[list[int]] = None) -> None:
         """As :meth:`TensorMemory.update_state`, with the attention's dropout off: the stored
         state is a function of the history and the parameters only, the same in train and eval
         mode (dropout acts where messages are applied inside scoring)."""
         was_training = self.attention.training
         self.attention.train(False)
         try:
-            super().update_state(src, dst, t, raw_msg, nodes=nodes, num_pending=num_pending)
+            super().update_state(src, dst, t, raw_msg, nodes=nodes, sizes=sizes)
         finally:
             self.attention.train(was_training)
 
@@ -98,18 +109,18 @@ class DyRep(NeuralLinkModel):
         return {"memory": self.memory}
 
     def row_sizes(self, rows: Tensor) -> list[Tensor]:
-        return [self.memory.pending_count(rows)]
+        return self.memory.message_sizes(rows)
 
     def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
-        return self.memory._get_updated_memory(rows, sizes[0])[0]
+        return self.memory._get_updated_memory(rows, sizes)[0]
 
     def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, touched: Optional[Tensor] = None) -> None:
         if touched is None:
             touched = self._mask(torch.cat([src, dst]))
-        count, pending = host_ints(touched.sum(), self.memory.pending_count(touched))  # the one host read
+        count, *sizes = host_ints(touched.sum(), *self.memory.message_sizes(touched))  # the one host read
         nodes = positions(touched, count)
         # messages use the neighbourhoods before the batch
-        self.memory.update_state(src, dst, t, msg, nodes=nodes, num_pending=pending)
+        self.memory.update_state(src, dst, t, msg, nodes=nodes, sizes=sizes)
         self.memory.neighbors.insert(src, dst, t, msg, nodes=nodes)
 
     def changed(self, touched: Tensor) -> Tensor:

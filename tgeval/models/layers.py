@@ -15,6 +15,7 @@ r"""Layers shared by the neural reference models (SPEC §8).
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import torch
 from torch import Tensor, nn
@@ -35,6 +36,12 @@ class GraphAttentionEmbedding(nn.Module):
     synchronisation) and the graph is the star subgraph PyG's ``LastNeighborLoader`` builds.
     """
 
+    #: drop the padding edges of empty slots before the attention: ``None`` (the default) drops
+    #: them on a CPU, where their number is known without waiting for a device and the saved
+    #: work matters, and keeps fixed shapes on a GPU; ``True`` / ``False`` force either (the same
+    #: embeddings up to float rounding)
+    compact: Optional[bool] = None
+
     def __init__(self, in_dim: int, out_dim: int, msg_dim: int, time_enc: TimeEncoder, dropout: float = 0.1) -> None:
         super().__init__()
         if out_dim % 2:
@@ -50,8 +57,12 @@ class GraphAttentionEmbedding(nn.Module):
         padded = torch.cat([x, x.new_zeros(1, x.size(1))])
         source = neighbor.reshape(n * k)
         target = torch.where(valid.reshape(n * k), centre.repeat_interleave(k), m)  # invalid slots -> padding
-        rel_t = self.time_enc((last_update[source] - t.reshape(n * k)).to(x.dtype))
-        edge_attr = torch.cat([rel_t, msg.reshape(n * k, msg.size(-1))], dim=-1)
+        t_flat, msg_flat = t.reshape(n * k), msg.reshape(n * k, msg.size(-1))
+        if self.compact or (self.compact is None and x.device.type == "cpu"):
+            keep = valid.reshape(n * k).nonzero().view(-1)
+            source, target, t_flat, msg_flat = source[keep], target[keep], t_flat[keep], msg_flat[keep]
+        rel_t = self.time_enc((last_update[source] - t_flat).to(x.dtype))
+        edge_attr = torch.cat([rel_t, msg_flat], dim=-1)
         return self.conv(padded, torch.stack([source, target]), edge_attr)[centre]
 
 

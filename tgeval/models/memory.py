@@ -104,31 +104,36 @@ class TensorMemory(TGNMemory):
         mask[n_id] = True
         return mask.take(self.pending_node)
 
-    def pending_count(self, nodes: Tensor) -> Tensor:
-        """Pending messages addressed to the nodes of a bool ``[num_nodes]`` mask: int64 scalar (on the device)."""
-        return nodes.take(self.pending_node).sum()
+    def message_sizes(self, nodes: Tensor) -> list[Tensor]:
+        """Device int64 scalars that applying the pending messages of the nodes of a bool
+        ``[num_nodes]`` mask needs on the host: the number of those messages (subclasses add
+        what their :meth:`partner_state` needs)."""
+        return [nodes.take(self.pending_node).sum()]
 
     # -- memory -----------------------------------------------------------------------
-    def partner_state(self, partner: Tensor) -> Tensor:
-        """Representation ``[M, memory_dim]`` of message partners: their stored memory (TGN)."""
+    def partner_state(self, partner: Tensor, sizes: list[int]) -> Tensor:
+        """Representation ``[M, memory_dim]`` of message partners: their stored memory (TGN).
+        ``sizes``: the host values of :meth:`message_sizes` after the first."""
         return self.memory[partner]
 
-    def _get_updated_memory(self, n_id: Tensor, num_pending: Optional[int] = None) -> tuple[Tensor, Tensor]:
+    def _get_updated_memory(self, n_id: Tensor, sizes: Optional[list[int]] = None) -> tuple[Tensor, Tensor]:
         """Memory ``[n, D]`` and last-update times ``[n]`` of the sorted unique nodes ``n_id``,
         with their pending messages applied (without storing the result).
 
-        ``num_pending``: the number of pending messages addressed to ``n_id`` when the caller
-        knows it on the host (:meth:`pending_count`); read from the device otherwise.
+        ``sizes``: the host values of :meth:`message_sizes` for ``n_id`` when the caller has
+        read them; read from the device otherwise.
         """
         member = self._member(n_id)
-        if num_pending is None:
-            num_pending = host_ints(member.sum())[0]
-        sel = positions(member, num_pending)
+        if sizes is None:
+            mask = torch.zeros(self.num_nodes, dtype=torch.bool, device=n_id.device)
+            mask[n_id] = True
+            sizes = host_ints(*self.message_sizes(mask))
+        sel = positions(member, sizes[0])
         node, partner, t = self.pending_node[sel], self.pending_partner[sel], self.pending_t[sel]
         raw, from_src = self.pending_msg[sel], self.pending_from_src[sel]
         memory, last_update = self.memory[n_id], self.last_update[n_id]
         t_enc = self.time_enc((t - self.last_update[node]).to(raw.dtype))
-        z_node, z_partner = self.memory[node], self.partner_state(partner)
+        z_node, z_partner = self.memory[node], self.partner_state(partner, sizes[1:])
         msg = torch.where(from_src[:, None], self.msg_s_module(z_node, z_partner, raw, t_enc),
                           self.msg_d_module(z_node, z_partner, raw, t_enc))
         size = n_id.numel()
@@ -144,23 +149,23 @@ class TensorMemory(TGNMemory):
         return self._get_updated_memory(n_id)
 
     def update_state(self, src: Tensor, dst: Tensor, t: Tensor, raw_msg: Tensor, *,
-                     nodes: Optional[Tensor] = None, num_pending: Optional[int] = None) -> None:
+                     nodes: Optional[Tensor] = None, sizes: Optional[list[int]] = None) -> None:
         """Apply the pending messages of the batch's nodes, then make the batch's events their
         pending messages (``src, dst, t [B]``, ``raw_msg [B, R]``).
 
-        ``nodes`` (the sorted distinct ids of ``src`` and ``dst``) and ``num_pending`` (their
-        pending messages) spare the one device read that computes them.
+        ``nodes`` (the sorted distinct ids of ``src`` and ``dst``) and ``sizes`` (the host values
+        of :meth:`message_sizes` for them) spare the one device read that computes them.
         """
-        if nodes is None or num_pending is None:
+        if nodes is None or sizes is None:
             touched = torch.zeros(self.num_nodes, dtype=torch.bool, device=src.device)
             touched[src] = True
             touched[dst] = True
-            count, num_pending = host_ints(touched.sum(), self.pending_count(touched))
+            count, *sizes = host_ints(touched.sum(), *self.message_sizes(touched))
             nodes = positions(touched, count)
-        memory, last_update = self._get_updated_memory(nodes, num_pending)
+        memory, last_update = self._get_updated_memory(nodes, sizes)
         self.memory[nodes] = memory.detach()
         self.last_update[nodes] = last_update
-        keep = positions(~self._member(nodes), self.pending_node.numel() - num_pending)
+        keep = positions(~self._member(nodes), self.pending_node.numel() - sizes[0])
         self.pending_node = torch.cat([self.pending_node[keep], src, dst])
         self.pending_partner = torch.cat([self.pending_partner[keep], dst, src])
         self.pending_t = torch.cat([self.pending_t[keep], t, t])

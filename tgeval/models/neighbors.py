@@ -126,6 +126,13 @@ class NeighborBuffer(nn.Module):
         loader.e_id[nodes] = top
         loader.neighbors[nodes] = torch.gather(all_neighbors, 1, perm)
 
+    def reach(self, nodes: Tensor) -> Tensor:
+        """bool ``[num_nodes]``: the nodes of the bool mask ``nodes`` and their recent neighbours
+        (fixed shapes, over the whole slot table)."""
+        hits = torch.zeros(nodes.numel(), dtype=torch.long, device=nodes.device)
+        hits.index_add_(0, self.slot_neighbors.view(-1), ((self.slot_e_id >= 0) & nodes[:, None]).view(-1).long())
+        return nodes | (hits > 0)
+
     def recent(self, n_id: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Dense recent interactions of any node ids, most recent first (fixed shapes).
 

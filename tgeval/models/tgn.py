@@ -54,20 +54,13 @@ class TGN(NeuralLinkModel):
     def stateful_parts(self) -> dict[str, nn.Module]:
         return {"memory": self.memory, "neighbors": self.neighbors}
 
-    def _reach(self, rows: Tensor) -> Tensor:
-        """bool ``[N]``: the nodes of the mask ``rows`` and their recent neighbours."""
-        slots = self.neighbors.loader
-        hits = torch.zeros(self.num_nodes, dtype=torch.long, device=rows.device)
-        hits.index_add_(0, slots.neighbors.view(-1), ((slots.e_id >= 0) & rows[:, None]).view(-1).long())
-        return rows | (hits > 0)
-
     def row_sizes(self, rows: Tensor) -> list[Tensor]:
-        reach = self._reach(rows)  # whose memory the attention reads
-        return [reach.sum(), self.memory.pending_count(reach)]
+        reach = self.neighbors.reach(rows)  # whose memory the attention reads
+        return [reach.sum(), *self.memory.message_sizes(reach)]
 
     def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
-        reach = positions(self._reach(self._mask(rows)), sizes[0])
-        memory, last_update = self.memory._get_updated_memory(reach, sizes[1])
+        reach = positions(self.neighbors.reach(self._mask(rows)), sizes[0])
+        memory, last_update = self.memory._get_updated_memory(reach, sizes[1:])
         neighbor, t, msg, valid = self.neighbors.recent(rows)
         local = torch.searchsorted(reach, neighbor).clamp(max=max(reach.numel() - 1, 0))  # invalid slots: any row
         return self.gnn(memory, last_update, torch.searchsorted(reach, rows), local, t, msg, valid)
@@ -75,9 +68,9 @@ class TGN(NeuralLinkModel):
     def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, touched: Optional[Tensor] = None) -> None:
         if touched is None:
             touched = self._mask(torch.cat([src, dst]))
-        count, pending = host_ints(touched.sum(), self.memory.pending_count(touched))  # the one host read
+        count, *sizes = host_ints(touched.sum(), *self.memory.message_sizes(touched))  # the one host read
         nodes = positions(touched, count)
-        self.memory.update_state(src, dst, t, msg, nodes=nodes, num_pending=pending)
+        self.memory.update_state(src, dst, t, msg, nodes=nodes, sizes=sizes)
         self.neighbors.insert(src, dst, t, msg, nodes=nodes)
 
     def changed(self, touched: Tensor) -> Tensor:
