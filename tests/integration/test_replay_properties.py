@@ -9,9 +9,10 @@ from unittest import mock
 
 from tgeval import LeakageError, SplitError, build_catalog, evaluate
 from tgeval.data.catalog import Catalog
-from tgeval.data.split import Segment
+from tgeval.data.split import Segment, Split
 from tgeval.eval import replay
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
+from tgeval import samplers
 from tgeval.samplers import HistoricalSampler, UniformSampler
 from tests.strategies import segment_from, shuffle_within_groups, streams
 
@@ -24,8 +25,14 @@ def _run(model, data, segment, protocol="online", batch_size=4, seed=3, catalog_
          sampler_kind="uniform", directed=True):
     full = Catalog("custom", torch.arange(N), None, N)  # streams use nodes < 8: every pool holds >= 2 items
     catalog = build_catalog(data, catalog_kind, num_nodes=N) if catalog_kind == "time-available" else full
-    sampler = UniformSampler(full, replace=replace) if sampler_kind == "uniform" else \
-        HistoricalSampler(N, catalog=full, replace=replace)
+    if sampler_kind == "uniform":
+        sampler = UniformSampler(full, replace=replace)
+    elif sampler_kind == "historical":
+        sampler = HistoricalSampler(N, catalog=full, replace=replace)
+    else:  # history-free samplers of the zoo, and a mixture with history
+        empty = Segment("val", segment.start, segment.start, None, None)
+        split = Split(Segment("train", 0, segment.start, None, None), empty, segment, (0.0, 0.0, 0.0))
+        sampler = samplers.from_spec(sampler_kind, data=data, split=split, catalog=full)
     return evaluate(model, data, segment, protocol=protocol, sampler=sampler, num_negatives=3 if replace else 2,
                     catalog=catalog, batch_size=batch_size, seed=seed, candidate_budget=7, directed=directed)
 
@@ -88,11 +95,14 @@ def test_fixed_and_online_agree_on_a_single_batchsegment_from(data, which, start
 @given(data=streams(min_events=6, max_events=40, max_nodes=8), which=st.integers(0, len(MODELS)),
        start=st.integers(1, 20), batch_size=st.integers(1, 6), window=st.integers(1, 15),
        protocol=st.sampled_from(["online", "fixed"]), catalog_kind=st.sampled_from(["custom", "time-available"]),
-       sampler_kind=st.sampled_from(["uniform", "historical"]), directed=st.booleans())
+       sampler_kind=st.sampled_from(["uniform", "historical", "degree:replace=true", "HD:replace_draws=true",
+                                     "OE:replace_draws=true", "mixture:uniform=0.5,degree=0.5",
+                                     "mixture:uniform=0.5,historical=0.5"]), directed=st.booleans())
 def test_windows_of_batches_change_nothing(data, which, start, batch_size, window, protocol, catalog_kind,
                                            sampler_kind, directed):
     """The engine prepares candidate plans, history-free negatives and queries per window of
-    batches; any window size (down to one batch per window) gives the same records."""
+    batches; any window size (down to one batch per window) gives the same records, for
+    samplers drawn per window (history-free) and per batch (with history)."""
     segment = segment_from(data, min(start, data.num_events - 1))
     make = MODELS[which] if which < len(MODELS) else (lambda: PairMembership(N, beta=-1.0))
     run = lambda: _run(make(), data, segment, protocol, batch_size, catalog_kind=catalog_kind,  # noqa: E731

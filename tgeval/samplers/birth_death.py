@@ -206,6 +206,7 @@ class _BirthDeathSampler(PooledSampler):
     """Shared draw / fallback logic; subclasses give the pool, the exclusions and the decoding."""
 
     uses_whole_stream = True
+    history_free = True  # class pools fixed by the whole stream and the split time
 
     def __init__(self, data: TemporalData, t_split: Number, *, cls: str, num_nodes: Optional[int],
                  catalog: Optional[Catalog], replace_draws: bool, directed: bool, fallback: str) -> None:

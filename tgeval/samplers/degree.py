@@ -90,6 +90,7 @@ class DegreeSampler(_DegreeBase):
     """
 
     name = "degree"
+    history_free = True  # degrees and existing edges of a fixed graph
 
     def __init__(self, num_nodes: int, *, graph: Union[TemporalData, Tensor], count: str = "total",
                  catalog: Optional[Catalog] = None, replace: bool = False, directed: bool = True,

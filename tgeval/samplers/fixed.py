@@ -281,6 +281,7 @@ class FixedNegativeSampler(NegativeSampler):
     """
 
     name = "fixed"
+    history_free = True  # a lookup per event
 
     def __init__(self, negatives: StoredNegatives, *, path: Optional[PathLike] = None) -> None:
         self.negatives = negatives

@@ -67,6 +67,7 @@ class MixtureSampler(NegativeSampler):
         self.components = list(components)
         self.proportions = [float(p) for p in proportions]
         self.uses_whole_stream = any(getattr(c, "uses_whole_stream", False) for c in self.components)
+        self.history_free = all(getattr(c, "history_free", False) for c in self.components)
         self._num_cross_duplicates = torch.zeros((), dtype=torch.long)
 
     def split(self, num_negatives: int) -> list[int]:
