@@ -129,3 +129,13 @@ def head_segment(data: TemporalData, segment: Segment, num_events: int) -> Segme
         return segment
     return Segment(f"{segment.name}[:{end - segment.start}]", segment.start, end, data.t[segment.start].item(),
                    data.t[end - 1].item())
+
+
+def inside_range(event, name: str) -> bool:
+    """Whether a ``torch.profiler`` event ran inside a range (``record_function``) called ``name``."""
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name == name:
+            return True
+        parent = parent.cpu_parent
+    return False

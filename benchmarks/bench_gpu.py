@@ -39,14 +39,14 @@ from typing import Callable, Optional
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import head_segment, print_header, print_table
+from _common import head_segment, inside_range, print_header, print_table
 from bench_tgn_train import PygRecipeTGN, range_catalog, with_zero_message
 from torch.profiler import ProfilerActivity, profile
 from torch_geometric.data import TemporalData
 
 from tgeval import build_catalog, chronological_split, evaluate, warm_up
 from tgeval.data.catalog import Catalog
-from tgeval.data.split import Segment
+from tgeval.data.split import Segment, Split
 from tgeval.data.synthetic import generate_events
 from tgeval.device import HOST_READ
 from tgeval.eval.metrics import tie_band
@@ -101,6 +101,14 @@ def _seeded(make):
     return make()
 
 
+def _setting(name: str, args) -> tuple[TemporalData, str, Split, int, Catalog]:
+    """``(data, how it was read, 70/15/15 split, num_nodes, 'train' catalog)`` of a dataset."""
+    data, how = load(name, args.data_dir, args.quick)
+    split = chronological_split(data, (0.70, 0.15, 0.15))
+    num_nodes = int(max(int(data.src.max()), int(data.dst.max()))) + 1
+    return data, how, split, num_nodes, build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
+
+
 def _evaluate(model, data, segment, catalog, device, warm=True):
     sampler = UniformSampler(catalog.to(device))
     return evaluate(model.to(device), data.to(device), segment, sampler=sampler, num_negatives=K,
@@ -109,10 +117,7 @@ def _evaluate(model, data, segment, catalog, device, warm=True):
 
 # -- 1 ------------------------------------------------------------------------------------------
 def cuda_equals_cpu(args, device) -> None:
-    data, how = load("uci", args.data_dir, args.quick)
-    split = chronological_split(data, (0.70, 0.15, 0.15))
-    num_nodes = int(max(int(data.src.max()), int(data.dst.max()))) + 1
-    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
+    data, how, split, num_nodes, catalog = _setting("uci", args)
     print(f"\n-- 1. CUDA = CPU on {how}: test segment {split.test.num_events} events, K = {K}, "
           f"'train' catalog {catalog.size} items")
     rows = []
@@ -138,10 +143,7 @@ def cuda_equals_cpu(args, device) -> None:
 
 # -- 2 and 5 ------------------------------------------------------------------------------------
 def throughput(args, device) -> None:
-    data, how = load("wikipedia", args.data_dir, args.quick)
-    split = chronological_split(data, (0.70, 0.15, 0.15))
-    num_nodes = int(max(int(data.src.max()), int(data.dst.max()))) + 1
-    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
+    data, how, split, num_nodes, catalog = _setting("wikipedia", args)
     print(f"\n-- 2. GPU vs this machine's CPU ({args.cpu_threads} threads), {how}: test segment "
           f"{split.test.num_events} events, K = {K} uniform + all-entity over {catalog.size} items, batches <= {BATCH}")
     rows = []
@@ -177,20 +179,11 @@ def throughput(args, device) -> None:
         with profile(activities=activities) as prof:
             result = _evaluate(model, data, segment, catalog, device, warm=False)
         batches = result.performance["num_batches"]
-        inside = [e.name for e in prof.events() if _inside(e, "tgeval.replay.batch")]
+        inside = [e.name for e in prof.events() if inside_range(e, "tgeval.replay.batch")]
         launches = sum(inside.count(n) for n in LAUNCH_EVENTS)
         syncs = sum(inside.count(n) for n in SYNC_EVENTS + (HOST_READ,))
         rows.append([name, batches, f"{launches / batches:.1f}", f"{syncs / batches:.1f}"])
     print_table(["model", "batches", "kernel launches / batch", "host syncs / batch"], rows)
-
-
-def _inside(event, name: str) -> bool:
-    parent = event.cpu_parent
-    while parent is not None:
-        if parent.name == name:
-            return True
-        parent = parent.cpu_parent
-    return False
 
 
 # -- 3 ------------------------------------------------------------------------------------------

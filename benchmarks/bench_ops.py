@@ -42,7 +42,7 @@ import logging
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, head_segment, load_wikipedia, print_header, print_table
+from _common import add_common_args, head_segment, inside_range, load_wikipedia, print_header, print_table
 from torch.profiler import ProfilerActivity, profile
 
 from tgeval import build_catalog, chronological_split, evaluate, warm_up
@@ -55,15 +55,6 @@ from tgeval.samplers import UniformSampler
 SYNC_OPS = ("aten::nonzero", "aten::_unique2", "aten::masked_select", "aten::_local_scalar_dense")
 BATCH_RANGE = "tgeval.replay.batch"
 TARGETS = {("edgebank", 20): (150, 2), ("tgn", 20): (2500, 4)}  # (aten ops, sync ops) per batch
-
-
-def _inside(event, name: str) -> bool:
-    parent = event.cpu_parent
-    while parent is not None:
-        if parent.name == name:
-            return True
-        parent = parent.cpu_parent
-    return False
 
 
 def count(model, data, segment, catalog, k: int, breakdown: bool) -> dict:
@@ -81,7 +72,7 @@ def count(model, data, segment, catalog, k: int, breakdown: bool) -> dict:
     per_batch, per_pass = collections.Counter(), collections.Counter()
     for event in prof.events():
         if event.name.startswith("aten::") or event.name == HOST_READ:
-            (per_batch if _inside(event, BATCH_RANGE) else per_pass)[event.name] += 1
+            (per_batch if inside_range(event, BATCH_RANGE) else per_pass)[event.name] += 1
     aten = lambda counter: sum(n for name, n in counter.items() if name.startswith("aten::"))  # noqa: E731
     syncs = lambda counter: sum(counter[name] for name in SYNC_OPS + (HOST_READ,))  # noqa: E731
     out = {"batches": batches, "batch_ops": aten(per_batch) / batches, "batch_sync": syncs(per_batch) / batches,

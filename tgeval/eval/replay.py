@@ -283,8 +283,9 @@ class _Window:
     def batch_negatives(self, a: int, z: int) -> Optional[Negatives]:
         if self.negatives is None:
             return None
-        return Negatives(*(None if part is None else part[a:z]
-                           for part in (self.negatives.dst, self.negatives.src, self.negatives.mask)))
+        neg = self.negatives
+        return Negatives(neg.dst[a:z], None if neg.src is None else neg.src[a:z],
+                         None if neg.mask is None else neg.mask[a:z])
 
 
 def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int], *, protocol: str,
@@ -346,7 +347,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                             scores = model.score(*queries)
                             block = scores[:size * (1 + k)].view(size, 1 + k)
                             records.write_scores(boundaries[b], block)
-                            if plan is not None:
+                            if plan is not None and catalog is not None:
                                 pos = block[:, 0]
                                 pairs = window.pairs[j]
                                 counts = None if pairs is None else shortcut_counts(

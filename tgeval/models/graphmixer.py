@@ -20,7 +20,6 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from tgeval.device import host_ints, positions
 from tgeval.models.layers import FixedTimeEncoder, MixerBlock
 from tgeval.models.neighbors import NeighborBuffer
 from tgeval.models.neural import NeuralLinkModel
@@ -84,9 +83,7 @@ class GraphMixer(NeuralLinkModel):
         return self.out(torch.cat([link, x[rows] + around], dim=-1))
 
     def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, touched: Optional[Tensor] = None) -> None:
-        if touched is None:
-            touched = self._mask(torch.cat([src, dst]))
-        self.neighbors.insert(src, dst, t, msg, nodes=positions(touched, host_ints(touched.sum())[0]))
+        self.neighbors.insert(src, dst, t, msg, nodes=self._batch_nodes(src, dst, touched)[0])
 
     def changed(self, touched: Tensor) -> Tensor:
         """The batch's nodes: an embedding reads only the node's own neighbour slots (and static

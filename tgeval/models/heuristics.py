@@ -219,16 +219,16 @@ class EdgeBank(_BufferState):
         if (self.window is not None or catalog.available_from is not None) and n * (keys.numel() + 1) >= 2**62:
             return None  # the composite keys of the dominance count would overflow int64
         in_catalog = catalog.indicator.take(keys % n)  # int64 0 / 1
-        if self.window is None and catalog.available_from is None:
+        available_from = catalog.available_from
+        if self.window is None and available_from is None:
             below = torch.cumsum(in_catalog, 0) - in_catalog  # catalog keys before each slot (padding is beyond
             base = src * n                                    # every source's range, never read)
             n_seen = below.take(torch.searchsorted(keys, base + n)) - below.take(torch.searchsorted(keys, base))
         elif self.window is not None:  # last seen in [t - w, t)
             n_seen = _count_in_time(keys, self.last_seen, (in_catalog > 0) & (keys != PAD), n, src,
                                     lower=self._since(t))
-        else:  # destination available at t: available_from < t
-            af = catalog.available_from
-            time = af.take(catalog.table.take(keys % n).clamp(min=0))
+        elif available_from is not None:  # destination available at t: available_from < t
+            time = available_from.take(catalog.table.take(keys % n).clamp(min=0))
             n_seen = _count_in_time(keys, time, (in_catalog > 0) & (keys != PAD), n, src, upper=t.to(time.dtype))
         return self._counts(n_seen, catalog.size if catalog.available_from is None else catalog.num_available(t),
                             pos_score)

@@ -36,6 +36,7 @@ from tgeval.device import host_ints, positions
 from tgeval.errors import DataFormatError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel
 from tgeval.models.layers import LinkDecoder
+from tgeval.models.memory import TensorMemory
 from tgeval.state import State
 
 __all__ = ["NeuralLinkModel", "message_dim"]
@@ -126,6 +127,15 @@ class NeuralLinkModel(TemporalLinkModel):
         mask = torch.zeros(self.num_nodes, dtype=torch.bool, device=ids.device)
         mask[ids] = True
         return mask
+
+    def _batch_nodes(self, src: Tensor, dst: Tensor, touched: Optional[Tensor],
+                     memory: Optional[TensorMemory] = None) -> tuple[Tensor, list[int]]:
+        """The sorted distinct nodes of a batch and, for a ``memory``, the host values of its
+        :meth:`~tgeval.models.memory.TensorMemory.message_sizes` for them: one host read."""
+        if touched is None:
+            touched = self._mask(torch.cat([src, dst]))
+        count, *sizes = host_ints(touched.sum(), *([] if memory is None else memory.message_sizes(touched)))
+        return positions(touched, count), sizes
 
     def _embed_mask(self, mask: Tensor, sizes: Optional[list[int]] = None) -> tuple[Tensor, Tensor]:
         """``(rows, z)``: the sorted nodes of a bool mask and their embeddings, in calls of at most

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import IdentityMessage
 
-from tgeval.device import host_ints, positions
+from tgeval.device import positions
 from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.models.memory import TensorMemory
 from tgeval.models.neighbors import NeighborBuffer
@@ -66,10 +66,7 @@ class TGN(NeuralLinkModel):
         return self.gnn(memory, last_update, torch.searchsorted(reach, rows), local, t, msg, valid)
 
     def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, touched: Optional[Tensor] = None) -> None:
-        if touched is None:
-            touched = self._mask(torch.cat([src, dst]))
-        count, *sizes = host_ints(touched.sum(), *self.memory.message_sizes(touched))  # the one host read
-        nodes = positions(touched, count)
+        nodes, sizes = self._batch_nodes(src, dst, touched, self.memory)
         self.memory.update_state(src, dst, t, msg, nodes=nodes, sizes=sizes)
         self.neighbors.insert(src, dst, t, msg, nodes=nodes)
 
