@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import torch
 from torch import Tensor
+from torch.utils.data import DataLoader
 from torch_geometric.data import TemporalData
 
 from tgeval.data.groups import group_starts
@@ -50,16 +51,23 @@ def timestamp_batch_boundaries(t: Tensor, batch_size: int) -> Tensor:
     return torch.from_numpy(starts[np.asarray(chain)]).long()
 
 
-class TimestampBatchLoader:
+class TimestampBatchLoader(DataLoader):
     """Iterates a time-sorted :class:`TemporalData` in batches of whole timestamp groups.
 
     Unlike PyG's ``TemporalDataLoader`` (which cuts by event count), every event of a
     timestamp group lands in the same batch, so a model updated after each batch never
-    sees part of a group before scoring the rest.
+    sees part of a group before scoring the rest. Each batch carries ``position``, the index
+    of each event in ``data`` (kept as given when ``data`` already has one, as the replay
+    engine sets it), which negative samplers key their draws on (as PyG's loader attaches
+    ``n_id``). Batches are views of ``data`` (no copies).
+
+    A ``torch.utils.data.DataLoader`` over the batches: its keyword arguments apply, e.g.
+    ``pin_memory=True`` for asynchronous copies to a GPU.
 
     Args:
         data: time-sorted events (see :func:`tgeval.data.validate`).
         batch_size: target number of events per batch (a larger group is yielded whole).
+        **kwargs: passed to ``DataLoader`` (``pin_memory``, ``num_workers``, ...).
 
     Attributes:
         boundaries: int64 ``[B + 1]`` event offsets of the batches (relative to ``data``).
@@ -69,28 +77,35 @@ class TimestampBatchLoader:
         >>> from torch_geometric.data import TemporalData
         >>> d = TemporalData(src=torch.tensor([0, 1, 2, 3]), dst=torch.tensor([1, 2, 3, 0]),
         ...                  t=torch.tensor([1, 1, 1, 2]))
-        >>> [b.num_events for b in TimestampBatchLoader(d, batch_size=2)]
-        [3, 1]
+        >>> [(b.num_events, b.position.tolist()) for b in TimestampBatchLoader(d, batch_size=2)]
+        [(3, [0, 1, 2]), (1, [3])]
     """
 
-    def __init__(self, data: TemporalData, batch_size: int = 200) -> None:
+    def __init__(self, data: TemporalData, batch_size: int = 200, **kwargs: Any) -> None:
         check_time_sorted(data.t)
+        for reserved in ("batch_size", "shuffle", "sampler", "batch_sampler", "collate_fn", "drop_last"):
+            if reserved in kwargs:
+                raise TypeError(f"TimestampBatchLoader sets `{reserved}` itself (batches are whole timestamp groups "
+                                f"in time order); it takes the other DataLoader options.")
         self.data = data
-        self.batch_size = batch_size
+        self.timestamp_batch_size = batch_size
         self.boundaries = timestamp_batch_boundaries(data.t, batch_size)
-
-    def __len__(self) -> int:
-        return self.boundaries.numel() - 1
+        self._bounds = self.boundaries.tolist()
+        num_events = data.num_events
+        self._keys = [key for key, value in data.to_dict().items()
+                      if isinstance(value, Tensor) and value.dim() > 0 and value.size(0) == num_events]
+        self._position = None if "position" in self._keys else torch.arange(num_events, device=data.src.device)
+        # batch_size=None: the "dataset" of batch indices is read one index at a time, collated into a batch
+        super().__init__(range(len(self._bounds) - 1), batch_size=None, shuffle=False,  # type: ignore[arg-type]
+                         collate_fn=self._batch, **kwargs)  # type: ignore[arg-type]
 
     def spans(self) -> Iterator[tuple[int, int]]:
         """``(start, end)`` event offsets of each batch."""
-        bounds = self.boundaries.tolist()
-        return iter(zip(bounds[:-1], bounds[1:]))
+        return iter(zip(self._bounds[:-1], self._bounds[1:]))
 
-    def __iter__(self) -> Iterator[TemporalData]:
-        num_events = self.data.num_events
-        per_event = {key: value for key, value in self.data.to_dict().items()
-                     if isinstance(value, Tensor) and value.dim() > 0 and value.size(0) == num_events}
-        for start, end in self.spans():
-            # Views of the per-event tensors (no copies): batches are read-only inputs.
-            yield TemporalData(**{key: value[start:end] for key, value in per_event.items()})
+    def _batch(self, index: int) -> TemporalData:
+        start, end = self._bounds[index], self._bounds[index + 1]
+        batch = TemporalData(**{key: self.data[key][start:end] for key in self._keys})
+        if self._position is not None:
+            batch.position = self._position[start:end]
+        return batch

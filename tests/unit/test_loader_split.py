@@ -39,6 +39,31 @@ def test_loader_never_splits_a_group_and_covers_every_event_once(data, batch_siz
     assert sum(batch.num_events for batch in loader) == data.num_events
 
 
+def test_batches_carry_positions_and_are_views_of_the_stream():
+    data = make_stream([0, 1, 2, 3, 4], [1, 2, 3, 4, 0], [1, 1, 2, 3, 3], msg=torch.arange(10.0).view(5, 2))
+    del data.position  # as a user's TemporalData: the loader attaches positions itself
+    loader = TimestampBatchLoader(data, batch_size=2)
+    assert isinstance(loader, torch.utils.data.DataLoader) and len(loader) == 3
+    batches = list(loader)
+    assert [b.position.tolist() for b in batches] == [[0, 1], [2], [3, 4]]
+    assert batches[2].msg.data_ptr() == data.msg[3:].data_ptr()  # no copies
+    assert "position" not in data  # the stream is not changed
+    tail = TimestampBatchLoader(data[2:], batch_size=5)  # positions relative to the stream given
+    assert next(iter(tail)).position.tolist() == [0, 1, 2]
+    data.position = torch.tensor([10, 11, 12, 13, 14])  # a stream that has positions keeps them
+    assert [b.position.tolist() for b in TimestampBatchLoader(data, batch_size=2)] == [[10, 11], [12], [13, 14]]
+
+
+def test_loader_takes_dataloader_options_but_not_its_own_batching():
+    data = make_stream([0, 1, 2, 3], [1, 2, 3, 0], [1, 1, 2, 3])
+    expected = [b.src.tolist() for b in TimestampBatchLoader(data, batch_size=2)]
+    workers = TimestampBatchLoader(data, batch_size=2, num_workers=1)  # batches built in a worker process
+    assert [b.src.tolist() for b in workers] == expected
+    for reserved in ("shuffle", "sampler", "collate_fn", "drop_last"):
+        with pytest.raises(TypeError, match=f"sets `{reserved}` itself"):
+            TimestampBatchLoader(data, batch_size=2, **{reserved: None})
+
+
 def test_large_group_is_one_batch():
     t = torch.tensor([0, 1, 1, 1, 1, 1, 2, 3])
     assert timestamp_batch_boundaries(t, 2).tolist() == [0, 1, 6, 8]
