@@ -35,5 +35,9 @@ def shared_datasets_dir():
 
 
 def make_stream(src, dst, t, **extra):
-    return TemporalData(src=torch.as_tensor(src, dtype=torch.long), dst=torch.as_tensor(dst, dtype=torch.long),
-                        t=torch.as_tensor(t, dtype=torch.long), **extra)
+    """Events as ``TemporalData``, with ``position = arange(E)`` (a batch at the start of a stream,
+    as ``TimestampBatchLoader`` yields it; samplers key their draws on it)."""
+    src = torch.as_tensor(src, dtype=torch.long)
+    extra.setdefault("position", torch.arange(src.numel()))
+    return TemporalData(src=src, dst=torch.as_tensor(dst, dtype=torch.long), t=torch.as_tensor(t, dtype=torch.long),
+                        **extra)

@@ -17,7 +17,7 @@ def streams(draw, min_events=2, max_events=40, max_nodes=8, max_time=12):
     dst = draw(st.lists(st.integers(0, nodes - 1), min_size=n, max_size=n))
     t = sorted(draw(st.lists(st.integers(0, max_time), min_size=n, max_size=n)))
     return TemporalData(src=torch.tensor(src, dtype=torch.long), dst=torch.tensor(dst, dtype=torch.long),
-                        t=torch.tensor(t, dtype=torch.long))
+                        t=torch.tensor(t, dtype=torch.long), position=torch.arange(n))  # as the loader attaches it
 
 
 def segment_from(data, start):

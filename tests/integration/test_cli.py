@@ -59,7 +59,7 @@ def test_cli_usage_errors_exit_2(snap_file, capsys):
 
 
 @pytest.mark.parametrize("spec", ["historical:replace=true", "mixture:historical=0.5,uniform=0.5", "popularity",
-                                  "HS:replace_draws=true", "OE:replace_draws=true"])
+                                  "HS:replace=true", "OE:replace=true"])
 def test_sampler_by_name(snap_file, tmp_path, spec):
     out = tmp_path / "r.json"
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "2",

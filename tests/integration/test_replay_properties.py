@@ -95,8 +95,8 @@ def test_fixed_and_online_agree_on_a_single_batchsegment_from(data, which, start
 @given(data=streams(min_events=6, max_events=40, max_nodes=8), which=st.integers(0, len(MODELS)),
        start=st.integers(1, 20), batch_size=st.integers(1, 6), window=st.integers(1, 15),
        protocol=st.sampled_from(["online", "fixed"]), catalog_kind=st.sampled_from(["custom", "time-available"]),
-       sampler_kind=st.sampled_from(["uniform", "historical", "degree:replace=true", "HD:replace_draws=true",
-                                     "OE:replace_draws=true", "mixture:uniform=0.5,degree=0.5",
+       sampler_kind=st.sampled_from(["uniform", "historical", "degree:replace=true", "HD:replace=true",
+                                     "OE:replace=true", "mixture:uniform=0.5,degree=0.5",
                                      "mixture:uniform=0.5,historical=0.5"]), directed=st.booleans())
 def test_windows_of_batches_change_nothing(data, which, start, batch_size, window, protocol, catalog_kind,
                                            sampler_kind, directed):

@@ -71,7 +71,7 @@ class RecordingSampler(UniformSampler):
 
     def sample(self, batch, num_negatives, generator=None):
         neg = super().sample(batch, num_negatives, generator)
-        self.log.append(("sample", batch.position.clone(), neg.clone()))
+        self.log.append(("sample", batch.position.clone(), neg.dst.clone()))
         return neg
 
     def observe(self, batch):

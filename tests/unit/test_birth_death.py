@@ -151,10 +151,10 @@ def reference_pool(name, event, batch_events, classes_nodes, classes_pairs, dire
 
 
 def as_pairs(out, batch_events):
-    """Negatives -> list (per row) of (src, dst) pairs."""
-    if isinstance(out, Negatives):
+    """Negatives -> list (per row) of (src, dst) pairs (the positive's source when ``out.src`` is None)."""
+    if out.src is not None:
         return [list(zip(s, d)) for s, d in zip(out.src.tolist(), out.dst.tolist())]
-    return [[(u, d) for d in row] for (u, _, _), row in zip(batch_events, out.tolist())]
+    return [[(u, d) for d in row] for (u, _, _), row in zip(batch_events, out.dst.tolist())]
 
 
 def check_batch(name, out, batch_events, classes_nodes, classes_pairs, k, replace, directed, fallback):
@@ -245,7 +245,7 @@ def test_hand_made_support(name):
 def test_support_rules_errors_and_fallback_counts(data, name, k, replace, directed, seed, batch_size, fallback,
                                                   t_split):
     sampler = birth_death(name, data, t_split, num_nodes=16, catalog=Catalog("custom", torch.arange(16), None, 16),
-                          directed=directed, replace_draws=replace, fallback=fallback)
+                          directed=directed, replace=replace, fallback=fallback)
     events, nodes, pairs = classes_of(data, t_split, directed)
     draws = replay(sampler, data, k, seed, batch_size)
     spans = list(TimestampBatchLoader(data, batch_size).spans())
@@ -259,12 +259,12 @@ def test_support_rules_errors_and_fallback_counts(data, name, k, replace, direct
 
 @pytest.mark.parametrize("name", BIRTH_DEATH_NAMES)
 def test_same_seed_same_draws(name):
-    a = replay(birth_death(name, DATA, T_SPLIT, catalog=CATALOG, replace_draws=True), DATA, 3, 4, 2)
-    b = replay(birth_death(name, DATA, T_SPLIT, catalog=CATALOG, replace_draws=True), DATA, 3, 4, 2)
-    c = replay(birth_death(name, DATA, T_SPLIT, catalog=CATALOG, replace_draws=True), DATA, 3, 5, 2)
+    a = replay(birth_death(name, DATA, T_SPLIT, catalog=CATALOG, replace=True), DATA, 3, 4, 2)
+    b = replay(birth_death(name, DATA, T_SPLIT, catalog=CATALOG, replace=True), DATA, 3, 4, 2)
+    c = replay(birth_death(name, DATA, T_SPLIT, catalog=CATALOG, replace=True), DATA, 3, 5, 2)
 
     def flat(out):
-        return torch.cat([out.src, out.dst], 1) if isinstance(out, Negatives) else out
+        return torch.cat([out.src, out.dst], 1) if out.src is not None else out.dst
 
     assert all(torch.equal(flat(x), flat(y)) for x, y in zip(a, b))
     assert not all(torch.equal(flat(x), flat(y)) for x, y in zip(a, c))
@@ -278,13 +278,13 @@ def test_short_pool_raises_and_empty_pool_falls_back_counted():
         oe.sample(batch, 3)
     out = oe.sample(batch, 2)
     assert {tuple(p) for p in torch.stack([out.src[0], out.dst[0]], 1).tolist()} == {(10, 11), (12, 13)}
-    # replace_draws: a single valid item suffices
-    hd = birth_death("HD", DATA, T_SPLIT, catalog=CATALOG, replace_draws=True)
+    # replace: a single valid item suffices
+    hd = birth_death("HD", DATA, T_SPLIT, catalog=CATALOG, replace=True)
     only = make_stream([9], [5], [10])  # source 9 is historical: pool {0, 9} minus the source
-    assert hd.sample(only, 4).tolist() == [[0, 0, 0, 0]]
+    assert hd.sample(only, 4).dst.tolist() == [[0, 0, 0, 0]]
     # an empty class pool: everything is born before 20 -> no inductive node
     late = birth_death("ID", DATA, 20, catalog=CATALOG)
-    out = late.sample(make_stream([3, 3], [4, 5], [16, 16]), 2)
+    out = late.sample(make_stream([3, 3], [4, 5], [16, 16]), 2).dst
     assert out.shape == (2, 2) and not ({3, 4, 5} & set(out.flatten().tolist()))
     assert late.describe()["num_fallback_events"] == 2 and late.describe()["num_events"] == 2
     late.reset_state()
@@ -316,15 +316,15 @@ def test_source_sampler_excludes_simultaneous_sources_and_self_loops():
 
 
 def test_catalog_of_nodes_restricts_candidates_and_options():
-    sampler = BirthDeathNodeSampler(DATA, T_SPLIT, cls="O", replace="src", catalog=CATALOG,
+    sampler = BirthDeathNodeSampler(DATA, T_SPLIT, cls="O", endpoint="src", catalog=CATALOG,
                                     catalog_of_nodes=torch.tensor([1, 2, 8, 9]))
     assert sampler.nodes.tolist() == [1, 2, 8]  # 9 is historical
     out = sampler.sample(make_stream([3], [4], [10]), 3)
     assert sorted(out.src[0].tolist()) == [1, 2, 8]
     with pytest.raises(ValueError, match="cls"):
         BirthDeathNodeSampler(DATA, T_SPLIT, cls="X", catalog=CATALOG)
-    with pytest.raises(ValueError, match="replace"):
-        BirthDeathNodeSampler(DATA, T_SPLIT, replace="pair", catalog=CATALOG)
+    with pytest.raises(ValueError, match="endpoint"):
+        BirthDeathNodeSampler(DATA, T_SPLIT, endpoint="pair", catalog=CATALOG)
     with pytest.raises(ValueError, match="unknown Birth-Death"):
         birth_death("XX", DATA, T_SPLIT)
     with pytest.raises(ValueError, match="catalog_of_nodes"):

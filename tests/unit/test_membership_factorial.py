@@ -55,7 +55,7 @@ def _random_stream(seed: int, num_events: int = 160) -> TemporalData:
     src = torch.randint(0, 6, (num_events,), generator=g)
     dst = torch.randint(6, 16, (num_events,), generator=g)
     t = torch.sort(torch.randint(0, num_events // 2, (num_events,), generator=g)).values
-    return TemporalData(src=src, dst=dst, t=t)
+    return TemporalData(src=src, dst=dst, t=t, position=torch.arange(num_events))
 
 
 @pytest.mark.parametrize("model_cls", [EdgeBank, PreferentialAttachment])

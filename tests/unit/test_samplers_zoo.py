@@ -17,6 +17,7 @@ from tgeval.samplers.historical import HistoricalSampler
 from tgeval.samplers.inductive import InductiveSampler
 from tgeval.samplers.mixture import MixtureSampler, split_count
 from tgeval.samplers.popularity import PopularitySampler
+from tgeval.samplers.base import Negatives
 from tgeval.samplers.registry import from_spec, get, names, parse_spec, register
 from tgeval.samplers.source_history import SourceHistorySampler
 from tgeval.samplers.time_available import TimeAvailableSampler
@@ -111,7 +112,7 @@ def replay(sampler, data, k, seed, batch_size):
     out = []
     for batch in TimestampBatchLoader(data, batch_size):
         try:
-            out.append(sampler.sample(batch, k, torch.Generator().manual_seed(seed)))
+            out.append(sampler.sample(batch, k, torch.Generator().manual_seed(seed)).dst)
         except SamplerError as error:
             out.append(error)
         sampler.observe(batch)
@@ -227,8 +228,8 @@ def test_whole_stream_declarations():
     # the declaration is honest: a pair that only occurs after the batch changes its draws
     batch = make_stream([0], [3], [3])
     seen_later = make_stream([0, 0, 0, 0], [1, 2, 3, 5], [1, 2, 3, 4])
-    a = InductiveSampler(data, train_end=2, catalog=CATALOG).sample(batch, 1)
-    b = InductiveSampler(seen_later, train_end=2, catalog=CATALOG).sample(batch, 1)
+    a = InductiveSampler(data, train_end=2, catalog=CATALOG).sample(batch, 1).dst
+    b = InductiveSampler(seen_later, train_end=2, catalog=CATALOG).sample(batch, 1).dst
     assert a.tolist() == [[4]] and b.tolist() == [[5]]
 
 
@@ -247,16 +248,16 @@ def test_same_seed_same_draws(kind):
 def test_fallback_is_explicit_counted_and_reset():
     sampler = HistoricalSampler(N, catalog=CATALOG)
     batch = make_stream([0, 0, 1], [2, 3, 2], [1, 1, 1])
-    neg = sampler.sample(batch, 2, torch.Generator().manual_seed(0))  # empty history: all three fall back
+    neg = sampler.sample(batch, 2, torch.Generator().manual_seed(0)).dst  # empty history: all three fall back
     assert not ({0, 2, 3} & set(neg[0].tolist()) or {0, 2, 3} & set(neg[1].tolist()) or {1, 2} & set(neg[2].tolist()))
     assert sampler.describe()["num_fallback_events"] == 3 and sampler.describe()["num_events"] == 3
     sampler.observe(batch)
-    assert sampler.sample(make_stream([0], [5], [2]), 2).sort().values.tolist() == [[2, 3]]
+    assert sampler.sample(make_stream([0], [5], [2]), 2).dst.sort().values.tolist() == [[2, 3]]
     assert sampler.describe()["num_fallback_events"] == 3
     sampler.reset_state()
     assert sampler.describe()["num_fallback_events"] == 0 and sampler.keys.numel() == 0
     with pytest.raises(SamplerError, match="empty history pool.*fallback='error'"):
-        HistoricalSampler(N, catalog=CATALOG, fallback="error").sample(batch, 1)
+        HistoricalSampler(N, catalog=CATALOG, fallback="error").sample(batch, 1).dst
     with pytest.raises(ValueError, match="needs a `catalog`"):
         HistoricalSampler(N)
     with pytest.raises(ValueError, match="fallback must be one of"):
@@ -268,12 +269,12 @@ def test_more_than_the_pool_is_a_typed_error_unless_replace():
     sampler.observe(make_stream([0, 0], [1, 2], [1, 1]))
     batch = make_stream([0], [3], [2])
     with pytest.raises(SamplerError, match="has 2 candidate negatives in its history pool.*fewer than the 3"):
-        sampler.sample(batch, 3)
-    assert set(SourceHistorySampler(N, catalog=CATALOG, replace=True).sample(batch, 3).flatten().tolist()) <= set(
+        sampler.sample(batch, 3).dst
+    assert set(SourceHistorySampler(N, catalog=CATALOG, replace=True).sample(batch, 3).dst.flatten().tolist()) <= set(
         range(N))
     replace = SourceHistorySampler(N, catalog=CATALOG, replace=True)
     replace.observe(make_stream([0, 0], [1, 2], [1, 1]))
-    assert set(replace.sample(batch, 20).flatten().tolist()) == {1, 2}
+    assert set(replace.sample(batch, 20).dst.flatten().tolist()) == {1, 2}
 
 
 def test_historical_and_source_history_differ_on_multi_group_batches():
@@ -282,10 +283,10 @@ def test_historical_and_source_history_differ_on_multi_group_batches():
     hist, source = HistoricalSampler(N, catalog=CATALOG), SourceHistorySampler(N, catalog=CATALOG)
     hist.observe(history), source.observe(history)
     # historical removes every batch destination of the source: only 3 is left
-    assert hist.sample(batch, 1).tolist() == [[3], [3]]
+    assert hist.sample(batch, 1).dst.tolist() == [[3], [3]]
     # source-history removes only the event's own positive (and same-t positives)
-    assert sorted(source.sample(batch, 2)[0].tolist()) == [2, 3]
-    assert sorted(source.sample(batch, 2)[1].tolist()) == [1, 3]
+    assert sorted(source.sample(batch, 2).dst[0].tolist()) == [2, 3]
+    assert sorted(source.sample(batch, 2).dst[1].tolist()) == [1, 3]
 
 
 def test_snapshot_restore_reproduces_draws():
@@ -293,10 +294,10 @@ def test_snapshot_restore_reproduces_draws():
     sampler.observe(make_stream([0, 1, 2], [3, 4, 5], [1, 1, 2]))
     state = sampler.snapshot()
     batch = make_stream([6], [3], [3])
-    before = sampler.sample(batch, 3, torch.Generator().manual_seed(1))
+    before = sampler.sample(batch, 3, torch.Generator().manual_seed(1)).dst
     sampler.observe(make_stream([7, 7], [6, 8], [4, 4]))
     sampler.restore(state)
-    assert torch.equal(sampler.sample(batch, 3, torch.Generator().manual_seed(1)), before)
+    assert torch.equal(sampler.sample(batch, 3, torch.Generator().manual_seed(1)).dst, before)
     mix = MixtureSampler([PopularitySampler(N, catalog=CATALOG), HistoricalSampler(N, catalog=CATALOG)], [1, 1])
     mix.observe(make_stream([0, 1], [3, 4], [1, 1]))
     state = mix.snapshot()
@@ -314,7 +315,7 @@ def test_mixture_split_and_columns():
     mix = MixtureSampler([hist, UniformSampler(Catalog("custom", torch.arange(10, 16), None, N), replace=True)],
                          [0.5, 0.5])
     mix.observe(make_stream([0], [1], [1]))
-    neg = mix.sample(make_stream([0] * 50, [2] * 50, [2] * 50), 4)
+    neg = mix.sample(make_stream([0] * 50, [2] * 50, [2] * 50), 4).dst
     assert (neg[:, :2] == 1).all() and (neg[:, 2:] >= 10).all()
     with pytest.raises(ValueError, match="one proportion per component"):
         MixtureSampler([hist], [0.5, 0.5])
@@ -325,7 +326,7 @@ def test_mixture_split_and_columns():
 def test_mixture_counts_cross_component_duplicates():
     one = Catalog("custom", torch.tensor([5]), None, N)
     mix = MixtureSampler([UniformSampler(one), UniformSampler(one)], [1, 1])
-    assert mix.sample(make_stream([0, 1], [1, 2], [1, 1]), 2).tolist() == [[5, 5], [5, 5]]
+    assert mix.sample(make_stream([0, 1], [1, 2], [1, 1]), 2).dst.tolist() == [[5, 5], [5, 5]]
     assert mix.describe()["num_cross_duplicates"] == 2
 
 
@@ -361,10 +362,10 @@ def test_empty_batch_and_zero_k():
     sampler = PopularitySampler(N, catalog=CATALOG)
     empty = TemporalData(src=torch.zeros(0, dtype=torch.long), dst=torch.zeros(0, dtype=torch.long),
                          t=torch.zeros(0, dtype=torch.long))
-    assert sampler.sample(empty, 3).shape == (0, 3)
-    assert sampler.sample(make_stream([0], [1], [1]), 0).shape == (1, 0)
+    assert sampler.sample(empty, 3).dst.shape == (0, 3)
+    assert sampler.sample(make_stream([0], [1], [1]), 0).dst.shape == (1, 0)
     with pytest.raises(ValueError, match="num_negatives"):
-        sampler.sample(make_stream([0], [1], [1]), -1)
+        sampler.sample(make_stream([0], [1], [1]), -1).dst
 
 
 def test_generator_seeds_above_2_63_work_everywhere():
@@ -376,8 +377,8 @@ def test_generator_seeds_above_2_63_work_everywhere():
     generator = torch.Generator().manual_seed(2**63 + 5)
     for sampler in (UniformSampler(catalog), HistoricalSampler(10, catalog=catalog),
                     MixtureSampler([UniformSampler(catalog), HistoricalSampler(10, catalog=catalog)], [0.5, 0.5])):
-        first = sampler.sample(batch, 2, generator)
-        assert torch.equal(torch.as_tensor(first), torch.as_tensor(sampler.sample(batch, 2, generator)))
+        first = sampler.sample(batch, 2, generator).dst
+        assert torch.equal(torch.as_tensor(first), torch.as_tensor(sampler.sample(batch, 2, generator).dst))
 
 
 def test_uniform_fallback_draws_only_the_rows_that_need_it():
@@ -387,9 +388,9 @@ def test_uniform_fallback_draws_only_the_rows_that_need_it():
     catalog = Catalog("custom", torch.tensor([1, 2, 3]), None, 10)  # tiny: 2 items left for source 1
     sampler = HistoricalSampler(10, catalog=catalog)
     sampler.observe(make_stream([0, 0, 0], [4, 5, 6], [1, 1, 1]))
-    alone = sampler.sample(make_stream([0], [4], [2]), 2, torch.Generator().manual_seed(0))
+    alone = sampler.sample(make_stream([0], [4], [2]), 2, torch.Generator().manual_seed(0)).dst
     # a second source without history falls back to uniform over {1, 2, 3} minus itself
-    both = sampler.sample(make_stream([0, 1], [4, 7], [2, 2]), 2, torch.Generator().manual_seed(0))
+    both = sampler.sample(make_stream([0, 1], [4, 7], [2, 2]), 2, torch.Generator().manual_seed(0)).dst
     assert set(both[0].tolist()) <= {5, 6} and set(both[1].tolist()) == {2, 3}
     assert torch.equal(alone[0], both[0])  # row 0 keeps position 0: the same draws
     assert sampler.describe()["num_fallback_events"] == 1
@@ -402,12 +403,12 @@ def test_time_available_fallback_for_the_first_events_and_uniform_log_q():
     data = make_stream([0, 1, 2, 3], [5, 6, 7, 5], [1, 2, 3, 9])
     fallback = Catalog("custom", torch.arange(4, 10), None, 10)
     sampler = TimeAvailableSampler(data, num_nodes=10, replace=True, fallback=fallback)
-    neg = sampler.sample(data, 3, torch.Generator().manual_seed(0))
+    neg = sampler.sample(data, 3, torch.Generator().manual_seed(0)).dst
     assert set(neg[0].tolist()) <= {4, 6, 7, 8, 9}  # nothing appeared before t=1: fallback (minus the positive 5)
     assert set(neg[3].tolist()) <= {6, 7}  # 5, 6, 7 appeared before t=9; 5 is the positive
     assert sampler.describe()["num_fallback_events"] == 1
     with pytest.raises(SamplerError, match="0 candidate negatives"):
-        TimeAvailableSampler(data, num_nodes=10, replace=True).sample(data, 3)
+        TimeAvailableSampler(data, num_nodes=10, replace=True).sample(data, 3).dst
     uniform = UniformSampler(Catalog("custom", torch.arange(10), None, 10))
     batch = make_stream([0, 0], [1, 2], [1, 1])
     log_q = uniform.log_q(batch, torch.zeros(2, 4, dtype=torch.long))
@@ -421,4 +422,35 @@ def test_ids_beyond_num_nodes_are_refused_not_aliased():
     with pytest.raises(SamplerError, match=r"\[0, num_nodes=5\)"):
         sampler.observe(make_stream([0], [7], [1]))
     with pytest.raises(SamplerError, match=r"\[0, num_nodes=5\)"):
-        sampler.sample(make_stream([6], [1], [2]), 1)
+        sampler.sample(make_stream([6], [1], [2]), 1).dst
+
+
+#: every registered sampler built from the context alone (the file readers need a file; a mixture its components)
+CONTEXT_BUILT = [name for name in names() if name not in ("fixed", "tgb", "mixture")]
+
+
+def _context():
+    data = make_stream([0, 1, 0, 2, 0, 1, 3, 0, 1, 2, 4, 5], [4, 5, 5, 4, 6, 4, 5, 7, 6, 6, 7, 3], list(range(12)))
+    return data, dict(catalog=Catalog("custom", torch.arange(8), None, 8), num_nodes=8, data=data,
+                      split=chronological_split(data))
+
+
+@pytest.mark.parametrize("name", CONTEXT_BUILT)
+def test_every_sampler_takes_the_same_context_and_returns_negatives(name):
+    data, context = _context()
+    sampler = get(name, **context, replace=True)
+    assert sampler.name == name
+    batch = next(iter(TimestampBatchLoader(data[8:], batch_size=4)))
+    negatives = sampler.sample(batch, 2, torch.Generator().manual_seed(0))
+    assert isinstance(negatives, Negatives) and negatives.dst.shape == (4, 2)
+    with pytest.raises(ValueError, match=rf"sampler '{name}' takes no option \['colour'\]"):
+        get(name, **context, colour="red")
+
+
+@pytest.mark.parametrize("name", CONTEXT_BUILT)
+def test_a_batch_without_positions_is_refused(name):
+    data, context = _context()
+    sampler = get(name, **context, replace=True)
+    batch = TemporalData(src=data.src[8:], dst=data.dst[8:], t=data.t[8:])  # sliced by hand: no `position`
+    with pytest.raises(SamplerError, match="the batch has no `position`.*TimestampBatchLoader"):
+        sampler.sample(batch, 2, torch.Generator().manual_seed(0))

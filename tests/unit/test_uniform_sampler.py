@@ -17,7 +17,7 @@ from tests.strategies import streams
 def test_never_returns_source_true_or_simultaneous_destination(data, k, replace, seed, directed):
     catalog = Catalog("custom", torch.arange(16), None, 16)  # nodes < 8: enough distinct candidates
     sampler = UniformSampler(catalog, replace=replace, directed=directed)
-    neg = sampler.sample(data, k, torch.Generator().manual_seed(seed))
+    neg = sampler.sample(data, k, torch.Generator().manual_seed(seed)).dst
     assert neg.shape == (data.num_events, k)
     events = list(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))
     for row, (u, v, t) in zip(neg.tolist(), events):
@@ -32,7 +32,7 @@ def test_never_returns_source_true_or_simultaneous_destination(data, k, replace,
 def test_time_available_pool():
     data = make_stream([0, 1, 2, 3], [5, 6, 7, 5], [1, 2, 3, 9])
     catalog = build_catalog(data, "time-available")
-    neg = UniformSampler(catalog, replace=True).sample(data[3:], 50, torch.Generator().manual_seed(0))
+    neg = UniformSampler(catalog, replace=True).sample(data[3:], 50, torch.Generator().manual_seed(0)).dst
     assert set(neg.flatten().tolist()) == {6, 7}  # 5 is the positive; only 5, 6, 7 appeared before t=9
 
 
@@ -40,7 +40,7 @@ def test_time_available_pool():
 def test_uniform_distribution_chi_square(replace):
     catalog = Catalog("custom", torch.arange(12), None, 12)
     batch = make_stream([0] * 50, [1] * 50, list(range(50)))
-    draws = torch.cat([UniformSampler(catalog, replace=replace).sample(batch, 5, torch.Generator().manual_seed(seed))
+    draws = torch.cat([UniformSampler(catalog, replace=replace).sample(batch, 5, torch.Generator().manual_seed(seed)).dst
                        .flatten() for seed in range(40)])
     counts = torch.bincount(draws, minlength=12)
     assert counts[0] == 0 and counts[1] == 0  # source and positive
@@ -50,7 +50,7 @@ def test_uniform_distribution_chi_square(replace):
 def test_exact_finish_for_tight_pools():
     catalog = Catalog("custom", torch.arange(10), None, 10)
     batch = make_stream([0] * 30, [1] * 30, list(range(30)))
-    neg = UniformSampler(catalog).sample(batch, 8, torch.Generator().manual_seed(0))  # all 8 valid items
+    neg = UniformSampler(catalog).sample(batch, 8, torch.Generator().manual_seed(0)).dst  # all 8 valid items
     assert all(sorted(row) == list(range(2, 10)) for row in neg.tolist())
 
 
@@ -60,7 +60,7 @@ def test_exact_finish_is_uniform(replace, monkeypatch):
     monkeypatch.setattr("tgeval.samplers.uniform._MAX_DRAWS_PER_ITEM", 0)
     catalog = Catalog("custom", torch.arange(12), None, 12)
     batch = make_stream([0] * 500, [1] * 500, list(range(500)))
-    neg = UniformSampler(catalog, replace=replace).sample(batch, 3, torch.Generator().manual_seed(2))
+    neg = UniformSampler(catalog, replace=replace).sample(batch, 3, torch.Generator().manual_seed(2)).dst
     assert not ({0, 1} & set(neg.flatten().tolist()))
     if not replace:
         assert all(len(set(row)) == 3 for row in neg.tolist())
@@ -76,17 +76,17 @@ def test_draws_do_not_depend_on_other_events_of_the_batch():
     bigger = make_stream([0, 1, 2, 7, 7], [3, 4, 5, 8, 9], [1, 1, 2, 3, 3])
     bigger.position = torch.tensor([10, 11, 12, 13, 14])
     gen = torch.Generator().manual_seed(5)
-    a = UniformSampler(catalog).sample(batch, 30, gen)  # K close to the pool: several rounds
-    b = UniformSampler(catalog).sample(bigger, 30, gen)
+    a = UniformSampler(catalog).sample(batch, 30, gen).dst  # K close to the pool: several rounds
+    b = UniformSampler(catalog).sample(bigger, 30, gen).dst
     assert torch.equal(a, b[:3])
 
 
 def test_deterministic_for_a_seed():
     catalog = Catalog("custom", torch.arange(50), None, 50)
     batch = make_stream([0, 1, 2], [3, 4, 5], [1, 1, 2])
-    a = UniformSampler(catalog).sample(batch, 10, torch.Generator().manual_seed(7))
-    b = UniformSampler(catalog).sample(batch, 10, torch.Generator().manual_seed(7))
-    c = UniformSampler(catalog).sample(batch, 10, torch.Generator().manual_seed(8))
+    a = UniformSampler(catalog).sample(batch, 10, torch.Generator().manual_seed(7)).dst
+    b = UniformSampler(catalog).sample(batch, 10, torch.Generator().manual_seed(7)).dst
+    c = UniformSampler(catalog).sample(batch, 10, torch.Generator().manual_seed(8)).dst
     assert torch.equal(a, b) and not torch.equal(a, c)
 
 
@@ -94,10 +94,10 @@ def test_k_larger_than_pool_is_a_typed_error():
     catalog = Catalog("custom", torch.arange(5), None, 5)
     batch = make_stream([0, 0], [1, 2], [3, 3])
     with pytest.raises(SamplerError, match="2 candidate negatives.*fewer than the 3 required.*replace=True"):
-        UniformSampler(catalog).sample(batch, 3)
-    assert UniformSampler(catalog, replace=True).sample(batch, 3).shape == (2, 3)
+        UniformSampler(catalog).sample(batch, 3).dst
+    assert UniformSampler(catalog, replace=True).sample(batch, 3).dst.shape == (2, 3)
     with pytest.raises(ValueError, match="num_negatives"):
-        UniformSampler(catalog).sample(batch, -1)
+        UniformSampler(catalog).sample(batch, -1).dst
 
 
 def test_when_a_row_is_finished_exactly_depends_on_its_own_pool_only(monkeypatch):
@@ -115,7 +115,7 @@ def test_when_a_row_is_finished_exactly_depends_on_its_own_pool_only(monkeypatch
     mixed = make_stream(torch.cat([src, torch.full((998,), 1090)]), torch.cat([torch.arange(1, 11).repeat(20), big_dst]),
                         [1] * 200 + [10] * 998)
     mixed.position = torch.arange(1198)
-    alone = UniformSampler(catalog).sample(tight, 1, torch.Generator().manual_seed(3))
-    together = UniformSampler(catalog).sample(mixed, 1, torch.Generator().manual_seed(3))
+    alone = UniformSampler(catalog).sample(tight, 1, torch.Generator().manual_seed(3)).dst
+    together = UniformSampler(catalog).sample(mixed, 1, torch.Generator().manual_seed(3)).dst
     assert set(alone.flatten().tolist()) == {11, 12}
     assert torch.equal(alone, together[:200])

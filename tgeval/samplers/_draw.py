@@ -74,9 +74,21 @@ def derived_seed(seed: int, salt: int) -> int:
 
 
 def batch_position(batch: TemporalData) -> Tensor:
-    """The batch's replay positions (``batch.position``), or ``arange(B)``: int64 ``[B]``."""
+    """The batch's replay positions, ``batch.position``: int64 ``[B]``.
+
+    Raises:
+        SamplerError: if the batch has none (draws would repeat for every batch).
+    """
     position = getattr(batch, "position", None)
-    return torch.arange(batch.src.numel(), device=batch.src.device) if position is None else position
+    if position is None:
+        raise SamplerError("the batch has no `position`: samplers key each event's draws on its position in the "
+                           "stream, so without it every batch would get the same negatives. Iterate with "
+                           "tgeval.TimestampBatchLoader (it attaches positions), or set "
+                           "batch.position = torch.arange(first, first + batch.num_events).")
+    if position.shape != batch.src.shape:
+        raise SamplerError(f"batch.position must hold one index per event {tuple(batch.src.shape)}, "
+                           f"got {tuple(position.shape)}.")
+    return position
 
 
 def check_ids(src: Tensor, dst: Tensor, num_nodes: int) -> None:

@@ -31,7 +31,7 @@ from tgeval.data.strata import MAX_PAIR_KEY_NODES
 from tgeval.errors import SamplerError
 from tgeval.samplers._draw import (FALLBACKS, KeyPool, batch_exclusions, batch_position, check_ids, derived_seed,
                                    draw_from_pools, short_pool_error)
-from tgeval.samplers.base import NegativeSampler, Negatives, SampledNegatives
+from tgeval.samplers.base import NegativeSampler, Negatives, SampledNegatives, as_negatives
 from tgeval.samplers.uniform import UniformSampler
 from tgeval.state import State, clone_state
 
@@ -120,11 +120,11 @@ class PooledSampler(NegativeSampler):
                        rows: Tensor) -> tuple[Tensor, Tensor]:
         """Uniform-fallback ``(src, dst)`` ``[B, K]`` for the ``rows`` (bool ``[B]``) that need it."""
         assert self._fallback_sampler is not None
-        dst = self._fallback_sampler.sample(batch, k, generator, rows=rows)
+        dst = self._fallback_sampler.draw_destinations(batch, k, generator, rows=rows)
         return batch.src[:, None].expand_as(dst), dst
 
     def sample(self, batch: TemporalData, num_negatives: int,
-               generator: Optional[torch.Generator] = None) -> SampledNegatives:
+               generator: Optional[torch.Generator] = None) -> Negatives:
         """``K`` negatives per positive (see the class and module docstrings)."""
         src = batch.src
         device = src.device
@@ -132,7 +132,7 @@ class PooledSampler(NegativeSampler):
         if k < 0:
             raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
         if k == 0 or b == 0:
-            return self._decode(batch, torch.zeros(b, k, dtype=torch.long, device=device))
+            return as_negatives(self._decode(batch, torch.zeros(b, k, dtype=torch.long, device=device)))
         check_ids(batch.src, batch.dst, self.num_nodes)
         seed = 0 if generator is None else generator.initial_seed()
         pool, base, excl = self._draw_inputs(batch)
@@ -163,7 +163,7 @@ class PooledSampler(NegativeSampler):
                 out = torch.where(rows, fb_dst, out)
             self._num_fallback = self._num_fallback + empty.sum().cpu()
         self._num_events = self._num_events + b
-        return out
+        return as_negatives(out)
 
     def log_q(self, batch: TemporalData, negatives: Tensor) -> Tensor:
         r"""Log-probability of each negative under one draw of the row's proposal: float64 ``[B, K]``.

@@ -22,7 +22,7 @@ __all__ = ["NegativeSampler", "Negatives", "SampledNegatives", "as_negatives", "
 
 @dataclass(frozen=True)
 class Negatives:
-    """Negatives that are more than one destination per slot.
+    """A sampler's negatives for a batch (what every :meth:`NegativeSampler.sample` returns).
 
     Attributes:
         dst: int64 ``[B, K]`` negative destinations.
@@ -45,7 +45,8 @@ class Negatives:
                                  f"got {tuple(value.shape)}.")
 
 
-#: What :meth:`NegativeSampler.sample` returns: destinations ``[B, K]`` or :class:`Negatives`.
+#: What a sampler's draw may be inside tgeval: :class:`Negatives`, or a plain ``[B, K]``
+#: tensor of destinations (accepted from user samplers; :func:`as_negatives` wraps it).
 SampledNegatives = Union[Tensor, Negatives]
 
 
@@ -54,14 +55,12 @@ def as_negatives(value: SampledNegatives) -> Negatives:
     return value if isinstance(value, Negatives) else Negatives(value)
 
 
-def concat_negatives(parts: Sequence[SampledNegatives], src: Tensor) -> SampledNegatives:
+def concat_negatives(parts: Sequence[SampledNegatives], src: Tensor) -> Negatives:
     """Concatenate the columns of several samplers' negatives for the same batch (sources ``src`` ``[B]``).
 
-    Plain tensors stay a plain tensor; otherwise missing sources become ``src`` and missing
-    masks all-valid.
+    Missing sources become ``src`` and missing masks all-valid (both stay ``None`` when no
+    part has them).
     """
-    if all(isinstance(part, Tensor) for part in parts):
-        return torch.cat(list(parts), dim=1)  # type: ignore[arg-type]
     negs = [as_negatives(part) for part in parts]
     sources = [n.src if n.src is not None else src[:, None].expand_as(n.dst) for n in negs]
     masks = [n.mask if n.mask is not None else torch.ones_like(n.dst, dtype=torch.bool) for n in negs]
@@ -84,9 +83,11 @@ class NegativeSampler:
     history_free = False
 
     def sample(self, batch: TemporalData, num_negatives: int,
-               generator: Optional[torch.Generator] = None) -> SampledNegatives:
-        """Negative destinations: int64 ``[B, K]`` for a batch of ``B`` positives, or
-        :class:`Negatives` for corrupted sources / whole pairs or padded slots.
+               generator: Optional[torch.Generator] = None) -> Negatives:
+        """``K`` negatives for each of the batch's ``B`` positives: :class:`Negatives` with
+        ``dst`` int64 ``[B, K]``, and ``src`` (corrupted sources / whole pairs) and ``mask``
+        (padded slots, e.g. ragged files) when the sampler has them. Draws are keyed on
+        ``batch.position`` (attached by :class:`~tgeval.loader.TimestampBatchLoader`).
 
         A negative is never the true destination, the source, or a simultaneous
         positive (another destination of the same source at the same timestamp) — except

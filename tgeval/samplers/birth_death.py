@@ -23,14 +23,14 @@ test segment at the same quantile; its test events are those with :math:`t > t_{
 the evaluated batch), these are *evaluation protocols*, not leak-free samplers:
 ``uses_whole_stream = True``; do not train with them. For a positive :math:`(u, v^+, t)`:
 
-* ``HS`` / ``OS`` / ``IS`` (:class:`BirthDeathNodeSampler`, ``replace="src"``): negatives
+* ``HS`` / ``OS`` / ``IS`` (:class:`BirthDeathNodeSampler`, ``endpoint="src"``): negatives
   :math:`(u', v^+)` with :math:`u'` a node of the class; returned as
   :class:`~tgeval.samplers.base.Negatives` with ``dst`` the positive's destination repeated
   and ``src`` the drawn nodes. Excluded: :math:`u` (the positive itself), :math:`v^+` (a
   self-loop), and every :math:`u'` with :math:`(u', v^+, t)` an event of the batch
   (simultaneous positives; undirected: also :math:`(v^+, u', t)`).
-* ``HD`` / ``OD`` / ``ID`` (``replace="dst"``): negatives :math:`(u, v')` with :math:`v'` a
-  node of the class, as plain ``[B, K]`` destinations. Excluded: :math:`u` (a self-loop)
+* ``HD`` / ``OD`` / ``ID`` (``endpoint="dst"``): negatives :math:`(u, v')` with :math:`v'` a
+  node of the class (``Negatives`` with destinations only). Excluded: :math:`u` (a self-loop)
   and every destination of :math:`u` at time :math:`t` in the batch (which holds
   :math:`v^+`; undirected: also every :math:`a` of an event :math:`(a, u, t)`).
 * ``HE`` / ``OE`` / ``IE`` (:class:`BirthDeathEdgeSampler`): negatives are whole pairs
@@ -47,9 +47,9 @@ stream, so they return a self-loop pair :math:`(w, w)` only if the data has one 
 class pool is one sorted key array shared by all rows (base ``0``; node ids for node
 samplers, positions in the sorted class pair keys ``u * n + v`` for edge samplers, decoded
 back into ``(src, dst)``). Collisions (excluded items, repeats) are resampled; negatives of a
-row are distinct unless ``replace_draws=True``; randomness is counter-based on
+row are distinct unless ``replace=True``; randomness is counter-based on
 ``(seed, batch.position, draw index)``, so draws are deterministic per seed. A row whose
-pool holds some but fewer than ``K`` valid items (``1`` with ``replace_draws``) raises
+pool holds some but fewer than ``K`` valid items (``1`` with ``replace``) raises
 :class:`~tgeval.errors.SamplerError`.
 
 **Fallback** (rows whose class pool is *empty* after exclusions), counted as
@@ -209,12 +209,12 @@ class _BirthDeathSampler(PooledSampler):
     history_free = True  # class pools fixed by the whole stream and the split time
 
     def __init__(self, data: TemporalData, t_split: Number, *, cls: str, num_nodes: Optional[int],
-                 catalog: Optional[Catalog], replace_draws: bool, directed: bool, fallback: str) -> None:
+                 catalog: Optional[Catalog], replace: bool, directed: bool, fallback: str) -> None:
         _class_code(cls)
         n = _num_nodes(data, num_nodes)
         if catalog is None:
             catalog = _stream_catalog(data, n)
-        super().__init__(n, catalog=catalog, replace=replace_draws, directed=directed, fallback=fallback)
+        super().__init__(n, catalog=catalog, replace=replace, directed=directed, fallback=fallback)
         self.cls = cls
         self.t_split = float(t_split)
         lifetime_classes(torch.zeros(1), torch.zeros(1), self.t_split)  # validates t_split
@@ -268,22 +268,22 @@ class _BirthDeathSampler(PooledSampler):
 
 
 class BirthDeathNodeSampler(_BirthDeathSampler):
-    r"""HS / OS / IS (``replace="src"``) and HD / OD / ID (``replace="dst"``): node negatives of a
+    r"""HS / OS / IS (``endpoint="src"``) and HD / OD / ID (``endpoint="dst"``): node negatives of a
     lifetime class. **Uses the whole stream** (see the module docstring).
 
     Args:
         data: the whole stream (lifetimes are computed over all of it).
         t_split: the split time (e.g. :func:`split_time`).
         cls: ``"H"``, ``"O"`` or ``"I"``.
-        replace: the endpoint replaced: ``"src"`` (returns :class:`~tgeval.samplers.base.Negatives`
+        endpoint: the endpoint replaced: ``"src"`` (returns :class:`~tgeval.samplers.base.Negatives`
             with ``src`` the drawn nodes and ``dst`` the positive's destination) or ``"dst"``
-            (returns ``[B, K]`` destinations).
+            (``Negatives`` with the drawn destinations only).
         catalog_of_nodes: restrict the candidates to these node ids (a
             :class:`~tgeval.data.catalog.Catalog` or an int64 tensor), e.g. the user side of
             bipartite data; ``None``: every node of the stream.
         num_nodes: id bound (default ``max(src, dst) + 1``).
         directed: if ``False``, an event ``(a, b, t)`` also makes ``(b, a)`` a simultaneous positive.
-        replace_draws: i.i.d. draws instead of distinct negatives per row.
+        replace: i.i.d. draws instead of distinct negatives per row.
         fallback: ``"uniform"`` or ``"error"``, for rows whose class pool is empty.
         catalog: candidates of the uniform fallback (default: every node of the stream).
 
@@ -292,16 +292,16 @@ class BirthDeathNodeSampler(_BirthDeathSampler):
         lifetimes: the :class:`Lifetimes` of the stream's nodes.
     """
 
-    def __init__(self, data: TemporalData, t_split: Number, *, cls: str = "H", replace: str = "dst",
+    def __init__(self, data: TemporalData, t_split: Number, *, cls: str = "H", endpoint: str = "dst",
                  catalog_of_nodes: Optional[Union[Catalog, Tensor]] = None, num_nodes: Optional[int] = None,
-                 directed: bool = True, replace_draws: bool = False, fallback: str = "uniform",
+                 directed: bool = True, replace: bool = False, fallback: str = "uniform",
                  catalog: Optional[Catalog] = None) -> None:
-        if replace not in ("src", "dst"):
-            raise ValueError(f"replace must be 'src' (HS/OS/IS) or 'dst' (HD/OD/ID), got {replace!r}.")
-        super().__init__(data, t_split, cls=cls, num_nodes=num_nodes, catalog=catalog, replace_draws=replace_draws,
+        if endpoint not in ("src", "dst"):
+            raise ValueError(f"endpoint must be 'src' (HS/OS/IS) or 'dst' (HD/OD/ID), got {endpoint!r}.")
+        super().__init__(data, t_split, cls=cls, num_nodes=num_nodes, catalog=catalog, replace=replace,
                          directed=directed, fallback=fallback)
-        self.endpoint = replace
-        self.name = f"{cls}{'S' if replace == 'src' else 'D'}"
+        self.endpoint = endpoint
+        self.name = f"{cls}{'S' if endpoint == 'src' else 'D'}"
         self.lifetimes = node_lifetimes(data)
         nodes = self.lifetimes.of_class(cls, self.t_split)
         self.restricted = catalog_of_nodes is not None
@@ -334,14 +334,14 @@ class BirthDeathNodeSampler(_BirthDeathSampler):
         if self.endpoint == "dst":
             return super()._fallback_rows(batch, k, generator, rows)
         assert self._fallback_sampler is not None
-        src = self._fallback_sampler.sample(self._swapped(batch), k, generator, rows=rows)
+        src = self._fallback_sampler.draw_destinations(self._swapped(batch), k, generator, rows=rows)
         return src, batch.dst[:, None].expand_as(src)
 
     def _fallback_size(self, batch: TemporalData) -> Tensor:
         return super()._fallback_size(batch if self.endpoint == "dst" else self._swapped(batch))
 
     def _options(self) -> dict:
-        return {"cls": self.cls, "replace_endpoint": self.endpoint, "t_split": self.t_split,
+        return {"cls": self.cls, "endpoint": self.endpoint, "t_split": self.t_split,
                 "num_class_nodes": int(self.nodes.numel()), "restricted_to_catalog_of_nodes": self.restricted,
                 "lifetimes": "birth/death = first/last event of the node (as src or dst) in the full stream",
                 "self_loops": "never (the drawn node never equals the kept endpoint)"}
@@ -355,7 +355,7 @@ class BirthDeathEdgeSampler(_BirthDeathSampler):
     a uniform destination from ``catalog``.
 
     Args:
-        data, t_split, cls, num_nodes, replace_draws, fallback, catalog: as
+        data, t_split, cls, num_nodes, replace, fallback, catalog: as
             :class:`BirthDeathNodeSampler`.
         directed: if ``False``, ``(u, v)`` and ``(v, u)`` are one pair (lifetimes and exclusions).
 
@@ -367,9 +367,9 @@ class BirthDeathEdgeSampler(_BirthDeathSampler):
     _kind = "pairs"
 
     def __init__(self, data: TemporalData, t_split: Number, *, cls: str = "H", num_nodes: Optional[int] = None,
-                 directed: bool = True, replace_draws: bool = False, fallback: str = "uniform",
+                 directed: bool = True, replace: bool = False, fallback: str = "uniform",
                  catalog: Optional[Catalog] = None) -> None:
-        super().__init__(data, t_split, cls=cls, num_nodes=num_nodes, catalog=catalog, replace_draws=replace_draws,
+        super().__init__(data, t_split, cls=cls, num_nodes=num_nodes, catalog=catalog, replace=replace,
                          directed=directed, fallback=fallback)
         self.name = f"{cls}E"
         self.lifetimes = pair_lifetimes(data, self.num_nodes, directed=directed)
@@ -414,7 +414,7 @@ class BirthDeathEdgeSampler(_BirthDeathSampler):
 def birth_death(name: str, data: TemporalData, t_split: Optional[Number] = None, *, test_ratio: float = 0.15,
                 num_nodes: Optional[int] = None, catalog: Optional[Catalog] = None,
                 catalog_of_nodes: Optional[Union[Catalog, Tensor]] = None, directed: bool = True,
-                replace_draws: bool = False, fallback: str = "uniform") -> _BirthDeathSampler:
+                replace: bool = False, fallback: str = "uniform") -> _BirthDeathSampler:
     """The Birth–Death sampler ``name`` (one of :data:`BIRTH_DEATH_NAMES`). **Uses the whole stream.**
 
     Args:
@@ -424,7 +424,7 @@ def birth_death(name: str, data: TemporalData, t_split: Optional[Number] = None,
         t_split: the split time; ``None``: :func:`split_time` ``(data, test_ratio)``.
         test_ratio: :math:`\\alpha` of the default ``t_split``.
         catalog_of_nodes: candidate restriction of node samplers (an edge sampler given one raises).
-        num_nodes, catalog, directed, replace_draws, fallback: as :class:`BirthDeathNodeSampler`.
+        num_nodes, catalog, directed, replace, fallback: as :class:`BirthDeathNodeSampler`.
 
     Example:
         >>> from torch_geometric.data import TemporalData
@@ -438,12 +438,12 @@ def birth_death(name: str, data: TemporalData, t_split: Optional[Number] = None,
     split = split_time(data, test_ratio) if t_split is None else t_split
     cls, what = key[0], key[1]
     common: dict[str, Any] = dict(cls=cls, num_nodes=num_nodes, catalog=catalog, directed=directed,
-                                  replace_draws=replace_draws, fallback=fallback)
+                                  replace=replace, fallback=fallback)
     if what == "E":
         if catalog_of_nodes is not None:
             raise ValueError(f"catalog_of_nodes restricts node samplers; {key} draws whole pairs.")
         return BirthDeathEdgeSampler(data, split, **common)
-    return BirthDeathNodeSampler(data, split, replace="src" if what == "S" else "dst",
+    return BirthDeathNodeSampler(data, split, endpoint="src" if what == "S" else "dst",
                                  catalog_of_nodes=catalog_of_nodes, **common)
 
 

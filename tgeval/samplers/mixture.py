@@ -21,7 +21,7 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.samplers._draw import derived_seed, first_distinct_mask
-from tgeval.samplers.base import NegativeSampler, SampledNegatives, as_negatives, concat_negatives
+from tgeval.samplers.base import NegativeSampler, Negatives, concat_negatives
 from tgeval.state import State
 
 __all__ = ["MixtureSampler", "split_count"]
@@ -80,18 +80,17 @@ class MixtureSampler(NegativeSampler):
         return sub.manual_seed(derived_seed(seed, _COMPONENT_SALT + i))
 
     def sample(self, batch: TemporalData, num_negatives: int,
-               generator: Optional[torch.Generator] = None) -> SampledNegatives:
+               generator: Optional[torch.Generator] = None) -> Negatives:
         """Negatives ``[B, K]``: component ``i`` fills its ``K_i`` columns, in order."""
         if int(num_negatives) < 0:
             raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
         parts = [component.sample(batch, k, self._generator(generator, i))
                  for i, (component, k) in enumerate(zip(self.components, self.split(num_negatives))) if k > 0]
         if not parts:
-            return torch.zeros(batch.src.numel(), 0, dtype=torch.long, device=batch.src.device)
+            return Negatives(torch.zeros(batch.src.numel(), 0, dtype=torch.long, device=batch.src.device))
         out = concat_negatives(parts, batch.src)
         if len(parts) > 1:
-            dst = as_negatives(out).dst
-            self._num_cross_duplicates = self._num_cross_duplicates + (~first_distinct_mask(dst)).sum().cpu()
+            self._num_cross_duplicates = self._num_cross_duplicates + (~first_distinct_mask(out.dst)).sum().cpu()
         return out
 
     def log_q(self, batch: TemporalData, negatives: Tensor) -> Tensor:

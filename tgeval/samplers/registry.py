@@ -37,7 +37,7 @@ from tgeval.samplers.source_history import SourceHistorySampler
 from tgeval.samplers.time_available import TimeAvailableSampler
 from tgeval.samplers.uniform import UniformSampler
 
-__all__ = ["register", "get", "names", "parse_spec", "from_spec", "Context"]
+__all__ = ["register", "get", "names", "parse_spec", "from_spec", "Context", "CONTEXT_KEYS"]
 
 Factory = Callable[..., NegativeSampler]
 
@@ -90,16 +90,43 @@ def _entry(name: str) -> _Entry:
     return _REGISTRY[name]
 
 
-def get(name: str, **options: Any) -> NegativeSampler:
-    """Build the sampler registered as ``name`` with ``options`` (its constructor's keywords).
+#: context keywords every sampler accepts through :func:`get` (each takes what it needs)
+CONTEXT_KEYS = ("catalog", "num_nodes", "data", "split", "segment")
+
+
+def get(name: str, *, catalog: Optional[Catalog] = None, num_nodes: Optional[int] = None,
+        data: Optional[TemporalData] = None, split: Optional[Split] = None, segment: Optional[str] = None,
+        **options: Any) -> NegativeSampler:
+    """Build the sampler registered as ``name``.
+
+    The context keywords (``catalog``, ``num_nodes``, ``data``, ``split``, ``segment``) are the
+    same for every sampler: each takes those it needs and ignores the others, so swapping
+    samplers by name changes one string. With ``data``, ``split`` and ``catalog`` given, what a
+    sampler derives from them (the training graph of ``degree``, the segments of
+    ``inductive``, ...) is filled in as :func:`from_spec` does. ``options`` are the sampler's
+    own keywords (e.g. ``replace=True``); an unknown one raises ``ValueError`` listing them.
 
     Example:
         >>> import torch
         >>> from tgeval.data.catalog import Catalog
-        >>> get("uniform", catalog=Catalog("custom", torch.arange(5), None, 5)).name
-        'uniform'
+        >>> catalog = Catalog("custom", torch.arange(5), None, 5)
+        >>> [get(n, catalog=catalog, num_nodes=5).name for n in ("uniform", "historical")]
+        ['uniform', 'historical']
     """
-    return _entry(name).factory(**options)
+    entry = _entry(name)
+    context: dict[str, Any] = {key: value for key, value in (("catalog", catalog), ("num_nodes", num_nodes),
+                                                             ("data", data), ("split", split), ("segment", segment))
+                               if value is not None}
+    if entry.context is not None and data is not None and split is not None and catalog is not None:
+        context = {**entry.context(Context(data, split, catalog, segment)), **context}
+    accepted = _accepted(entry.factory)
+    if accepted is not None:
+        unknown = set(options) - accepted
+        if unknown:
+            raise ValueError(f"sampler {name!r} takes no option {sorted(unknown)}; options: "
+                             f"{', '.join(sorted(accepted - set(CONTEXT_KEYS))) or 'none'}.")
+        context = {key: value for key, value in context.items() if key in accepted}
+    return entry.factory(**{**context, **options})
 
 
 def _value(text: str) -> Any:

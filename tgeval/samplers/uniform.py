@@ -12,8 +12,9 @@ so the rule does not bias the distribution. Rows that keep failing (pools barely
 than ``K``) are finished exactly by ranking random keys over the whole pool.
 
 Randomness is counter-based (:mod:`tgeval.samplers.counter_rng`): an event's negatives are
-a pure function of the generator's seed, the event's replay position (``batch.position``,
-set by the replay engine; ``0..B-1`` otherwise) and its own draws. They do not depend on
+a pure function of the generator's seed, the event's position (``batch.position``, attached
+by :class:`~tgeval.loader.TimestampBatchLoader`; a batch without it is refused) and its own
+draws. They do not depend on
 the other events of the batch, on later events, on the batch size or on the device; the
 same seed gives the same negatives on every call (reseed, e.g. per epoch, for fresh ones).
 """
@@ -29,8 +30,8 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.errors import SamplerError
-from tgeval.samplers._draw import first_distinct_mask
-from tgeval.samplers.base import NegativeSampler
+from tgeval.samplers._draw import batch_position, first_distinct_mask
+from tgeval.samplers.base import NegativeSampler, Negatives
 from tgeval.samplers.counter_rng import counter_uniform
 
 __all__ = ["UniformSampler"]
@@ -86,10 +87,14 @@ class UniformSampler(NegativeSampler):
                 "num_fallback_events": int(self._num_fallback),
                 "randomness": "counter-based: (generator seed, replay position, draw index)"}
 
-    def sample(self, batch: TemporalData, num_negatives: int, generator: Optional[torch.Generator] = None, *,
-               rows: Optional[Tensor] = None) -> Tensor:
-        """Uniform negatives ``[B, K]``; with ``rows`` (bool ``[B]``) only those rows are drawn and
-        checked, the others hold 0 (used by samplers that fall back to uniform for some rows)."""
+    def sample(self, batch: TemporalData, num_negatives: int, generator: Optional[torch.Generator] = None) -> Negatives:
+        """Uniform negative destinations ``[B, K]`` (every slot a negative: no mask)."""
+        return Negatives(self.draw_destinations(batch, num_negatives, generator))
+
+    def draw_destinations(self, batch: TemporalData, num_negatives: int, generator: Optional[torch.Generator] = None,
+                          *, rows: Optional[Tensor] = None) -> Tensor:
+        """Uniform negatives: int64 ``[B, K]``; with ``rows`` (bool ``[B]``) only those rows are drawn
+        and checked, the others hold 0 (used by samplers that fall back to uniform for some rows)."""
         src, dst, t = batch.src, batch.dst, batch.t
         device = src.device
         b, k = src.numel(), int(num_negatives)
@@ -101,8 +106,7 @@ class UniformSampler(NegativeSampler):
             self.catalog = self.catalog.to(device)
         catalog = self.catalog
         seed = 0 if generator is None else generator.initial_seed()
-        position = getattr(batch, "position", None)
-        position = torch.arange(b, device=device) if position is None else position
+        position = batch_position(batch)
         excl = build_exclusions(src, dst, t, catalog, directed=self.directed)
         pool_size = catalog.num_available(t)  # items available (a prefix of catalog.items)
         pool = pool_size - excl.count
@@ -123,8 +127,9 @@ class UniformSampler(NegativeSampler):
 
         if fallback_rows is not None and bool(fallback_rows.any()):
             self._num_fallback = self._num_fallback + int(fallback_rows.sum())
-            fallback_out = self._fallback.sample(batch, k, generator, rows=fallback_rows)  # type: ignore[union-attr]
-            return torch.where(fallback_rows[:, None], fallback_out, self.sample(batch, k, generator, rows=wanted))
+            fallback_out = self._fallback.draw_destinations(batch, k, generator, rows=fallback_rows)  # type: ignore[union-attr]
+            return torch.where(fallback_rows[:, None], fallback_out,
+                               self.draw_destinations(batch, k, generator, rows=wanted))
         # One continuous i.i.d. sequence per row, read in longer and longer prefixes (only
         # for unfinished rows); pools too tight for that are finished exactly.
         out = torch.zeros(b, k, dtype=torch.long, device=device)
