@@ -1,21 +1,42 @@
-"""State of temporal models: the ``Stateful`` protocol, snapshots, and the scoring guard (SPEC §2).
+"""State of temporal models: the ``Stateful`` protocol, state discovery, snapshots and the scoring guard (SPEC §2).
 
 A *state* is a nested ``dict`` of tensors (and plain Python values) holding everything a
 model has learned from the event history — memory, last-update times, neighbour buffers,
 EdgeBank contents — but not its trained parameters.
+
+**Discovery.** A model need not list its state: :func:`state_parts` walks its submodules
+and their plain attributes and finds
+
+* objects with their own ``snapshot`` / ``restore`` / ``reset_state`` (:class:`Stateful`,
+  e.g. tgeval's :class:`~tgeval.models.neighbors.NeighborBuffer`);
+* objects of a class with a registered :class:`StateAdapter` (PyG's ``TGNMemory``: memory,
+  last updates, message stores; ``LastNeighborLoader``: neighbour and event-id tables and the
+  event counter); users register adapters for their own classes with
+  :func:`register_state_adapter`;
+* every other registered buffer (buffers may change size as events arrive).
+
+:func:`snapshot_of`, :func:`restore_into` and :func:`reset_of` apply to all of them; they are
+the default ``snapshot`` / ``restore`` / ``reset_state`` of
+:class:`~tgeval.models.base.TemporalLinkModel`, so a model built from PyG's modules needs no
+state code. :func:`no_state_change` watches the same parts.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, Optional, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Optional, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor, nn
+from torch_geometric.nn.models.tgn import LastNeighborLoader, TGNMemory
 
 from tgeval.errors import LeakageError
 
-__all__ = ["State", "Stateful", "clone_state", "first_difference", "no_state_change"]
+__all__ = ["State", "Stateful", "StateAdapter", "Part", "register_state_adapter", "state_adapter", "state_parts",
+           "state_buffer_names", "parameters_of", "load_parameters", "snapshot_of", "restore_into",
+           "initial_buffers", "reset_of", "clone_state", "first_difference",
+           "checksum", "no_state_change"]
 
 State = dict[str, Any]
 
@@ -79,55 +100,408 @@ def first_difference(a: Any, b: Any, path: str = "state") -> Optional[str]:
     return None if a == b else path
 
 
-def _tensor_versions(model: Stateful) -> dict[str, tuple[Tensor, int]]:
-    """Every registered parameter and buffer with its in-place version counter.
+# -- adapters ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StateAdapter:
+    """How tgeval reads, restores and resets the state of a class it does not own.
 
-    Holding the tensor itself (not its address) makes a reassigned buffer detectable by
-    identity; the version counter catches in-place writes.
+    Attributes:
+        view: ``view(obj) -> State``, the live state (tensors and Python values, no copies).
+        load: ``load(obj, state)``, make the object's state equal to ``state`` (copying it in).
+        reset: ``reset(obj)``, forget all history.
+        scratch: names of the object's registered buffers that are scratch space rather than
+            state (written while scoring, never read across calls); the guard ignores them.
+        fingerprint: ``fingerprint(obj)``, a cheap value that changes whenever the state does
+            (the guard compares it before and after scoring); default: tensors of the view by
+            identity and in-place version, containers element by element, Python values by value.
     """
+
+    view: Callable[[Any], State]
+    load: Callable[[Any, State], None]
+    reset: Callable[[Any], None]
+    scratch: tuple[str, ...] = ()
+    fingerprint: Optional[Callable[[Any], Any]] = None
+
+
+_ADAPTERS: dict[type, StateAdapter] = {}
+
+
+def register_state_adapter(cls: type, adapter: StateAdapter, *, overwrite: bool = False) -> None:
+    """Let tgeval find the state of objects of ``cls`` (and its subclasses) inside models."""
+    if not overwrite and cls in _ADAPTERS:
+        raise ValueError(f"a state adapter for {cls.__name__} is registered; pass overwrite=True to replace it.")
+    _ADAPTERS[cls] = adapter
+
+
+def state_adapter(obj: Any) -> Optional[StateAdapter]:
+    """The adapter registered for ``type(obj)`` or its nearest base class, if any."""
+    for cls in type(obj).__mro__:
+        if cls in _ADAPTERS:
+            return _ADAPTERS[cls]
+    return None
+
+
+def _load_tgn_memory(memory: TGNMemory, state: State) -> None:
+    memory.memory.copy_(state["memory"])
+    memory.last_update.copy_(state["last_update"])
+    device = memory.memory.device
+    memory.msg_s_store, memory.msg_d_store = ({node: tuple(x.to(device).clone() for x in entry)
+                                               for node, entry in state[key].items()}
+                                              for key in ("msg_s_store", "msg_d_store"))
+
+
+def _tgn_memory_fingerprint(memory: TGNMemory) -> tuple:
+    """Memory and last updates by version; the message stores by the identity of their entries
+    (PyG replaces an entry's tuple when it stores a message), one per node: a C-speed pass."""
+    return ((id(memory.memory), memory.memory._version), (id(memory.last_update), memory.last_update._version),
+            tuple(map(id, memory.msg_s_store.values())), tuple(map(id, memory.msg_d_store.values())))
+
+
+register_state_adapter(TGNMemory, StateAdapter(
+    view=lambda m: {"memory": m.memory, "last_update": m.last_update, "msg_s_store": m.msg_s_store,
+                    "msg_d_store": m.msg_d_store},
+    load=_load_tgn_memory, reset=lambda m: m.reset_state(), scratch=("_assoc",),
+    fingerprint=_tgn_memory_fingerprint))
+
+
+def _load_neighbor_loader(loader: LastNeighborLoader, state: State) -> None:
+    loader.neighbors.copy_(state["neighbors"])
+    loader.e_id.copy_(state["e_id"])
+    loader.cur_e_id = int(state["cur_e_id"])
+
+
+def _reset_neighbor_loader(loader: LastNeighborLoader) -> None:
+    loader.reset_state()
+    loader.neighbors.zero_()  # PyG leaves the unused slots as they were: a reset state has fixed bytes
+
+
+register_state_adapter(LastNeighborLoader, StateAdapter(
+    view=lambda n: {"neighbors": n.neighbors, "e_id": n.e_id, "cur_e_id": n.cur_e_id},
+    load=_load_neighbor_loader, reset=_reset_neighbor_loader))
+
+
+# -- discovery --------------------------------------------------------------------------------
+def _has_state_methods(obj: Any) -> bool:
+    return all(callable(getattr(obj, name, None)) for name in ("snapshot", "restore", "reset_state"))
+
+
+@dataclass(frozen=True)
+class Part:
+    """One place that holds state inside a model.
+
+    Attributes:
+        path: dotted attribute path from the model (``""``: the model itself).
+        obj: the object.
+        kind: ``"stateful"`` (its own ``snapshot`` / ``restore`` / ``reset_state``),
+            ``"adapter"`` (a registered :class:`StateAdapter`) or ``"buffers"`` (a module's own
+            registered buffers, ``names``).
+    """
+
+    path: str
+    obj: Any
+    kind: str
+    adapter: Optional[StateAdapter] = None
+    names: tuple[str, ...] = ()
+
+    def live(self) -> State:
+        """The part's state without copies (a :class:`Stateful` object's snapshot is a copy)."""
+        if self.kind == "buffers":
+            return {name: self.obj._buffers[name] for name in self.names}
+        if self.kind == "adapter":
+            return self.adapter.view(self.obj)  # type: ignore[union-attr]
+        return self.obj.snapshot()
+
+
+def state_parts(model: nn.Module) -> list[Part]:
+    """Every place inside ``model`` that holds state, depth first in a fixed order (see the
+    module docstring): objects with their own state methods, then objects with an adapter, are
+    taken whole; other modules contribute their own buffers and are searched further, through
+    their submodules and plain attributes."""
+    parts: list[Part] = []
+    seen: set[int] = set()
+
+    def visit(obj: Any, path: str) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if path and _has_state_methods(obj):
+            parts.append(Part(path, obj, "stateful"))
+            return
+        adapter = state_adapter(obj)
+        if adapter is not None:
+            parts.append(Part(path, obj, "adapter", adapter))
+            return
+        if not isinstance(obj, nn.Module):
+            return
+        names = tuple(name for name, buffer in obj._buffers.items() if buffer is not None)
+        if names:
+            parts.append(Part(path, obj, "buffers", names=names))
+        children = [(name, child) for name, child in obj._modules.items() if child is not None]
+        children += [(name, value) for name, value in vars(obj).items()
+                     if not name.startswith("_") and not isinstance(value, (nn.Module, Tensor))
+                     and (state_adapter(value) is not None or _has_state_methods(value))]
+        for name, child in children:
+            visit(child, f"{path}.{name}" if path else name)
+
+    visit(model, "")
+    return parts
+
+
+def state_buffer_names(model: nn.Module) -> set[str]:
+    """Qualified names (as in ``state_dict``) of the registered buffers that hold discovered state:
+    those of the buffer parts and every buffer inside a module with its own state methods or an
+    adapter. Empty for a model with its own state methods (its buffers are its business)."""
+    names: set[str] = set()
+    if not _discovers(model):
+        return names
+    for part in state_parts(model):
+        prefix = f"{part.path}." if part.path else ""
+        if part.kind == "buffers":
+            names.update(prefix + name for name in part.names)
+        elif isinstance(part.obj, nn.Module):
+            names.update(prefix + name for name, _ in part.obj.named_buffers())
+    return names
+
+
+def parameters_of(model: nn.Module) -> dict[str, Tensor]:
+    """``model.state_dict()`` without its state (:func:`state_buffer_names`): the trained
+    parameters and constant buffers, whose shapes do not change as events arrive."""
+    state = state_buffer_names(model)
+    return {key: value for key, value in model.state_dict().items() if key not in state}
+
+
+def load_parameters(model: nn.Module, parameters: Mapping[str, Tensor]) -> None:
+    """Load :func:`parameters_of` (state entries of a full ``state_dict`` are ignored: the state is
+    restored separately).
+
+    Raises:
+        RuntimeError: missing or unexpected keys, or mismatched shapes, as ``load_state_dict``.
+    """
+    state = state_buffer_names(model)
+    result = model.load_state_dict({key: value for key, value in parameters.items() if key not in state},
+                                   strict=False)
+    missing = sorted(set(result.missing_keys) - state)
+    if missing or result.unexpected_keys:
+        raise RuntimeError(f"the parameters do not fit {type(model).__name__}: missing {missing}, unexpected "
+                           f"{sorted(result.unexpected_keys)}.")
+
+
+def snapshot_of(model: nn.Module) -> State:
+    """A deep copy of every discovered part's state, keyed by its path (``""``: the model's own buffers)."""
+    return {part.path: clone_state(part.live()) if part.kind != "stateful" else part.live()
+            for part in state_parts(model)}
+
+
+def restore_into(model: nn.Module, state: State) -> None:
+    """Return every discovered part to ``state`` (from :func:`snapshot_of`); buffers are replaced,
+    so their size may differ from the current one."""
+    parts = state_parts(model)
+    mismatch = {part.path for part in parts} ^ set(state)
+    if mismatch:
+        raise ValueError(f"the state does not fit this model: parts {sorted(mismatch)} are on one side only. "
+                         f"Restore snapshots taken from a model of the same kind.")
+    for part in parts:
+        saved = state[part.path]
+        if part.kind == "buffers":
+            for name in part.names:
+                device = part.obj._buffers[name].device
+                part.obj._buffers[name] = clone_state(saved[name]).to(device)
+        elif part.kind == "adapter":
+            part.adapter.load(part.obj, saved)  # type: ignore[union-attr]
+        else:
+            part.obj.restore(saved)
+
+
+def initial_buffers(model: nn.Module) -> State:
+    """Copies of the buffers :func:`reset_of` returns to: those outside objects with state
+    methods or adapters, as they are now (call it when the model has just been built)."""
+    return {part.path: clone_state(part.live()) for part in state_parts(model) if part.kind == "buffers"}
+
+
+def reset_of(model: nn.Module, initial: State) -> None:
+    """Forget all history: reset objects with state methods or adapters, and return the other
+    buffers to ``initial`` (:func:`initial_buffers`, taken when the model was built)."""
+    for part in state_parts(model):
+        if part.kind == "buffers":
+            for name, value in initial.get(part.path, {}).items():
+                if name in part.names:
+                    part.obj._buffers[name] = clone_state(value).to(part.obj._buffers[name].device)
+        elif part.kind == "adapter":
+            part.adapter.reset(part.obj)  # type: ignore[union-attr]
+        else:
+            part.obj.reset_state()
+
+
+# -- checksums --------------------------------------------------------------------------------
+_GOLDEN, _MUL = 0x9E3779B97F4A7C15 - 2**64, 0xBF58476D1CE4E5B9 - 2**64
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def checksum(tensor: Tensor) -> Tensor:
+    """An int64 scalar of the tensor's bits and positions, on its device (no host copy).
+
+    :math:`\\sum_i b_i w_i \\bmod 2^{64}` over the raw bits :math:`b_i` of element ``i`` and odd
+    position weights :math:`w_i` (a mixed counter): changing any single element always changes
+    it, and no cheap pattern of changes cancels out.
+    """
+    flat = tensor.detach().reshape(-1)
+    if flat.dtype == torch.bool:
+        bits = flat.to(torch.int64)
+    else:
+        bits = flat.contiguous().view(_BITS[flat.element_size()]).to(torch.int64)
+    position = torch.arange(flat.numel(), dtype=torch.int64, device=flat.device)
+    weight = ((position + 1) * _GOLDEN) ^ ((position * _MUL) >> 29)
+    return (bits * (weight | 1)).sum()
+
+
+# -- the guard --------------------------------------------------------------------------------
+_SCALARS = (int, float, bool, str, type(None))
+
+
+def _fingerprint(value: Any) -> Any:
+    """Cheap identity of a live state tree: tensors by object and in-place version, containers by
+    their elements' fingerprints, Python scalars by value, other objects by identity."""
+    if isinstance(value, Tensor):
+        return (id(value), value._version)
+    if isinstance(value, Mapping):
+        return ("map", tuple(value.keys()), tuple(map(_fingerprint, value.values())))
+    if isinstance(value, (list, tuple)):
+        return ("seq", tuple(map(_fingerprint, value)))
+    if isinstance(value, _SCALARS):
+        return value
+    return ("object", id(value))
+
+
+def _leaves(value: Any, path: str, tensors: dict[str, Tensor], scalars: dict[str, Any]) -> None:
+    """Collect the tensors and the Python scalars of a nested state by path, in order."""
+    if isinstance(value, Tensor):
+        tensors[path] = value
+    elif isinstance(value, Mapping):
+        scalars[f"{path} (keys)"] = tuple(value.keys())
+        for key, v in value.items():
+            _leaves(v, f"{path}.{key}" if path else str(key), tensors, scalars)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _leaves(v, f"{path}[{i}]", tensors, scalars)
+    else:
+        scalars[path] = value
+
+
+@dataclass(frozen=True)
+class _Checksums:
+    """The deep view of discovered state: shapes and device-side checksums of every tensor (read
+    to the host together), and the Python values, by path."""
+
+    shapes: dict[str, tuple]
+    sums: Optional[Tensor]
+    values: dict[str, Any]
+
+    @staticmethod
+    def of(parts: list[Part]) -> "_Checksums":
+        tensors: dict[str, Tensor] = {}
+        values: dict[str, Any] = {}
+        for part in parts:
+            _leaves(part.live(), part.path, tensors, values)
+        sums = torch.stack([checksum(t) for t in tensors.values()]).cpu() if tensors else None
+        return _Checksums({path: tuple(t.shape) for path, t in tensors.items()}, sums, values)
+
+    def difference(self, other: "_Checksums") -> Optional[str]:
+        """Path of the first tensor or value that differs, or ``None``."""
+        if self.shapes != other.shapes:
+            return next((p for p in self.shapes if other.shapes.get(p) != self.shapes[p]),
+                        next(iter(set(other.shapes) - set(self.shapes)), "state"))
+        if self.sums is not None and other.sums is not None and not torch.equal(self.sums, other.sums):
+            return list(self.shapes)[int(torch.nonzero(self.sums != other.sums)[0, 0])]
+        return first_difference(self.values, other.values, "state")
+
+
+def _discovers(model: Any) -> bool:
+    """Whether the model's state is what :func:`state_parts` finds (its class keeps the default state methods)."""
+    return bool(getattr(model, "state_discovery", False))
+
+
+def _watch(model: Any) -> tuple[dict, list[Part]]:
+    """``(fingerprints, parts)``: identity and version of every registered parameter and buffer
+    (adapters' scratch buffers left out) and of the live state of discovered adapter parts."""
     if not isinstance(model, nn.Module):
-        return {}
+        return {}, []
+    parts = state_parts(model) if _discovers(model) else []
+    scratch = {f"{part.path}.{name}" if part.path else name
+               for part in parts if part.kind == "adapter" for name in part.adapter.scratch}  # type: ignore[union-attr]
     named = list(model.named_parameters()) + list(model.named_buffers())
-    return {name: (tensor, tensor._version) for name, tensor in named}
+    out: dict = {name: (tensor, tensor._version) for name, tensor in named if name not in scratch}
+    for part in parts:
+        if part.kind == "adapter":
+            fingerprint = part.adapter.fingerprint  # type: ignore[union-attr]
+            out[f"state of {part.path}"] = fingerprint(part.obj) if fingerprint else _fingerprint(part.live())
+    return out, parts
 
 
-def _changed_tensor(before: dict[str, tuple[Tensor, int]], model: Stateful) -> Optional[str]:
-    after = _tensor_versions(model)
+def _changed(before: dict, after: dict) -> Optional[str]:
     if set(before) != set(after):
         return f"registered tensors (keys {sorted(set(before) ^ set(after))})"
-    for name, (tensor, version) in before.items():
-        now, now_version = after[name]
-        if now is not tensor or now_version != version:
+    for name, value in before.items():
+        now = after[name]
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], Tensor):
+            if now[0] is not value[0] or now[1] != value[1]:
+                return name
+        elif now != value:
             return name
     return None
+
+
+def _deep_view(model: Any, parts: list[Part]) -> Any:
+    """What the deep check compares: the snapshot of a model with its own state methods, or, for
+    discovered state, device-side checksums of every tensor plus the Python values."""
+    return _Checksums.of(parts) if _discovers(model) else model.snapshot()
+
+
+def _deep_difference(before: Any, after: Any) -> Optional[str]:
+    if isinstance(before, _Checksums):
+        return before.difference(after)
+    return first_difference(before, after)
+
+
+def _watchable(model: Any, parts: list[Part]) -> bool:
+    """Whether identity and version checks cover the whole state."""
+    if getattr(model, "state_in_registered_tensors", False):
+        return True
+    return _discovers(model) and all(part.kind != "stateful" or getattr(part.obj, "state_in_registered_tensors",
+                                                                        False) for part in parts)
 
 
 @contextmanager
 def no_state_change(model: Stateful, what: str = "scoring", *, deep: Optional[bool] = None) -> Iterator[None]:
     """Fail with :class:`LeakageError` if ``model`` changes its state or parameters inside.
 
-    Two checks: every registered parameter and buffer of an ``nn.Module`` must be the same
-    tensor object with the same in-place version counter afterwards (no copy, catches
-    in-place writes and reassignment); and ``model.snapshot()`` before and after must be
-    equal (one snapshot copy and comparison), skipped for models that declare
-    ``state_in_registered_tensors = True`` (their whole state is registered buffers, which
-    the first check already covers) unless ``deep=True``.
+    Two checks. **Identity and version** (no copy, no device work): every registered parameter
+    and buffer of an ``nn.Module`` must be the same tensor object with the same in-place
+    version counter afterwards; for a model using state discovery (the default state methods
+    of :class:`~tgeval.models.base.TemporalLinkModel`) the same holds for the live state of
+    every part found through an adapter (e.g. PyG's ``TGNMemory`` message stores: keys and
+    entry objects; ``LastNeighborLoader``'s tables and counter). **Deep**: the full state is
+    compared, ``model.snapshot()`` before and after for a model with its own state methods, or
+    device-side :func:`checksum` of every discovered tensor (one host read of the result).
 
-    Writes that bypass autograd's version counter (through ``tensor.data`` or a numpy view)
-    are only caught by the snapshot comparison: use ``deep=True`` to audit such models.
+    The deep check runs by default unless the first one covers the whole state: a model
+    declaring ``state_in_registered_tensors = True``, or a discovering model whose objects with
+    their own state methods declare it (tgeval's neighbour buffer and memory do). Writes that
+    bypass autograd's version counter (through ``tensor.data`` or a numpy view) are only
+    caught by the deep check (``deep=True``).
 
     Example:
         >>> with no_state_change(model):          # doctest: +SKIP
         ...     scores = model.score(src, dst, t)
     """
-    tensors = _tensor_versions(model)
+    before, parts = _watch(model)
     if deep is None:
-        deep = not getattr(model, "state_in_registered_tensors", False)
-    before = model.snapshot() if deep else None
+        deep = not _watchable(model, parts)
+    deep_before = _deep_view(model, parts) if deep else None
     yield
-    where = _changed_tensor(tensors, model)
+    after, _ = _watch(model)
+    where = _changed(before, after)
     if where is None and deep:
-        where = first_difference(before, model.snapshot())
+        where = _deep_difference(deep_before, _deep_view(model, parts))
     if where is not None:
         raise LeakageError(
             f"{type(model).__name__} changed `{where}` while {what}. Scoring must be a pure "

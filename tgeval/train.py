@@ -28,14 +28,10 @@ dot-product score, stateless)::
             self.emb = torch.nn.Embedding(num_nodes, dim)
         def score(self, src, dst, t):
             return (self.emb(src) * self.emb(dst)).sum(-1)
-        def update(self, batch): pass
-        def reset_state(self): pass
-        def snapshot(self): return {}
-        def restore(self, state): pass
+        def update(self, batch): pass                  # no history (the state methods find none)
 
     data = generate_events(2_000, 100, seed=0)
     data = permute_events(data, canonical_order(data.src, data.dst, data.t))  # (t, src, dst)
-    data.position = torch.arange(data.num_events)     # event index: keys the draws
     model = DotModel(100)
     sampler = UniformSampler(build_catalog(data, "train", train_end=data.num_events))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
@@ -43,12 +39,12 @@ dot-product score, stateless)::
         model.reset_state(); sampler.reset_state()  # state reset at each epoch start
         generator = torch.Generator().manual_seed(epoch)  # fresh negatives per epoch
         for batch in TimestampBatchLoader(data, batch_size=200):
-            neg = sampler.sample(batch, 1, generator)  # [B, K]
-            k = neg.size(1)
+            neg = sampler.sample(batch, 1, generator)  # Negatives: dst [B, K] (and mask, src)
+            k = neg.dst.size(1)
             pos_score = model.score(batch.src, batch.dst, batch.t)
-            neg_score = model.score(batch.src.repeat_interleave(k), neg.flatten(),
+            neg_score = model.score(batch.src.repeat_interleave(k), neg.dst.flatten(),
                                     batch.t.repeat_interleave(k)).view(-1, k)
-            loss = bce_loss(pos_score, neg_score)     # or bpr_loss, sampled_softmax_loss
+            loss = bce_loss(pos_score, neg_score, neg_mask=neg.mask)  # or bpr_loss, sampled_softmax_loss
             optimizer.zero_grad(); loss.backward(); optimizer.step()
             with torch.no_grad():
                 model.update(batch)                   # only after the batch was scored

@@ -8,16 +8,17 @@ themselves while scoring.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+import functools
+from typing import Any, Callable, Optional
 
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.state import State
+from tgeval.state import State, initial_buffers, reset_of, restore_into, snapshot_of
 
-__all__ = ["TemporalLinkModel", "CandidateScorer"]
+__all__ = ["TemporalLinkModel", "CandidateScorer", "embedding_scorer"]
 
 #: ``scorer(events, candidates) -> [b, c]`` for a slice of a batch's events and a slice of
 #: the candidate list given to :meth:`TemporalLinkModel.candidate_scorer`.
@@ -25,16 +26,27 @@ CandidateScorer = Callable[[slice, slice], Tensor]
 
 
 class TemporalLinkModel(nn.Module):
-    """Base class of tgeval's models (heuristic and neural).
+    """Base class of tgeval's models (heuristic and neural) and of your own.
 
-    Subclasses implement :meth:`score`, :meth:`update`, :meth:`reset_state`,
-    :meth:`snapshot` and :meth:`restore`; they may override :meth:`score_candidates` /
-    :meth:`candidate_scorer` with a faster path that gives the same scores, and
-    :meth:`catalog_counts` with an exact counting shortcut.
+    Subclasses implement :meth:`score` and :meth:`update`. The state methods
+    (:meth:`snapshot`, :meth:`restore`, :meth:`reset_state`) default to **state discovery**
+    (:mod:`tgeval.state`): every registered buffer of every submodule, PyG's ``TGNMemory`` and
+    ``LastNeighborLoader`` (found among submodules and plain attributes), tgeval's stateful
+    modules, and any class with a registered state adapter; the scoring guard watches the same
+    parts. Override them only for state kept elsewhere. Subclasses may override
+    :meth:`score_candidates` / :meth:`candidate_scorer` with a faster path that gives the same
+    scores, and :meth:`catalog_counts` with an exact counting shortcut; a model with
+    ``embed(nodes)`` and ``decode(z_src, z_dst)`` gets a blockwise candidate scorer derived from
+    them.
+
+    ``model(src, dst, t)`` is :meth:`score`.
 
     Args:
         num_nodes: exclusive upper bound of node ids.
     """
+
+    #: whether the class keeps the default (discovered) state methods; set per subclass
+    state_discovery: bool = True
 
     #: ``True`` when the whole state lives in registered buffers, so the scoring guard's
     #: tensor-version check covers it and the snapshot comparison can be skipped.
@@ -53,6 +65,27 @@ class TemporalLinkModel(nn.Module):
         if num_nodes < 1:
             raise ValueError(f"num_nodes must be >= 1, got {num_nodes}.")
         self.num_nodes = int(num_nodes)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Record whether the subclass keeps the discovered state, and capture the initial values
+        of its buffers right after construction (what the default :meth:`reset_state` returns to)."""
+        super().__init_subclass__(**kwargs)
+        cls.state_discovery = cls.snapshot is TemporalLinkModel.snapshot
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+
+        @functools.wraps(init)
+        def __init__(self: TemporalLinkModel, *args: Any, **kw: Any) -> None:
+            init(self, *args, **kw)
+            if type(self).__init__ is __init__ and type(self).reset_state is TemporalLinkModel.reset_state:
+                self._initial_buffers = initial_buffers(self)  # the most derived class has finished building
+
+        cls.__init__ = __init__  # type: ignore[assignment]
+
+    def forward(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        """:meth:`score` (every PyG module is callable)."""
+        return self.score(src, dst, t)
 
     # -- scoring (must not change state) ------------------------------------------------
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
@@ -75,9 +108,22 @@ class TemporalLinkModel(nn.Module):
         """Prepare all-entity scoring of a batch against ``candidates`` (``[C]``).
 
         Returns a function of ``(event_slice, candidate_slice)`` giving the ``[b, c]`` score
-        block. Models override this to compute per-batch work once (embeddings of the
-        sources and of every candidate) before the engine asks for chunks.
+        block for ``src[event_slice]`` against ``candidates[candidate_slice]``, from the
+        current state, changing nothing; the engine asks for blocks of bounded size. Override
+        it to compute per-batch work once, e.g.::
+
+            def candidate_scorer(self, src, t, candidates):
+                z_src, z_cand = self.embed(src), self.embed(candidates)   # once per batch
+                return lambda ev, cand: self.decode(z_src[ev, None], z_cand[None, cand])
+
+        Without an override, a model with ``embed(nodes)`` (embeddings ``[n, D]`` of sorted
+        distinct node ids from the current state) and ``decode(z_src, z_dst)`` gets exactly that
+        (:func:`embedding_scorer`); any other model is scored pair by pair through
+        :meth:`score_candidates`.
         """
+        embed, decode = getattr(self, "embed", None), getattr(self, "decode", None)
+        if callable(embed) and callable(decode):
+            return embedding_scorer(embed, decode, src, candidates)
         return lambda ev, cand: self.score_candidates(src[ev], t[ev], candidates[cand])
 
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
@@ -99,13 +145,20 @@ class TemporalLinkModel(nn.Module):
         raise NotImplementedError
 
     def reset_state(self) -> None:
-        raise NotImplementedError
+        """Forget all history (default: the discovered parts are reset, other buffers return to
+        their values at construction)."""
+        initial = getattr(self, "_initial_buffers", None)
+        if initial is None:  # built without the subclass hook: its buffers are as built now
+            initial = self._initial_buffers = initial_buffers(self)
+        reset_of(self, initial)
 
     def snapshot(self) -> State:
-        raise NotImplementedError
+        """A deep copy of the state (default: of every discovered part, see :mod:`tgeval.state`)."""
+        return snapshot_of(self)
 
     def restore(self, state: State) -> None:
-        raise NotImplementedError
+        """Return to ``state``, a :meth:`snapshot` of this kind of model (default: discovered parts)."""
+        restore_into(self, state)
 
     def describe(self) -> dict:
         """Name and configuration, recorded in result manifests."""
@@ -116,3 +169,46 @@ class TemporalLinkModel(nn.Module):
         for tensor in list(self.parameters()) + list(self.buffers()):
             return tensor.device
         return torch.device("cpu")
+
+
+#: most ``rows x candidates x width`` activations one block of :func:`embedding_scorer` holds
+EMBEDDING_BLOCK = 2**22
+
+
+def embedding_scorer(embed: Callable[[Tensor], Tensor], decode: Callable[[Tensor, Tensor], Tensor], src: Tensor,
+                     candidates: Tensor) -> CandidateScorer:
+    """A blockwise candidate scorer from a model's ``embed`` and ``decode``.
+
+    The sources and candidates are embedded once (``embed`` of their sorted distinct ids); a
+    block then calls ``decode(z_src[:, None, :], z_cand[None, :, :])``: a decoder whose first
+    layers act on each argument alone (e.g. PyG's link predictor
+    ``lin(relu(lin_src(z_src) + lin_dst(z_dst)))``) then computes them once per node, not once
+    per pair, by broadcasting. A ``decode`` that needs equal shapes gets expanded pairs.
+    Blocks are split into rows so that at most :data:`EMBEDDING_BLOCK` activations are held.
+    """
+    nodes, inverse = torch.unique(torch.cat([src, candidates]), return_inverse=True)
+    z = embed(nodes)
+    z_src, z_cand = z[inverse[:src.numel()]], z[inverse[src.numel():]]
+    broadcasts = True
+    if z_src.numel() and z_cand.numel():
+        try:
+            probe = decode(z_src[:1, None, :], z_cand[None, :2, :])
+            broadcasts = tuple(probe.shape[:2]) == (1, min(2, z_cand.size(0)))
+        except RuntimeError:
+            broadcasts = False
+
+    def block(rows: Tensor, cols: Tensor) -> Tensor:
+        if broadcasts:
+            out = decode(rows[:, None, :], cols[None, :, :])
+        else:
+            b, c = rows.size(0), cols.size(0)
+            out = decode(rows.repeat_interleave(c, 0), cols.repeat(b, 1)).view(b, c)
+        return out.reshape(rows.size(0), cols.size(0))
+
+    def scores(ev: slice, cand: slice) -> Tensor:
+        rows, cols = z_src[ev], z_cand[cand]
+        step = max(1, EMBEDDING_BLOCK // max(1, cols.size(0) * max(1, cols.size(1))))
+        parts = [block(rows[r:r + step], cols) for r in range(0, rows.size(0), step)]
+        return torch.cat(parts) if parts else rows.new_zeros((0, cols.size(0)))
+
+    return scores

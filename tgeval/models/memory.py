@@ -71,6 +71,9 @@ class TensorMemory(TGNMemory):
         cell: ``"gru"`` (TGN) or ``"rnn"`` (a tanh RNN cell, DyRep).
     """
 
+    #: the whole state is in registered buffers (the scoring guard's version check covers it)
+    state_in_registered_tensors = True
+
     pending_node: Tensor       # int64 [P]   node that receives the message
     pending_partner: Tensor    # int64 [P]   the other endpoint of the event
     pending_t: Tensor          # int64 [P]   event time

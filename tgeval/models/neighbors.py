@@ -32,6 +32,9 @@ class NeighborBuffer(nn.Module):
         msg_dim: width of event messages.
     """
 
+    #: the whole state is in registered buffers (the scoring guard's version check covers it)
+    state_in_registered_tensors = True
+
     event_t: Tensor    # int64 [capacity]   time of inserted event e (valid for e < num_inserted)
     event_msg: Tensor  # float [capacity, R] message of inserted event e
 
