@@ -19,7 +19,7 @@ from tgeval.errors import (  # noqa: E402
     TGEvalError,
     UndefinedMetricWarning,
 )
-from tgeval.eval.replay import evaluate, warm_up  # noqa: E402
+from tgeval.eval.replay import evaluate, replay, warm_up  # noqa: E402
 from tgeval.eval.result import Result  # noqa: E402
 from tgeval.loader import TimestampBatchLoader  # noqa: E402
 from tgeval.state import Stateful, no_state_change  # noqa: E402
@@ -29,5 +29,5 @@ __all__ = [
     "validate", "CatalogError", "DataFormatError", "LeakageError", "NegativesFileError", "SamplerError", "SplitError",
     "TemporalDataError", "TGEvalError", "UndefinedMetricWarning", "evaluate", "warm_up", "Result",
     "TimestampBatchLoader", "Stateful", "no_state_change", "CheckpointError", "load_checkpoint",
-    "save_checkpoint", "deterministic",
+    "save_checkpoint", "deterministic", "replay",
 ]

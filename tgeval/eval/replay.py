@@ -22,14 +22,15 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from contextlib import nullcontext
+import warnings
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
-from typing import Callable, Literal, Optional, Sequence, Union
+from typing import Callable, Iterator, Literal, Optional, Sequence, Union
 
 import numpy as np
 import torch
 import torch_geometric
-from torch import Tensor
+from torch import Tensor, nn
 from torch.profiler import record_function
 from torch_geometric.data import TemporalData
 
@@ -48,11 +49,33 @@ from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives
 from tgeval.state import no_state_change
 
-__all__ = ["evaluate", "warm_up", "PROTOCOLS"]
+__all__ = ["evaluate", "warm_up", "replay", "PROTOCOLS"]
 
 Protocol = Literal["online", "fixed"]
 PROTOCOLS = ("online", "fixed")
 UNCOVERED_RULES = ("rank", "exclude", "error")
+
+
+def _feed(model: TemporalLinkModel, events: TemporalData, batch_size: int, sampler: Optional[NegativeSampler]) -> None:
+    """``update`` (and ``observe``) with ``events`` in timestamp batches, without gradients."""
+    if events.num_events == 0:
+        return
+    with torch.no_grad():
+        for batch in TimestampBatchLoader(events, batch_size):
+            model.update(batch)
+            if sampler is not None:
+                sampler.observe(batch)
+
+
+@contextmanager
+def _eval_mode(model: TemporalLinkModel) -> Iterator[None]:
+    """Run in eval mode, then return to the model's mode (PyG's TGNMemory applies messages differently per mode)."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
 
 
 def warm_up(model: TemporalLinkModel, history: TemporalData, *, batch_size: int = 200,
@@ -61,13 +84,42 @@ def warm_up(model: TemporalLinkModel, history: TemporalData, *, batch_size: int 
     model.reset_state()
     if sampler is not None:
         sampler.reset_state()
-    if history.num_events == 0:
-        return
-    with torch.no_grad():
-        for batch in TimestampBatchLoader(history, batch_size):
-            model.update(batch)
-            if sampler is not None:
-                sampler.observe(batch)
+    _feed(model, history, batch_size, sampler)
+
+
+def _warn_mode_switch(model: TemporalLinkModel) -> None:
+    """Warn when evaluating a training-mode model from its current state would change that state:
+    a submodule whose own ``train()`` does more than set the mode (PyG's ``TGNMemory`` applies and
+    clears its pending messages on the switch to eval mode)."""
+    switching = sorted({type(m).__name__ for m in model.modules() if type(m).train is not nn.Module.train
+                        and not type(m).__module__.startswith("tgeval.")})
+    if switching:
+        warnings.warn(f"evaluate(warm=False) switches the model to eval mode, and {', '.join(switching)} changes its "
+                      f"state on that switch (PyG's TGNMemory applies and clears its pending messages), so the "
+                      f"pass does not start from the state you kept. Call model.eval() before taking it.",
+                      UserWarning, stacklevel=3)
+
+
+def replay(model: TemporalLinkModel, data: TemporalData, segment: Segment, *, batch_size: int = 200,
+           sampler: Optional[NegativeSampler] = None) -> None:
+    """Advance ``model`` (and ``sampler``) through ``segment`` without measuring anything.
+
+    The events of ``data[segment.start:segment.end]`` go through ``update`` (and
+    ``observe``) in canonical order ``(t, src, dst)`` and timestamp batches, without gradients
+    and in eval mode, exactly as :func:`evaluate` would add them under the online protocol;
+    the state is not reset first. Use it to continue from a state, e.g. a checkpoint's
+    training state: ``replay(model, data, split.val)`` then
+    ``evaluate(model, data, split.test, warm=False)``.
+
+    Raises:
+        TemporalDataError: for invalid data or ids ``>= model.num_nodes``; SplitError for a
+            segment that cuts a timestamp group.
+    """
+    data = _checked_stream(model, data, segment)
+    data = permute_events(data, canonical_order(data.src, data.dst, data.t))
+    data.position = torch.arange(data.num_events, device=data.src.device)
+    with _eval_mode(model):
+        _feed(model, data[segment.start:segment.end], batch_size, sampler)
 
 
 def _versions() -> dict:
@@ -91,6 +143,20 @@ def _peak_memory(device: torch.device) -> dict:
     return out
 
 
+def _checked_stream(model: TemporalLinkModel, data: TemporalData, segment: Segment) -> TemporalData:
+    """The validated stream, its ids within the model's, on the model's device, ``segment`` of whole groups."""
+    data = validate(data)  # typed errors for unsorted / non-finite t, negative ids, length mismatches
+    largest = int(torch.maximum(data.src.max(), data.dst.max()))
+    if largest >= model.num_nodes:
+        raise TemporalDataError(f"node id {largest} is >= the model's num_nodes={model.num_nodes}. "
+                                f"Build the model with num_nodes >= {largest + 1} (e.g. `info.num_nodes`).")
+    if model.device != data.src.device:
+        raise ValueError(f"the model is on {model.device} but the data on {data.src.device}: "
+                         f"move one of them (`model.to(...)` / `data.to(...)`).")
+    check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
+    return data
+
+
 def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segment, *, protocol: str,
                     sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
                     uncovered: str) -> TemporalData:
@@ -103,15 +169,7 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
         raise ValueError("nothing to measure: pass a `sampler` (sampled metrics), a `catalog` (all-entity), or both.")
     if num_negatives < 1 and sampler is not None:
         raise ValueError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
-    data = validate(data)  # typed errors for unsorted / non-finite t, negative ids, length mismatches
-    largest = int(torch.maximum(data.src.max(), data.dst.max()))
-    if largest >= model.num_nodes:
-        raise TemporalDataError(f"node id {largest} is >= the model's num_nodes={model.num_nodes}. "
-                                f"Build the model with num_nodes >= {largest + 1} (e.g. `info.num_nodes`).")
-    if model.device != data.src.device:
-        raise ValueError(f"the model is on {model.device} but the data on {data.src.device}: "
-                         f"move one of them (`model.to(...)` / `data.to(...)`).")
-    check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
+    data = _checked_stream(model, data, segment)
     if catalog is not None and uncovered == "error":
         dst, t = data.dst[segment.start : segment.end], data.t[segment.start : segment.end]
         outside = ~catalog.to(dst.device).available(dst, t)
@@ -311,64 +369,59 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     records = _Records(num_events, k, device)
     candidate_nan = torch.zeros(max(num_batches, 1), dtype=torch.bool, device=device)
     shortcut = use_shortcut and catalog is not None and type(model).catalog_counts is not TemporalLinkModel.catalog_counts
-    was_training = model.training
-    model.eval()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     start_time = time.perf_counter()
     clock = _Clock(device)
-    try:
-        with torch.no_grad():
-            for first, last in _windows(boundaries, WINDOW_EVENTS):
-                window = _Window(events, keys, boundaries, first, last, sampler=sampler, num_negatives=num_negatives,
-                                 generator=generator, catalog=catalog, directed=directed, shortcut=shortcut)
-                plan, data = window.plan, window.data
-                if window.negatives is not None:
-                    records.append(**_negative_records(window.negatives))
-                if plan is not None:
-                    records.append(candidates=plan.num_candidates, filtered=plan.num_filtered, covered=plan.covered)
-                for j, b in enumerate(range(first, last)):
-                    with record_function("tgeval.replay.batch"):
-                        a, z = window.bounds[j], window.bounds[j + 1]
-                        size = z - a
-                        if window.queries is not None:
-                            q0, q1 = window.query_starts[j], window.query_starts[j + 1]
-                            queries = tuple(q[q0:q1] for q in window.queries)
-                        else:  # a sampler with history: draw after the previous batch was observed
-                            negatives = as_negatives(sampler.sample(_slice(data, keys, a, z), num_negatives,  # type: ignore[union-attr]
-                                                                    generator))
-                            records.append(**_negative_records(negatives))
-                            queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
-                                               window.pairs[j])
-                        src, t = data.src[a:z], data.t[a:z]
-                        guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
-                            else nullcontext()
-                        with guard:
-                            scores = model.score(*queries)
-                            block = scores[:size * (1 + k)].view(size, 1 + k)
-                            records.write_scores(boundaries[b], block)
-                            if plan is not None and catalog is not None:
-                                pos = block[:, 0]
-                                pairs = window.pairs[j]
-                                counts = None if pairs is None else shortcut_counts(
-                                    model, src, t, pos, catalog, pairs, scores[size * (1 + k):])
-                                if counts is None:
-                                    above, equal, nan = chunked_counts(model, src, t, pos, catalog, plan, a, z,
-                                                                       candidate_budget)
-                                    candidate_nan[b] = nan
-                                else:
-                                    above, equal = counts
-                                records.write_counts(boundaries[b], above=above, equal=equal)
-                        if protocol == "online":
-                            batch = _slice(data, model_keys, a, z)
-                            model.update(batch)
-                            if sampler is not None and not sampler.history_free:
-                                sampler.observe(_slice(data, keys, a, z))
-                        clock.mark()
-                    if progress is not None:
-                        progress(b + 1, num_batches)
-    finally:
-        model.train(was_training)
+    with _eval_mode(model), torch.no_grad():
+        for first, last in _windows(boundaries, WINDOW_EVENTS):
+            window = _Window(events, keys, boundaries, first, last, sampler=sampler, num_negatives=num_negatives,
+                             generator=generator, catalog=catalog, directed=directed, shortcut=shortcut)
+            plan, data = window.plan, window.data
+            if window.negatives is not None:
+                records.append(**_negative_records(window.negatives))
+            if plan is not None:
+                records.append(candidates=plan.num_candidates, filtered=plan.num_filtered, covered=plan.covered)
+            for j, b in enumerate(range(first, last)):
+                with record_function("tgeval.replay.batch"):
+                    a, z = window.bounds[j], window.bounds[j + 1]
+                    size = z - a
+                    if window.queries is not None:
+                        q0, q1 = window.query_starts[j], window.query_starts[j + 1]
+                        queries = tuple(q[q0:q1] for q in window.queries)
+                    else:  # a sampler with history: draw after the previous batch was observed
+                        negatives = as_negatives(sampler.sample(_slice(data, keys, a, z), num_negatives,  # type: ignore[union-attr]
+                                                                generator))
+                        records.append(**_negative_records(negatives))
+                        queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
+                                           window.pairs[j])
+                    src, t = data.src[a:z], data.t[a:z]
+                    guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
+                        else nullcontext()
+                    with guard:
+                        scores = model.score(*queries)
+                        block = scores[:size * (1 + k)].view(size, 1 + k)
+                        records.write_scores(boundaries[b], block)
+                        if plan is not None and catalog is not None:
+                            pos = block[:, 0]
+                            pairs = window.pairs[j]
+                            counts = None if pairs is None else shortcut_counts(
+                                model, src, t, pos, catalog, pairs, scores[size * (1 + k):])
+                            if counts is None:
+                                above, equal, nan = chunked_counts(model, src, t, pos, catalog, plan, a, z,
+                                                                   candidate_budget)
+                                candidate_nan[b] = nan
+                            else:
+                                above, equal = counts
+                            records.write_counts(boundaries[b], above=above, equal=equal)
+                    if protocol == "online":
+                        batch = _slice(data, model_keys, a, z)
+                        model.update(batch)
+                        if sampler is not None and not sampler.history_free:
+                            sampler.observe(_slice(data, keys, a, z))
+                    clock.mark()
+                if progress is not None:
+                    progress(b + 1, num_batches)
     latencies = clock.latencies()
     elapsed = time.perf_counter() - start_time
     out = records.host()
@@ -450,6 +503,8 @@ def evaluate(
         Result: metrics (micro / macro, by stratum), manifest and per-event records.
     """
     ties = check_ties(ties)
+    if not warm and model.training:
+        _warn_mode_switch(model)
     data = _checked_inputs(model, data, segment, protocol=protocol, sampler=sampler, num_negatives=num_negatives,
                            catalog=catalog, uncovered=uncovered)
     device = data.src.device
@@ -466,8 +521,9 @@ def evaluate(
     data.e_id = order  # index of each event in the input (file order), carried by every batch
     data.position = torch.arange(data.num_events, device=device)  # index in replay order (keys samplers' draws)
     history, events = data[: segment.start], data[segment.start : segment.end]
-    if warm:
-        warm_up(model, history, batch_size=batch_size, sampler=sampler)
+    if warm:  # in eval mode, as the pass
+        with _eval_mode(model):
+            warm_up(model, history, batch_size=batch_size, sampler=sampler)
     generator = torch.Generator(device=device).manual_seed(seed)
     strata = event_strata(history.src, history.dst, events.src, events.dst, model.num_nodes, directed=directed)
 
