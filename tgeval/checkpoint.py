@@ -1,8 +1,8 @@
 r"""Training checkpoints of the neural models: everything needed to resume or to evaluate.
 
 A checkpoint holds the model's registry name and constructor ``config``, its parameters
-(``state_dict``), the optimizer's state, the model's state snapshot (memory, pending
-messages, neighbour buffers: not part of ``state_dict``), the random-number states (torch
+(``state_dict`` without the state's buffers, :func:`~tgeval.state.parameters_of`), the
+optimizer's state, the model's state snapshot (memory, pending messages, neighbour buffers), the random-number states (torch
 CPU, CUDA when present, Python ``random``, NumPy), the epoch, the early-stopping
 bookkeeping, the training history and specification, the fingerprint of the data it was
 trained on and the package versions.
@@ -25,12 +25,13 @@ Example::
 from __future__ import annotations
 
 import hashlib
+import json
 import inspect
 import io
 import os
 import random
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 import torch
@@ -46,7 +47,7 @@ from tgeval.models.dyrep import DyRep
 from tgeval.models.graphmixer import GraphMixer
 from tgeval.models.neural import NeuralLinkModel
 from tgeval.models.tgn import TGN
-from tgeval.state import State
+from tgeval.state import State, load_parameters, parameters_of
 
 __all__ = ["CheckpointError", "Checkpoint", "save_checkpoint", "load_checkpoint", "register_model", "build_model",
            "model_name", "model_options", "MODELS", "rng_state", "set_rng_state"]
@@ -145,6 +146,13 @@ def set_rng_state(state: dict) -> None:
 
 
 # -- files -----------------------------------------------------------------------------
+def _plain(value: Any) -> Any:
+    """A JSON-like value rebuilt through JSON, so that its pickled bytes depend on its contents only
+    (pickle shares repeated objects: the same keys read back from a checkpoint and written by a
+    literal would otherwise pickle differently)."""
+    return json.loads(json.dumps(json_safe(value)))
+
+
 def _data_fingerprint(data: Union[TemporalData, str]) -> str:
     return data if isinstance(data, str) else fingerprint(data)
 
@@ -161,6 +169,7 @@ def save_checkpoint(
     training: Optional[dict] = None,
     best_parameters: Optional[dict] = None,
     state: Optional[State] = None,
+    state_training: Optional[bool] = None,
 ) -> str:
     """Write a checkpoint of ``model`` (and ``optimizer``) atomically; return the file's ``"sha256:<hex>"``.
 
@@ -174,22 +183,28 @@ def save_checkpoint(
         early_stopping: bookkeeping of early stopping (JSON-like values).
         history: per-epoch records so far.
         training: the training specification (sampler, loss, ``K``, lr, batch size, seed, ...).
-        best_parameters: the best epoch's ``state_dict`` when it is not ``model``'s own.
+        best_parameters: the best epoch's parameters (:func:`~tgeval.state.parameters_of`) when
+            they are not ``model``'s own.
         state: the state snapshot to store (default ``model.snapshot()``); :func:`~tgeval.fit.fit`
             stores the state at the end of the epoch's training, before any validation event.
+        state_training: whether ``state`` was taken in training mode (default: ``model``'s mode
+            now). Loading restores it in that mode before switching to eval mode, so a module
+            that changes its state on the switch (PyG's ``TGNMemory`` applies its pending
+            messages) does so exactly once, as it would have in the run.
     """
     payload = {
         "format_version": FORMAT_VERSION,
-        "model": {"name": model_name(model), "config": dict(model.config)},
-        "parameters": model.state_dict(),
+        "model": {"name": model_name(model), "config": _plain(model.config)},
+        "parameters": parameters_of(model),
         "best_parameters": best_parameters,
         "optimizer": None if optimizer is None else optimizer.state_dict(),
         "state": model.snapshot() if state is None else state,
+        "state_training": bool(model.training if state_training is None else state_training),
         "rng": rng_state(),
         "epoch": int(epoch),
-        "early_stopping": json_safe(early_stopping or {}),
-        "history": json_safe(history or []),
-        "training": json_safe(training or {}),
+        "early_stopping": _plain(early_stopping or {}),
+        "history": _plain(history or []),
+        "training": _plain(training or {}),
         "data_fingerprint": _data_fingerprint(data),
         "versions": {key: str(value) for key, value in _versions().items()},
     }
@@ -214,7 +229,7 @@ class Checkpoint:
         rng: generator states (:func:`rng_state`); :meth:`restore_rng` applies them.
         epoch: last completed epoch.
         early_stopping, history, training: as given to :func:`save_checkpoint`.
-        best_parameters: the best epoch's ``state_dict`` when it differs from ``model``'s.
+        best_parameters: the best epoch's parameters when they differ from ``model``'s.
         data_fingerprint: fingerprint of the training stream.
         versions: package versions at save time.
         path: the file read; sha256: ``"sha256:<hex>"`` of its bytes.
@@ -311,7 +326,8 @@ def load_checkpoint(
         raise CheckpointError(f"{path} holds a {name!r} model with config {config}, not the given "
                               f"{model_name(model)!r} with {model.config}. Build the model with the checkpoint's "
                               f"config, or start a fresh run.")
-    model.load_state_dict(payload["parameters"])
+    model.train(payload.get("state_training", True))  # the mode the state was taken in (tgeval's models: no effect)
+    load_parameters(model, payload["parameters"])
     model.restore(payload["state"])
     model.eval()
     return Checkpoint(model=model, name=name, optimizer=payload["optimizer"], rng=payload["rng"],

@@ -17,6 +17,7 @@ included — is bit-identical to an uninterrupted one.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any, Callable, Optional, Union, cast
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
+from tgeval.atomic import write_atomic
 from tgeval.checkpoint import CheckpointError, load_checkpoint, model_name, save_checkpoint
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import fingerprint
@@ -35,7 +37,7 @@ from tgeval.losses import LossFn
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.neural import NeuralLinkModel
 from tgeval.samplers.base import NegativeSampler
-from tgeval.state import clone_state
+from tgeval.state import clone_state, load_parameters, parameters_of
 from tgeval.train import train_epoch
 
 __all__ = ["fit", "VAL_METRICS", "val_metrics"]
@@ -48,8 +50,29 @@ VAL_METRICS: dict[str, tuple[str, str, str]] = {
     "all_entity_mrr": ("all_entity", "mrr", "micro"),
 }
 
-#: History entries that measure time, not the model (they differ between identical runs).
+#: History entries that measure time, not the model (they differ between identical runs): kept
+#: out of checkpoints (whose bytes are then a function of the run) and written to ``timings.json``.
 TIMING_KEYS = ("seconds", "events_per_second", "val_events_per_second")
+TIMINGS_FILE = "timings.json"
+
+
+def _untimed(history: list[dict]) -> list[dict]:
+    return [{key: value for key, value in record.items() if key not in TIMING_KEYS} for record in history]
+
+
+def _timings(history: list[dict]) -> list[dict]:
+    return [{"epoch": record["epoch"], **{key: record[key] for key in TIMING_KEYS if key in record}}
+            for record in history]
+
+
+def _read_timings(checkpoint: Union[str, os.PathLike], history: list[dict]) -> list[dict]:
+    """``history`` (from a checkpoint) with the timings of ``timings.json`` beside it, where present."""
+    path = Path(checkpoint).parent / TIMINGS_FILE
+    if not path.is_file():
+        return history
+    saved = {record["epoch"]: record for record in json.loads(path.read_text())}
+    return [{**record, **{key: value for key, value in saved.get(record["epoch"], {}).items() if key != "epoch"}}
+            for record in history]
 
 
 def val_metrics(result: Result) -> dict[str, Optional[float]]:
@@ -127,12 +150,15 @@ def fit(
     **Checkpoints** (``checkpoint_dir``; the model must be registered, see
     :mod:`tgeval.checkpoint`): ``last.pt`` after every epoch, ``best.pt`` on improvement.
     Their state snapshot is the state at the end of the epoch's training (history = the
-    training segment; no validation event), so ``evaluate(ckpt.model, data, split.val,
-    warm=False)`` continues from the state built during training (PyG's protocol), while
-    the default ``warm=True`` rebuilds it from the history with the checkpoint's weights.
+    training segment; no validation event), so ``replay(ckpt.model, data, split.val)`` then
+    ``evaluate(ckpt.model, data, split.test, warm=False)`` continues from the state built
+    during training (PyG's protocol), while the default ``warm=True`` rebuilds it from the
+    history with the checkpoint's weights.
     ``resume`` (a ``last.pt``) continues the run it was written by: same data, model
     configuration and specification (``epochs`` may differ, to train longer); the result is
-    bit-identical to a run that was never interrupted.
+    bit-identical to a run that was never interrupted. Identical seeded runs write identical
+    checkpoint bytes: the wall-clock entries of the history (:data:`TIMING_KEYS`) are kept out
+    of them, in ``timings.json`` in the same folder (read back on resume when present).
 
     Args:
         model: any :class:`~tgeval.models.base.TemporalLinkModel` with a differentiable
@@ -199,10 +225,10 @@ def fit(
                                   f"Resume from the run's last.pt.")
         optimizer.load_state_dict(ckpt.optimizer)
         ckpt.restore_rng()
-        history, best, start = list(ckpt.history), dict(ckpt.early_stopping), ckpt.epoch + 1
+        history, best, start = _read_timings(resume, list(ckpt.history)), dict(ckpt.early_stopping), ckpt.epoch + 1
         best_parameters = ckpt.best_parameters
         if best_parameters is None and best["epoch"] is not None:  # the checkpoint's own epoch was the best
-            best_parameters = clone_state(model.state_dict())
+            best_parameters = clone_state(parameters_of(model))
 
     folder = None if checkpoint_dir is None else Path(checkpoint_dir)
     files: dict[str, dict] = {}
@@ -221,7 +247,7 @@ def fit(
         improved = value is not None and (best["value"] is None or value > best["value"])
         if improved:
             best.update(epoch=epoch, value=value, bad_epochs=0)
-            best_parameters = clone_state(model.state_dict())
+            best_parameters = clone_state(parameters_of(model))
         else:
             best["bad_epochs"] += 1
         best["stopped"] = patience is not None and best["bad_epochs"] >= patience
@@ -232,15 +258,16 @@ def fit(
             for kind in ("best", "last") if improved else ("last",):
                 path = folder / f"{kind}.pt"
                 digest = save_checkpoint(path, neural, optimizer, epoch=epoch, data=data_fingerprint,
-                                         early_stopping=best, history=history, training=training,
+                                         early_stopping=best, history=_untimed(history), training=training,
                                          best_parameters=None if improved else best_parameters,
-                                         state=trained_state)
+                                         state=trained_state, state_training=True)
                 files[kind] = {"path": str(path), "sha256": digest}
+            write_atomic(folder / TIMINGS_FILE, json.dumps(_timings(history), indent=1))
         if on_epoch is not None:
             on_epoch(history[-1])
 
     if best_parameters is not None:
-        model.load_state_dict(best_parameters)
+        load_parameters(model, best_parameters)
     model.reset_state()
     model.eval()
     return {

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 import torch
 
@@ -65,7 +67,9 @@ def test_resume_equals_uninterrupted_run(cls, data, tmp_path):
     assert without_timing(resumed_history) == without_timing(full_history)
     assert len(full_history["history"]) == 3 and resumed_history["resumed_from"].endswith("last.pt")
     assert resumed_history["best_epoch"] == full_history["best_epoch"]
+    assert all("seconds" in record for record in resumed_history["history"])  # epoch 0's from timings.json
     for name in ("last.pt", "best.pt"):
+        assert (tmp_path / "full" / name).read_bytes() == (tmp_path / "cut" / name).read_bytes()
         a, b = load_checkpoint(tmp_path / "full" / name), load_checkpoint(tmp_path / "cut" / name)
         assert a.epoch == b.epoch
         assert first_difference(a.model.state_dict(), b.model.state_dict()) is None
@@ -84,6 +88,13 @@ def test_same_seed_same_checkpoints_and_metrics(data, tmp_path):
     assert first_difference(a.optimizer, b.optimizer) is None and first_difference(a.rng, b.rng) is None
     assert first_difference(a.model.state_dict(), c.model.state_dict()) is not None
     assert a.training == b.training and a.training["seed"] == 0 and a.training["num_negatives"] == 2
+    for name in ("last.pt", "best.pt"):  # identical bytes: wall-clock timings are kept beside the checkpoints
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+        assert first["checkpoints"][name[:-3]]["sha256"] == second["checkpoints"][name[:-3]]["sha256"]
+    assert not any(key in record for record in a.history for key in TIMING_KEYS)
+    timings = json.loads((tmp_path / "a" / "timings.json").read_text())
+    assert [r["epoch"] for r in timings] == [0, 1] and all(r["seconds"] > 0 for r in timings)
+    assert [r["seconds"] for r in timings] == [r["seconds"] for r in first["history"]]
 
 
 def test_early_stopping_stops_and_keeps_the_best_epoch(data, tmp_path, monkeypatch):
