@@ -1,5 +1,8 @@
-"""Small real models for tests (no mocks): a fixed score table, stateless; small neural models."""
+"""Small real models for tests (no mocks): a fixed score table, stateless; small neural models; the
+README's code blocks (the PyG-built TGN of *Your own PyG model* has its only source there)."""
 
+import re
+from pathlib import Path
 
 from tgeval.models import TGN, DyRep, GraphMixer
 from tgeval.models.base import TemporalLinkModel
@@ -20,19 +23,26 @@ def small_neural_model(kind, num_nodes, msg_dim=1, subclass=None, **options):
     return (subclass or cls)(num_nodes, msg_dim, **{**SMALL_WIDTHS[cls], **options})
 
 
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_python_blocks():
+    """The source of every fenced Python block of the README, in order."""
+    return re.findall(r"^```python\n(.*?)^```", README.read_text(encoding="utf-8"), flags=re.S | re.M)
+
+
+def readme_pyg_tgn():
+    """The class ``PygTGN`` of the README's *Your own PyG model*, run from the block that defines it."""
+    block = next(code for code in readme_python_blocks() if "class PygTGN" in code)
+    namespace: dict = {}
+    exec(compile(block, f"{README}:PygTGN", "exec"), namespace)
+    return namespace["PygTGN"]
+
+
 class StatelessModel(TemporalLinkModel):
-    """A model without history: every state method is a no-op."""
+    """A model without history: nothing to update (state discovery finds no state)."""
 
     def update(self, batch):
-        pass
-
-    def reset_state(self):
-        pass
-
-    def snapshot(self):
-        return {}
-
-    def restore(self, state):
         pass
 
 

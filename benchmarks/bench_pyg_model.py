@@ -1,0 +1,162 @@
+"""A TGN built from PyG's modules (the README's ``PygTGN``) against tgeval's own TGN, through ``evaluate``.
+
+Setting: Wikipedia, 70/15/15 chronological split, 'train' catalog; both models with PyG's
+recipe widths (100, 10 neighbours), freshly initialised with a fixed seed (scoring cost does
+not depend on the weights), in eval mode. Each model's state is built once by
+``tgeval.replay`` over every event before the test segment (timed: the replay row) and
+snapshotted; every timed run restores that snapshot and evaluates the head of the test segment
+all-entity, online, in batches of at most 200 events, ``warm=False``, interleaved round robin.
+
+* **all-entity speed**: ``PygTGN`` through the scorer the engine derives from its ``embed`` and
+  ``decode`` vs tgeval's ``TGN`` (issue 11's target: at least 50%), and vs ``PygTGN`` scored
+  pair by pair (the default before the derived scorer: ``score`` of every (event, item) pair).
+  The derived and the pairwise paths must give the same ranks (checked before timing).
+* **guard cost**: the same runs with ``check_state=False`` (the ratio moves with the noise of
+  single runs), and the check itself timed alone (median of 50), as a share of a batch step.
+* **loader cost**: iterating ``TimestampBatchLoader`` (a ``DataLoader`` that attaches
+  positions) over the whole stream vs a plain generator of views over the same boundaries
+  (the loader before it became a ``DataLoader``) and vs PyG's ``TemporalDataLoader``.
+
+Run: python benchmarks/bench_pyg_model.py [--num-events 2000] [--pairwise-events 200] [--data-dir DIR] [--repeat 3] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import _common  # noqa: F401  (puts the repository root on sys.path)
+import torch
+from _common import add_common_args, head_segment, load_wikipedia, median, print_header, print_table
+from torch_geometric.data import TemporalData
+from torch_geometric.loader import TemporalDataLoader
+
+from tgeval import Segment, TimestampBatchLoader, build_catalog, chronological_split, evaluate, no_state_change, replay
+from tgeval.models import TGN
+from tgeval.models.base import TemporalLinkModel
+from tests.helpers import readme_pyg_tgn
+
+BATCH_SIZE = 200
+PygTGN = readme_pyg_tgn()
+
+
+class PairwisePygTGN(PygTGN):
+    """``PygTGN`` scored pair by pair (what a model without ``embed`` / ``decode`` gets)."""
+
+    def candidate_scorer(self, src, t, candidates):
+        return lambda ev, cand: self.score_candidates(src[ev], t[ev], candidates[cand])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--num-events", type=int, default=2000, help="test events evaluated per run")
+    parser.add_argument("--pairwise-events", type=int, default=200, help="test events of the pair-by-pair run")
+    add_common_args(parser)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print_header("PyG-built TGN vs tgeval's TGN through evaluate (all-entity), guard and loader costs")
+    data, how = load_wikipedia(args.data_dir)
+    split = chronological_split(data, (0.70, 0.15, 0.15))
+    catalog = build_catalog(data, "train", train_end=split.train.end)
+    num_nodes = int(max(data.src.max(), data.dst.max())) + 1
+    history = Segment("history", 0, split.test.start, None, None)
+    head = head_segment(data, split.test, args.num_events)
+    print(f"data    : {how}: {data.num_events:,} events, {num_nodes:,} nodes; catalog {catalog.size} items; "
+          f"evaluated: the first {head.num_events:,} test events; batches <= {BATCH_SIZE}")
+
+    models: dict[str, TemporalLinkModel] = {}
+    snapshots, replay_rate = {}, {}
+    for name, build in (("tgeval TGN", lambda: TGN(num_nodes, msg_dim=1)),
+                        ("PygTGN (README)", lambda: PygTGN(num_nodes, msg_dim=1)),
+                        ("PygTGN pair by pair", lambda: PairwisePygTGN(num_nodes, msg_dim=1))):
+        torch.manual_seed(0)
+        model = build().eval()
+        if name == "PygTGN pair by pair":  # the same weights and state as PygTGN's
+            model.load_state_dict(models["PygTGN (README)"].state_dict())
+            model.restore(snapshots["PygTGN (README)"])
+        else:
+            began = time.perf_counter()
+            replay(model, data, history, batch_size=BATCH_SIZE)
+            replay_rate[name] = history.num_events / (time.perf_counter() - began)
+        models[name], snapshots[name] = model, model.snapshot()
+
+    def run(name: str, segment: Segment, guard: bool):
+        model = models[name]
+        model.restore(snapshots[name])
+        return evaluate(model, data, segment, protocol="online", sampler=None, catalog=catalog,
+                        batch_size=BATCH_SIZE, warm=False, check_state=guard)
+
+    pairwise_head = head_segment(data, split.test, args.pairwise_events)
+    derived, pairwise = run("PygTGN (README)", pairwise_head, True), run("PygTGN pair by pair", pairwise_head, True)
+    same = torch.equal(derived.event_table()["rank"], pairwise.event_table()["rank"])
+    print(f"check   : derived vs pairwise ranks of PygTGN on {pairwise_head.num_events} events: "
+          f"{'identical' if same else 'DIFFERENT'}")
+    assert same, "the derived candidate scorer must rank as the pairwise one"
+    for name in ("tgeval TGN", "PygTGN (README)"):
+        run(name, head_segment(data, split.test, BATCH_SIZE), True)  # untimed warm-up
+
+    rows: dict[tuple[str, bool], list[float]] = {(n, g): [] for n in ("tgeval TGN", "PygTGN (README)")
+                                                 for g in (True, False)}
+    for _ in range(args.repeat):
+        for (name, guard), seconds in rows.items():
+            seconds.append(run(name, head, guard).performance["seconds"])
+    pair_seconds = [run("PygTGN pair by pair", pairwise_head, True).performance["seconds"]
+                    for _ in range(max(1, args.repeat // 3))]
+
+    batches = len(TimestampBatchLoader(data[head.start:head.end], BATCH_SIZE))
+
+    def rate(name: str, guard: bool) -> float:
+        return head.num_events / min(rows[(name, guard)])
+
+    table = [[f"{name}, guard {'on' if guard else 'off'}", f"{head.num_events / min(v):,.0f}",
+              f"{head.num_events / median(v):,.0f}"] for (name, guard), v in rows.items()]
+    table.append(["PygTGN pair by pair, guard on", f"{pairwise_head.num_events / min(pair_seconds):,.0f}",
+                  f"{pairwise_head.num_events / median(pair_seconds):,.0f}"])
+    print(f"timing  : all-entity evaluate, events/s, best and median of {args.repeat} interleaved runs "
+          f"(pair by pair: {len(pair_seconds)} run(s) on {pairwise_head.num_events} events)")
+    print_table(["model", "events/s (best)", "events/s (median)"], table)
+    share = rate("PygTGN (README)", True) / rate("tgeval TGN", True)
+    print(f"ratio   : PygTGN / tgeval TGN (guard on) = {share:.2f} (target >= 0.50: "
+          f"{'PASS' if share >= 0.5 else 'FAIL'}); PygTGN derived / pair by pair = "
+          f"{rate('PygTGN (README)', True) / (pairwise_head.num_events / min(pair_seconds)):.1f}x")
+    for name in ("tgeval TGN", "PygTGN (README)"):
+        model = models[name]
+        model.restore(snapshots[name])
+        checks = []
+        for _ in range(50):
+            began = time.perf_counter()
+            with no_state_change(model):
+                pass
+            checks.append(time.perf_counter() - began)
+        per_batch = min(rows[(name, True)]) / batches
+        print(f"guard   : {name}: guard on / off = {rate(name, True) / rate(name, False):.2f} of the speed; one "
+              f"check (before + after a scoring step) {median(checks) * 1e3:.2f} ms = "
+              f"{median(checks) / per_batch:.1%} of a guarded batch step ({per_batch * 1e3:.1f} ms)")
+    print("replay  : " + ", ".join(f"{n} {r:,.0f} events/s" for n, r in replay_rate.items())
+          + f" (tgeval.replay of the {history.num_events:,} events before the test segment, once)")
+
+    def plain_views():  # the loader before it was a DataLoader: a generator of views
+        bounds = TimestampBatchLoader(data, BATCH_SIZE).boundaries.tolist()
+        for start, end in zip(bounds[:-1], bounds[1:]):
+            yield TemporalData(src=data.src[start:end], dst=data.dst[start:end], t=data.t[start:end])
+
+    loaders = {"TimestampBatchLoader (DataLoader, positions)": lambda: TimestampBatchLoader(data, BATCH_SIZE),
+               "plain generator of views (before)": plain_views,
+               "PyG TemporalDataLoader (event-count batches)": lambda: TemporalDataLoader(data, batch_size=BATCH_SIZE)}
+    seconds: dict[str, list[float]] = {n: [] for n in loaders}
+    counts = {}
+    for _ in range(args.repeat):
+        for name, make in loaders.items():
+            began = time.perf_counter()
+            counts[name] = sum(1 for _ in make())
+            seconds[name].append(time.perf_counter() - began)
+    base = min(seconds["plain generator of views (before)"])
+    print(f"loader  : one pass over all {data.num_events:,} events (including building the loader), best of "
+          f"{args.repeat}")
+    print_table(["loader", "batches", "ms per pass", "us per batch", "vs before"],
+                [[n, counts[n], f"{min(v) * 1e3:.1f}", f"{min(v) / counts[n] * 1e6:.1f}", f"{min(v) / base:.2f}x"]
+                 for n, v in seconds.items()])
+
+
+if __name__ == "__main__":
+    main()
