@@ -177,9 +177,28 @@ def protocol_line(result: Result) -> str:
     m = result.manifest
     sampler = "none" if m["sampler"] is None else m["sampler"]["name"]
     catalog = "none (no all-entity pass)" if m["catalog"] is None else f"{m['catalog']['kind']} ({m['catalog']['size']})"
-    return (f"{m['segment']['name']} segment, {m['segment']['num_events']} events; {m['protocol']} replay; "
+    line = (f"{m['segment']['name']} segment, {m['segment']['num_events']} events; {m['protocol']} replay; "
             f"sampler {sampler}, K={m['num_negatives']}; catalog {catalog}; ties {m['ties']}; "
             f"MRR micro (mean over events) and macro (mean over sources)")
+    counts = _sampler_counts(m["sampler"])
+    if counts["num_short_events"] or counts["num_fallback_events"]:
+        line += (f"\nnegatives: {counts['num_short_events']} events had a short pool ({counts['num_filled_slots']} "
+                 f"slots filled with uniform catalog draws), {counts['num_fallback_events']} an empty one "
+                 f"(uniform fallback); see the manifest's sampler entry")
+    return line
+
+
+def _sampler_counts(described: Optional[dict]) -> dict[str, int]:
+    """Short-pool, filled-slot and fallback counts of a sampler's description, summed over mixture components."""
+    keys = ("num_short_events", "num_filled_slots", "num_fallback_events")
+    parts = [described] if described else []
+    out = dict.fromkeys(keys, 0)
+    while parts:
+        part = parts.pop()
+        parts.extend(part.get("components", []))
+        for key in keys:
+            out[key] += int(part.get(key, 0))
+    return out
 
 
 def format_table(rows: Sequence[tuple[str, Result]]) -> str:

@@ -157,20 +157,22 @@ def as_pairs(out, batch_events):
     return [[(u, d) for d in row] for (u, _, _), row in zip(batch_events, out.dst.tolist())]
 
 
-def check_batch(name, out, batch_events, classes_nodes, classes_pairs, k, replace, directed, fallback):
-    """Assert support / rules of one batch's draws; return (expected error, fallback rows)."""
+def check_batch(name, out, batch_events, classes_nodes, classes_pairs, k, replace, directed, fallback,
+                short="error"):
+    """Assert support / rules of one batch's draws; return (expected error, fallback rows, filled slots)."""
     need = 1 if replace else k
-    expect_error, fallbacks = False, 0
+    expect_error, fallbacks, filled = False, 0, 0
     pools = [reference_pool(name, e, batch_events, classes_nodes, classes_pairs, directed) for e in batch_events]
     for pool in pools:
         if len(pool) == 0:
             expect_error |= fallback == "error"
             fallbacks += 1
-        else:
-            expect_error |= len(pool) < need
+        elif len(pool) < need:
+            expect_error |= short == "error"
+            filled += k - len(pool) if short == "fill" else 0
     if isinstance(out, SamplerError):
         assert expect_error, (name, batch_events, out)
-        return True, 0
+        return True, 0, 0
     assert not expect_error, (name, batch_events, pools)
     for (u, v, t), pool, row in zip(batch_events, pools, as_pairs(out, batch_events)):
         simultaneous = {(a, b) for a, b, s in batch_events if s == t}
@@ -187,10 +189,13 @@ def check_batch(name, out, batch_events, classes_nodes, classes_pairs, k, replac
             continue
         items = [b for _, b in row] if kind_of(name) == "dst" else [a for a, _ in row] if kind_of(name) == "src" \
             else [p if directed else (min(p), max(p)) for p in row]
+        if len(pool) < need and short == "fill":  # every class item, topped up by the uniform fallback's draws
+            assert pool <= set(items) and len(set(row)) == k, (name, (u, v, t), row, pool)
+            continue
         assert set(items) <= pool, (name, (u, v, t), items, pool)
-        if not replace:
+        if not replace and len(pool) >= need:
             assert len(set(items)) == k
-    return False, fallbacks
+    return False, fallbacks, filled
 
 
 def replay(sampler, data, k, seed, batch_size):
@@ -241,20 +246,22 @@ def test_hand_made_support(name):
 @given(data=streams(max_events=24, max_nodes=8, max_time=10), name=st.sampled_from(BIRTH_DEATH_NAMES),
        k=st.integers(1, 3), replace=st.booleans(), directed=st.booleans(), seed=st.integers(0, 50),
        batch_size=st.sampled_from([1, 4, 100]), fallback=st.sampled_from(["uniform", "error"]),
-       t_split=st.integers(0, 11))
+       t_split=st.integers(0, 11), short=st.sampled_from(["fill", "replace", "error"]))
 def test_support_rules_errors_and_fallback_counts(data, name, k, replace, directed, seed, batch_size, fallback,
-                                                  t_split):
+                                                  t_split, short):
     sampler = birth_death(name, data, t_split, num_nodes=16, catalog=Catalog("custom", torch.arange(16), None, 16),
-                          directed=directed, replace=replace, fallback=fallback)
+                          directed=directed, replace=replace, fallback=fallback, short=short)
     events, nodes, pairs = classes_of(data, t_split, directed)
     draws = replay(sampler, data, k, seed, batch_size)
     spans = list(TimestampBatchLoader(data, batch_size).spans())
-    total = 0
+    total, total_filled = 0, 0
     for (start, end), out in zip(spans, draws):
-        error, fallbacks = check_batch(name, out, events[start:end], nodes, pairs, k, replace, directed, fallback)
-        total += fallbacks
+        error, fallbacks, filled = check_batch(name, out, events[start:end], nodes, pairs, k, replace, directed,
+                                               fallback, short)
+        total, total_filled = total + fallbacks, total_filled + filled
     if not any(isinstance(out, SamplerError) for out in draws):
         assert sampler.describe()["num_fallback_events"] == total
+        assert sampler.describe()["num_filled_slots"] == total_filled
 
 
 @pytest.mark.parametrize("name", BIRTH_DEATH_NAMES)
@@ -270,14 +277,20 @@ def test_same_seed_same_draws(name):
     assert not all(torch.equal(flat(x), flat(y)) for x, y in zip(a, c))
 
 
-def test_short_pool_raises_and_empty_pool_falls_back_counted():
+def test_short_pool_raises_or_fills_and_empty_pool_falls_back_counted():
     batch = make_stream([2], [1], [10])  # the overlap pair (2, 1) itself
     batch.position = torch.tensor([7])
-    oe = BirthDeathEdgeSampler(DATA, T_SPLIT, cls="O", catalog=CATALOG)
+    oe = BirthDeathEdgeSampler(DATA, T_SPLIT, cls="O", catalog=CATALOG, short="error")
     with pytest.raises(SamplerError, match="fewer than the 3 required"):  # 2 other overlap pairs
         oe.sample(batch, 3)
     out = oe.sample(batch, 2)
     assert {tuple(p) for p in torch.stack([out.src[0], out.dst[0]], 1).tolist()} == {(10, 11), (12, 13)}
+    filled = BirthDeathEdgeSampler(DATA, T_SPLIT, cls="O", catalog=CATALOG)  # default short="fill"
+    out = filled.sample(batch, 4)
+    pairs = [tuple(p) for p in torch.stack([out.src[0], out.dst[0]], 1).tolist()]
+    assert {(10, 11), (12, 13)} <= set(pairs) and len(set(pairs)) == 4
+    assert all(a == 2 and b not in (1, 2) for a, b in set(pairs) - {(10, 11), (12, 13)})  # uniform, source kept
+    assert filled.describe()["num_filled_slots"] == 2 and filled.describe()["num_short_events"] == 1
     # replace: a single valid item suffices
     hd = birth_death("HD", DATA, T_SPLIT, catalog=CATALOG, replace=True)
     only = make_stream([9], [5], [10])  # source 9 is historical: pool {0, 9} minus the source
@@ -306,8 +319,10 @@ def test_source_sampler_excludes_simultaneous_sources_and_self_loops():
     out = sampler.sample(batch, 3)
     assert isinstance(out, Negatives) and out.dst.tolist() == [[6] * 3] * 2
     assert [sorted(row) for row in out.src.tolist()] == [[3, 4, 7]] * 2
-    with pytest.raises(SamplerError):
-        sampler.sample(batch, 4)
+    with pytest.raises(SamplerError, match="fewer than the 4 required"):
+        birth_death("IS", DATA, T_SPLIT, catalog=CATALOG, short="error").sample(batch, 4)
+    filled = sampler.sample(batch, 4).src.tolist()  # the default fills the fourth slot with a uniform source
+    assert all({3, 4, 7} <= set(row) and not {1, 5, 6} & set(row) and len(set(row)) == 4 for row in filled)
     # undirected: (6, 3, 13) also makes 3 a simultaneous source of destination 6
     und = birth_death("IS", DATA, T_SPLIT, catalog=CATALOG, directed=False)
     out = und.sample(make_stream([5, 6], [6, 3], [13, 13]), 2)

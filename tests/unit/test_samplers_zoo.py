@@ -44,8 +44,8 @@ def shared_source_streams(draw, max_groups=8, max_nodes=8):
     return make_stream(src, dst, t)
 
 
-def make(kind, data, *, train_end, replace=False, directed=True, fallback="uniform"):
-    common = dict(catalog=CATALOG, replace=replace, directed=directed, fallback=fallback)
+def make(kind, data, *, train_end, replace=False, directed=True, fallback="uniform", short="fill"):
+    common = dict(catalog=CATALOG, replace=replace, directed=directed, fallback=fallback, short=short)
     if kind == "historical":
         return HistoricalSampler(N, **common)
     if kind == "source_history":
@@ -119,40 +119,51 @@ def replay(sampler, data, k, seed, batch_size):
     return out
 
 
-def check_rows(kind, rows, batch_events, history, everything, train_end, k, replace, directed, fallback):
-    """Assert every row's support / distinctness; return (expected error, number of fallback rows)."""
+def check_rows(kind, rows, batch_events, history, everything, train_end, k, replace, directed, fallback, short):
+    """Assert every row's support / distinctness; return (expected error, fallback rows, short rows, filled slots)."""
     need = 1 if replace else k
-    expect_error, fallbacks = False, 0
+    expect_error, fallbacks, shorts, filled = False, 0, 0, 0
     for row, (u, v, t) in zip(rows if rows is not None else [None] * len(batch_events), batch_events):
         forbidden = {u, v} | {b for a, b, s in batch_events if a == u and s == t}
         pool = reference_pool(kind, u, t, history, batch_events, everything, train_end, directed)
+        distinct = not replace
         if kind == "time_available":
             expect_error |= len(pool) < need
         elif len(pool) == 0:
             expect_error |= fallback == "error"
             fallbacks += 1
             pool = uniform_pool(u, t, batch_events, directed)
-        else:
-            expect_error |= len(pool) < need
+        elif len(pool) < need:
+            expect_error |= short == "error"
+            shorts += 1
+            if short == "fill":  # every pool item, topped up with uniform draws under the uniform rules
+                filled += k - len(pool)
+                if row is not None:
+                    assert pool <= set(row), (kind, u, t, row, pool)
+                pool = uniform_pool(u, t, batch_events, directed)
+            else:
+                distinct = False  # short="replace": the row draws its pool with replacement
         if row is None:
             continue
         assert not forbidden & set(row), (kind, u, v, t, row)
         assert set(row) <= pool, (kind, u, t, row, pool)
-        if not replace:
+        if distinct:
             assert len(set(row)) == k
-    return expect_error, fallbacks
+    return expect_error, fallbacks, shorts, filled
 
 
 @settings(max_examples=120, deadline=None)
 @given(data=st.one_of(streams(max_events=24, max_nodes=8), shared_source_streams()), kind=st.sampled_from(KINDS),
        k=st.integers(1, 3), replace=st.booleans(), directed=st.booleans(), seed=st.integers(0, 50),
-       batch_size=st.sampled_from([1, 4, 100]), fallback=st.sampled_from(["uniform", "error"]))
-def test_support_exclusions_errors_and_fallback_counts(data, kind, k, replace, directed, seed, batch_size, fallback):
+       batch_size=st.sampled_from([1, 4, 100]), fallback=st.sampled_from(["uniform", "error"]),
+       short=st.sampled_from(["fill", "replace", "error"]))
+def test_support_exclusions_errors_and_fallback_counts(data, kind, k, replace, directed, seed, batch_size, fallback,
+                                                       short):
     everything = events_of(data)
     train_end = len(everything) // 2
-    sampler = make(kind, data, train_end=train_end, replace=replace, directed=directed, fallback=fallback)
+    sampler = make(kind, data, train_end=train_end, replace=replace, directed=directed, fallback=fallback, short=short)
     draws = replay(sampler, data, k, seed, batch_size)
-    history, start, total_fallbacks = [], 0, 0
+    history, start, total_fallbacks, total_short, total_filled = [], 0, 0, 0, 0
     for out in draws:
         size = out.size(0) if isinstance(out, torch.Tensor) else None
         # the batch is the next run of whole groups: recover it from the loader's boundaries
@@ -175,10 +186,12 @@ def test_support_exclusions_errors_and_fallback_counts(data, kind, k, replace, d
                 for row, (u, v, t) in zip(rows or [], batch_events):
                     assert set(row) <= uniform_pool(u, t, batch_events, directed) - {v}
                 continue
-            err, fb = check_rows(part_kind, rows, batch_events, history, everything, train_end, part_k, replace,
-                                 directed, fallback)
+            err, fb, shorts, filled = check_rows(part_kind, rows, batch_events, history, everything, train_end,
+                                                 part_k, replace, directed, fallback, short)
             expect_error |= err
-            total_fallbacks += fb if not err else 0
+            if not err:
+                total_fallbacks, total_short, total_filled = (total_fallbacks + fb, total_short + shorts,
+                                                              total_filled + filled)
         assert isinstance(out, SamplerError) == expect_error, (kind, batch_events, out)
         history += batch_events
         start = end
@@ -187,6 +200,7 @@ def test_support_exclusions_errors_and_fallback_counts(data, kind, k, replace, d
         described = described["components"][0]
     if "num_fallback_events" in described and all(isinstance(o, torch.Tensor) for o in draws):
         assert described["num_fallback_events"] == total_fallbacks
+        assert (described["num_short_events"], described["num_filled_slots"]) == (total_short, total_filled)
 
 
 @settings(max_examples=40, deadline=None)
@@ -264,17 +278,41 @@ def test_fallback_is_explicit_counted_and_reset():
         HistoricalSampler(N, catalog=CATALOG, fallback="skip")
 
 
-def test_more_than_the_pool_is_a_typed_error_unless_replace():
-    sampler = SourceHistorySampler(N, catalog=CATALOG)
-    sampler.observe(make_stream([0, 0], [1, 2], [1, 1]))
-    batch = make_stream([0], [3], [2])
-    with pytest.raises(SamplerError, match="has 2 candidate negatives in its history pool.*fewer than the 3"):
-        sampler.sample(batch, 3).dst
+def test_short_pools_fill_replace_or_error():
+    history = make_stream([0, 0], [1, 2], [1, 1])
+    batch = make_stream([0, 5], [3, 6], [2, 2])  # source 0: pool {1, 2}; source 5: no history (fallback)
+
+    def sampler(**options):
+        out = SourceHistorySampler(N, catalog=CATALOG, **options)
+        out.observe(history)
+        return out
+
+    with pytest.raises(SamplerError, match="has 2 candidate negatives in its history pool.*fewer than the 3.*"
+                                           "short='error'.*short='fill'"):
+        sampler(short="error").sample(batch, 3)
+    filled = sampler()  # the default: fill, as DGB and DyGLib do
+    neg = filled.sample(batch, 5, torch.Generator().manual_seed(0)).dst.tolist()
+    assert {1, 2} <= set(neg[0]) and len(set(neg[0])) == 5 and not {0, 3} & set(neg[0])
+    assert len(set(neg[1])) == 5 and not {5, 6} & set(neg[1])
+    described = filled.describe()
+    assert (described["num_short_events"], described["num_filled_slots"], described["num_fallback_events"]) == (1, 3, 1)
+    assert described["short"] == "fill"
+    again = sampler().sample(batch, 5, torch.Generator().manual_seed(0)).dst.tolist()
+    assert again == neg  # seeded like every draw
+    redrawn = sampler(short="replace").sample(batch, 5).dst.tolist()
+    assert set(redrawn[0]) <= {1, 2} and len(redrawn[0]) == 5
+    log_q = filled.log_q(batch, torch.tensor(neg))
+    uniform = -math.log(N - 2)  # the catalog minus the source and the true destination
+    for j, v in enumerate(neg[0]):  # pool items: 1 / 2 of the pool; filled slots: the uniform fallback's
+        assert log_q[0, j].item() == pytest.approx(-math.log(2) if v in (1, 2) else uniform)
     assert set(SourceHistorySampler(N, catalog=CATALOG, replace=True).sample(batch, 3).dst.flatten().tolist()) <= set(
         range(N))
-    replace = SourceHistorySampler(N, catalog=CATALOG, replace=True)
-    replace.observe(make_stream([0, 0], [1, 2], [1, 1]))
-    assert set(replace.sample(batch, 20).dst.flatten().tolist()) == {1, 2}
+    replace = sampler(replace=True)
+    assert set(replace.sample(batch[:1], 20).dst.flatten().tolist()) == {1, 2}
+    with pytest.raises(ValueError, match="short must be one of"):
+        SourceHistorySampler(N, catalog=CATALOG, short="pad")
+    with pytest.raises(ValueError, match="short='fill' needs a `catalog`"):
+        SourceHistorySampler(N, fallback="error")
 
 
 def test_historical_and_source_history_differ_on_multi_group_batches():
@@ -418,7 +456,7 @@ def test_time_available_fallback_for_the_first_events_and_uniform_log_q():
 def test_ids_beyond_num_nodes_are_refused_not_aliased():
     from tgeval.samplers import HistoricalSampler
 
-    sampler = HistoricalSampler(5, fallback="error")
+    sampler = HistoricalSampler(5, fallback="error", short="error")
     with pytest.raises(SamplerError, match=r"\[0, num_nodes=5\)"):
         sampler.observe(make_stream([0], [7], [1]))
     with pytest.raises(SamplerError, match=r"\[0, num_nodes=5\)"):
@@ -454,3 +492,23 @@ def test_a_batch_without_positions_is_refused(name):
     batch = TemporalData(src=data.src[8:], dst=data.dst[8:], t=data.t[8:])  # sliced by hand: no `position`
     with pytest.raises(SamplerError, match="the batch has no `position`.*TimestampBatchLoader"):
         sampler.sample(batch, 2, torch.Generator().manual_seed(0))
+
+
+def test_inductive_seen_set_train_or_train_and_validation():
+    # train: (0,1); validation: (0,2); test: (0,2) again, (0,3), (0,4), then the evaluated event (0,5)
+    data = make_stream([0, 0, 0, 0, 0, 0], [1, 2, 2, 3, 4, 5], [1, 2, 3, 4, 5, 6])
+    split = chronological_split(data, (1 / 6, 1 / 6, 4 / 6))
+    assert (split.train.end, split.val.end) == (1, 2)
+    options = dict(data=data, split=split, catalog=CATALOG, segment="test")
+    dgb = from_spec("inductive", **options)  # DGB: inductive = in the segment, not in training
+    dyglib = from_spec("inductive:seen=train+val", **options)  # DyGLib: training and validation are seen
+    assert dgb.keys.tolist() == [2, 3, 4, 5] and dyglib.keys.tolist() == [3, 4, 5]
+    batch = make_stream([0], [5], [6], position=torch.tensor([5]))
+    assert set(dgb.sample(batch, 3).dst[0].tolist()) == {2, 3, 4}
+    assert set(dyglib.sample(batch, 2).dst[0].tolist()) == {3, 4}
+    assert (dgb.describe()["seen"], dyglib.describe()["seen"]) == ("train", "train+val")
+    assert dyglib.describe()["seen_pairs"] == "events [0, 2)"
+    on_val = dict(options, segment="val")  # the two definitions agree on the validation segment
+    assert from_spec("inductive", **on_val).keys.tolist() == from_spec("inductive:seen=train+val", **on_val).keys.tolist()
+    with pytest.raises(ValueError, match="seen must be one of"):
+        from_spec("inductive:seen=all", **options)

@@ -171,7 +171,7 @@ class SeenSampler(_MaskedPoolSampler):
     name = "seen"
 
     def __init__(self, num_nodes: int, *, directed: bool = True) -> None:
-        self._pools = SourceHistorySampler(num_nodes, directed=directed, fallback="error")
+        self._pools = SourceHistorySampler(num_nodes, directed=directed, fallback="error", short="error")
 
 
 class _UnseenPool(PairHistorySampler):
@@ -182,7 +182,7 @@ class _UnseenPool(PairHistorySampler):
     _what = "unseen catalog"
 
     def __init__(self, catalog: Catalog, num_nodes: int, *, directed: bool = True) -> None:
-        super().__init__(num_nodes, directed=directed, fallback="error")
+        super().__init__(num_nodes, directed=directed, fallback="error", short="error")
         self.items = torch.sort(catalog.items).values
 
     def _pool(self, batch: TemporalData) -> tuple[KeyPool, Tensor]:

@@ -33,7 +33,7 @@ draws depend only on the seed, its position, its pool and its exclusions.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 import torch
 from torch import Tensor
@@ -48,9 +48,11 @@ from tgeval.samplers.counter_rng import as_int64, counter_uniform, splitmix64
 
 __all__ = ["KeyPool", "PoolDraw", "draw_from_pools", "batch_exclusions", "add_pair_exclusions",
            "insert_keys", "history_keys", "check_ids", "derived_seed", "batch_position", "first_distinct_mask",
-           "FALLBACKS"]
+           "every_valid_item", "FALLBACKS", "SHORT_RULES"]
 
 FALLBACKS = ("uniform", "error")
+#: what a row whose pool holds some valid items but fewer than ``K`` gets (see :class:`~tgeval.samplers._pooled.PooledSampler`)
+SHORT_RULES = ("fill", "replace", "error")
 
 #: Rejection stops once a row has read this many draws per item of its pool slice; the
 #: rows left then (only with extremely skewed weights) are finished exactly.
@@ -300,37 +302,69 @@ def draw_from_pools(pool: KeyPool, base: Tensor, excl: Exclusions, k: int, *, re
         draws *= 4
 
 
-def _finish_exactly(out: Tensor, rows: Tensor, pool: KeyPool, base: Tensor, lo: Tensor, hi: Tensor,
-                    excl: Exclusions, k: int, replace: bool, seed: int, position: Tensor) -> None:
-    """Exact successive sampling over the whole slice of each remaining row, in chunks."""
-    device = out.device
-    width = int((hi - lo)[rows].max())
-    step = max(1, _EXACT_BUDGET // max(width, 1))
-    columns = torch.arange(width, device=device)
+def _slices(rows: Tensor, pool: KeyPool, base: Tensor, lo: Tensor, hi: Tensor,
+            excl: Exclusions) -> Iterator[tuple[Tensor, Tensor, Tensor, Tensor]]:
+    """The whole pool slice of each of ``rows``, in chunks of at most :data:`_EXACT_BUDGET` keys:
+    ``(chunk, items, invalid, weight)`` with ``[c, width]`` items, bool ``invalid`` (padding or
+    excluded) and float64 ``weight`` (``0`` where invalid)."""
+    width = max(1, int((hi - lo)[rows].max()))
+    step = max(1, _EXACT_BUDGET // width)
+    columns = torch.arange(width, device=base.device)
     for start in range(0, rows.numel(), step):
         chunk = rows[start : start + step]
         idx = lo[chunk, None] + columns[None, :]
         invalid = idx >= hi[chunk, None]
-        idx = torch.minimum(idx, (hi[chunk] - 1)[:, None])
-        items = pool.keys[idx] - base[chunk, None] * pool.n
+        idx = torch.minimum(idx, (hi[chunk] - 1).clamp(min=0)[:, None])
+        items = pool.keys[idx] - base[chunk, None] * pool.n if pool.keys.numel() else torch.zeros_like(idx)
         invalid |= excl.contains(chunk, items)
-        weight = pool.weight(idx).masked_fill(invalid, 0.0)
+        yield chunk, items, invalid, pool.weight(idx).masked_fill(invalid, 0.0)
+
+
+def _successive_order(seed: int, position: Tensor, invalid: Tensor, weight: Tensor) -> Tensor:
+    """Column order of exact successive sampling without replacement (Efraimidis–Spirakis keys
+    :math:`E_v / w_v`, invalid columns last): int64, the shape of ``weight``."""
+    u = counter_uniform(seed, position, _EXACT_ROUND, weight.size(1))
+    keys = (-torch.log1p(-u) / weight).masked_fill(invalid, float("inf"))
+    return torch.argsort(keys, dim=1, stable=True)
+
+
+def _finish_exactly(out: Tensor, rows: Tensor, pool: KeyPool, base: Tensor, lo: Tensor, hi: Tensor,
+                    excl: Exclusions, k: int, replace: bool, seed: int, position: Tensor) -> None:
+    """Exact successive sampling over the whole slice of each remaining row, in chunks."""
+    for chunk, items, invalid, weight in _slices(rows, pool, base, lo, hi, excl):
         if replace:
             cw = torch.cumsum(weight, 1)
             u = counter_uniform(seed, position[chunk], _EXACT_ROUND + 1, k)
-            cols = torch.searchsorted(cw, (u * cw[:, -1:]).contiguous(), right=True).clamp(max=width - 1)
+            cols = torch.searchsorted(cw, (u * cw[:, -1:]).contiguous(), right=True).clamp(max=weight.size(1) - 1)
         else:
-            u = counter_uniform(seed, position[chunk], _EXACT_ROUND, width)
-            keys = (-torch.log1p(-u) / weight).masked_fill(invalid, float("inf"))
-            cols = torch.argsort(keys, dim=1, stable=True)[:, :k]
+            cols = _successive_order(seed, position[chunk], invalid, weight)[:, :k]
         out[chunk] = items.gather(1, cols)
+
+
+def every_valid_item(pool: KeyPool, base: Tensor, excl: Exclusions, rows: Tensor, k: int, *, seed: int,
+                     position: Tensor) -> Tensor:
+    """Every valid item of the pools of ``rows`` (int64 ``[R]``, rows holding fewer than ``k``
+    valid items), in the random order of successive sampling by weight, then ``-1``: int64
+    ``[R, k]`` (the first ``size`` columns of a row are its pool; the caller fills the rest)."""
+    out = torch.full((rows.numel(), k), -1, dtype=torch.long, device=base.device)
+    if rows.numel() == 0:
+        return out
+    lo, hi = pool.bounds(base)
+    where = torch.full((base.numel(),), -1, dtype=torch.long, device=base.device)
+    where[rows] = torch.arange(rows.numel(), device=base.device)
+    for chunk, items, invalid, weight in _slices(rows, pool, base, lo, hi, excl):
+        cols = _successive_order(seed, position[chunk], invalid, weight)[:, :k]
+        taken = torch.where(invalid.gather(1, cols), -1, items.gather(1, cols))
+        out[where[chunk], : taken.size(1)] = taken
+    return out
 
 
 def short_pool_error(batch: TemporalData, row: int, size: int, need: int, k: int, replace: bool,
                      what: str) -> SamplerError:
-    """The typed error for a pool that holds fewer than ``need`` items (but not none)."""
+    """The typed error for a pool that holds fewer than ``need`` items (but not none), under ``short="error"``."""
     return SamplerError(
         f"event {row} of the batch (src={int(batch.src[row])}, t={batch.t[row].tolist()}) has {size} candidate "
         f"negatives in its {what} pool after exclusions, fewer than the {need} required ({k} negatives, "
-        f"replace={replace}). Lower K, pass replace=True, or mix with a uniform sampler (MixtureSampler)."
+        f"replace={replace}, short='error'). Use short='fill' (top the row up with uniform catalog draws, as DGB "
+        f"and DyGLib do; counted) or short='replace', lower K, or pass replace=True."
     )

@@ -7,8 +7,14 @@ exclude; this class applies the rules every sampler obeys (SPEC §5):
 * excluded items: the source, the simultaneous positives (``scope="group"``: same source,
   same ``t``) or every destination of the source in the batch (``scope="batch"``), plus any
   subclass exclusions; collisions are resampled (:mod:`tgeval.samplers._draw`);
-* a pool that holds some valid items but fewer than ``K`` (without replacement) raises
-  :class:`~tgeval.errors.SamplerError`;
+* a **short** pool, holding some valid items but fewer than ``K`` (without replacement),
+  follows ``short``: ``"fill"`` (the default, as DGB and DyGLib do: the row takes every valid
+  pool item and is topped up with distinct uniform draws from ``catalog`` under the uniform
+  fallback's rules, never repeating a pool item of the row), ``"replace"`` (that row draws
+  its ``K`` from the pool with replacement) or ``"error"`` (a
+  :class:`~tgeval.errors.SamplerError`). Short events and filled slots are counted
+  (``num_short_events``, ``num_filled_slots`` in :meth:`describe`), so a result says how much
+  of a hard sampler's negatives were uniform;
 * an **empty** pool (no valid item at all) falls back explicitly: ``fallback="uniform"``
   draws that event's negatives with :class:`~tgeval.samplers.uniform.UniformSampler` over
   ``catalog`` (source and simultaneous positives excluded, same ``replace``), from a seed
@@ -29,8 +35,8 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.data.strata import MAX_PAIR_KEY_NODES
 from tgeval.errors import SamplerError
-from tgeval.samplers._draw import (FALLBACKS, KeyPool, batch_exclusions, batch_position, check_ids, derived_seed,
-                                   draw_from_pools, short_pool_error)
+from tgeval.samplers._draw import (FALLBACKS, SHORT_RULES, KeyPool, batch_exclusions, batch_position, check_ids,
+                                   derived_seed, draw_from_pools, every_valid_item, short_pool_error)
 from tgeval.samplers.base import NegativeSampler, Negatives, SampledNegatives, as_negatives
 from tgeval.samplers.uniform import UniformSampler
 from tgeval.state import State, clone_state
@@ -38,6 +44,10 @@ from tgeval.state import State, clone_state
 __all__ = ["PooledSampler"]
 
 _FALLBACK_SALT = 1
+_SHORT_RULE = {"fill": "a pool with fewer than K valid items gives all of them, topped up with distinct uniform "
+                       "catalog draws (the fallback's rules)",
+               "replace": "a pool with fewer than K valid items is drawn with replacement",
+               "error": "a pool with fewer than K valid items raises"}
 
 
 class PooledSampler(NegativeSampler):
@@ -50,6 +60,8 @@ class PooledSampler(NegativeSampler):
         directed: if ``False``, pairs are unordered and an event ``(a, b, t)`` also makes
             ``a`` a simultaneous positive of source ``b``.
         fallback: ``"uniform"`` or ``"error"``, for events whose pool is empty.
+        short: ``"fill"``, ``"replace"`` or ``"error"``, for events whose pool is short (see the
+            module docstring); ``"fill"`` and ``"replace"`` need ``catalog`` / nothing more.
     """
 
     name = "pooled"
@@ -58,9 +70,14 @@ class PooledSampler(NegativeSampler):
     _what = "pool"
 
     def __init__(self, num_nodes: int, *, catalog: Optional[Catalog] = None, replace: bool = False,
-                 directed: bool = True, fallback: str = "uniform") -> None:
+                 directed: bool = True, fallback: str = "uniform", short: str = "fill") -> None:
         if fallback not in FALLBACKS:
             raise ValueError(f"fallback must be one of {FALLBACKS}, got {fallback!r}.")
+        if short not in SHORT_RULES:
+            raise ValueError(f"short must be one of {SHORT_RULES}, got {short!r}.")
+        if short == "fill" and catalog is None:
+            raise ValueError(f"{type(self).__name__} with short='fill' needs a `catalog` to top up short pools "
+                             f"from. Pass catalog=..., or short='replace' / 'error'.")
         if fallback == "uniform" and catalog is None:
             raise ValueError(f"{type(self).__name__} with fallback='uniform' needs a `catalog` to draw from when "
                              f"an event's pool is empty. Pass catalog=..., or fallback='error'.")
@@ -71,6 +88,7 @@ class PooledSampler(NegativeSampler):
         self.replace = bool(replace)
         self.directed = bool(directed)
         self.fallback = fallback
+        self.short = short
         self._fallback_sampler = (UniformSampler(catalog, replace=replace, directed=directed)
                                   if catalog is not None else None)
         self._everything: Optional[Catalog] = None
@@ -95,9 +113,11 @@ class PooledSampler(NegativeSampler):
 
     # ---- shared rules ------------------------------------------------------------------
     def reset_counters(self) -> None:
-        """Zero ``num_events`` and ``num_fallback_events``."""
+        """Zero ``num_events``, ``num_fallback_events``, ``num_short_events`` and ``num_filled_slots``."""
         self._num_events = torch.zeros((), dtype=torch.long)
         self._num_fallback = torch.zeros((), dtype=torch.long)
+        self._num_short = torch.zeros((), dtype=torch.long)
+        self._num_filled = torch.zeros((), dtype=torch.long)
 
     def _exclusions(self, batch: TemporalData) -> Exclusions:
         device = batch.src.device
@@ -136,42 +156,72 @@ class PooledSampler(NegativeSampler):
         check_ids(batch.src, batch.dst, self.num_nodes)
         seed = 0 if generator is None else generator.initial_seed()
         pool, base, excl = self._draw_inputs(batch)
-        result = draw_from_pools(pool, base, excl, k, replace=self.replace, seed=seed, position=batch_position(batch))
+        position = batch_position(batch)
+        result = draw_from_pools(pool, base, excl, k, replace=self.replace, seed=seed, position=position)
         need = 1 if self.replace else k
         short = (result.size > 0) & (result.size < need)
-        if bool(short.any()):
-            i = int(torch.nonzero(short)[0, 0])
-            raise short_pool_error(batch, i, int(result.size[i]), need, k, self.replace, self._what)
         empty = result.size == 0
-        out = self._decode(batch, result.negatives)
-        if bool(empty.any()):
-            if self.fallback == "error" or self._fallback_sampler is None:
-                i = int(torch.nonzero(empty)[0, 0])
-                raise SamplerError(
-                    f"event {i} of the batch (src={int(src[i])}, dst={int(batch.dst[i])}, t={batch.t[i].tolist()}) "
-                    f"has an empty {self._what} pool after exclusions and fallback='error'. Use fallback='uniform' "
-                    f"(counted in the result) or a MixtureSampler with a uniform component."
-                )
+        items = result.negatives
+        any_short = bool(short.any())
+        if any_short:
+            i = int(torch.nonzero(short)[0, 0])
+            if self.short == "error":
+                raise short_pool_error(batch, i, int(result.size[i]), need, k, self.replace, self._what)
+            if self.short == "replace":
+                redrawn = draw_from_pools(pool, base, excl, k, replace=True, seed=seed, position=position)
+                items = torch.where(short[:, None], redrawn.negatives, items)
+            else:
+                rows = torch.nonzero(short).flatten()
+                items = items.index_put((rows,), every_valid_item(pool, base, excl, rows, k, seed=seed,
+                                                                   position=position))
+            self._num_short = self._num_short + short.sum().cpu()
+        if bool(empty.any()) and (self.fallback == "error" or self._fallback_sampler is None):
+            i = int(torch.nonzero(empty)[0, 0])
+            raise SamplerError(
+                f"event {i} of the batch (src={int(src[i])}, dst={int(batch.dst[i])}, t={batch.t[i].tolist()}) "
+                f"has an empty {self._what} pool after exclusions and fallback='error'. Use fallback='uniform' "
+                f"(counted in the result) or a MixtureSampler with a uniform component."
+            )
+        out = as_negatives(self._decode(batch, items))
+        filling = empty | short if any_short and self.short == "fill" else empty
+        if bool(filling.any()):
             sub = torch.Generator(device=generator.device if generator is not None else "cpu")
             sub.manual_seed(derived_seed(seed, _FALLBACK_SALT))
-            fb_src, fb_dst = self._fallback_rows(batch, k, sub, empty)
-            rows = empty[:, None]
-            if isinstance(out, Negatives):
-                assert out.src is not None
-                out = Negatives(torch.where(rows, fb_dst, out.dst), torch.where(rows, fb_src, out.src))
-            else:
-                out = torch.where(rows, fb_dst, out)
+            fb_src, fb_dst = self._fallback_rows(batch, k, sub, filling)
+            out = self._top_up(batch, out, fb_src, fb_dst, filling, torch.where(short, result.size, 0))
             self._num_fallback = self._num_fallback + empty.sum().cpu()
+            if any_short and self.short == "fill":
+                self._num_filled = self._num_filled + torch.where(short, k - result.size, 0).sum().cpu()
         self._num_events = self._num_events + b
-        return as_negatives(out)
+        return out
+
+    @staticmethod
+    def _top_up(batch: TemporalData, out: Negatives, fb_src: Tensor, fb_dst: Tensor, rows: Tensor,
+                kept: Tensor) -> Negatives:
+        """Each of the ``rows`` (bool ``[B]``) keeps its first ``kept`` negatives (int64 ``[B]``) and
+        takes the rest, in order, from its uniform draws ``(fb_src, fb_dst)`` (``K`` distinct per
+        row) that repeat no kept negative (at least ``K - kept`` of them do not)."""
+        k = out.dst.size(1)
+        src = out.src if out.src is not None else batch.src[:, None].expand_as(out.dst)
+        keep = torch.arange(k, device=out.dst.device)[None, :] < kept[:, None]
+        repeats = ((fb_dst[:, :, None] == out.dst[:, None, :]) & (fb_src[:, :, None] == src[:, None, :])
+                   & keep[:, None, :]).any(-1)
+        fresh = ~repeats & rows[:, None]
+        slot = kept[:, None] + torch.cumsum(fresh.long(), 1) - 1
+        use = fresh & (slot < k)
+        target = (torch.nonzero(use, as_tuple=True)[0], slot[use])
+        dst, new_src = out.dst.clone(), src.clone()
+        dst[target], new_src[target] = fb_dst[use], fb_src[use]
+        return Negatives(dst, new_src if out.src is not None else None, out.mask)
 
     def log_q(self, batch: TemporalData, negatives: Tensor) -> Tensor:
         r"""Log-probability of each negative under one draw of the row's proposal: float64 ``[B, K]``.
 
         :math:`\log q_i(v) = \log w_v - \log \sum_{v' \in P_i \setminus X_i} w_{v'}` (uniform
         pools: :math:`-\log |P_i \setminus X_i|`); for fallback rows, minus the log of the
-        uniform catalog pool size. Call it before :meth:`observe` (it reads the same history
-        as :meth:`sample`). Without replacement this is the proposal of the first draw, the
+        uniform catalog pool size; so are the filled slots of short rows (negatives outside the
+        row's pool). Call it before :meth:`observe` (it reads the same history as
+        :meth:`sample`). Without replacement this is the proposal of the first draw, the
         quantity a log-q (sampled softmax) correction uses.
         """
         pool, base = self._pool(batch)
@@ -180,12 +230,12 @@ class PooledSampler(NegativeSampler):
         pos, found = pool.index(base[:, None], negatives)
         weight = torch.where(found, pool.weight(pos), torch.zeros_like(pos, dtype=torch.float64))
         out = torch.log(weight) - torch.log(result.mass)[:, None]
-        empty = result.size == 0
-        if bool(empty.any()) and self.catalog is not None:
+        uniform = (result.size == 0)[:, None] | ~found  # fallback rows, filled slots
+        if bool(uniform.any()) and self.catalog is not None:
             catalog = self.catalog.to(batch.src.device) if self.catalog.device != batch.src.device else self.catalog
             cat_excl = build_exclusions(batch.src, batch.dst, batch.t, catalog, directed=self.directed)
             size = (catalog.num_available(batch.t) - cat_excl.count).double()
-            out = torch.where(empty[:, None], -torch.log(size)[:, None].expand_as(out), out)
+            out = torch.where(uniform, -torch.log(size)[:, None].expand_as(out), out)
         return out
 
     def reset_state(self) -> None:
@@ -201,8 +251,10 @@ class PooledSampler(NegativeSampler):
 
     def describe(self) -> dict:
         return {"name": self.name, "replace": self.replace, "directed": self.directed, "fallback": self.fallback,
+                "short": self.short, "short_rule": _SHORT_RULE[self.short],
                 "uses_whole_stream": self.uses_whole_stream, **self._options(),
                 "fallback_catalog": None if self.catalog is None else self.catalog.describe(),
                 "collisions": "resample (first K distinct accepted draws)",
                 "randomness": "counter-based: (generator seed, replay position, draw index)",
-                "num_events": int(self._num_events), "num_fallback_events": int(self._num_fallback)}
+                "num_events": int(self._num_events), "num_fallback_events": int(self._num_fallback),
+                "num_short_events": int(self._num_short), "num_filled_slots": int(self._num_filled)}

@@ -49,8 +49,9 @@ samplers, positions in the sorted class pair keys ``u * n + v`` for edge sampler
 back into ``(src, dst)``). Collisions (excluded items, repeats) are resampled; negatives of a
 row are distinct unless ``replace=True``; randomness is counter-based on
 ``(seed, batch.position, draw index)``, so draws are deterministic per seed. A row whose
-pool holds some but fewer than ``K`` valid items (``1`` with ``replace``) raises
-:class:`~tgeval.errors.SamplerError`.
+pool holds some but fewer than ``K`` valid items follows ``short`` (default ``"fill"``: the
+class items, topped up with uniform draws and counted as ``num_filled_slots``; ``"error"``
+keeps the row's support strictly the class, :class:`~tgeval.errors.SamplerError` otherwise).
 
 **Fallback** (rows whose class pool is *empty* after exclusions), counted as
 ``num_fallback_events`` in :meth:`describe`: ``fallback="uniform"`` draws that row uniformly
@@ -209,12 +210,12 @@ class _BirthDeathSampler(PooledSampler):
     history_free = True  # class pools fixed by the whole stream and the split time
 
     def __init__(self, data: TemporalData, t_split: Number, *, cls: str, num_nodes: Optional[int],
-                 catalog: Optional[Catalog], replace: bool, directed: bool, fallback: str) -> None:
+                 catalog: Optional[Catalog], replace: bool, directed: bool, fallback: str, short: str) -> None:
         _class_code(cls)
         n = _num_nodes(data, num_nodes)
         if catalog is None:
             catalog = _stream_catalog(data, n)
-        super().__init__(n, catalog=catalog, replace=replace, directed=directed, fallback=fallback)
+        super().__init__(n, catalog=catalog, replace=replace, directed=directed, fallback=fallback, short=short)
         self.cls = cls
         self.t_split = float(t_split)
         lifetime_classes(torch.zeros(1), torch.zeros(1), self.t_split)  # validates t_split
@@ -285,6 +286,9 @@ class BirthDeathNodeSampler(_BirthDeathSampler):
         directed: if ``False``, an event ``(a, b, t)`` also makes ``(b, a)`` a simultaneous positive.
         replace: i.i.d. draws instead of distinct negatives per row.
         fallback: ``"uniform"`` or ``"error"``, for rows whose class pool is empty.
+        short: ``"fill"`` (default), ``"replace"`` or ``"error"``, for rows whose class pool holds
+            fewer than ``K`` valid items (see :class:`~tgeval.samplers._pooled.PooledSampler`;
+            ``num_filled_slots`` says how many negatives are uniform rather than of the class).
         catalog: candidates of the uniform fallback (default: every node of the stream).
 
     Attributes:
@@ -294,12 +298,12 @@ class BirthDeathNodeSampler(_BirthDeathSampler):
 
     def __init__(self, data: TemporalData, t_split: Number, *, cls: str = "H", endpoint: str = "dst",
                  catalog_of_nodes: Optional[Union[Catalog, Tensor]] = None, num_nodes: Optional[int] = None,
-                 directed: bool = True, replace: bool = False, fallback: str = "uniform",
+                 directed: bool = True, replace: bool = False, fallback: str = "uniform", short: str = "fill",
                  catalog: Optional[Catalog] = None) -> None:
         if endpoint not in ("src", "dst"):
             raise ValueError(f"endpoint must be 'src' (HS/OS/IS) or 'dst' (HD/OD/ID), got {endpoint!r}.")
         super().__init__(data, t_split, cls=cls, num_nodes=num_nodes, catalog=catalog, replace=replace,
-                         directed=directed, fallback=fallback)
+                         directed=directed, fallback=fallback, short=short)
         self.endpoint = endpoint
         self.name = f"{cls}{'S' if endpoint == 'src' else 'D'}"
         self.lifetimes = node_lifetimes(data)
@@ -355,7 +359,7 @@ class BirthDeathEdgeSampler(_BirthDeathSampler):
     a uniform destination from ``catalog``.
 
     Args:
-        data, t_split, cls, num_nodes, replace, fallback, catalog: as
+        data, t_split, cls, num_nodes, replace, fallback, short, catalog: as
             :class:`BirthDeathNodeSampler`.
         directed: if ``False``, ``(u, v)`` and ``(v, u)`` are one pair (lifetimes and exclusions).
 
@@ -367,10 +371,10 @@ class BirthDeathEdgeSampler(_BirthDeathSampler):
     _kind = "pairs"
 
     def __init__(self, data: TemporalData, t_split: Number, *, cls: str = "H", num_nodes: Optional[int] = None,
-                 directed: bool = True, replace: bool = False, fallback: str = "uniform",
+                 directed: bool = True, replace: bool = False, fallback: str = "uniform", short: str = "fill",
                  catalog: Optional[Catalog] = None) -> None:
         super().__init__(data, t_split, cls=cls, num_nodes=num_nodes, catalog=catalog, replace=replace,
-                         directed=directed, fallback=fallback)
+                         directed=directed, fallback=fallback, short=short)
         self.name = f"{cls}E"
         self.lifetimes = pair_lifetimes(data, self.num_nodes, directed=directed)
         self.pairs = self.lifetimes.of_class(cls, self.t_split)
@@ -414,7 +418,7 @@ class BirthDeathEdgeSampler(_BirthDeathSampler):
 def birth_death(name: str, data: TemporalData, t_split: Optional[Number] = None, *, test_ratio: float = 0.15,
                 num_nodes: Optional[int] = None, catalog: Optional[Catalog] = None,
                 catalog_of_nodes: Optional[Union[Catalog, Tensor]] = None, directed: bool = True,
-                replace: bool = False, fallback: str = "uniform") -> _BirthDeathSampler:
+                replace: bool = False, fallback: str = "uniform", short: str = "fill") -> _BirthDeathSampler:
     """The Birth–Death sampler ``name`` (one of :data:`BIRTH_DEATH_NAMES`). **Uses the whole stream.**
 
     Args:
@@ -424,7 +428,7 @@ def birth_death(name: str, data: TemporalData, t_split: Optional[Number] = None,
         t_split: the split time; ``None``: :func:`split_time` ``(data, test_ratio)``.
         test_ratio: :math:`\\alpha` of the default ``t_split``.
         catalog_of_nodes: candidate restriction of node samplers (an edge sampler given one raises).
-        num_nodes, catalog, directed, replace, fallback: as :class:`BirthDeathNodeSampler`.
+        num_nodes, catalog, directed, replace, fallback, short: as :class:`BirthDeathNodeSampler`.
 
     Example:
         >>> from torch_geometric.data import TemporalData
@@ -438,7 +442,7 @@ def birth_death(name: str, data: TemporalData, t_split: Optional[Number] = None,
     split = split_time(data, test_ratio) if t_split is None else t_split
     cls, what = key[0], key[1]
     common: dict[str, Any] = dict(cls=cls, num_nodes=num_nodes, catalog=catalog, directed=directed,
-                                  replace=replace, fallback=fallback)
+                                  replace=replace, fallback=fallback, short=short)
     if what == "E":
         if catalog_of_nodes is not None:
             raise ValueError(f"catalog_of_nodes restricts node samplers; {key} draws whole pairs.")

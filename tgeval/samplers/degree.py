@@ -45,8 +45,9 @@ class _DegreeBase(PooledSampler):
     _what = "degree-corrected"
 
     def __init__(self, num_nodes: int, *, count: str, catalog: Optional[Catalog], replace: bool, directed: bool,
-                 fallback: str) -> None:
-        super().__init__(num_nodes, catalog=catalog, replace=replace, directed=directed, fallback=fallback)
+                 fallback: str, short: str) -> None:
+        super().__init__(num_nodes, catalog=catalog, replace=replace, directed=directed, fallback=fallback,
+                         short=short)
         if count not in _COUNTS:
             raise ValueError(f"count must be one of {_COUNTS}, got {count!r}.")
         self.count = count
@@ -86,7 +87,7 @@ class DegreeSampler(_DegreeBase):
         num_nodes: exclusive upper bound of node ids.
         graph: a :class:`TemporalData` (its ``src``, ``dst``) or an ``edge_index`` (int64 ``[2, E]``).
         count: ``"total"`` (both endpoints) or ``"in"`` (destinations only).
-        catalog, replace, directed, fallback: as :class:`~tgeval.samplers._pooled.PooledSampler`.
+        catalog, replace, directed, fallback, short: as :class:`~tgeval.samplers._pooled.PooledSampler`.
     """
 
     name = "degree"
@@ -94,9 +95,9 @@ class DegreeSampler(_DegreeBase):
 
     def __init__(self, num_nodes: int, *, graph: Union[TemporalData, Tensor], count: str = "total",
                  catalog: Optional[Catalog] = None, replace: bool = False, directed: bool = True,
-                 fallback: str = "uniform") -> None:
+                 fallback: str = "uniform", short: str = "fill") -> None:
         super().__init__(num_nodes, count=count, catalog=catalog, replace=replace, directed=directed,
-                         fallback=fallback)
+                         fallback=fallback, short=short)
         if isinstance(graph, Tensor):
             if graph.dim() != 2 or graph.size(0) != 2:
                 raise ValueError(f"graph as a tensor must be an edge_index [2, E], got shape {tuple(graph.shape)}.")
@@ -116,15 +117,16 @@ class TimeDegreeSampler(_DegreeBase):
     Args:
         num_nodes: exclusive upper bound of node ids.
         count: ``"total"`` (both endpoints) or ``"in"`` (destinations only).
-        catalog, replace, directed, fallback: as :class:`~tgeval.samplers._pooled.PooledSampler`.
+        catalog, replace, directed, fallback, short: as :class:`~tgeval.samplers._pooled.PooledSampler`.
     """
 
     name = "degree_time"
 
     def __init__(self, num_nodes: int, *, count: str = "total", catalog: Optional[Catalog] = None,
-                 replace: bool = False, directed: bool = True, fallback: str = "uniform") -> None:
+                 replace: bool = False, directed: bool = True, fallback: str = "uniform",
+                 short: str = "fill") -> None:
         super().__init__(num_nodes, count=count, catalog=catalog, replace=replace, directed=directed,
-                         fallback=fallback)
+                         fallback=fallback, short=short)
 
     def observe(self, batch: TemporalData) -> None:
         """Add the batch's events to the degrees and its pairs to the existing edges."""

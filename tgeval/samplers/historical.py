@@ -50,6 +50,9 @@ class PairHistorySampler(PooledSampler):
         replace: i.i.d. draws from the pool instead of distinct negatives.
         directed: if ``False``, ``(u, v)`` and ``(v, u)`` are one pair.
         fallback: ``"uniform"`` (default) or ``"error"``, for events whose pool is empty.
+        short: ``"fill"`` (default, DGB's and DyGLib's behaviour), ``"replace"`` or ``"error"``,
+            for events whose pool holds fewer than ``K`` valid items (see
+            :class:`~tgeval.samplers._pooled.PooledSampler`).
 
     Attributes:
         keys: int64 ``[P]``, sorted distinct pair keys ``u * num_nodes + v`` of the history.
@@ -59,8 +62,9 @@ class PairHistorySampler(PooledSampler):
     _what = "history"
 
     def __init__(self, num_nodes: int, *, catalog: Optional[Catalog] = None, replace: bool = False,
-                 directed: bool = True, fallback: str = "uniform") -> None:
-        super().__init__(num_nodes, catalog=catalog, replace=replace, directed=directed, fallback=fallback)
+                 directed: bool = True, fallback: str = "uniform", short: str = "fill") -> None:
+        super().__init__(num_nodes, catalog=catalog, replace=replace, directed=directed, fallback=fallback,
+                         short=short)
         self.keys = torch.zeros(0, dtype=torch.long)
 
     def observe(self, batch: TemporalData) -> None:

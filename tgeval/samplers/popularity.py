@@ -49,7 +49,7 @@ class PopularitySampler(PooledSampler):
         num_nodes: exclusive upper bound of node ids.
         half_life: ``None`` (all history counts equally) or a positive duration ``h``.
         power: exponent :math:`\\alpha > 0` of the counts.
-        catalog, replace, directed, fallback: as :class:`~tgeval.samplers._pooled.PooledSampler`.
+        catalog, replace, directed, fallback, short: as :class:`~tgeval.samplers._pooled.PooledSampler`.
 
     Attributes:
         counts: float64 ``[N]``, (decayed, rescaled) in-degree of every node.
@@ -60,8 +60,9 @@ class PopularitySampler(PooledSampler):
 
     def __init__(self, num_nodes: int, *, half_life: Optional[float] = None, power: float = 1.0,
                  catalog: Optional[Catalog] = None, replace: bool = False, directed: bool = True,
-                 fallback: str = "uniform") -> None:
-        super().__init__(num_nodes, catalog=catalog, replace=replace, directed=directed, fallback=fallback)
+                 fallback: str = "uniform", short: str = "fill") -> None:
+        super().__init__(num_nodes, catalog=catalog, replace=replace, directed=directed, fallback=fallback,
+                         short=short)
         if half_life is not None and not float(half_life) > 0:
             raise ValueError(f"half_life must be a positive duration or None, got {half_life}.")
         if not float(power) > 0:
