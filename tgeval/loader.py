@@ -14,7 +14,7 @@ from tgeval.data.groups import group_starts
 from tgeval.data.validate import is_time_sorted
 from tgeval.errors import TemporalDataError
 
-__all__ = ["TimestampBatchLoader", "timestamp_batch_boundaries", "check_time_sorted"]
+__all__ = ["TimestampBatchLoader", "timestamp_batch_boundaries", "same_batch_history", "check_time_sorted"]
 
 
 def check_time_sorted(t: Tensor) -> None:
@@ -49,6 +49,34 @@ def timestamp_batch_boundaries(t: Tensor, batch_size: int) -> Tensor:
     while chain[-1] < num_groups:
         chain.append(int(nxt[chain[-1]]))
     return torch.from_numpy(starts[np.asarray(chain)]).long()
+
+
+def same_batch_history(src: Tensor, dst: Tensor, t: Tensor, boundaries: Tensor) -> Tensor:
+    """Events whose history inside their batch is not empty: bool ``[E]``.
+
+    Event ``i`` is marked when its source or destination takes part (in either role) in an
+    event of the same batch with a strictly earlier timestamp. A model that scores a batch from
+    its state at the batch start misses that history for exactly these events (stale, not a
+    leak). Vectorised: endpoints sorted by node keep their (batch, time) order, and each
+    endpoint is compared with the first of its node's run in its batch.
+
+    Args:
+        src, dst, t: ``[E]``, time-sorted events.
+        boundaries: int64 ``[B + 1]`` batch offsets (:func:`timestamp_batch_boundaries`).
+    """
+    num_events, device = t.numel(), t.device
+    if num_events == 0:
+        return torch.zeros(0, dtype=torch.bool, device=device)
+    batch = torch.repeat_interleave(torch.arange(boundaries.numel() - 1, device=device),
+                                    boundaries.diff().to(device), output_size=num_events)
+    nodes, order = torch.sort(torch.stack([src, dst], 1).view(-1), stable=True)  # endpoints of event i: 2i, 2i + 1
+    in_batch, time = batch.repeat_interleave(2).take(order), t.repeat_interleave(2).take(order)
+    index = torch.arange(2 * num_events, device=device)
+    starts = torch.ones(2 * num_events, dtype=torch.bool, device=device)
+    starts[1:] = (nodes[1:] != nodes[:-1]) | (in_batch[1:] != in_batch[:-1])
+    run_start = torch.cummax(torch.where(starts, index, torch.zeros_like(index)), 0).values
+    later = (time.take(run_start) < time).long()  # an earlier event of the node in the batch
+    return torch.zeros(num_events, dtype=torch.long, device=device).index_add_(0, order // 2, later) > 0
 
 
 class TimestampBatchLoader(DataLoader):

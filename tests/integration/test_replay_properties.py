@@ -22,7 +22,7 @@ MODELS = [lambda: EdgeBank(N), lambda: EdgeBank(N, window=3), lambda: NodeMemory
 
 
 def _run(model, data, segment, protocol="online", batch_size=4, seed=3, catalog_kind="time-available", replace=True,
-         sampler_kind="uniform", directed=True):
+         sampler_kind="uniform", directed=True, history=None):
     full = Catalog("custom", torch.arange(N), None, N)  # streams use nodes < 8: every pool holds >= 2 items
     catalog = build_catalog(data, catalog_kind, num_nodes=N) if catalog_kind == "time-available" else full
     if sampler_kind == "uniform":
@@ -34,7 +34,8 @@ def _run(model, data, segment, protocol="online", batch_size=4, seed=3, catalog_
         split = Split(Segment("train", 0, segment.start, None, None), empty, segment, (0.0, 0.0, 0.0))
         sampler = samplers.from_spec(sampler_kind, data=data, split=split, catalog=full)
     return evaluate(model, data, segment, protocol=protocol, sampler=sampler, num_negatives=3 if replace else 2,
-                    catalog=catalog, batch_size=batch_size, seed=seed, candidate_budget=7, directed=directed)
+                    catalog=catalog, batch_size=batch_size, seed=seed, candidate_budget=7, directed=directed,
+                    history=history)
 
 
 PER_EVENT = ("score", "neg", "neg_score", "sampled_above", "sampled_equal", "above", "equal", "candidates",
@@ -84,8 +85,8 @@ def test_shuffling_inside_timestamp_groups_changes_no_metric(data, which, start,
        start=st.integers(1, 20))
 def test_fixed_and_online_agree_on_a_single_batchsegment_from(data, which, start):
     segment = segment_from(data, min(start, data.num_events - 1))
-    big = segment.num_events  # the whole segment is one timestamp batch
-    a = _run(MODELS[which](), data, segment, "online", big)
+    big = segment.num_events  # the whole segment is one timestamp batch, scored from the state at its start
+    a = _run(MODELS[which](), data, segment, "online", big, history="batch")
     b = _run(MODELS[which](), data, segment, "fixed", big)
     assert a.performance["num_batches"] == 1
     assert a.metrics == b.metrics

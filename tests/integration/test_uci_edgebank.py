@@ -1,4 +1,5 @@
-"""EdgeBank on UCI (online protocol): every test event's ranks equal a plain set-based reference."""
+"""EdgeBank on UCI (online protocol): every test event's ranks equal a plain set-based reference,
+from exact per-timestamp history (the default) and from the history at each batch's start."""
 
 from collections import defaultdict
 
@@ -39,14 +40,17 @@ def _batches(t, start, end, batch_size):
     return batches
 
 
-@pytest.mark.parametrize("batch_size", [37, 200])  # per-timestamp batches: tests/integration/test_replay_properties.py
-def test_edgebank_ranks_equal_set_reference(uci, batch_size):
+@pytest.mark.parametrize("batch_size", [37, 200])
+@pytest.mark.parametrize("history", ["exact", "batch"])
+def test_edgebank_ranks_equal_set_reference(uci, batch_size, history):
     data, num_nodes = uci
     split = chronological_split(data)
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
     result = evaluate(EdgeBank(num_nodes), data, split.test, sampler=UniformSampler(catalog), num_negatives=20,
-                      catalog=catalog, ties="average", batch_size=batch_size)
+                      catalog=catalog, ties="average", batch_size=batch_size, history=None if history == "exact"
+                      else "batch")
     rec = result.records
+    assert result.manifest["history"]["mode"] == history
 
     src, dst, t = data.src.tolist(), data.dst.tolist(), data.t.tolist()
     seen = defaultdict(set)  # source -> destinations seen so far
@@ -57,7 +61,10 @@ def test_edgebank_ranks_equal_set_reference(uci, batch_size):
     pos_of = {e: i for i, e in enumerate(order)}
     neg = rec["neg"].tolist()
     sampled_rank, full_rank = [], []
-    for i, j in _batches(t, split.test.start, split.test.end, batch_size):  # score all, then add all
+    # exact: an event sees every event before its timestamp (one timestamp group at a time);
+    # batch: the history at its batch's start (score the whole batch, then add it)
+    steps = _batches(t, split.test.start, split.test.end, 1 if history == "exact" else batch_size)
+    for i, j in steps:
         batch = range(i, j)
         for e in batch:
             u, v = src[e], dst[e]

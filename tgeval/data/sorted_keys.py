@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import torch
 from torch import Tensor
 
-__all__ = ["PAD", "expand_ranges", "merge_slots"]
+__all__ = ["PAD", "expand_ranges", "merge_slots", "Occurrences"]
 
 #: Padding of fixed-capacity sorted key arrays: the largest int64, above every pair key
 #: ``u * n + v`` (``n ** 2 < 2 ** 63``), so padded arrays stay sorted.
@@ -55,3 +56,63 @@ def merge_slots(num_old: int, insert_at: Tensor) -> tuple[Tensor, Tensor]:
     bump.index_add_(0, insert_at, torch.ones_like(insert_at))
     old_slot = torch.arange(num_old, device=insert_at.device) + torch.cumsum(bump, 0)[:-1]
     return old_slot, new_slot
+
+
+
+
+class Occurrences:
+    """Timed occurrences of int64 keys (one batch's pairs or nodes), asked "before ``t``?".
+
+    The occurrences are sorted stably by key after sorting them by time, so each key's run
+    holds its times in ascending order, and ``composite = run_start * (M + 1) + rank(time)``
+    (``rank``: the number of occurrences strictly earlier) is sorted: a key's count before
+    ``t`` is one ``searchsorted``. A :data:`PAD` sentinel ends the sorted keys, so a query's
+    insertion point is always a valid index. Fixed shapes, no host read; ``M`` may be 0.
+
+    Args:
+        keys, times: ``[M]``; ``times`` need not be sorted unless ``times_sorted``. A key never
+            queried (e.g. :data:`PAD`) leaves an occurrence out.
+
+    Attributes:
+        keys: int64 ``[M + 1]``, sorted, then the sentinel; ``times`` ``[M + 1]``, each
+            occurrence's time (the sentinel's is arbitrary); ``order`` ``[M]``, the sorting
+            permutation (sorted occurrence ``j`` is input occurrence ``order[j]``, for sorted times).
+    """
+
+    def __init__(self, keys: Tensor, times: Tensor, *, times_sorted: bool = False) -> None:
+        if not times_sorted:
+            times, by_time = torch.sort(times, stable=True)
+            keys = keys.take(by_time)
+        self.all_times = times  # non-decreasing: rank(x) = searchsorted(all_times, x)
+        sorted_keys, self.order = torch.sort(keys, stable=True)
+        self.keys = torch.cat([sorted_keys, sorted_keys.new_full((1,), PAD)])
+        self.times = torch.cat([times.take(self.order), times.new_zeros(1)])
+
+    @functools.cached_property
+    def run_start(self) -> Tensor:
+        """int64 ``[M]``: the first sorted index of each sorted occurrence's key."""
+        return torch.searchsorted(self.keys, self.keys[:-1])
+
+    @functools.cached_property
+    def first(self) -> Tensor:
+        """bool ``[M]``: the sorted occurrence is the earliest of its key."""
+        return self.run_start == torch.arange(self.run_start.numel(), device=self.keys.device)
+
+    @functools.cached_property
+    def _composite(self) -> Tensor:
+        return self.run_start * self.keys.numel() + torch.searchsorted(self.all_times, self.times[:-1])
+
+    def first_before(self, keys: Tensor, t: Tensor) -> Tensor:
+        """bool, shape of ``keys``: the key occurs strictly before ``t``."""
+        start = torch.searchsorted(self.keys, keys.contiguous())
+        return (self.keys.take(start) == keys) & (self.times.take(start) < t)
+
+    def count_before(self, keys: Tensor, t: Tensor) -> Tensor:
+        """int64, shape of ``keys``: the number of occurrences of each key strictly before ``t``."""
+        start = torch.searchsorted(self.keys, keys.contiguous())
+        times = self.all_times
+        if t.dtype != times.dtype:  # e.g. a float window bound against integer times
+            times, t = times.double(), t.double()
+        count = torch.searchsorted(self._composite, start * self.keys.numel() + torch.searchsorted(times, t.contiguous()))
+        count = count - start
+        return torch.where(self.keys.take(start) == keys, count, torch.zeros_like(count))

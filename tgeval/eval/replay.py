@@ -7,12 +7,18 @@ The order score -> record -> update lives here and nowhere else::
         counts, coverage), the negatives of a history-free sampler, every batch's queries
         for each batch of the window:
             negatives <- sampler(batch)    # samplers with history only: after the previous batch
-            scores    <- model (positives, negatives, catalog)  # state must not change (guarded)
+            scores    <- model (positives, negatives, catalog)  # state must not change (guarded);
+                         # history="exact": also from the batch's events before each event's time
             record scores and all-entity counts (kept on the device)
             if protocol == "online": model.update(batch); sampler.observe(batch)
     copy the records to the host once; count sampled ranks; refuse NaN scores
 
-Under ``"fixed"`` the state stays as it was at the start of the segment. A batch step has
+Under ``"fixed"`` the state stays as it was at the start of the segment. Under ``"online"``,
+``history`` says what an event of a merged batch is scored from: ``"exact"`` (the default for
+models with :attr:`~tgeval.models.base.TemporalLinkModel.exact_history`: every event strictly
+before its timestamp, inside the batch too) or ``"batch"`` (the state at the batch start, as
+TGB and DyGLib do, and the only choice for memory models); the manifest counts the events
+that have history inside their batch. A batch step has
 fixed shapes known on the host and reads nothing back from the device, so on a GPU it never
 waits for the device (the window's preparation reads a few sizes once).
 """
@@ -44,26 +50,35 @@ from tgeval.errors import CatalogError, NegativesFileError, TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal
 from tgeval.eval.ranking import ShortcutPairs, check_no_nan, chunked_counts, plan_candidates, shortcut_counts
 from tgeval.eval.result import Result, summarize
-from tgeval.loader import TimestampBatchLoader, timestamp_batch_boundaries
+from tgeval.loader import TimestampBatchLoader, same_batch_history, timestamp_batch_boundaries
 from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives
 from tgeval.state import no_state_change
 
-__all__ = ["evaluate", "warm_up", "replay", "PROTOCOLS"]
+__all__ = ["evaluate", "warm_up", "replay", "PROTOCOLS", "HISTORY_MODES"]
 
 Protocol = Literal["online", "fixed"]
 PROTOCOLS = ("online", "fixed")
+#: what an event of a merged batch is scored from under the online protocol (module docstring)
+HISTORY_MODES = ("exact", "batch")
 UNCOVERED_RULES = ("rank", "exclude", "error")
+#: batch size of warm-ups for models whose state does not depend on the batching (exact_history)
+WARM_UP_EVENTS = 2**22
 
 
 def _feed(model: TemporalLinkModel, events: TemporalData, batch_size: int, sampler: Optional[NegativeSampler]) -> None:
-    """``update`` (and ``observe``) with ``events`` in timestamp batches, without gradients."""
+    """``update`` (and ``observe``) with ``events`` in timestamp batches, without gradients. A
+    model with ``exact_history`` (a sampler with ``observe_batch_invariant``) ends in the same
+    state however the events are batched, so it is fed in batches of :data:`WARM_UP_EVENTS`:
+    linear time instead of one sorted merge of the whole history per batch."""
     if events.num_events == 0:
         return
+    large = max(batch_size, WARM_UP_EVENTS)
     with torch.no_grad():
-        for batch in TimestampBatchLoader(events, batch_size):
+        for batch in TimestampBatchLoader(events, large if model.exact_history else batch_size):
             model.update(batch)
-            if sampler is not None:
+        if sampler is not None:
+            for batch in TimestampBatchLoader(events, large if sampler.observe_batch_invariant else batch_size):
                 sampler.observe(batch)
 
 
@@ -349,9 +364,10 @@ class _Window:
 def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int], *, protocol: str,
             sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
             generator: torch.Generator, candidate_budget: int, use_shortcut: bool,
-            check_state: Union[bool, Literal["deep"]], directed: bool,
+            check_state: Union[bool, Literal["deep"]], directed: bool, exact: bool,
             progress: Optional[Callable[[int, int], None]]) -> tuple[dict[str, Tensor], list[float], float]:
-    """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``.
+    """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``
+    (with ``exact``, each batch is scored inside ``model.within_batch(batch)``).
 
     Work that does not depend on scores (candidate plans, negatives of history-free samplers,
     the queries of each score call) is prepared once per window of batches; each batch step
@@ -396,9 +412,10 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                         queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
                                            window.pairs[j])
                     src, t = data.src[a:z], data.t[a:z]
+                    batch = _slice(data, model_keys, a, z)
                     guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
                         else nullcontext()
-                    with guard:
+                    with model.within_batch(batch) if exact else nullcontext(), guard:
                         scores = model.score(*queries)
                         block = scores[:size * (1 + k)].view(size, 1 + k)
                         records.write_scores(boundaries[b], block)
@@ -415,7 +432,6 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                                 above, equal = counts
                             records.write_counts(boundaries[b], above=above, equal=equal)
                     if protocol == "online":
-                        batch = _slice(data, model_keys, a, z)
                         model.update(batch)
                         if sampler is not None and not sampler.history_free:
                             sampler.observe(_slice(data, keys, a, z))
@@ -433,6 +449,33 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     return out, latencies, elapsed
 
 
+def _history_mode(model: TemporalLinkModel, protocol: str, history: Optional[str]) -> Optional[str]:
+    """The ``history`` of an online pass (``None`` under the fixed protocol, which has no updates)."""
+    if history is not None and history not in HISTORY_MODES:
+        raise ValueError(f"history must be one of {HISTORY_MODES} or None, got {history!r}.")
+    if protocol == "fixed":
+        if history is not None:
+            raise ValueError(f"history={history!r} applies to the online protocol; under protocol='fixed' every "
+                             f"event is scored from the state at the segment start. Leave history=None.")
+        return None
+    if history == "exact" and not model.exact_history:
+        raise ValueError(f"{type(model).__name__} cannot score from exact per-timestamp history inside a merged "
+                         f"batch (its state is as of the batch start): use history='batch' (the staleness is "
+                         f"reported), or batch_size=1 for one timestamp group per batch.")
+    if history is None:
+        return "exact" if model.exact_history else "batch"
+    return history
+
+
+def _history_record(history: str, src: Tensor, dst: Tensor, t: Tensor, bounds: Tensor) -> dict:
+    """The manifest's ``history``: the mode and the events with history inside their batch
+    (scored from it under ``"exact"``, without it, i.e. stale, under ``"batch"``)."""
+    count = int(same_batch_history(src, dst, t, bounds).sum())
+    return {"mode": history, "same_batch_events": count,
+            "same_batch_fraction": count / t.numel() if t.numel() else 0.0,
+            "stale_events": count if history == "batch" else 0}
+
+
 def _negative_records(negatives: Negatives) -> dict[str, Tensor]:
     out = {"neg": negatives.dst}
     if negatives.src is not None:
@@ -448,6 +491,7 @@ def evaluate(
     segment: Segment,
     *,
     protocol: Protocol = "online",
+    history: Optional[str] = None,
     sampler: Optional[NegativeSampler] = None,
     num_negatives: int = 20,
     catalog: Optional[Catalog] = None,
@@ -477,6 +521,12 @@ def evaluate(
             fixed negatives), and records keep it as ``event``.
         protocol: ``"online"`` (update after each batch is scored) or ``"fixed"`` (state
             frozen at the segment start).
+        history: online only: ``"exact"`` (every event scored from the events strictly before
+            its timestamp, inside a merged batch too; models with ``exact_history``, i.e. the
+            heuristics) or ``"batch"`` (from the state at the batch start: memory models, and
+            numbers comparable with TGB and DyGLib). ``None``: ``"exact"`` where the model
+            allows it, else ``"batch"``. The manifest records it with the number of events that
+            have history inside their batch (``history.same_batch_events``).
         sampler: negatives for sampled metrics (``None``: no sampled metrics).
         num_negatives: ``K`` negatives per positive.
         catalog: candidates for exact all-entity ranking (``None``: no all-entity pass).
@@ -503,6 +553,7 @@ def evaluate(
         Result: metrics (micro / macro, by stratum), manifest and per-event records.
     """
     ties = check_ties(ties)
+    history = _history_mode(model, protocol, history)
     if not warm and model.training:
         _warn_mode_switch(model)
     data = _checked_inputs(model, data, segment, protocol=protocol, sampler=sampler, num_negatives=num_negatives,
@@ -520,18 +571,20 @@ def evaluate(
     data = permute_events(data, order)
     data.e_id = order  # index of each event in the input (file order), carried by every batch
     data.position = torch.arange(data.num_events, device=device)  # index in replay order (keys samplers' draws)
-    history, events = data[: segment.start], data[segment.start : segment.end]
+    past, events = data[: segment.start], data[segment.start : segment.end]
     if warm:  # in eval mode, as the pass
         with _eval_mode(model):
-            warm_up(model, history, batch_size=batch_size, sampler=sampler)
+            warm_up(model, past, batch_size=batch_size, sampler=sampler)
     generator = torch.Generator(device=device).manual_seed(seed)
-    strata = event_strata(history.src, history.dst, events.src, events.dst, model.num_nodes, directed=directed)
+    strata = event_strata(past.src, past.dst, events.src, events.dst, model.num_nodes, directed=directed)
 
-    boundaries = timestamp_batch_boundaries(events.t, batch_size).tolist()  # computed once per pass
+    bounds = timestamp_batch_boundaries(events.t, batch_size)
+    boundaries = bounds.tolist()  # computed once per pass
     records, latencies, elapsed = _replay(model, events, boundaries, protocol=protocol, sampler=sampler,
                                           num_negatives=num_negatives, catalog=catalog, generator=generator,
                                           candidate_budget=candidate_budget, use_shortcut=use_shortcut,
-                                          check_state=check_state, directed=directed, progress=progress)
+                                          check_state=check_state, directed=directed,
+                                          exact=history == "exact", progress=progress)
     records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(),
                    t=events.t.cpu(), stratum=strata.cpu())
     metrics = summarize(records, ties=ties, hits=hits, uncovered=uncovered)
@@ -552,6 +605,8 @@ def evaluate(
         "split": split,
         "segment": segment.to_dict(),
         "protocol": protocol,
+        "history": None if history is None else _history_record(history, events.src, events.dst, events.t,
+                                                                      bounds),
         "model": model.describe(),
         "sampler": None if sampler is None else sampler.describe(),
         "num_negatives": num_negatives if sampler is not None else 0,

@@ -9,7 +9,8 @@ themselves while scoring.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 from torch import Tensor, nn
@@ -60,6 +61,16 @@ class TemporalLinkModel(nn.Module):
     #: not decide exact ties such as between nodes with identical embeddings.
     tie_tolerance: float = 0.0
 
+    #: ``True`` when the model can answer "as of time ``t``" exactly: inside
+    #: :meth:`within_batch`, :meth:`score` (and :meth:`catalog_counts`) also see the events of
+    #: the batch being scored that are strictly earlier than each query's time, so every event
+    #: of a merged batch is scored from exactly the events before it (``history="exact"``). Its
+    #: state after :meth:`update` must then depend only on which events were fed, not on how
+    #: they were batched (the engine warms it up in large batches). Memory models are stale
+    #: inside a batch by design and keep ``False``.
+    exact_history: bool = False
+    _earlier: Any = None  # inside within_batch: what _index_earlier made of the batch
+
     def __init__(self, num_nodes: int) -> None:
         super().__init__()
         if num_nodes < 1:
@@ -92,8 +103,27 @@ class TemporalLinkModel(nn.Module):
         """Scores of links: float ``[B]`` for int64 ``src``, ``dst`` and ``t`` ``[B]``.
 
         Higher means more likely. Uses only the current state (history strictly before
-        the batch being evaluated) and never modifies it.
+        the batch being evaluated) and never modifies it; inside :meth:`within_batch`, a model
+        with :attr:`exact_history` also uses the batch's events strictly before ``t[i]``.
         """
+        raise NotImplementedError
+
+    @contextmanager
+    def within_batch(self, batch: TemporalData) -> Iterator[None]:
+        """Score from the state plus the events of ``batch`` (time-sorted) strictly before each
+        query's time, for models with :attr:`exact_history`; the state does not change."""
+        if not self.exact_history:
+            raise TypeError(f"{type(self).__name__} cannot score from exact per-timestamp history inside a batch "
+                            f"(exact_history is False): evaluate it with history='batch'.")
+        self._earlier = self._index_earlier(batch)
+        try:
+            yield
+        finally:
+            self._earlier = None
+
+    def _index_earlier(self, batch: TemporalData) -> Any:
+        """What :meth:`score` needs of a batch's events inside :meth:`within_batch` (models with
+        :attr:`exact_history` implement it and read it back as ``self._earlier``)."""
         raise NotImplementedError
 
     def score_candidates(self, src: Tensor, t: Tensor, candidates: Tensor) -> Tensor:

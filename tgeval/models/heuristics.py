@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.sorted_keys import PAD
+from tgeval.data.sorted_keys import PAD, Occurrences
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.models.base import TemporalLinkModel
 from tgeval.state import State, clone_state
@@ -68,6 +68,7 @@ class EdgeBank(_BufferState):
     """
 
     _state_keys = ("keys", "last_seen")
+    exact_history = True
     keys: Tensor  # int64 [capacity]: sorted distinct pair keys, then PAD
     last_seen: Tensor  # [capacity]: last time each pair occurred (int64 or float64), then its dtype's lowest value
     slots: Tensor  # int64 [capacity]: arange(capacity), not state
@@ -132,13 +133,22 @@ class EdgeBank(_BufferState):
         return t - math.floor(window)
 
     def membership(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
-        """``M`` (bool, shape of ``src``): the pair was seen before (within the window)."""
+        """``M`` (bool, shape of ``src``): the pair was seen before ``t`` (within the window):
+        in the stored history, or inside :meth:`within_batch` among the batch's earlier events."""
         key = self._key(src, dst)
         pos = torch.searchsorted(self.keys, key)  # < capacity: the array always ends with padding
         found = self.keys.take(pos) == key
-        if self.window is not None:
-            found &= self.last_seen.take(pos) >= self._since(t)
+        earlier: Optional[Occurrences] = self._earlier
+        if self.window is None:
+            return found if earlier is None else found | earlier.first_before(key, t)
+        since = self._since(t)
+        found &= self.last_seen.take(pos) >= since
+        if earlier is not None:  # an occurrence in [t - w, t)
+            found |= earlier.count_before(key, t) > earlier.count_before(key, since)
         return found
+
+    def _index_earlier(self, batch: TemporalData) -> Occurrences:
+        return Occurrences(self._key(batch.src, batch.dst), batch.t, times_sorted=True)
 
     def _values(self) -> tuple[Union[float, Tensor], Union[float, Tensor]]:
         """Scores of an unseen and of a seen pair."""
@@ -211,9 +221,13 @@ class EdgeBank(_BufferState):
         keys; otherwise it is a dominance count on keys ``src * (C + 1) + rank(time)``, which
         order each source's pairs by last-seen time (window) or by the destination's
         availability time. Offered for directed banks; ``None`` with both a window and a
-        time-masked catalog.
+        time-masked catalog. Inside :meth:`within_batch`, the batch's pairs first seen before
+        ``t`` add to :math:`n_1` (plain catalogs without a window; otherwise ``None``).
         """
-        if not self.directed or (self.window is not None and catalog.available_from is not None):
+        earlier: Optional[Occurrences] = self._earlier
+        timed = self.window is not None or catalog.available_from is not None
+        if not self.directed or (self.window is not None and catalog.available_from is not None) or (
+                earlier is not None and timed):
             return None
         n, keys = self.num_nodes, self.keys
         if (self.window is not None or catalog.available_from is not None) and n * (keys.numel() + 1) >= 2**62:
@@ -224,6 +238,8 @@ class EdgeBank(_BufferState):
             below = torch.cumsum(in_catalog, 0) - in_catalog  # catalog keys before each slot (padding is beyond
             base = src * n                                    # every source's range, never read)
             n_seen = below.take(torch.searchsorted(keys, base + n)) - below.take(torch.searchsorted(keys, base))
+            if earlier is not None:
+                n_seen = n_seen + self._new_pairs_before(earlier, src, t, catalog)
         elif self.window is not None:  # last seen in [t - w, t)
             n_seen = _count_in_time(keys, self.last_seen, (in_catalog > 0) & (keys != PAD), n, src,
                                     lower=self._since(t))
@@ -232,6 +248,23 @@ class EdgeBank(_BufferState):
             n_seen = _count_in_time(keys, time, (in_catalog > 0) & (keys != PAD), n, src, upper=t.to(time.dtype))
         return self._counts(n_seen, catalog.size if catalog.available_from is None else catalog.num_available(t),
                             pos_score)
+
+    def _new_pairs_before(self, earlier: Occurrences, src: Tensor, t: Tensor, catalog: Catalog) -> Tensor:
+        """Per query, the catalog destinations of ``src[i]`` that the batch pairs with it before
+        ``t[i]`` and the store does not hold: int64 ``[B]``.
+
+        A dominance count on ``source * (M + 1) + rank(time)`` of each such pair's first
+        occurrence (``rank``: the number of the batch's occurrences strictly earlier), the
+        others mapped to padding; a query counts the keys in ``[u (M + 1), u (M + 1) + rank(t))``.
+        """
+        keys, n, stride = earlier.keys[:-1], self.num_nodes, earlier.keys.numel()
+        stored = self.keys.take(torch.searchsorted(self.keys, keys)) == keys
+        new = earlier.first & ~stored & (catalog.indicator.take(keys % n) > 0)
+        rank = torch.searchsorted(earlier.all_times, earlier.times[:-1])
+        composite = torch.sort(torch.where(new, keys // n * stride + rank, PAD)).values
+        base = src * stride
+        return torch.searchsorted(composite, base + torch.searchsorted(earlier.all_times, t.contiguous())) - (
+            torch.searchsorted(composite, base))
 
     def _counts(self, n_seen: Tensor, n_available: Union[int, Tensor], pos_score: Tensor) -> tuple[Tensor, Tensor]:
         n_unseen = n_available - n_seen
@@ -244,6 +277,12 @@ class EdgeBank(_BufferState):
     def describe(self) -> dict:
         return {"name": "edgebank" if self.window is None else "edgebank-window",
                 "window": self.window, "directed": self.directed, "num_nodes": self.num_nodes}
+
+
+def _endpoints(batch: TemporalData) -> Occurrences:
+    """Every endpoint of a time-sorted batch, at its event's time (a self-loop counts twice, as in ``update``)."""
+    return Occurrences(torch.stack([batch.src, batch.dst], 1).view(-1), torch.stack([batch.t, batch.t], 1).view(-1),
+                       times_sorted=True)
 
 
 def _lowest(dtype: torch.dtype) -> Union[int, float]:
@@ -300,6 +339,7 @@ class NodeMemory(_BufferState):
     """``1{u seen and v seen}``: both endpoints took part in an earlier event."""
 
     _state_keys = ("seen",)
+    exact_history = True
     seen: Tensor  # bool [N]
 
     def __init__(self, num_nodes: int) -> None:
@@ -307,7 +347,14 @@ class NodeMemory(_BufferState):
         self.register_buffer("seen", torch.zeros(num_nodes, dtype=torch.bool), persistent=False)
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
-        return (self.seen[src] & self.seen[dst]).double()
+        seen_src, seen_dst = self.seen[src], self.seen[dst]
+        earlier: Optional[Occurrences] = self._earlier
+        if earlier is not None:
+            seen_src, seen_dst = seen_src | earlier.first_before(src, t), seen_dst | earlier.first_before(dst, t)
+        return (seen_src & seen_dst).double()
+
+    def _index_earlier(self, batch: TemporalData) -> Occurrences:
+        return _endpoints(batch)
 
     def update(self, batch: TemporalData) -> None:
         self.seen[batch.src] = True
@@ -324,6 +371,7 @@ class PreferentialAttachment(_BufferState):
     """Degree product ``k_u * k_v``; ``k`` counts past events touching a node (as source or destination)."""
 
     _state_keys = ("degree",)
+    exact_history = True
     degree: Tensor  # float64 [N]
 
     def __init__(self, num_nodes: int) -> None:
@@ -331,7 +379,14 @@ class PreferentialAttachment(_BufferState):
         self.register_buffer("degree", torch.zeros(num_nodes, dtype=torch.float64), persistent=False)
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
-        return self.degree[src] * self.degree[dst]
+        k_src, k_dst = self.degree[src], self.degree[dst]
+        earlier: Optional[Occurrences] = self._earlier
+        if earlier is not None:
+            k_src, k_dst = k_src + earlier.count_before(src, t), k_dst + earlier.count_before(dst, t)
+        return k_src * k_dst
+
+    def _index_earlier(self, batch: TemporalData) -> Occurrences:
+        return _endpoints(batch)
 
     def update(self, batch: TemporalData) -> None:
         ones = torch.ones(batch.src.numel(), dtype=torch.float64, device=self.degree.device)
@@ -358,6 +413,9 @@ class Popularity(_BufferState):
     exactly rounded arithmetic only: a per-query ``exp2`` would round differently in
     vectorised and scalar code paths, making a score depend on the length of the tensor it
     was computed in (i.e. on the other events of its batch). ``-inf`` for ``c_v = 0``.
+
+    Without ``half_life`` it scores from exact per-timestamp history (:attr:`exact_history`);
+    the decayed counts are kept as of the batch start.
     """
 
     _state_keys = ("in_degree", "reference_time")
@@ -369,6 +427,7 @@ class Popularity(_BufferState):
         if half_life is not None and not half_life > 0:
             raise ValueError(f"half_life must be positive or None, got {half_life}.")
         self.half_life = half_life
+        self.exact_history = half_life is None
         self.register_buffer("in_degree", torch.zeros(num_nodes, dtype=torch.float64), persistent=False)
         # in_degree holds the decayed counts as of reference_time.
         self.register_buffer("reference_time", torch.zeros((), dtype=torch.float64), persistent=False)
@@ -386,9 +445,13 @@ class Popularity(_BufferState):
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         if self.half_life is None:
-            return self.in_degree[dst]
+            earlier: Optional[Occurrences] = self._earlier
+            return self.in_degree[dst] if earlier is None else self.in_degree[dst] + earlier.count_before(dst, t)
         # log2 over the whole [N] table: the same code path whatever the batch.
         return torch.log2(self.in_degree)[dst] - (t.double() - self.reference_time) / self.half_life
+
+    def _index_earlier(self, batch: TemporalData) -> Occurrences:
+        return Occurrences(batch.dst, batch.t, times_sorted=True)
 
     def update(self, batch: TemporalData) -> None:
         now = batch.t.double().max()

@@ -81,6 +81,10 @@ class NegativeSampler:
     #: the other events of its batch: :meth:`sample` of many batches at once then equals the
     #: concatenation of per-batch calls, and the replay engine draws a whole window in one call.
     history_free = False
+    #: ``True`` when the history after :meth:`observe` depends only on which events were
+    #: observed, not on how they were batched (e.g. a set of pairs): warm-ups then feed it in
+    #: large batches.
+    observe_batch_invariant = False
 
     def sample(self, batch: TemporalData, num_negatives: int,
                generator: Optional[torch.Generator] = None) -> Negatives:

@@ -128,6 +128,8 @@ class TimeDegreeSampler(_DegreeBase):
         super().__init__(num_nodes, count=count, catalog=catalog, replace=replace, directed=directed,
                          fallback=fallback, short=short)
 
+    observe_batch_invariant = True  # integer counts and a set of pairs
+
     def observe(self, batch: TemporalData) -> None:
         """Add the batch's events to the degrees and its pairs to the existing edges."""
         self._add(batch.src, batch.dst)

@@ -67,6 +67,8 @@ class PairHistorySampler(PooledSampler):
                          short=short)
         self.keys = torch.zeros(0, dtype=torch.long)
 
+    observe_batch_invariant = True  # a set of pairs
+
     def observe(self, batch: TemporalData) -> None:
         """Add the batch's pairs to the history (sorted merge, O(P + B log B))."""
         new = history_keys(batch.src, batch.dst, self.num_nodes, directed=self.directed)

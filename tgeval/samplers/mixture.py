@@ -109,6 +109,10 @@ class MixtureSampler(NegativeSampler):
             start += k
         return torch.cat(out, dim=1)
 
+    @property
+    def observe_batch_invariant(self) -> bool:  # type: ignore[override]
+        return all(component.observe_batch_invariant for component in self.components)
+
     def observe(self, batch: TemporalData) -> None:
         for component in self.components:
             component.observe(batch)

@@ -69,6 +69,7 @@ class PopularitySampler(PooledSampler):
             raise ValueError(f"power must be > 0, got {power}.")
         self.half_life = None if half_life is None else float(half_life)
         self.power = float(power)
+        self.observe_batch_invariant = self.half_life is None  # integer counts; decayed sums round per batch
         self.counts = torch.zeros(self.num_nodes, dtype=torch.float64)
         self.reference_time = torch.zeros((), dtype=torch.float64)
         self._cache: Optional[KeyPool] = None

@@ -1,0 +1,153 @@
+"""history="exact": every event of a merged batch is scored from exactly the events before its
+timestamp (brute force over the whole stream); "batch" scores from the batch's start; memory
+models refuse "exact" and report their staleness; exact models warm up in one large batch."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tgeval import evaluate
+from tgeval.data.catalog import Catalog
+from tgeval.data.split import Segment
+from tgeval.eval.replay import warm_up
+from tgeval.loader import TimestampBatchLoader
+from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
+from tgeval.samplers import UniformSampler
+from tests.conftest import make_stream
+from tests.helpers import brute_force_counts, small_neural_model
+from tests.strategies import segment_from, streams
+
+N = 10
+CATALOG = Catalog("custom", torch.arange(N), None, N)
+
+
+def _pairs_before(events, t, window=None, directed=True):
+    pairs = set()
+    for a, b, s in events:
+        if s < t and (window is None or s >= t - window):
+            pairs |= {(a, b)} if directed else {(a, b), (b, a)}
+    return pairs
+
+
+def _degree(events, t, node, roles=("src", "dst")):
+    return sum((("src" in roles) and a == node) + (("dst" in roles) and b == node) for a, b, s in events if s < t)
+
+
+#: the exact models and their brute-force score s(events, u, v, t) from every event before t
+EXACT = {
+    "edgebank": (lambda: EdgeBank(N), lambda ev, u, v, t: float((u, v) in _pairs_before(ev, t))),
+    "edgebank-window": (lambda: EdgeBank(N, window=3), lambda ev, u, v, t: float((u, v) in _pairs_before(ev, t, 3))),
+    "edgebank-undirected": (lambda: EdgeBank(N, directed=False),
+                            lambda ev, u, v, t: float((u, v) in _pairs_before(ev, t, directed=False))),
+    "membership": (lambda: PairMembership(N, beta=-1.0, bias=0.5),
+                   lambda ev, u, v, t: 0.5 - float((u, v) in _pairs_before(ev, t))),
+    "node-memory": (lambda: NodeMemory(N), lambda ev, u, v, t: float(_degree(ev, t, u) > 0 and _degree(ev, t, v) > 0)),
+    "pa": (lambda: PreferentialAttachment(N), lambda ev, u, v, t: float(_degree(ev, t, u) * _degree(ev, t, v))),
+    "popularity": (lambda: Popularity(N), lambda ev, u, v, t: float(_degree(ev, t, v, roles=("dst",)))),
+}
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=streams(min_events=6, max_events=36, max_nodes=8, max_time=8), name=st.sampled_from(sorted(EXACT)),
+       start=st.integers(1, 20), batch_size=st.integers(1, 40), seed=st.integers(0, 20))
+def test_exact_scores_equal_a_per_timestamp_brute_force(data, name, start, batch_size, seed):
+    make, reference = EXACT[name]
+    segment = segment_from(data, min(start, data.num_events - 1))
+    result = evaluate(make(), data, segment, sampler=UniformSampler(CATALOG, replace=True), num_negatives=3,
+                      catalog=CATALOG, batch_size=batch_size, seed=seed, candidate_budget=7)
+    assert result.manifest["history"]["mode"] == "exact"
+    rec = result.records
+    events = list(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))
+    for i, (u, v, t) in enumerate(zip(rec["src"].tolist(), rec["dst"].tolist(), rec["t"].tolist())):
+        assert rec["score"][i].item() == reference(events, u, v, t), (name, i)
+        for q, s in zip(rec["neg"][i].tolist(), rec["neg_score"][i].tolist()):
+            assert s == reference(events, u, q, t), (name, i, q)
+    segment_src, segment_dst, segment_t = rec["src"], rec["dst"], rec["t"]
+    expected = brute_force_counts(lambda u, c, s: reference(events, u, c, s), segment_src, segment_dst, segment_t,
+                                  CATALOG.items)
+    assert [(a, e) for a, e, _ in expected] == list(zip(rec["above"].tolist(), rec["equal"].tolist())), name
+
+
+def test_exact_and_batch_history_on_one_merged_batch():
+    # (0, 1) at t=1 then again at t=2 in the same batch; (2, 3) at t=2 shares no node with an earlier event
+    data = make_stream([5, 0, 0, 2], [6, 1, 1, 3], [0, 1, 2, 2])
+    segment = Segment("test", 1, 4, 1, 2)
+    run = lambda model, history: evaluate(model, data, segment, catalog=CATALOG, batch_size=10,  # noqa: E731
+                                          history=history)
+    exact, batch = run(EdgeBank(N), None), run(EdgeBank(N), "batch")
+    assert exact.records["score"].tolist() == [0.0, 1.0, 0.0]
+    assert batch.records["score"].tolist() == [0.0, 0.0, 0.0]
+    assert exact.manifest["history"] == {"mode": "exact", "same_batch_events": 1, "same_batch_fraction": 1 / 3,
+                                         "stale_events": 0}
+    assert batch.manifest["history"]["stale_events"] == 1
+    assert evaluate(EdgeBank(N), data, segment, catalog=CATALOG, protocol="fixed").manifest["history"] is None
+    # a memory model is stale by design: "batch" by default, with the staleness counted, and "exact" is refused
+    tgn = small_neural_model("tgn", N)
+    assert not tgn.exact_history
+    assert run(tgn, None).manifest["history"] == {"mode": "batch", "same_batch_events": 1,
+                                                  "same_batch_fraction": 1 / 3, "stale_events": 1}
+    with pytest.raises(ValueError, match="cannot score from exact per-timestamp history.*history='batch'"):
+        run(tgn, "exact")
+    with pytest.raises(TypeError, match="exact_history is False"):
+        with tgn.within_batch(data):
+            pass
+    with pytest.raises(ValueError, match="history must be one of"):
+        run(EdgeBank(N), "timestamp")
+    with pytest.raises(ValueError, match="applies to the online protocol"):
+        evaluate(EdgeBank(N), data, segment, catalog=CATALOG, protocol="fixed", history="exact")
+    assert not Popularity(N, half_life=2.0).exact_history and Popularity(N).exact_history
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=streams(min_events=2, max_events=40, max_nodes=8), name=st.sampled_from(sorted(EXACT)))
+def test_exact_models_warm_up_in_one_batch_to_the_per_timestamp_state(data, name):
+    make, _ = EXACT[name]
+    warmed, fed = make(), make()
+    warm_up(warmed, data, batch_size=1)  # fed in one large batch (exact_history)
+    for batch in TimestampBatchLoader(data, batch_size=1):  # one timestamp group at a time
+        fed.update(batch)
+    for key, value in fed.snapshot().items():
+        assert torch.equal(warmed.snapshot()[key], value), (name, key)
+
+
+def _samplers():
+    from tgeval.samplers import HistoricalSampler, MixtureSampler, PopularitySampler, SourceHistorySampler
+    from tgeval.samplers.degree import TimeDegreeSampler
+
+    return {"historical": lambda: HistoricalSampler(N, catalog=CATALOG),
+            "source_history": lambda: SourceHistorySampler(N, catalog=CATALOG, directed=False),
+            "degree_time": lambda: TimeDegreeSampler(N, catalog=CATALOG),
+            "popularity": lambda: PopularitySampler(N, catalog=CATALOG),
+            "mixture": lambda: MixtureSampler([HistoricalSampler(N, catalog=CATALOG), PopularitySampler(N, catalog=CATALOG)],
+                                              [0.5, 0.5])}
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=streams(min_events=2, max_events=40, max_nodes=8), name=st.sampled_from(sorted(_samplers())))
+def test_batch_invariant_samplers_warm_up_in_one_batch_to_the_per_batch_history(data, name):
+    make = _samplers()[name]
+    warmed, fed = make(), make()
+    assert warmed.observe_batch_invariant
+    warm_up(EdgeBank(N), data, batch_size=1, sampler=warmed)
+    for batch in TimestampBatchLoader(data, batch_size=1):
+        fed.observe(batch)
+    flat = lambda state: torch.cat([v.double().flatten() for v in _tensors(state)])  # noqa: E731
+    assert torch.equal(flat(warmed.snapshot()), flat(fed.snapshot())), name
+
+
+def _tensors(state):
+    if isinstance(state, torch.Tensor):
+        return [state]
+    if isinstance(state, dict):
+        return [x for key in sorted(state) for x in _tensors(state[key])]
+    if isinstance(state, (list, tuple)):
+        return [x for item in state for x in _tensors(item)]
+    return []
+
+
+def test_decayed_popularity_is_not_batch_invariant():
+    from tgeval.samplers import MixtureSampler, PopularitySampler
+
+    assert not PopularitySampler(N, catalog=CATALOG, half_life=2.0).observe_batch_invariant
+    assert not MixtureSampler([PopularitySampler(N, catalog=CATALOG, half_life=2.0)], [1.0]).observe_batch_invariant
