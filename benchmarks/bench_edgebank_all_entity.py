@@ -10,7 +10,8 @@ scoring strictly above / equal to the positive.
 * tgeval, ``use_shortcut=False``: generic chunked scoring of every (event, item) pair.
 * set reference: a Python set of (u, v) tuples; for each event, a loop over the catalog that
   scores every item by membership and counts above / equal; the bank learns each batch after
-  it is scored (same batch boundaries as tgeval).
+  it is scored (same batch boundaries as tgeval, which runs with ``history="batch"`` to match;
+  ``bench_history.py`` measures the exact per-timestamp default against it).
 
 By default the comparison covers the whole test segment (the reference takes a few seconds
 per run); ``--num-events N`` restricts it to the first N test events (rounded up to a whole
@@ -95,7 +96,8 @@ def main() -> None:
 
     def run_tgeval(segment, shortcut, guard=True):
         return evaluate(EdgeBank(num_nodes), data, segment, protocol="online", catalog=catalog, sampler=None,
-                        batch_size=BATCH_SIZE, use_shortcut=shortcut, check_state=guard)
+                        batch_size=BATCH_SIZE, use_shortcut=shortcut, check_state=guard,
+                        history="batch")  # as the reference: history at the batch start (bench_history.py: exact)
 
     first = run_tgeval(seg, True)  # untimed warm-up run (first-call costs); fixes the reference counts
     ref = first.records

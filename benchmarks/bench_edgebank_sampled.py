@@ -1,7 +1,8 @@
 """Sampled EdgeBank replay on the Wikipedia test segment: tgeval vs. a Python set and tgm-lib.
 
 Setting: 70/15/15 chronological split, online protocol (the bank learns each batch after
-it is scored), batches of whole timestamp groups of <= 200 events, K = 20 uniform negatives
+it is scored; tgeval with ``history="batch"``, the peers' convention), batches of whole
+timestamp groups of <= 200 events, K = 20 uniform negatives
 drawn once by tgeval's ``UniformSampler`` over the 'train' catalog. Every method scores the
 SAME negatives with the SAME batch boundaries; the script asserts that all positive and
 negative scores are identical before it prints any ratio.
@@ -170,7 +171,8 @@ def main() -> None:
 
     def run_tgeval(sampler, check_state):
         return evaluate(EdgeBank(num_nodes), data, test, protocol="online", sampler=sampler, num_negatives=K,
-                        batch_size=BATCH_SIZE, seed=0, check_state=check_state)
+                        batch_size=BATCH_SIZE, seed=0, check_state=check_state,
+                        history="batch")  # as the peers: history at the batch start (bench_history.py: exact)
 
     # 1. tgeval's full path draws the negatives once; every other method gets exactly those.
     first = run_tgeval(UniformSampler(catalog), True)  # also the untimed warm-up run

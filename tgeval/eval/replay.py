@@ -456,7 +456,7 @@ def _history_mode(model: TemporalLinkModel, protocol: str, history: Optional[str
     if protocol == "fixed":
         if history is not None:
             raise ValueError(f"history={history!r} applies to the online protocol; under protocol='fixed' every "
-                             f"event is scored from the state at the segment start. Leave history=None.")
+                             f"event is scored from the state at the segment start. Leave history unset (None).")
         return None
     if history == "exact" and not model.exact_history:
         raise ValueError(f"{type(model).__name__} cannot score from exact per-timestamp history inside a merged "

@@ -230,8 +230,9 @@ class EdgeBank(_BufferState):
                 earlier is not None and timed):
             return None
         n, keys = self.num_nodes, self.keys
-        if (self.window is not None or catalog.available_from is not None) and n * (keys.numel() + 1) >= 2**62:
-            return None  # the composite keys of the dominance count would overflow int64
+        stride = keys.numel() + 1 if timed else 0 if earlier is None else earlier.keys.numel()
+        if n * stride >= 2**62:
+            return None  # the composite keys of a dominance count would overflow int64
         in_catalog = catalog.indicator.take(keys % n)  # int64 0 / 1
         available_from = catalog.available_from
         if self.window is None and available_from is None:

@@ -1,0 +1,93 @@
+"""The price of merging timestamp groups into batches: all-entity MRR against the batch size.
+
+Setting: UCI and Wikipedia, 70/15/15 chronological split, 'train' catalog, online protocol,
+exact all-entity ranking of the test segment. TGN (tgeval's reference wrapper, default widths)
+is trained for ``--epochs`` epochs on the training segment (BCE, one uniform negative per
+positive, Adam, batches of 200, seed ``--seed``); its state is then built once from every event
+before the test segment (eval mode, batches of 200) and every batch size starts from that
+snapshot, so only the test-time merging differs. A memory model is stale inside a batch by
+design: an event whose source or destination had an earlier-timestamp event in the same batch
+is scored without it (``manifest["history"]["stale_events"]``). EdgeBank is shown beside it
+with ``history="exact"`` (every batch size gives the per-timestamp number) and ``"batch"`` (the
+peers' convention, stale like TGN). Batch size 1 means one timestamp group per batch.
+
+Run: python benchmarks/bench_batch_size.py [--datasets uci,wikipedia] [--epochs 1] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import _common  # noqa: F401  (puts the repository root on sys.path)
+import torch
+from _common import print_header, print_table
+
+from tgeval import build_catalog, chronological_split, evaluate, warm_up
+from tgeval.train import train_epoch
+from tgeval.data.io import load_dataset
+from tgeval.models.heuristics import EdgeBank
+from tgeval.models.tgn import TGN
+from tgeval.samplers import UniformSampler
+
+BATCH_SIZES = (1, 50, 200, 1000)
+TRAIN_BATCH = 200
+
+
+def rows_for(name: str, epochs: int, seed: int, lr: float) -> list[list[str]]:
+    data, info = load_dataset(name)
+    split = chronological_split(data)
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=info.num_nodes)
+    torch.manual_seed(seed)
+    model = TGN(info.num_nodes)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    for epoch in range(epochs):
+        fit = train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
+                          batch_size=TRAIN_BATCH, seed=seed, epoch=epoch)
+        print(f"{name}: TGN epoch {epoch + 1}, loss {fit['loss']:.4f}, {fit['events_per_second']:,.0f} events/s",
+              flush=True)
+    model.eval()
+    warm_up(model, data[: split.test.start], batch_size=TRAIN_BATCH)
+    state = model.snapshot()
+    rows = []
+    for size in BATCH_SIZES:
+        model.restore(state)
+        tgn = evaluate(model, data, split.test, catalog=catalog, batch_size=size, warm=False)
+        bank = {history: evaluate(EdgeBank(info.num_nodes), data, split.test, catalog=catalog, batch_size=size,
+                                  history=history) for history in ("exact", "batch")}
+        stale = tgn.manifest["history"]
+        rows.append([name, "1 group" if size == 1 else str(size), f"{tgn.performance['num_batches']:,}",
+                     f"{stale['stale_events']:,} ({stale['same_batch_fraction']:.1%})",
+                     f"{tgn.metrics['all_entity']['mrr']['micro']:.4f}",
+                     f"{bank['exact'].metrics['all_entity']['mrr']['micro']:.4f}",
+                     f"{bank['batch'].metrics['all_entity']['mrr']['micro']:.4f}"])
+        print(f"{name}: batch size {size} done", flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", default=None, help="folder of the shared datasets (default: $TGEVAL_DATA_DIR, "
+                                                         "else ../shared/datasets)")
+    parser.add_argument("--datasets", default="uci,wikipedia")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    if args.data_dir is not None:
+        os.environ["TGEVAL_DATA_DIR"] = str(Path(args.data_dir).resolve())
+    torch.set_num_threads(args.threads)
+    print_header("All-entity MRR against the batch size (test segment, online, 'train' catalog)")
+    rows = []
+    for name in args.datasets.split(","):
+        rows += rows_for(name, args.epochs, args.seed, args.lr)
+    print(f"TGN: {args.epochs} epoch(s) of training at batch {TRAIN_BATCH}, state before the test segment built at "
+          f"batch {TRAIN_BATCH}, then the test segment replayed at each batch size from that state")
+    print_table(["data", "batch size", "batches", "TGN stale events", "TGN MRR", "EdgeBank exact",
+                 "EdgeBank batch"], rows)
+
+
+if __name__ == "__main__":
+    main()
