@@ -199,6 +199,62 @@ def test_tgb_duplicate_events_share_their_entry(tmp_path):
     assert sampler.sample(data, 2).dst.tolist() == [[8, 9], [8, 9], [10, 11]]
 
 
+class _Payload:
+    """Pickles as a call of ``function(*args)``: what a crafted negatives file would run."""
+
+    def __init__(self, function, *args):
+        self.function, self.args = function, args
+
+    def __reduce__(self):
+        return self.function, self.args
+
+
+@pytest.mark.parametrize("how", ["os.system", "eval", "inside an array", "as a key"])
+def test_crafted_tgb_pickle_runs_nothing(tmp_path, how):
+    import os
+
+    marker = tmp_path / "pwned"
+    command = _Payload(os.system, f"touch {marker}")
+    evil = _Payload(eval, f"open({str(marker)!r}, 'w').close()")
+    table = {"os.system": {(0, 5, 5): command}, "eval": {(0, 5, 5): evil},
+             "inside an array": {(0, 5, 5): np.array([evil], dtype=object)},
+             "as a key": {(0, 5, _Payload(os.system, f"touch {marker}")): np.array([1])}}[how]
+    path = tmp_path / "crafted.pkl"
+    path.write_bytes(pickle.dumps(table))
+    with pytest.raises(NegativesFileError, match=r"refers to (posix|nt|os)\.system|refers to builtins\.eval"):
+        read_tgb_negatives(path, make_stream([0], [5], [5]))
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_tgb_pickles_of_every_protocol_load(tmp_path, protocol):
+    data, test, rows, written = tgb_case(tmp_path)
+    table = {(np.int64(s), np.int64(d), np.int64(t)): np.asarray(row, dtype=np.int64) for (s, d, t), row in rows.items()}
+    path = tmp_path / f"protocol{protocol}.pkl"
+    path.write_bytes(pickle.dumps(table, protocol=protocol))
+    ours, reference = read_tgb_negatives(path, test), read_tgb_negatives(written, test)
+    assert torch.equal(ours.sample(test, 4).dst, reference.sample(test, 4).dst)
+
+
+def test_a_file_written_by_tgbs_own_generator_loads(tmp_path):
+    pytest.importorskip("tgb.linkproppred.negative_generator",
+                        reason="py-tgb is not installed (optional: pip install --no-deps py-tgb)")
+    from tgb.linkproppred.negative_generator import NegativeEdgeGenerator
+
+    data = random_stream(seed=2, num_events=60)
+    test = data[40:]
+    generator = NegativeEdgeGenerator("tgbl-test", first_dst_id=0, last_dst_id=N - 1, num_neg_e=5, strategy="rnd",
+                                      rnd_seed=1)
+    path = tmp_path / "tgbl-test_rnd_test.pkl"
+    generator.generate_negative_samples_rnd(test, "test", str(path))
+    sampler = read_tgb_negatives(path, test)
+    table = pickle.loads(path.read_bytes())  # the file we wrote ourselves, so a plain load is safe here
+    negatives = sampler.sample(test, 5)
+    for i, key in enumerate(zip(test.src.tolist(), test.dst.tolist(), test.t.tolist())):
+        # TGB leaves out the source's positives at t but not the source itself, which tgeval masks
+        assert negatives.dst[i][negatives.mask[i]].tolist() == [v for v in table[key].tolist() if v != key[0]]
+
+
 # -- interop with py-tgb (optional) ------------------------------------------------------------
 def _tgb():
     pytest.importorskip("tgb.linkproppred.negative_sampler",

@@ -21,10 +21,11 @@ Two sources of fixed negatives:
   source, the true destination or a simultaneous positive are masked too under
   ``collisions="mask"`` (counted), or kept as in TGB under ``collisions="keep"``.
 
-.. warning::
-   TGB files are Python pickles: unpickling runs code chosen by whoever wrote the file. Only
-   read TGB negatives files from a source you trust. (tgeval's own files are read with
-   ``torch.load(weights_only=True)``, which does not run arbitrary code.)
+TGB files are Python pickles, and a plain ``pickle.load`` runs whatever code the file names.
+They are read with a restricted unpickler (:func:`load_tgb_pickle`) that admits only what TGB
+writes: dicts, tuples, lists, Python scalars, numpy arrays, scalars and dtypes; any other global
+is refused with a :class:`~tgeval.errors.NegativesFileError` naming it, before anything runs.
+(tgeval's own files are read with ``torch.load(weights_only=True)``.)
 
 :class:`FixedNegativeSampler` serves the stored negatives by event (``batch.e_id``, tgeval
 files) or by the ``(src, dst, t)`` key (TGB files; duplicate events share one row). It is
@@ -57,7 +58,8 @@ from tgeval.loader import TimestampBatchLoader
 from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives
 
 __all__ = ["StoredNegatives", "FixedNegativeSampler", "draw_negatives", "save_negatives", "load_negatives",
-           "read_tgb_negatives", "write_tgb_negatives", "FORMAT", "FORMAT_VERSION"]
+           "read_tgb_negatives", "write_tgb_negatives", "load_tgb_pickle", "TGB_PICKLE_GLOBALS", "FORMAT",
+           "FORMAT_VERSION"]
 
 FORMAT = "tgeval-negatives"
 FORMAT_VERSION = 1
@@ -400,13 +402,51 @@ def _file_sha256(path: PathLike) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
+#: the globals a TGB negatives pickle holds (numpy 1 and 2 module names, pickle protocols 2-5)
+TGB_PICKLE_GLOBALS = frozenset(
+    [("builtins", name) for name in ("dict", "list", "tuple", "set", "frozenset", "int", "float", "complex", "bool",
+                                     "str", "bytes", "bytearray")]
+    + [(module, name) for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+       for name in ("_reconstruct", "scalar")]
+    + [("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"), ("numpy", "ndarray"),
+       ("numpy", "dtype"), ("_codecs", "encode")])
+
+
+class _TGBUnpickler(pickle.Unpickler):
+    """Resolves only :data:`TGB_PICKLE_GLOBALS`; every other global is refused before it is looked up."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in TGB_PICKLE_GLOBALS:
+            raise NegativesFileError(
+                f"the file refers to {module}.{name}, which a TGB negatives file never holds (only dicts, tuples, "
+                f"lists, Python scalars and numpy arrays, scalars and dtypes): refusing to load it, nothing from it "
+                f"ran. Download the file again from TGB.")
+        return super().find_class(module, name)
+
+
+def load_tgb_pickle(path: PathLike) -> Any:
+    """Unpickle a TGB negatives file without running code from it (see the module docstring).
+
+    Raises:
+        NegativesFileError: a forbidden global (named), or a file that cannot be unpickled.
+    """
+    try:
+        with open(path, "rb") as handle:
+            return _TGBUnpickler(handle).load()
+    except NegativesFileError as exc:
+        raise NegativesFileError(f"TGB negatives file {str(path)!r}: {exc}") from None
+    except Exception as exc:
+        raise NegativesFileError(f"TGB negatives file {str(path)!r} cannot be unpickled "
+                                 f"({type(exc).__name__}: {exc}). Download it again.") from exc
+
+
 def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Literal["mask", "keep"] = "mask",
                        directed: bool = True) -> FixedNegativeSampler:
     r"""Read a Temporal Graph Benchmark evaluation negatives file for the events of ``data``.
 
     The file is a pickled ``dict`` mapping ``(src, dst, t)`` (ints / numpy ints, ``t`` as in
-    the data) to the negative destinations of that positive. **Unpickling runs code from the
-    file: read only files you trust.**
+    the data) to the negative destinations of that positive, read by :func:`load_tgb_pickle`
+    (no code from the file runs).
 
     Rows are kept for the distinct ``(src, dst, t)`` of ``data``'s events (duplicate events
     share one row). Rows shorter than the longest are padded with a valid id (their first
@@ -434,12 +474,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
         raise ValueError(f"collisions must be 'mask' or 'keep', got {collisions!r}.")
     data = validate(data).cpu()  # the key table is built on the CPU
     file_hash = _file_sha256(path)
-    try:
-        with open(path, "rb") as handle:
-            table = pickle.load(handle)  # trusted files only (see the docstring)
-    except Exception as exc:
-        raise NegativesFileError(f"TGB negatives file {str(path)!r} cannot be unpickled "
-                                 f"({type(exc).__name__}: {exc}). Download it again.") from exc
+    table = load_tgb_pickle(path)
     if not isinstance(table, dict):
         raise NegativesFileError(f"TGB negatives file {str(path)!r} holds a {type(table).__name__}, expected a dict "
                                  f"keyed by (src, dst, t).")
