@@ -6,13 +6,15 @@ from tgeval.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from tgeval.data.catalog import Catalog, build_catalog  # noqa: E402
 from tgeval.data.split import Segment, Split, chronological_split  # noqa: E402
 from tgeval.data.validate import sort_by_time, validate  # noqa: E402
-from tgeval.device import deterministic  # noqa: E402
+from tgeval.device import deterministic, device_of  # noqa: E402
 from tgeval.errors import (  # noqa: E402
     CatalogError,
     CheckpointError,
     DataFormatError,
+    DeviceError,
     LeakageError,
     NegativesFileError,
+    OutputPathError,
     SamplerError,
     SplitError,
     TemporalDataError,
@@ -29,5 +31,5 @@ __all__ = [
     "validate", "CatalogError", "DataFormatError", "LeakageError", "NegativesFileError", "SamplerError", "SplitError",
     "TemporalDataError", "TGEvalError", "UndefinedMetricWarning", "evaluate", "warm_up", "Result",
     "TimestampBatchLoader", "Stateful", "no_state_change", "CheckpointError", "load_checkpoint",
-    "save_checkpoint", "deterministic", "replay",
+    "save_checkpoint", "deterministic", "replay", "OutputPathError", "DeviceError", "device_of",
 ]

@@ -24,10 +24,11 @@ from tgeval.diagnostics.compare import add_compare_parser
 from tgeval.errors import TGEvalError
 from tgeval.eval.metrics import TIE_POLICIES
 from tgeval.eval.replay import HISTORY_MODES, PROTOCOLS, UNCOVERED_RULES, evaluate
-from tgeval.atomic import write_atomic
+from tgeval.atomic import check_writable, write_atomic
 from tgeval.eval.result import STRATA, Result
 from tgeval.eval.selection import segment_duration, select_window
-from tgeval.fit import VAL_METRICS, fit
+from tgeval.device import device_of
+from tgeval.fit import VAL_METRICS, check_new_run, fit
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
 from tgeval.models.neural import message_dim
@@ -119,13 +120,16 @@ def _checked_model_argument(model: str) -> None:
 
 def _evaluate_command(args: argparse.Namespace) -> int:
     _checked_model_argument(args.model)
+    device = device_of(args.device)  # devices and outputs are checked before any work
+    for path, what in ((args.out, "--out"), (args.save_events, "--save-events")):
+        if path is not None:
+            check_writable(path, what=what)
     if args.model == "edgebank-window" and args.window == "val" and args.segment == "val":
         raise ValueError("--window val chooses the window on the validation segment, so it cannot also be the "
                          "evaluated segment. Evaluate --segment test, or give --window a duration.")
     options = _reader_options(args.option)
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, **options)
-    device = torch.device(args.device)
     data = data.to(device)
     split = chronological_split(data, args.split)
     segment = split[args.segment]
@@ -246,6 +250,7 @@ def _default_data(args: argparse.Namespace) -> tuple[TemporalData, str, int]:
 
 def _run_command(args: argparse.Namespace) -> int:
     start = time.perf_counter()
+    check_writable(args.out, folder=True, what="--out")
     data, description, num_nodes = _default_data(args)
     print(f"data: {description}")
     split = chronological_split(data, (0.70, 0.15, 0.15))
@@ -348,7 +353,8 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
                    batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed,
                    val_metric=args.val_metric, val_sampler=UniformSampler(catalog), val_negatives=args.val_negatives,
                    val_catalog=catalog if all_entity else None, checkpoint_dir=args.checkpoint_dir,
-                   resume=args.resume, spec={"sampler_spec": args.sampler}, on_epoch=report)
+                   resume=args.resume, overwrite=args.overwrite, spec={"sampler_spec": args.sampler},
+                   on_epoch=report)
     for kind, entry in (training["checkpoints"] or {}).items():
         print(f"wrote {entry['path']} ({kind})")
     print(f"best epoch {training['best_epoch']} (val {args.val_metric} {_fmt(training['best_value'])}); "
@@ -358,9 +364,14 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
 
 def _train_command(args: argparse.Namespace) -> int:
     """Fit a trainable model on the training segment, then evaluate it on validation."""
+    device = device_of(args.device)  # devices and outputs are checked before any work
+    if args.out is not None:
+        check_writable(args.out, what="--out")
+    if args.checkpoint_dir is not None:
+        check_new_run(args.checkpoint_dir, resume=args.resume is not None, overwrite=args.overwrite)
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort)
-    data = data.to(torch.device(args.device))
+    data = data.to(device)
     split = chronological_split(data, args.split)
     num_nodes = info.num_nodes
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
@@ -451,6 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "for tgn and dyrep, 20 for graphmixer)")
     tr.add_argument("--checkpoint-dir", type=Path, help="write last.pt every epoch and best.pt on improvement")
     tr.add_argument("--resume", type=Path, help="continue the run of this last.pt (same options)")
+    tr.add_argument("--overwrite", action="store_true",
+                    help="replace the run in --checkpoint-dir (without it, a folder holding a run is refused)")
     tr.add_argument("--device", default="cpu")
     tr.add_argument("--out", type=Path, help="validation result JSON (training record in manifest.training)")
     tr.set_defaults(func=_train_command)
@@ -474,7 +487,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (TGEvalError, ValueError, TypeError, FileNotFoundError) as error:
+    except (TGEvalError, ValueError, TypeError, OSError) as error:
         print(f"tgeval: error: {error}", file=sys.stderr)
         return 2
 

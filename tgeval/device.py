@@ -18,10 +18,39 @@ import torch
 from torch import Tensor
 from torch.profiler import record_function
 
-__all__ = ["host_ints", "positions", "deterministic", "HOST_READ"]
+from tgeval.errors import DeviceError
+
+__all__ = ["host_ints", "positions", "deterministic", "device_of", "HOST_READ"]
 
 #: profiler range of every :func:`host_ints` call
 HOST_READ = "tgeval.host_read"
+
+
+def device_of(name: str) -> torch.device:
+    """``torch.device(name)``, checked to exist on this machine before any work is done.
+
+    Raises:
+        DeviceError: an unknown device string, CUDA without a CUDA device, or an index beyond
+            the devices present; the message names the devices there are.
+    """
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError) as exc:
+        raise DeviceError(f"{name!r} is not a device name; use 'cpu' or 'cuda[:index]'.") from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise DeviceError(f"--device {name}: this machine has no usable CUDA device "
+                              f"(torch {torch.__version__}, CUDA build {torch.version.cuda}); use --device cpu.")
+        if device.index is not None and device.index >= count:
+            raise DeviceError(f"--device {name}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}.")
+    elif device.type != "cpu":
+        try:
+            torch.empty(0, device=device)
+        except (RuntimeError, AssertionError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DeviceError(f"--device {name} is not usable on this machine ({first}); use --device cpu.") from None
+    return device
 
 
 def host_ints(*values: Tensor) -> list[int]:

@@ -14,6 +14,8 @@ __all__ = [
     "NegativesFileError",
     "LeakageError",
     "CheckpointError",
+    "OutputPathError",
+    "DeviceError",
     "UndefinedMetricWarning",
 ]
 
@@ -57,6 +59,15 @@ class LeakageError(TGEvalError):
 class CheckpointError(TGEvalError, ValueError):
     """A checkpoint cannot be used: not a checkpoint, corrupted, of an unknown model, or
     written for other data, another model configuration or another training specification."""
+
+
+class OutputPathError(TGEvalError, ValueError):
+    """An output path cannot be written (a folder where a file is expected, or the reverse,
+    no write permission, a read-only file system, an existing run), found before any work."""
+
+
+class DeviceError(TGEvalError, ValueError):
+    """A requested device does not exist on this machine (e.g. ``cuda`` without CUDA)."""
 
 
 class UndefinedMetricWarning(UserWarning):

@@ -26,11 +26,12 @@ from typing import Any, Callable, Optional, Union, cast
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import write_atomic
+from tgeval.atomic import check_writable, write_atomic
 from tgeval.checkpoint import CheckpointError, load_checkpoint, model_name, save_checkpoint
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import fingerprint
 from tgeval.data.split import Split
+from tgeval.errors import OutputPathError
 from tgeval.eval.replay import evaluate
 from tgeval.eval.result import Result, json_safe
 from tgeval.losses import LossFn
@@ -40,7 +41,25 @@ from tgeval.samplers.base import NegativeSampler
 from tgeval.state import clone_state, load_parameters, parameters_of
 from tgeval.train import train_epoch
 
-__all__ = ["fit", "VAL_METRICS", "val_metrics"]
+__all__ = ["fit", "VAL_METRICS", "val_metrics", "check_new_run"]
+
+#: the files of a run in a checkpoint folder
+RUN_FILES = ("last.pt", "best.pt")
+
+
+def check_new_run(folder: Union[str, os.PathLike], *, resume: bool, overwrite: bool) -> None:
+    """Refuse a checkpoint folder that cannot be written, or that already holds a run
+    (:data:`RUN_FILES`) when neither resuming nor overwriting: before the first epoch, not after it.
+
+    Raises:
+        OutputPathError: naming the folder, what it holds and the three ways on.
+    """
+    check_writable(folder, folder=True, what="checkpoint folder")
+    held = [name for name in RUN_FILES if (Path(folder) / name).exists()]
+    if held and not (resume or overwrite):
+        raise OutputPathError(f"checkpoint folder {str(folder)!r} already holds a run ({', '.join(held)}): resume it "
+                              f"(resume=.../last.pt, --resume), replace it (overwrite=True, --overwrite), or choose "
+                              f"another folder.")
 
 #: Validation metrics (all: higher is better) -> their place in ``Result.metrics``.
 VAL_METRICS: dict[str, tuple[str, str, str]] = {
@@ -127,6 +146,7 @@ def fit(
     val_catalog: Optional[Catalog] = None,
     checkpoint_dir: Union[str, os.PathLike, None] = None,
     resume: Union[str, os.PathLike, None] = None,
+    overwrite: bool = False,
     spec: Optional[dict] = None,
     on_epoch: Optional[Callable[[dict], None]] = None,
 ) -> dict:
@@ -175,6 +195,7 @@ def fit(
         val_catalog: catalog of an all-entity validation pass (default: none).
         checkpoint_dir: folder of ``last.pt`` and ``best.pt`` (``None``: no files).
         resume: a ``last.pt`` to continue from.
+        overwrite: replace a run already in ``checkpoint_dir`` (otherwise refused, unless resuming).
         spec: extra entries of the training specification (e.g. the CLI's sampler string).
         on_epoch: called with each epoch's history record, after its checkpoints are written.
 
@@ -191,6 +212,8 @@ def fit(
             ``epochs < 1`` or ``patience < 1``.
         CheckpointError: ``checkpoint_dir`` / ``resume`` with an unregistered model, or a
             ``resume`` file written for other data, another model or another specification.
+        OutputPathError: ``checkpoint_dir`` cannot be written, or holds a run (see
+            :func:`check_new_run`); checked before the first epoch.
     """
     if val_metric not in VAL_METRICS:
         raise ValueError(f"unknown val_metric {val_metric!r}; choose one of {sorted(VAL_METRICS)}.")
@@ -201,6 +224,8 @@ def fit(
     val_sampler = sampler if val_sampler is None else val_sampler
     val_negatives = num_negatives if val_negatives is None else val_negatives
     checkpointing = checkpoint_dir is not None or resume is not None
+    if checkpoint_dir is not None:
+        check_new_run(checkpoint_dir, resume=resume is not None, overwrite=overwrite)
     name = model_name(model) if checkpointing else type(model).__name__
     neural = cast(NeuralLinkModel, model)  # registered (checked above) wherever checkpoints are used
     training = _spec(sampler, loss, optimizer, epochs=epochs, patience=patience, batch_size=batch_size,

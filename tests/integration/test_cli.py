@@ -147,3 +147,53 @@ def test_history_exact_by_default_batch_on_request(snap_file, tmp_path, capsys):
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--protocol", "fixed",
                  "--history", "exact"]) == 2
     assert "applies to the online protocol" in capsys.readouterr().err
+
+
+def test_outputs_and_devices_are_checked_before_the_work(snap_file, tmp_path, capsys):
+    import os
+
+    import torch
+
+    evaluate = ["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "2"]
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    assert main([*evaluate, "--out", str(folder)]) == 2
+    assert "is a folder, but a file is expected" in capsys.readouterr().err
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert main([*evaluate, "--save-events", str(blocker / "e.csv")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert main(["run", "--data", str(snap_file), "--out", str(blocker)]) == 2
+    assert "is a file, but a folder is expected" in capsys.readouterr().err
+    assert main([*evaluate, "--device", "nonsense"]) == 2
+    assert "is not a device name" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert main([*evaluate, "--device", "cuda"]) == 2
+        assert "no usable CUDA device" in capsys.readouterr().err
+    if os.geteuid() != 0:  # root writes into read-only folders, so this case needs a user account
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        assert main([*evaluate, "--out", str(locked / "r.json")]) == 2
+        assert "refuses new files" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a-folder", "a-file", "events.txt"] + (
+        ["locked"] if os.geteuid() != 0 else []))  # nothing written, no probe left behind
+
+
+def test_train_refuses_an_existing_run_unless_resumed_or_overwritten(snap_file, tmp_path, capsys):
+    from tgeval.fit import check_new_run
+    from tgeval import OutputPathError
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "last.pt").write_bytes(b"an earlier run")
+    train = ["train", str(snap_file), "--format", "snap", "--model", "tgn", "--epochs", "1", "--memory-dim", "4",
+             "--time-dim", "2", "--embedding-dim", "4", "--num-neighbors", "2", "--checkpoint-dir", str(run)]
+    assert main(train) == 2
+    assert "already holds a run (last.pt)" in capsys.readouterr().err
+    assert (run / "last.pt").read_bytes() == b"an earlier run"  # refused before the first epoch
+    with pytest.raises(OutputPathError, match="already holds a run"):
+        check_new_run(run, resume=False, overwrite=False)
+    check_new_run(run, resume=True, overwrite=False)
+    check_new_run(run, resume=False, overwrite=True)
+    assert main([*train, "--overwrite"]) == 0
+    assert (run / "last.pt").read_bytes() != b"an earlier run"

@@ -484,3 +484,25 @@ def test_collegemsg_is_found_without_importing(monkeypatch: pytest.MonkeyPatch) 
         "t_col": "Timestamp",
         "time_format": "%m/%d/%y %I:%M %p",
     }
+
+
+def test_sparse_ids_are_refused_at_once_with_remap_suggested(tmp_path: Path) -> None:
+    from tgeval.data.io import SPARSE_ID_FACTOR, SPARSE_ID_SLACK
+
+    huge = 2**40
+    path = tmp_path / "sparse.txt"
+    path.write_text("".join(f"{huge + i} {huge + i + 1} {i}\n" for i in range(100)))
+    with pytest.raises(DataFormatError, match=r"ids are sparse: the largest is 1,099,511,627,876 but only 101 "
+                                              r"distinct.*remap=True \(--remap\)"):
+        read_events(path, "snap")
+    data, info = read_events(path, "snap", remap=True)
+    assert info.num_nodes == 101 and int(info.node_ids.max()) == huge + 100
+    # at the threshold: up to 2^20 slots always, beyond that one distinct id per 16 slots
+    dense_enough = tmp_path / "dense.txt"
+    largest = SPARSE_ID_FACTOR * 100_000 - 1
+    dense_enough.write_text("".join(f"{i} {i + 1} {i}\n" for i in range(0, 100_000 - 2)) + f"0 {largest} 99999\n")
+    assert read_events(dense_enough, "snap")[1].num_nodes == largest + 1
+    assert SPARSE_ID_SLACK == 2**20
+    small = tmp_path / "small.txt"
+    small.write_text(f"0 {SPARSE_ID_SLACK - 1} 1\n")  # two ids in 2^20 slots: under the slack, kept
+    assert read_events(small, "snap")[1].num_nodes == SPARSE_ID_SLACK

@@ -23,6 +23,10 @@ Rules shared by all readers (SPEC §1, §12):
 * ``remap=True`` renumbers ids to ``0..n-1`` by first appearance in time order (event
   ``i`` contributes ``src[i]`` then ``dst[i]``), and stores the original id of each new
   id in ``info.node_ids`` (int64 ``[n]``), or ``info.node_names`` for textual ids.
+* Ids kept as written must be dense: models and catalogs hold ``largest id + 1`` node slots,
+  so ids above :data:`SPARSE_ID_SLACK` (2^20) with fewer than one distinct id in
+  :data:`SPARSE_ID_FACTOR` (16) slots raise :class:`~tgeval.errors.DataFormatError` at once,
+  suggesting ``remap=True`` (ids near 2^40 would otherwise make a model allocate terabytes).
 * ``bipartite=True`` keeps sources and destinations in disjoint id ranges: with
   ``remap`` (the default when bipartite) sources get ``[0, n_src)`` and destinations
   ``[n_src, n_src + n_dst)``, each side numbered by first appearance; without remap the
@@ -525,6 +529,26 @@ def _first_appearance(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return unique[order], rank[inverse.reshape(-1)]
 
 
+#: ids kept as written must be dense enough: the largest id + 1 (the node slots every model and
+#: catalog allocates) may exceed SPARSE_ID_SLACK only up to SPARSE_ID_FACTOR times the distinct ids
+SPARSE_ID_FACTOR = 16
+SPARSE_ID_SLACK = 2**20
+
+
+def _check_dense_ids(path: str, src: np.ndarray, dst: np.ndarray) -> None:
+    """Refuse ids so sparse that ``num_nodes = largest + 1`` slots would waste memory (e.g. ids near
+    2^40 for a few thousand nodes would make a model allocate terabytes)."""
+    largest = int(max(int(src.max()), int(dst.max()))) if src.size else -1
+    if largest + 1 <= SPARSE_ID_SLACK:
+        return
+    distinct = int(np.unique(np.concatenate([src, dst])).size)
+    if largest + 1 > SPARSE_ID_FACTOR * distinct:
+        raise DataFormatError(
+            f"{path}: the ids are sparse: the largest is {largest:,} but only {distinct:,} distinct ids occur, so "
+            f"every model and catalog would hold {largest + 1:,} node slots. Pass remap=True (--remap) to number "
+            f"the ids 0..{distinct - 1} (the original ids are kept in info.node_ids).")
+
+
 def _build(
     table: _Table,
     fmt: str,
@@ -594,6 +618,7 @@ def _build(
                     f"{table.path}, line {line_nos[row]}: {role} ids must be >= 0, found "
                     f"{int(ids[row])}. Pass remap=True to number ids 0..n-1."
                 )
+        _check_dense_ids(table.path, src, dst)
         if bipartite:
             top_src = int(np.argmax(src))
             low_dst = int(np.argmin(dst))
@@ -1099,7 +1124,8 @@ def read_events(
 
     Raises:
         ValueError: an unknown ``format``.
-        DataFormatError: a malformed line (file, line number, found, expected).
+        DataFormatError: a malformed line (file, line number, found, expected), or ids too
+            sparse to keep without ``remap`` (module docstring).
         TemporalDataError: unsorted events with ``sort=False``.
     """
     if format not in _READERS:
