@@ -35,7 +35,7 @@ def device_of(name: str) -> torch.device:
     """
     try:
         device = torch.device(name)
-    except (RuntimeError, ValueError) as exc:
+    except (RuntimeError, ValueError):
         raise DeviceError(f"{name!r} is not a device name; use 'cpu' or 'cuda[:index]'.") from None
     if device.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
