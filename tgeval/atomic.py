@@ -3,36 +3,89 @@ and checks that an output can be written, made before the work that produces it.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import signal
 import tempfile
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Union
+from typing import Iterator, Sequence, Union
 
 from tgeval.errors import OutputPathError
 
-__all__ = ["write_atomic", "check_writable"]
+__all__ = ["write_atomic", "write_atomic_group", "check_writable", "file_sha256"]
 
 
 def write_atomic(path: Union[str, os.PathLike], content: Union[str, bytes]) -> None:
     """Write ``content`` (text as UTF-8, or bytes) to ``path`` via a temporary file in the same
     folder, ``fsync`` and ``os.replace``; on any failure the old file is left untouched."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    payload = content.encode("utf-8") if isinstance(content, str) else content
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    write_atomic_group([(path, content)])
+
+
+def write_atomic_group(files: Sequence[tuple[Union[str, os.PathLike], Union[str, bytes]]]) -> None:
+    """Write several files that belong together (a result and its per-event file), all or none.
+
+    Every file is first written to a temporary name in its folder and ``fsync``-ed; only then
+    are they renamed into place, in the given order, with ``SIGINT`` and ``SIGTERM`` held back
+    (when called on the main thread), so a termination request lands after the last rename,
+    never between two. Any failure before the renames leaves every old file untouched, and temporary
+    files are removed on every exit, ``KeyboardInterrupt`` and ``SystemExit`` included. (A
+    ``SIGKILL`` or a power cut between two renames can still mix an old and a new file: a
+    result records its events file's sha256, and readers refuse a mismatch.)
+    """
+    temporary: list[tuple[str, Path]] = []
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        for path, content in files:
+            target = Path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            payload = content.encode("utf-8") if isinstance(content, str) else content
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            temporary.append((tmp, target))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(payload)
+                handle.flush()
+                os.fsync(handle.fileno())
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
+        with _signals_held():
+            for tmp, target in temporary:
+                os.replace(tmp, target)
+    finally:
+        for tmp, _ in temporary:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Defer ``SIGINT`` / ``SIGTERM`` until the block ends: their Python handlers are replaced by one
+    that records the signal, then restored, and a recorded signal is raised again (main thread
+    only, where Python runs signal handlers; elsewhere a no-op). A thread mask would not do: a
+    signal sent to the process reaches any thread that does not block it, e.g. torch's workers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {signum: signal.signal(signum, lambda number, frame: caught.append(number))
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        for signum in caught:
+            signal.raise_signal(signum)
+
+
+def file_sha256(path: Union[str, os.PathLike]) -> str:
+    """``"sha256:<hex>"`` of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
 
 
 def check_writable(path: Union[str, os.PathLike], *, folder: bool = False, what: str = "output") -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import json
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -162,14 +163,13 @@ def _evaluate_command(args: argparse.Namespace) -> int:
                                  "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read}
     print(protocol_line(result))
     print(format_table([(label, result)]))
-    if args.save_events:
+    if args.out:  # with --save-events, one pair: the JSON names the CSV and its sha256 (`tgeval compare` reads it)
+        result.save(args.out, events=args.save_events)
+    elif args.save_events:
         result.save_events(args.save_events)
-        print(f"wrote {args.save_events}")
-        if args.out:  # so that `tgeval compare` can take the result JSON
-            result.manifest["events_file"] = os.path.relpath(args.save_events, Path(args.out).parent)
-    if args.out:
-        result.save(args.out)
-        print(f"wrote {args.out}")
+    for path in (args.save_events, args.out):
+        if path:
+            print(f"wrote {path}")
     return 0
 
 
@@ -482,14 +482,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    """SIGTERM ends the command like Ctrl-C: as an exception, so that temporary files are removed."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
     try:
         return int(args.func(args))
     except (TGEvalError, ValueError, TypeError, OSError) as error:
         print(f"tgeval: error: {error}", file=sys.stderr)
         return 2
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

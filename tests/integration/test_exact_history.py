@@ -151,3 +151,18 @@ def test_decayed_popularity_is_not_batch_invariant():
 
     assert not PopularitySampler(N, catalog=CATALOG, half_life=2.0).observe_batch_invariant
     assert not MixtureSampler([PopularitySampler(N, catalog=CATALOG, half_life=2.0)], [1.0]).observe_batch_invariant
+
+
+def test_a_bulk_warm_up_leaves_edgebank_at_its_usual_capacity():
+    class SmallBank(EdgeBank):  # small thresholds, so that a short stream is a bulk update
+        min_capacity, bulk_events = 4, 8
+
+    data = make_stream(torch.arange(60) % 5, torch.arange(60) % 3, torch.arange(60))  # 15 distinct pairs
+    bulk = SmallBank(N)
+    warm_up(bulk, data)  # one update of 60 events: reserves room for 60 new keys, then compacts
+    assert bulk.keys.numel() == 2 * (15 + 1)
+    assert torch.equal(bulk.snapshot()["keys"], torch.unique(data.src * N + data.dst))
+    online = SmallBank(N)
+    for batch in TimestampBatchLoader(data, batch_size=4):  # small batches: no compaction
+        online.update(batch)
+    assert torch.equal(online.snapshot()["keys"], bulk.snapshot()["keys"])

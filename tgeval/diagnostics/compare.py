@@ -30,7 +30,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from tgeval.atomic import write_atomic
+from tgeval.atomic import file_sha256, write_atomic
 from tgeval.errors import TGEvalError
 from tgeval.eval.expected import DEFAULT_SWEEP, k_sweep
 from tgeval.eval.metrics import TIE_POLICIES, TiePolicy, check_ties, rank_from_counts
@@ -67,6 +67,27 @@ def _parse_column(name: str, values: list[str]) -> Tensor:
         raise ValueError(f"column {name!r} holds a value that is neither bool, int nor float.") from None
 
 
+def _events_file_of(result_path: Path) -> Path:
+    """The per-event file a result JSON names: a regular file inside the JSON's folder (a result
+    cannot point the reader elsewhere, e.g. at ``/dev/zero``), whose sha256 matches the one the
+    result recorded (a pair broken by a kill between its two writes is refused)."""
+    with open(result_path, encoding="utf-8") as handle:
+        manifest = json.load(handle).get("manifest", {})
+    events_file, recorded = manifest.get("events_file"), manifest.get("events_sha256")
+    if not events_file:
+        raise ValueError(f"{result_path}: this result names no per-event file; write one with "
+                         f"`tgeval evaluate ... --save-events EVENTS.csv` and compare those.")
+    folder = result_path.resolve().parent
+    path = (folder / events_file).resolve()
+    if not path.is_relative_to(folder) or not path.is_file():
+        raise ValueError(f"{result_path}: its events_file {events_file!r} is not a regular file inside the result's "
+                         f"folder {str(folder)!r}; pass the per-event CSV itself.")
+    if recorded is not None and file_sha256(path) != recorded:
+        raise ValueError(f"{result_path}: the events file {str(path)!r} does not match this result (sha256 differs "
+                         f"from the recorded {recorded}): the pair was not written together. Evaluate again.")
+    return path
+
+
 def load_events(csv_path: PathLike) -> dict[str, Tensor]:
     """Read a :meth:`~tgeval.eval.result.Result.save_events` CSV back into CPU tensors.
 
@@ -87,12 +108,7 @@ def load_events(csv_path: PathLike) -> dict[str, Tensor]:
         ValueError: if the file has no header or a malformed row / column.
     """
     if str(csv_path).endswith(".json"):
-        with open(csv_path, encoding="utf-8") as handle:
-            events_file = json.load(handle).get("manifest", {}).get("events_file")
-        if not events_file:
-            raise ValueError(f"{csv_path}: this result names no per-event file; write one with "
-                             f"`tgeval evaluate ... --save-events EVENTS.csv` and compare those.")
-        csv_path = Path(csv_path).parent / events_file
+        csv_path = _events_file_of(Path(csv_path))
     with open(csv_path, newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)

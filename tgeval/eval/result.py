@@ -7,17 +7,19 @@ from them) and saved atomically as JSON; per-event records can be saved as CSV.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import torch
 from torch import Tensor
 
-from tgeval.atomic import write_atomic
+from tgeval.atomic import write_atomic, write_atomic_group
 from tgeval.eval.metrics import (
     TiePolicy,
     auroc,
@@ -152,9 +154,23 @@ class Result:
     def to_dict(self) -> dict:
         return json_safe({"manifest": self.manifest, "metrics": self.metrics, "performance": self.performance})
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the result as JSON, atomically."""
-        write_atomic(path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
+    def save(self, path: str | os.PathLike, events: str | os.PathLike | None = None) -> None:
+        """Write the result as JSON, atomically; with ``events``, also its per-event CSV
+        (:meth:`save_events`), as one pair.
+
+        The manifest then names the events file (``events_file``, relative to the JSON's folder)
+        and its sha256 (``events_sha256``), and both files are written together
+        (:func:`~tgeval.atomic.write_atomic_group`): a reader finds the old pair or the new one,
+        and :func:`~tgeval.diagnostics.compare.load_events` refuses a pair whose checksum
+        does not match.
+        """
+        if events is None:
+            write_atomic(path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
+            return
+        table = self._events_csv().encode("utf-8")
+        self.manifest["events_file"] = os.path.relpath(events, Path(path).parent)
+        self.manifest["events_sha256"] = f"sha256:{hashlib.sha256(table).hexdigest()}"
+        write_atomic_group([(events, table), (path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")])
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Result":
@@ -181,6 +197,9 @@ class Result:
     def save_events(self, path: str | os.PathLike) -> None:
         """Write one CSV row per evaluated event, atomically. ``stratum`` is a name from
         :data:`STRATA`; ``rank`` uses the result's tie convention."""
+        write_atomic(path, self._events_csv())
+
+    def _events_csv(self) -> str:
         table = self.event_table()
         columns = {name: value.tolist() for name, value in table.items()}
         columns["stratum"] = [STRATA[code] for code in columns["stratum"]]
@@ -188,4 +207,4 @@ class Result:
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(list(columns))
         writer.writerows(zip(*columns.values()))
-        write_atomic(path, buffer.getvalue())
+        return buffer.getvalue()

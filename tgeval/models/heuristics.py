@@ -74,6 +74,9 @@ class EdgeBank(_BufferState):
     slots: Tensor  # int64 [capacity]: arange(capacity), not state
     #: smallest capacity of the padded arrays
     min_capacity = 1024
+    #: an update of more events than this and than the capacity (a warm-up) is followed by a
+    #: compaction to twice the pairs stored (one host read), not left at the room it reserved
+    bulk_events = 2**16
 
     def __init__(self, num_nodes: int, window: Optional[float] = None, directed: bool = True) -> None:
         super().__init__(num_nodes)
@@ -174,6 +177,7 @@ class EdgeBank(_BufferState):
         size = batch.src.numel()
         if size == 0:
             return
+        reserved_from = self.keys.numel()
         self._reserve(size, batch.t.dtype)
         keys, capacity = self.keys, self.keys.numel()
         ks, order = torch.topk(self._key(batch.src, batch.dst), size, largest=False)  # ascending
@@ -195,6 +199,9 @@ class EdgeBank(_BufferState):
         seen.scatter_(0, moved, self.last_seen).scatter_reduce_(0, slot, times, reduce="amax", include_self=False)
         self.keys, self.last_seen = merged[:capacity], seen[:capacity]
         self._bound += size
+        if size > max(reserved_from, self.bulk_events):  # a bulk update (a warm-up) reserved room for `size` new keys:
+            keys, times = self._stored()  # fit the capacity to the pairs stored (one host read)
+            self._store(keys, times, max(self.min_capacity, 2 * (keys.numel() + 1)))
 
     def reset_state(self) -> None:
         self._store(self.keys.new_zeros(0), self.last_seen.new_zeros(0), self.min_capacity)

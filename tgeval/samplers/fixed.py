@@ -48,7 +48,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import write_atomic
+from tgeval.atomic import file_sha256, write_atomic
 from tgeval.data.fingerprint import fingerprint, tensor_checksum
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
@@ -394,14 +394,6 @@ class FixedNegativeSampler(NegativeSampler):
 
 
 # -- Temporal Graph Benchmark files --------------------------------------------------------
-def _file_sha256(path: PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return f"sha256:{digest.hexdigest()}"
-
-
 #: the globals a TGB negatives pickle holds (numpy 1 and 2 module names, pickle protocols 2-5)
 TGB_PICKLE_GLOBALS = frozenset(
     [("builtins", name) for name in ("dict", "list", "tuple", "set", "frozenset", "int", "float", "complex", "bool",
@@ -473,7 +465,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     if collisions not in ("mask", "keep"):
         raise ValueError(f"collisions must be 'mask' or 'keep', got {collisions!r}.")
     data = validate(data).cpu()  # the key table is built on the CPU
-    file_hash = _file_sha256(path)
+    file_hash = file_sha256(path)
     table = load_tgb_pickle(path)
     if not isinstance(table, dict):
         raise NegativesFileError(f"TGB negatives file {str(path)!r} holds a {type(table).__name__}, expected a dict "
