@@ -75,8 +75,8 @@ def _signals_held() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
-        for signum in caught:
-            signal.raise_signal(signum)
+        for number in caught:
+            signal.raise_signal(number)
 
 
 def file_sha256(path: Union[str, os.PathLike]) -> str:
