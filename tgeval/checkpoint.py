@@ -260,6 +260,11 @@ class Checkpoint:
                 "early_stopping": self.early_stopping, "versions": self.versions}
 
 
+#: the entries every checkpoint payload holds (``state_training`` is optional: older files lack it)
+PAYLOAD_KEYS = ("model", "parameters", "best_parameters", "optimizer", "state", "rng", "epoch", "early_stopping",
+                "history", "training", "data_fingerprint", "versions")
+
+
 def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict, str]:
     with open(path, "rb") as handle:
         content = handle.read()
@@ -280,6 +285,13 @@ def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict
         raise CheckpointError(f"{path} passed its checksum but torch cannot read it ({error}). If it was saved "
                               f"on another device, pass map_location (the CLI's --device); else load it with the "
                               f"torch / tgeval versions that wrote it, or train again.") from error
+    missing = [key for key in PAYLOAD_KEYS if not isinstance(payload, dict) or key not in payload]
+    if not missing and not (isinstance(payload["model"], dict) and {"name", "config"} <= payload["model"].keys()):
+        missing = ["model.name / model.config"]
+    if missing:
+        raise CheckpointError(f"{path} passed its checksum but lacks {', '.join(missing)}: it was not written by "
+                              f"tgeval.checkpoint.save_checkpoint (or by a version with another layout). Use a "
+                              f"checkpoint of `tgeval train --checkpoint-dir`, or train again.")
     return payload, f"sha256:{hashlib.sha256(content).hexdigest()}"
 
 

@@ -364,6 +364,8 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
 
 def _train_command(args: argparse.Namespace) -> int:
     """Fit a trainable model on the training segment, then evaluate it on validation."""
+    if args.epochs < 1:
+        raise ValueError(f"--epochs must be >= 1, got {args.epochs}: a model trained for no epoch is not trained.")
     device = device_of(args.device)  # devices and outputs are checked before any work
     if args.out is not None:
         check_writable(args.out, what="--out")

@@ -197,3 +197,9 @@ def test_train_refuses_an_existing_run_unless_resumed_or_overwritten(snap_file, 
     check_new_run(run, resume=False, overwrite=True)
     assert main([*train, "--overwrite"]) == 0
     assert (run / "last.pt").read_bytes() != b"an earlier run"
+
+
+@pytest.mark.parametrize("model", ["membership", "tgn"])
+def test_train_for_no_epoch_is_refused(snap_file, capsys, model):
+    assert main(["train", str(snap_file), "--format", "snap", "--model", model, "--epochs", "0"]) == 2
+    assert "--epochs must be >= 1" in capsys.readouterr().err

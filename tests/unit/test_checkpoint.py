@@ -123,6 +123,29 @@ def test_corrupted_files_raise_checkpoint_errors(saved, tmp_path):
         load_checkpoint(tmp_path / "missing.pt")
 
 
+@pytest.mark.parametrize("drop", ["parameters", "rng", "model.config", "everything"])
+def test_a_valid_checksum_over_missing_keys_is_a_checkpoint_error(saved, tmp_path, drop):
+    import hashlib
+    import io
+
+    path, _ = saved
+    body = path.read_bytes().partition(b"\n")[2]
+    payload = torch.load(io.BytesIO(body), weights_only=True)
+    if drop == "model.config":
+        del payload["model"]["config"]
+    elif drop == "everything":
+        payload = [payload]  # not even a dict
+    else:
+        del payload[drop]
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    body = buffer.getvalue()
+    edited = tmp_path / "edited.pt"
+    edited.write_bytes(b"TGEVAL-CHECKPOINT 1 sha256:" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    with pytest.raises(CheckpointError, match="passed its checksum but lacks .*train again"):
+        load_checkpoint(edited)
+
+
 def test_other_data_model_or_registry_raise_checkpoint_errors(saved, data, monkeypatch):
     path, model = saved
     other = generate_events(600, NUM_NODES, seed=2, feature_dim=3)
