@@ -121,6 +121,8 @@ def _checked_model_argument(model: str) -> None:
 
 def _evaluate_command(args: argparse.Namespace) -> int:
     _checked_model_argument(args.model)
+    if args.negatives < 0:
+        raise ValueError(f"--negatives must be >= 0 (0: no sampled metrics), got {args.negatives}.")
     device = device_of(args.device)  # devices and outputs are checked before any work
     for path, what in ((args.out, "--out"), (args.save_events, "--save-events")):
         if path is not None:
