@@ -117,3 +117,29 @@ def test_canonical_order_ignores_file_order_inside_groups():
     src, dst, t = torch.tensor([2, 0, 1, 0]), torch.tensor([1, 3, 0, 2]), torch.tensor([1, 1, 1, 2])
     order = canonical_order(src, dst, t)
     assert list(zip(src[order].tolist(), dst[order].tolist())) == [(0, 3), (1, 0), (2, 1), (0, 2)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=streams(min_events=6, max_events=40, max_nodes=6, max_time=15),
+       train=st.floats(0.2, 0.6), val=st.floats(0.1, 0.3))
+def test_integer_time_above_2_53_splits_and_evaluates_exactly(data, train, val):
+    """Shifting integer time by 2^60 (beyond float64's exact integers) changes no boundary and no score."""
+    from tgeval import Catalog, evaluate
+    from tgeval.models.heuristics import EdgeBank
+    from torch_geometric.data import TemporalData
+
+    shifted = TemporalData(src=data.src, dst=data.dst, t=data.t + 2**60)
+    ratios = (train, val, 1 - train - val)
+    try:
+        split = chronological_split(data, ratios)
+    except SplitError:
+        with pytest.raises(SplitError):
+            chronological_split(shifted, ratios)
+        return
+    big = chronological_split(shifted, ratios)
+    assert (big.train.end, big.val.end) == (split.train.end, split.val.end)
+    catalog = Catalog("custom", torch.arange(6), None, 6)
+    run = lambda d, s: evaluate(EdgeBank(6, window=3), d, s.test, catalog=catalog, batch_size=4)  # noqa: E731
+    a, b = run(data, split), run(shifted, big)
+    for key in ("score", "above", "equal"):
+        assert torch.equal(a.records[key], b.records[key]), key

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Sequence, Union
 
 import numpy as np
@@ -68,11 +70,32 @@ def _segment(name: str, t: torch.Tensor, start: int, end: int) -> Segment:
     return Segment(name, start, end, t[start].item(), t[end - 1].item())
 
 
+def _quantile_cuts(t: np.ndarray, quantiles: Sequence[float]) -> list:
+    """numpy's linear-interpolation quantiles of a sorted ``t``, as cuts for ``t <= cut``.
+
+    Float times and integer times below 2^53 (exact in float64) use ``np.quantile``. For larger
+    integer times, the virtual index is numpy's and the interpolation is exact rational
+    arithmetic, floored (for integers,
+    ``t <= tau`` iff ``t <= floor(tau)``): float64 would round ``2^60 + i`` onto a few values
+    and move or empty the segments.
+    """
+    if t.size == 0 or t.dtype.kind not in "iu" or max(abs(int(t[0])), abs(int(t[-1]))) < 2**53:
+        return list(np.quantile(t, quantiles))
+    cuts = []
+    for q in quantiles:
+        h = (t.size - 1) * float(q)  # the virtual index, in float64 as numpy computes it
+        i = min(math.floor(h), t.size - 1)
+        low, high = int(t[i]), int(t[min(i + 1, t.size - 1)])
+        cuts.append(np.int64(low + math.floor(Fraction(h - i) * (high - low))))  # the interpolation, exactly
+    return cuts
+
+
 def chronological_split(data: TemporalData, ratios: Sequence[float] = (0.70, 0.15, 0.15)) -> Split:
     r"""Split a time-sorted stream into train / val / test by time quantiles.
 
     With :math:`\tau_1, \tau_2` the :math:`(r_{train})` and :math:`(r_{train} + r_{val})`
-    quantiles of the per-event timestamps (numpy's linear interpolation), train holds the
+    quantiles of the per-event timestamps (numpy's linear interpolation, exact for integer
+    timestamps beyond 2^53), train holds the
     events with :math:`t \le \tau_1`, val those with :math:`\tau_1 < t \le \tau_2` and test the
     rest. Each cut therefore falls between two distinct timestamps: a timestamp group is
     never split. Segment sizes follow the ratios only approximately when groups are large.
@@ -95,10 +118,8 @@ def chronological_split(data: TemporalData, ratios: Sequence[float] = (0.70, 0.1
     t_np = t.detach().cpu().numpy()
     if t_np.size > 1 and bool((t_np[1:] < t_np[:-1]).any()):
         raise SplitError("`t` must be non-decreasing before splitting. Call `tgeval.data.validate(data, sort=True)` first.")
-    train_time, val_time = np.quantile(t_np, [ratios[0], ratios[0] + ratios[1]])
-    # Events with t <= cut (int64 timestamps compare exactly as float64 below 2**53).
-    train_end = int(np.searchsorted(t_np, train_time, side="right"))
-    val_end = int(np.searchsorted(t_np, val_time, side="right"))
+    train_end, val_end = (int(np.searchsorted(t_np, cut, side="right"))  # events with t <= cut
+                          for cut in _quantile_cuts(t_np, (ratios[0], ratios[0] + ratios[1])))
     if ratios[0] == 0:
         train_end = 0
     if ratios[2] == 0:
