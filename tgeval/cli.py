@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -483,6 +484,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", default="tgeval-results", help="folder for the result files")
     run.set_defaults(func=_run_command)
+    for command in (ev, tr, run):
+        command.add_argument("--threads", type=int, default=None,
+                             help=f"torch intra-op threads (default: ${THREADS_ENV}, else torch's: the cores); use 1 "
+                                  f"on a loaded machine; recorded in the manifest")
     return parser
 
 
@@ -491,17 +496,37 @@ def _terminate(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
+#: environment variable giving the torch intra-op threads when --threads is not given
+THREADS_ENV = "TGEVAL_THREADS"
+
+
+def _set_threads(given: Optional[int]) -> None:
+    """torch's intra-op threads: ``--threads``, else ``$TGEVAL_THREADS``, else torch's default (the
+    cores: on an idle 2-core machine 2 threads train TGN 1.5x faster than 1, but a loaded machine
+    oversubscribes them, up to 20x slower: set 1 there). Recorded in every result's manifest."""
+    text = os.environ.get(THREADS_ENV) if given is None else str(given)
+    if text is None:
+        return
+    if not text.strip().isdigit() or int(text) < 1:
+        source = "--threads" if given is not None else f"${THREADS_ENV}"
+        raise ValueError(f"{source} must be a positive integer, got {text!r}.")
+    torch.set_num_threads(int(text))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     on_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
+    threads = torch.get_num_threads()
     try:
+        _set_threads(getattr(args, "threads", None))
         return int(args.func(args))
     except (TGEvalError, ValueError, TypeError, OSError) as error:
         print(f"tgeval: error: {error}", file=sys.stderr)
         return 2
     finally:
+        torch.set_num_threads(threads)
         if on_main_thread:
             signal.signal(signal.SIGTERM, previous)
 

@@ -219,3 +219,22 @@ def test_sampler_options_are_typed_before_any_work(snap_file, capsys, spec, mess
 def test_negative_k_is_refused(snap_file, capsys):
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "-5"]) == 2
     assert "--negatives must be >= 0" in capsys.readouterr().err
+
+
+def test_threads_are_set_recorded_and_checked(snap_file, tmp_path, capsys, monkeypatch):
+    import torch
+
+    before = torch.get_num_threads()
+    out = tmp_path / "r.json"
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "2",
+                 "--threads", "2", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["manifest"]["threads"]["intra_op"] == 2
+    assert torch.get_num_threads() == before  # restored after the command
+    monkeypatch.setenv("TGEVAL_THREADS", "1")
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "2",
+                 "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["manifest"]["threads"]["intra_op"] == 1
+    monkeypatch.setenv("TGEVAL_THREADS", "many")
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank"]) == 2
+    assert "$TGEVAL_THREADS must be a positive integer" in capsys.readouterr().err
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--threads", "0"]) == 2

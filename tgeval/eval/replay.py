@@ -626,6 +626,7 @@ def evaluate(
         "warm_up": warm,
         "state_guard": check_state,
         "device": str(device),
+        "threads": {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()},
         "versions": _versions(),
     }
     return Result(metrics, manifest, performance, records)
