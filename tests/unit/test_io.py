@@ -506,3 +506,26 @@ def test_sparse_ids_are_refused_at_once_with_remap_suggested(tmp_path: Path) -> 
     small = tmp_path / "small.txt"
     small.write_text(f"0 {SPARSE_ID_SLACK - 1} 1\n")  # two ids in 2^20 slots: under the slack, kept
     assert read_events(small, "snap")[1].num_nodes == SPARSE_ID_SLACK
+
+
+@pytest.mark.parametrize("rule", ["keep", "drop"])
+def test_duplicate_events_are_counted_and_kept_or_dropped(tmp_path: Path, rule: str) -> None:
+    path = tmp_path / "dup.txt"
+    path.write_text("0 1 5\n0 1 5\n2 3 5\n0 1 5\n2 3 5.0\n0 1 6\n")  # (0,1,5) three times, (2,3,5) twice
+    data, info = read_events(path, "snap", duplicates=rule)
+    assert info.num_duplicates == 3 and info.duplicates == rule
+    if rule == "keep":
+        assert data.num_events == info.num_events == 6
+    else:
+        assert (data.src.tolist(), data.dst.tolist(), data.t.tolist()) == ([0, 2, 0], [1, 3, 1], [5, 5, 6])
+        assert info.num_events == 3
+    with pytest.raises(ValueError, match="duplicates must be one of"):
+        read_events(path, "snap", duplicates="merge")
+
+
+def test_features_tell_duplicates_apart(tmp_path: Path) -> None:
+    path = tmp_path / "events.csv"
+    path.write_text("u,i,ts,idx,f0\n1,2,3,1,0.5\n1,2,3,2,0.5\n1,2,3,3,0.25\n")
+    read = lambda **features: read_events(path, "csv", src_col="u", dst_col="i", t_col="ts", **features)  # noqa: E731
+    assert read()[1].num_duplicates == 2  # idx is not read
+    assert read(feature_cols=["f0"])[1].num_duplicates == 1  # f0 tells the third apart

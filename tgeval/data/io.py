@@ -49,7 +49,7 @@ import gzip
 import importlib.util
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union
@@ -118,6 +118,10 @@ class ReadInfo:
             ids: ``node_ids[new_id]`` is the id in the file. For bipartite data the two
             sides are separate id spaces, so the same file id may occur twice.
         node_names (tuple of str, optional): as ``node_ids`` for textual ids.
+        num_duplicates (int): events equal in every field read (``src``, ``dst``, ``t``,
+            ``msg``, ``y``) to an earlier event of the file: kept, or dropped by
+            :func:`read_events` with ``duplicates="drop"`` (then not in ``num_events``).
+        duplicates (str): ``"keep"`` or ``"drop"``.
     """
 
     path: str
@@ -141,6 +145,28 @@ class ReadInfo:
     dst_offset: Optional[int]
     node_ids: Optional[Tensor]
     node_names: Optional[tuple[str, ...]]
+    num_duplicates: int = 0
+    duplicates: str = "keep"
+
+
+#: what :func:`read_events` does with duplicate events (``ReadInfo.num_duplicates``)
+DUPLICATE_RULES = ("keep", "drop")
+
+
+def _first_occurrences(data: TemporalData) -> Tensor:
+    """bool ``[E]``: the event is the first in the file equal to it in every field read."""
+    columns = [data.src, data.dst, data.t.view(torch.int64) if data.t.is_floating_point() else data.t]
+    for key in ("msg", "y"):
+        if key in data:
+            value = data[key].reshape(data.num_events, -1)
+            bits = value.view(torch.int32) if value.dtype == torch.float32 else value.view(torch.int64)
+            columns += list(bits.to(torch.int64).unbind(1))
+    _, inverse = torch.unique(torch.stack(columns, 1), dim=0, return_inverse=True)
+    first = torch.full((int(inverse.max()) + 1 if inverse.numel() else 0,), data.num_events, dtype=torch.long)
+    first.scatter_reduce_(0, inverse, torch.arange(data.num_events), reduce="amin")
+    keep = torch.zeros(data.num_events, dtype=torch.bool)
+    keep[first] = True
+    return keep
 
 
 # --------------------------------------------------------------------------- text layer
@@ -668,6 +694,7 @@ def _build(
         dst_offset=dst_offset,
         node_ids=node_ids,
         node_names=node_names,
+        num_duplicates=int(data.num_events - _first_occurrences(data).sum()),
     )
     return data, info
 
@@ -1098,6 +1125,7 @@ def read_events(
     bipartite: Optional[bool] = None,
     sort: bool = False,
     directed: bool = True,
+    duplicates: str = "keep",
     **options: Any,
 ) -> tuple[TemporalData, ReadInfo]:
     """Read an event file in one of the supported formats.
@@ -1118,21 +1146,29 @@ def read_events(
             for ``"jodie"``, else ``False``).
         sort: stable-sort unsorted events instead of raising.
         directed: recorded in ``info.directed`` for pair statistics.
+        duplicates: ``"keep"`` (default) or ``"drop"`` the events equal in every field read
+            to an earlier one (the first is kept); counted in ``info.num_duplicates`` either way.
 
     Returns:
         tuple: ``(data, info)``: a validated ``TemporalData`` and a :class:`ReadInfo`.
 
     Raises:
-        ValueError: an unknown ``format``.
+        ValueError: an unknown ``format`` or ``duplicates`` rule.
         DataFormatError: a malformed line (file, line number, found, expected), or ids too
             sparse to keep without ``remap`` (module docstring).
         TemporalDataError: unsorted events with ``sort=False``.
     """
     if format not in _READERS:
         raise ValueError(f"`format` must be one of {sorted(_READERS)}, got {format!r}.")
+    if duplicates not in DUPLICATE_RULES:
+        raise ValueError(f"duplicates must be one of {DUPLICATE_RULES}, got {duplicates!r}.")
     if bipartite is None:
         bipartite = format == "jodie"
-    return _READERS[format](path, remap=remap, bipartite=bipartite, sort=sort, directed=directed, **options)
+    data, info = _READERS[format](path, remap=remap, bipartite=bipartite, sort=sort, directed=directed, **options)
+    if duplicates == "drop" and info.num_duplicates:
+        first = _first_occurrences(data)
+        data = TemporalData(**{key: value[first] for key, value in data.to_dict().items()})
+    return data, replace(info, duplicates=duplicates, num_events=data.num_events)
 
 
 # ---------------------------------------------------------------------- shared datasets
@@ -1213,12 +1249,12 @@ def load_dataset(name: str) -> tuple[TemporalData, ReadInfo]:
             f"folder that holds it, or place it under ../shared/datasets."
         )
     if name in ("uci", "enron"):
-        return read_dgb(path)
+        return read_events(path, "dgb")
     if name == "uci-snap":
-        return read_snap(path)
+        return read_events(path, "snap")
     if name == "highschool":
-        return read_sociopatterns(path, remap=True, directed=False)
-    return read_snap(path, bipartite=True, remap=False)
+        return read_events(path, "sociopatterns", remap=True, directed=False)
+    return read_events(path, "snap", bipartite=True, remap=False)
 
 
 _COLLEGEMSG_FILE = ("generators", "datasets", "collegemsg", "collegemsg.csv.gz")
