@@ -39,6 +39,13 @@ def add_common_args(parser) -> None:
                              "on a small shared machine extra OpenMP threads make per-batch timings erratic)")
 
 
+def apply_common_args(args) -> None:
+    """Use ``--data-dir`` (as ``$TGEVAL_DATA_DIR``, which ``tgeval.data.io.load_dataset`` reads) and ``--threads``."""
+    if getattr(args, "data_dir", None) is not None:
+        os.environ["TGEVAL_DATA_DIR"] = str(Path(args.data_dir).resolve())
+    torch.set_num_threads(args.threads)
+
+
 def command_line() -> str:
     """The exact command line that ran this script."""
     return " ".join(shlex.quote(a) for a in [Path(sys.executable).name] + sys.argv)

@@ -17,12 +17,10 @@ Run: python benchmarks/bench_batch_size.py [--datasets uci,wikipedia] [--epochs 
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import print_header, print_table
+from _common import apply_common_args, print_header, print_table
 
 from tgeval import build_catalog, chronological_split, evaluate, warm_up
 from tgeval.train import train_epoch
@@ -76,9 +74,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    if args.data_dir is not None:
-        os.environ["TGEVAL_DATA_DIR"] = str(Path(args.data_dir).resolve())
-    torch.set_num_threads(args.threads)
+    apply_common_args(args)
     print_header("All-entity MRR against the batch size (test segment, online, 'train' catalog)")
     rows = []
     for name in args.datasets.split(","):

@@ -17,18 +17,16 @@
    be flat.
 
 Run: python benchmarks/bench_history.py [--data-dir DIR] [--repeat 5] [--threads 1]
-         [--warm-sizes 100000,1000000,3000000,10000000] [--max-replay 3000000]
+         [--warm-sizes 100000,1000000,3000000,10000000] [--max-replay 1000000]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, best, median, print_header, print_table, timed
+from _common import add_common_args, apply_common_args, best, median, print_header, print_table, timed
 from torch_geometric.data import TemporalData
 
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split, evaluate
@@ -101,12 +99,10 @@ def main() -> None:
     add_common_args(parser)
     parser.add_argument("--datasets", default="uci,wikipedia")
     parser.add_argument("--warm-sizes", default="100000,1000000,3000000,10000000")
-    parser.add_argument("--max-replay", type=int, default=3_000_000,
+    parser.add_argument("--max-replay", type=int, default=1_000_000,
                         help="largest history also replayed in batches of 200 (the replay grows with the bank)")
     args = parser.parse_args()
-    if args.data_dir is not None:
-        os.environ["TGEVAL_DATA_DIR"] = str(Path(args.data_dir).resolve())
-    torch.set_num_threads(args.threads)
+    apply_common_args(args)
     print_header("history='exact' vs 'batch' (EdgeBank, online, batches <= 200), and warm-up")
     rows = []
     for name in args.datasets.split(","):
