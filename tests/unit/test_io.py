@@ -529,3 +529,17 @@ def test_features_tell_duplicates_apart(tmp_path: Path) -> None:
     read = lambda **features: read_events(path, "csv", src_col="u", dst_col="i", t_col="ts", **features)  # noqa: E731
     assert read()[1].num_duplicates == 2  # idx is not read
     assert read(feature_cols=["f0"])[1].num_duplicates == 1  # f0 tells the third apart
+
+
+def test_a_file_of_another_format_is_named_not_misread(tmp_path: Path) -> None:
+    dgb = tmp_path / "ml_x.csv"
+    dgb.write_text(",u,i,ts,label,idx\n0,1,2,3.0,0,1\n1,2,3,4.0,0,2\n")
+    for fmt in ("jodie", "tgb"):  # jodie took idx for a feature and sorted garbage; tgb made idx a message
+        with pytest.raises(DataFormatError, match=r"is a 'dgb' file's, not '%s': read it with format='dgb'" % fmt):
+            read_events(dgb, fmt)
+    jodie = tmp_path / "wikipedia.csv"
+    jodie.write_text("user_id,item_id,timestamp,state_label,comma_separated_list_of_features\n0,0,1.0,0,0.5\n")
+    for fmt in ("dgb", "tgb"):
+        with pytest.raises(DataFormatError, match="is a 'jodie' file's"):
+            read_events(jodie, fmt)
+    assert read_events(dgb, "dgb")[1].num_events == 2 and read_events(jodie, "jodie")[1].num_events == 1

@@ -735,6 +735,7 @@ def read_dgb(
     table = _parse_table(
         path, delimiter=",", has_header=True, comments=(), min_cols=3, layout="header ',u,i,ts,label,idx'"
     )
+    _refuse_other_format(table, "dgb")
     lowered = [h.lower() for h in table.names]
     missing = [name for name in ("u", "i", "ts") if name not in lowered]
     if missing:
@@ -872,6 +873,25 @@ def read_sociopatterns(
 _JODIE_COLUMNS = ("user_id", "item_id", "timestamp", "state_label")
 
 
+def _looks_like(header: Optional[Sequence[str]]) -> Optional[str]:
+    """The format a header line belongs to, judged from its names (``None``: not recognised)."""
+    names = [h.strip().lower() for h in header or ()]
+    if {"u", "i", "ts"} <= set(names) and (not names[0] or "idx" in names):
+        return "dgb"  # DGB's ",u,i,ts,label,idx": an unnamed row index first, or an idx column
+    if names[:3] == ["user_id", "item_id", "timestamp"]:
+        return "jodie"
+    return None
+
+
+def _refuse_other_format(table: "_Table", fmt: str) -> None:
+    """Raise when the header is that of another known format (not a guess from the data)."""
+    other = _looks_like(table.header)
+    if other is not None and other != fmt:
+        raise DataFormatError(f"{table.path}, line {table.header_line}: the header {','.join(table.header or ())!r} "
+                              f"is a {other!r} file's, not {fmt!r}: read it with format={other!r} "
+                              f"(--format {other}).")
+
+
 def read_jodie(
     path: PathLike,
     *,
@@ -916,6 +936,7 @@ def read_jodie(
         layout=layout,
         names=lambda num_cols: _JODIE_COLUMNS + tuple(f"f{k}" for k in range(num_cols - 4)),
     )
+    _refuse_other_format(table, "jodie")
     return _build(
         table,
         "jodie",
@@ -983,6 +1004,7 @@ def read_tgb(
     table = _parse_table(
         path, delimiter=",", has_header=True, comments=(), min_cols=3, layout="header such as 'ts,src,dst,w'"
     )
+    _refuse_other_format(table, "tgb")
     lowered = [h.lower() for h in table.names]
     picked: dict[str, int] = {}
     for role, aliases in _TGB_ROLES.items():
