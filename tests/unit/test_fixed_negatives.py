@@ -176,7 +176,9 @@ def test_tgb_collisions_masked_and_counted(tmp_path):
     path = tmp_path / "ns.pkl"
     write_tgb_negatives(path, [0, 0, 1], [5, 6, 7], [1, 1, 1], [[6, 5, 0, 9], [8, 9, 10, 11], [8, 9, 10, 12]])
     masked = read_tgb_negatives(path, data)
-    assert masked.describe()["num_masked_collisions"] == 3  # simultaneous positive 6, true dst 5, source 0
+    described = masked.describe()
+    assert described["num_masked_collisions"] == 3  # simultaneous positive 6, true dst 5, source 0
+    assert (described["num_masked_sources"], described["num_padded_slots"]) == (1, 0)  # counted apart
     assert masked.sample(data, 4).mask[0].tolist() == [False, False, False, True]
     kept = read_tgb_negatives(path, data, collisions="keep")
     assert kept.sample(data, 4).mask.all()

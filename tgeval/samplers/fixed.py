@@ -321,7 +321,7 @@ class FixedNegativeSampler(NegativeSampler):
         for key in ("content_checksum", "file_sha256", "data_fingerprint", "events_fingerprint", "sampler", "seed",
                     "segment",
                     "protocol", "batch_size", "num_padded_rows", "num_padded_slots", "num_masked_collisions",
-                    "collisions", "num_rows"):
+                    "num_masked_sources", "collisions", "num_rows"):
             if key in h:
                 out[key] = h[key]
         return out
@@ -446,7 +446,10 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     ``num_padded_slots`` count them. With ``collisions="mask"`` slots holding the source,
     the true destination or a simultaneous positive (another destination of the same source
     at the same ``t``; with ``directed=False`` also the sources of events into the source)
-    are masked and counted as ``num_masked_collisions``; ``"keep"`` scores them as TGB does.
+    are masked and counted as ``num_masked_collisions`` (padding is counted apart); TGB's own
+    random negatives leave out the source's positives at ``t`` but not the source itself, so the
+    sources among them are masked by default and counted as ``num_masked_sources``. ``"keep"``
+    scores every slot as TGB does.
 
     Args:
         path: the pickle file.
@@ -509,14 +512,15 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     src = torch.tensor([k[0] for k in keys], dtype=torch.long)
     dst = torch.tensor([k[1] for k in keys], dtype=torch.long)
     t = data.t.new_tensor([k[2] for k in keys]) if keys else data.t[:0]
-    num_collisions = 0
+    num_collisions = num_sources = 0
     if collisions == "mask":
         hit = _collisions(src, dst, t, neg_t, data, directed) & mask
         num_collisions = int(hit.sum())
+        num_sources = int((hit & (neg_t == src[:, None])).sum())  # TGB's random negatives may hold the source
         mask &= ~hit
     header = {"format": "tgb", "source": "tgb", "file_sha256": file_hash, "num_rows": len(keys),
               "num_padded_rows": int((lengths < width).sum()), "num_padded_slots": int((width - lengths).sum()),
-              "collisions": collisions, "num_masked_collisions": num_collisions,
+              "collisions": collisions, "num_masked_collisions": num_collisions, "num_masked_sources": num_sources,
               "events_fingerprint": fingerprint(data)}  # of the events the file was matched to
     stored = StoredNegatives(src=src, dst=dst, t=t, neg=neg_t, neg_mask=mask, header=header)
     header["checksum"] = stored.checksum()
