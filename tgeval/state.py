@@ -489,6 +489,12 @@ def no_state_change(model: Stateful, what: str = "scoring", *, deep: Optional[bo
     bypass autograd's version counter (through ``tensor.data`` or a numpy view) are only
     caught by the deep check (``deep=True``).
 
+    **Limit.** The guard sees what state discovery or ``snapshot()`` sees, nothing else: a
+    Python list, dict or number kept as a plain attribute (outside the model's ``snapshot()``,
+    or of a class without a :class:`StateAdapter`) can change while scoring unnoticed. Keep
+    state in registered buffers, register an adapter for its class, or cover it in
+    ``snapshot()``.
+
     Example:
         >>> with no_state_change(model):          # doctest: +SKIP
         ...     scores = model.score(src, dst, t)
