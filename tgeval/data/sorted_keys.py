@@ -75,8 +75,7 @@ class Occurrences:
 
     Attributes:
         keys: int64 ``[M + 1]``, sorted, then the sentinel; ``times`` ``[M + 1]``, each
-            occurrence's time (the sentinel's is arbitrary); ``order`` ``[M]``, the sorting
-            permutation (sorted occurrence ``j`` is input occurrence ``order[j]``, for sorted times).
+            occurrence's time (the sentinel's is arbitrary).
     """
 
     def __init__(self, keys: Tensor, times: Tensor, *, times_sorted: bool = False) -> None:
@@ -84,9 +83,9 @@ class Occurrences:
             times, by_time = torch.sort(times, stable=True)
             keys = keys.take(by_time)
         self.all_times = times  # non-decreasing: rank(x) = searchsorted(all_times, x)
-        sorted_keys, self.order = torch.sort(keys, stable=True)
+        sorted_keys, order = torch.sort(keys, stable=True)
         self.keys = torch.cat([sorted_keys, sorted_keys.new_full((1,), PAD)])
-        self.times = torch.cat([times.take(self.order), times.new_zeros(1)])
+        self.times = torch.cat([times.take(order), times.new_zeros(1)])
 
     @functools.cached_property
     def run_start(self) -> Tensor:
