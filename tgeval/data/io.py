@@ -1129,7 +1129,8 @@ def read_csv_events(
     )
 
 
-_READERS: dict[str, Callable[..., tuple[TemporalData, ReadInfo]]] = {
+#: format name -> reader (its keyword annotations type the CLI's ``--option`` values)
+READERS: dict[str, Callable[..., tuple[TemporalData, ReadInfo]]] = {
     "dgb": read_dgb,
     "snap": read_snap,
     "sociopatterns": read_sociopatterns,
@@ -1180,13 +1181,13 @@ def read_events(
             sparse to keep without ``remap`` (module docstring).
         TemporalDataError: unsorted events with ``sort=False``.
     """
-    if format not in _READERS:
-        raise ValueError(f"`format` must be one of {sorted(_READERS)}, got {format!r}.")
+    if format not in READERS:
+        raise ValueError(f"`format` must be one of {sorted(READERS)}, got {format!r}.")
     if duplicates not in DUPLICATE_RULES:
         raise ValueError(f"duplicates must be one of {DUPLICATE_RULES}, got {duplicates!r}.")
     if bipartite is None:
         bipartite = format == "jodie"
-    data, info = _READERS[format](path, remap=remap, bipartite=bipartite, sort=sort, directed=directed, **options)
+    data, info = READERS[format](path, remap=remap, bipartite=bipartite, sort=sort, directed=directed, **options)
     if duplicates == "drop" and info.num_duplicates:
         first = _first_occurrences(data)
         data = TemporalData(**{key: value[first] for key, value in data.to_dict().items()})

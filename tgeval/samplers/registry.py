@@ -18,14 +18,14 @@ Example:
 from __future__ import annotations
 
 import inspect
-import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Split
+from tgeval.options import parse_value, typed_options
 from tgeval.samplers.base import NegativeSampler
 from tgeval.samplers.degree import DegreeSampler, TimeDegreeSampler
 from tgeval.samplers.birth_death import factories as _birth_death_factories
@@ -130,22 +130,6 @@ def get(name: str, *, catalog: Optional[Catalog] = None, num_nodes: Optional[int
     return entry.factory(**{**context, **options})
 
 
-def _value(text: str) -> Any:
-    low = text.strip().lower()
-    if low in ("true", "yes"):
-        return True
-    if low in ("false", "no"):
-        return False
-    if low == "none":
-        return None
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text.strip()
-
-
 def parse_spec(spec: str) -> tuple[str, dict]:
     """``"NAME[:key=value,...]"`` -> ``(name, options)`` (values typed as in the module docstring)."""
     name, _, rest = spec.partition(":")
@@ -154,37 +138,8 @@ def parse_spec(spec: str) -> tuple[str, dict]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"sampler option {item!r} in {spec!r} is not key=value, e.g. 'historical:replace=true'.")
-        options[key.strip()] = _value(value)
+        options[key.strip()] = parse_value(value)
     return name.strip(), options
-
-
-def _typed(factory: Factory, name: str, options: dict, spec: str) -> dict:
-    """``options`` checked against the factory's annotations (``bool``, ``int``, ``float``,
-    ``str``, optional or not): a value of another type is a ``ValueError`` that names the option,
-    what it accepts and what was given, before anything is built (``replace=maybe`` is not
-    ``True``). Integers are accepted where a float is expected; unannotated options pass as parsed."""
-    try:
-        hints = typing.get_type_hints(factory.__init__ if inspect.isclass(factory) else factory)
-    except Exception:  # unresolvable annotations: the factory checks its own arguments
-        return options
-    out = {}
-    for key, value in options.items():
-        hint = hints.get(key)
-        allowed = typing.get_args(hint) if typing.get_origin(hint) is Union else (hint,)
-        kinds = tuple(kind for kind in allowed if kind in (bool, int, float, str))
-        if not kinds or (value is None and type(None) in allowed):
-            out[key] = value
-            continue
-        if float in kinds and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if str in kinds and not isinstance(value, str) and bool not in kinds:
-            value = str(value)  # e.g. a numeric-looking path
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            expected = " or ".join({bool: "true / false", int: "an integer", float: "a number", str: "text"}[kind]
-                                   for kind in kinds) + (" or none" if type(None) in allowed else "")
-            raise ValueError(f"sampler {name!r} option {key}={options[key]!r} in {spec!r}: {key} takes {expected}.")
-        out[key] = value
-    return out
 
 
 def _accepted(factory: Factory) -> Optional[set[str]]:
@@ -229,7 +184,7 @@ def from_spec(spec: str, *, data: TemporalData, split: Split, catalog: Catalog,
         if unknown:
             raise ValueError(f"sampler {name!r} takes no option {sorted(unknown)} in {spec!r}; "
                              f"options: {', '.join(sorted(allowed)) or 'none'}.")
-    return entry.factory(**{**filled, **_typed(entry.factory, name, options, spec)})
+    return entry.factory(**{**filled, **typed_options(entry.factory, options, f"sampler {name!r} option", spec)})
 
 
 def _graph_context(c: Context) -> dict:
