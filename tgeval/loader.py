@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader
 from torch_geometric.data import TemporalData
 
 from tgeval.data.groups import group_starts
-from tgeval.data.validate import is_time_sorted
+from tgeval.data.validate import is_time_sorted, per_event_keys
 from tgeval.errors import TemporalDataError
 
 __all__ = ["TimestampBatchLoader", "timestamp_batch_boundaries", "same_batch_history", "check_time_sorted"]
@@ -119,10 +119,8 @@ class TimestampBatchLoader(DataLoader):
         self.timestamp_batch_size = batch_size
         self.boundaries = timestamp_batch_boundaries(data.t, batch_size)
         self._bounds = self.boundaries.tolist()
-        num_events = data.num_events
-        self._keys = [key for key, value in data.to_dict().items()
-                      if isinstance(value, Tensor) and value.dim() > 0 and value.size(0) == num_events]
-        self._position = None if "position" in self._keys else torch.arange(num_events, device=data.src.device)
+        self._keys = per_event_keys(data)
+        self._position = None if "position" in self._keys else torch.arange(data.num_events, device=data.src.device)
         # batch_size=None: the "dataset" of batch indices is read one index at a time, collated into a batch
         super().__init__(range(len(self._bounds) - 1), batch_size=None, shuffle=False,  # type: ignore[arg-type]
                          collate_fn=self._batch, **kwargs)  # type: ignore[arg-type]

@@ -26,15 +26,19 @@ def is_time_sorted(t: Tensor) -> bool:
     return bool((t[1:] >= t[:-1]).all()) if t.numel() > 1 else True
 
 
-def permute_events(data: TemporalData, perm: Tensor) -> TemporalData:
-    """A copy of ``data`` with every per-event field (first dimension ``E``) reordered by ``perm``."""
+def per_event_keys(data: TemporalData) -> list[str]:
+    """The fields of ``data`` that hold one row per event (tensors whose first dimension is ``E``)."""
     num_events = data.t.numel()
+    return [key for key, value in data.to_dict().items()
+            if isinstance(value, Tensor) and value.dim() > 0 and value.size(0) == num_events]
+
+
+def permute_events(data: TemporalData, perm: Tensor) -> TemporalData:
+    """A copy of ``data`` with every per-event field (:func:`per_event_keys`) reordered by ``perm``."""
+    per_event = set(per_event_keys(data))
     out = TemporalData()
     for key, value in data.to_dict().items():
-        if isinstance(value, Tensor) and value.dim() > 0 and value.size(0) == num_events:
-            out[key] = value[perm]
-        else:
-            out[key] = value
+        out[key] = value[perm] if key in per_event else value
     return out
 
 

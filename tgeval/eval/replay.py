@@ -45,7 +45,7 @@ from tgeval.data.fingerprint import fingerprint, tensor_checksum
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.groups import canonical_order
-from tgeval.data.validate import permute_events, validate
+from tgeval.data.validate import per_event_keys, permute_events, validate
 from tgeval.errors import CatalogError, NegativesFileError, TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal
 from tgeval.eval.ranking import ShortcutPairs, check_no_nan, chunked_counts, plan_candidates, shortcut_counts
@@ -379,8 +379,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     device = events.src.device
     num_events, num_batches = events.num_events, len(boundaries) - 1
     k = num_negatives if sampler is not None else 0
-    keys = [key for key, value in events.to_dict().items()
-            if isinstance(value, Tensor) and value.dim() > 0 and value.size(0) == num_events]
+    keys = per_event_keys(events)
     model_keys = [key for key in keys if key not in ("e_id", "position")]  # engine bookkeeping, for samplers
     records = _Records(num_events, k, device)
     candidate_nan = torch.zeros(max(num_batches, 1), dtype=torch.bool, device=device)
@@ -412,10 +411,10 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                         queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
                                            window.pairs[j])
                     src, t = data.src[a:z], data.t[a:z]
-                    batch = _slice(data, model_keys, a, z)
+                    batch = _slice(data, model_keys, a, z) if exact or protocol == "online" else None
                     guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
                         else nullcontext()
-                    with model.within_batch(batch) if exact else nullcontext(), guard:
+                    with model.within_batch(batch) if batch is not None and exact else nullcontext(), guard:
                         scores = model.score(*queries)
                         block = scores[:size * (1 + k)].view(size, 1 + k)
                         records.write_scores(boundaries[b], block)
@@ -431,7 +430,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                             else:
                                 above, equal = counts
                             records.write_counts(boundaries[b], above=above, equal=equal)
-                    if protocol == "online":
+                    if batch is not None and protocol == "online":
                         model.update(batch)
                         if sampler is not None and not sampler.history_free:
                             sampler.observe(_slice(data, keys, a, z))
