@@ -14,7 +14,7 @@ from typing import Iterator, Sequence, Union
 
 from tgeval.errors import OutputPathError
 
-__all__ = ["write_atomic", "write_atomic_group", "check_writable", "file_sha256"]
+__all__ = ["write_atomic", "write_atomic_group", "check_writable", "file_sha256", "sha256_of"]
 
 
 def write_atomic(path: Union[str, os.PathLike], content: Union[str, bytes]) -> None:
@@ -79,8 +79,13 @@ def _signals_held() -> Iterator[None]:
             signal.raise_signal(number)
 
 
+def sha256_of(payload: bytes) -> str:
+    """``"sha256:<hex>"`` of ``payload``, the form every checksum tgeval records takes."""
+    return f"sha256:{hashlib.sha256(payload).hexdigest()}"
+
+
 def file_sha256(path: Union[str, os.PathLike]) -> str:
-    """``"sha256:<hex>"`` of a file's bytes."""
+    """``"sha256:<hex>"`` of a file's bytes (read in blocks)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

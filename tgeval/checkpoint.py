@@ -38,7 +38,7 @@ import torch
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import write_atomic
+from tgeval.atomic import sha256_of, write_atomic
 from tgeval.data.fingerprint import fingerprint
 from tgeval.errors import CheckpointError
 from tgeval.eval.replay import _versions
@@ -214,7 +214,7 @@ def save_checkpoint(
     header = _MAGIC + f" {FORMAT_VERSION} sha256:{hashlib.sha256(body).hexdigest()}\n".encode()
     content = header + body
     write_atomic(path, content)
-    return f"sha256:{hashlib.sha256(content).hexdigest()}"
+    return sha256_of(content)
 
 
 @dataclass
@@ -292,7 +292,7 @@ def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict
         raise CheckpointError(f"{path} passed its checksum but lacks {', '.join(missing)}: it was not written by "
                               f"tgeval.checkpoint.save_checkpoint (or by a version with another layout). Use a "
                               f"checkpoint of `tgeval train --checkpoint-dir`, or train again.")
-    return payload, f"sha256:{hashlib.sha256(content).hexdigest()}"
+    return payload, sha256_of(content)
 
 
 def load_checkpoint(

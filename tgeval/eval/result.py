@@ -7,7 +7,6 @@ from them) and saved atomically as JSON; per-event records can be saved as CSV.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import math
@@ -19,7 +18,7 @@ from typing import Any, Optional, Sequence
 import torch
 from torch import Tensor
 
-from tgeval.atomic import write_atomic, write_atomic_group
+from tgeval.atomic import sha256_of, write_atomic, write_atomic_group
 from tgeval.eval.metrics import (
     TiePolicy,
     auroc,
@@ -164,13 +163,13 @@ class Result:
         and :func:`~tgeval.diagnostics.compare.load_events` refuses a pair whose checksum
         does not match.
         """
-        if events is None:
-            write_atomic(path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
-            return
-        table = self._events_csv().encode("utf-8")
-        self.manifest["events_file"] = os.path.relpath(events, Path(path).parent)
-        self.manifest["events_sha256"] = f"sha256:{hashlib.sha256(table).hexdigest()}"
-        write_atomic_group([(events, table), (path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")])
+        files: list[tuple[str | os.PathLike, str | bytes]] = []
+        if events is not None:
+            table = self._events_csv().encode("utf-8")
+            self.manifest["events_file"] = os.path.relpath(events, Path(path).parent)
+            self.manifest["events_sha256"] = sha256_of(table)
+            files.append((events, table))
+        write_atomic_group(files + [(path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")])
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Result":
