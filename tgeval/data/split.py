@@ -74,10 +74,9 @@ def _quantile_cuts(t: np.ndarray, quantiles: Sequence[float]) -> list:
     """numpy's linear-interpolation quantiles of a sorted ``t``, as cuts for ``t <= cut``.
 
     Float times and integer times below 2^53 (exact in float64) use ``np.quantile``. For larger
-    integer times, the virtual index is numpy's and the interpolation is exact rational
-    arithmetic, floored (for integers,
-    ``t <= tau`` iff ``t <= floor(tau)``): float64 would round ``2^60 + i`` onto a few values
-    and move or empty the segments.
+    integer times the virtual index is numpy's and the interpolation is exact rational
+    arithmetic, floored (for integers, ``t <= tau`` iff ``t <= floor(tau)``): float64 would
+    round ``2^60 + i`` onto a few values and move or empty the segments.
     """
     if t.size == 0 or t.dtype.kind not in "iu" or max(abs(int(t[0])), abs(int(t[-1]))) < 2**53:
         return list(np.quantile(t, quantiles))
@@ -95,9 +94,8 @@ def chronological_split(data: TemporalData, ratios: Sequence[float] = (0.70, 0.1
 
     With :math:`\tau_1, \tau_2` the :math:`(r_{train})` and :math:`(r_{train} + r_{val})`
     quantiles of the per-event timestamps (numpy's linear interpolation, exact for integer
-    timestamps beyond 2^53), train holds the
-    events with :math:`t \le \tau_1`, val those with :math:`\tau_1 < t \le \tau_2` and test the
-    rest. Each cut therefore falls between two distinct timestamps: a timestamp group is
+    timestamps beyond 2^53), train holds the events with :math:`t \le \tau_1`, val those
+    with :math:`\tau_1 < t \le \tau_2` and test the rest. Each cut therefore falls between two distinct timestamps: a timestamp group is
     never split. Segment sizes follow the ratios only approximately when groups are large.
 
     Args:
