@@ -1,5 +1,6 @@
 import csv
 import json
+import os
 
 import pytest
 
@@ -150,9 +151,9 @@ def test_history_exact_by_default_batch_on_request(snap_file, tmp_path, capsys):
 
 
 def test_outputs_and_devices_are_checked_before_the_work(snap_file, tmp_path, capsys):
-    import os
-
     import torch
+
+    from tgeval import DeviceError, device_of
 
     evaluate = ["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "2"]
     folder = tmp_path / "a-folder"
@@ -167,16 +168,24 @@ def test_outputs_and_devices_are_checked_before_the_work(snap_file, tmp_path, ca
     assert "is a file, but a folder is expected" in capsys.readouterr().err
     assert main([*evaluate, "--device", "nonsense"]) == 2
     assert "is not a device name" in capsys.readouterr().err
-    if not torch.cuda.is_available():
+    if torch.cuda.is_available():
+        assert device_of("cuda").type == "cuda"
+    else:
         assert main([*evaluate, "--device", "cuda"]) == 2
         assert "no usable CUDA device" in capsys.readouterr().err
-    if os.geteuid() != 0:  # root writes into read-only folders, so this case needs a user account
-        locked = tmp_path / "locked"
-        locked.mkdir(mode=0o500)
-        assert main([*evaluate, "--out", str(locked / "r.json")]) == 2
-        assert "refuses new files" in capsys.readouterr().err
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a-folder", "a-file", "events.txt"] + (
-        ["locked"] if os.geteuid() != 0 else []))  # nothing written, no probe left behind
+    with pytest.raises(DeviceError, match=r"has \d+ CUDA device|no usable CUDA device"):
+        device_of(f"cuda:{max(torch.cuda.device_count(), 1)}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "a-folder", "events.txt"]  # no probe left behind
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders: needs a user account")
+def test_an_output_folder_without_write_permission_is_refused(snap_file, tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank",
+                 "--out", str(locked / "r.json")]) == 2
+    assert "refuses new files" in capsys.readouterr().err
+    assert list(locked.iterdir()) == []
 
 
 def test_train_refuses_an_existing_run_unless_resumed_or_overwritten(snap_file, tmp_path, capsys):
