@@ -171,6 +171,19 @@ def test_evaluate_ignores_padded_slots(tmp_path):
     assert result.metrics["sampled"]["negatives"] == {"total": 22, "padded": 2}
 
 
+def test_tgb_checksum_is_the_manifests(tmp_path):
+    """One value: the TGB file's negatives checksum is the manifest's when every stored column is
+    scored (ragged rows and a duplicate event included), and another when fewer are."""
+    data, test, rows, path = tgb_case(tmp_path)
+    model = TableModel(torch.rand(20, 20, dtype=torch.float64, generator=torch.Generator().manual_seed(0)))
+    segment = Segment("test", 4, 10, 5, 8)
+    sampler = read_tgb_negatives(path, test)
+    whole = evaluate(model, data, segment, sampler=sampler, num_negatives=4).manifest
+    assert whole["negatives_checksum"] == whole["sampler"]["checksum"] == sampler.describe()["checksum"]
+    fewer = evaluate(model, data, segment, sampler=sampler, num_negatives=3).manifest
+    assert fewer["negatives_checksum"] != whole["negatives_checksum"]
+
+
 def test_tgb_collisions_masked_and_counted(tmp_path):
     data = make_stream([0, 0, 1], [5, 6, 7], [1, 1, 1])
     path = tmp_path / "ns.pkl"

@@ -41,7 +41,7 @@ from torch.profiler import record_function
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.fingerprint import fingerprint, tensor_checksum
+from tgeval.data.fingerprint import fingerprint
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.groups import canonical_order
@@ -52,7 +52,7 @@ from tgeval.eval.ranking import ShortcutPairs, check_no_nan, chunked_counts, pla
 from tgeval.eval.result import Result, summarize
 from tgeval.loader import TimestampBatchLoader, same_batch_history, timestamp_batch_boundaries
 from tgeval.models.base import TemporalLinkModel
-from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives
+from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, negatives_checksum
 from tgeval.state import no_state_change
 
 __all__ = ["evaluate", "warm_up", "replay", "PROTOCOLS", "HISTORY_MODES"]
@@ -609,8 +609,9 @@ def evaluate(
         "model": model.describe(),
         "sampler": None if sampler is None else sampler.describe(),
         "num_negatives": num_negatives if sampler is not None else 0,
-        "negatives_checksum": None if sampler is None else tensor_checksum(
-            *(records[key] for key in ("event", "neg", "neg_src", "neg_mask") if key in records)),
+        "negatives_checksum": None if sampler is None else negatives_checksum(
+            records["src"], records["dst"], records["t"], records["neg"], records.get("neg_src"),
+            records.get("neg_mask")),
         "catalog": None if catalog is None else catalog.describe(),
         "ties": ties,
         "tie_tolerance": model.tie_tolerance,

@@ -15,9 +15,11 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
+from tgeval.data.fingerprint import tensor_checksum
 from tgeval.state import State
 
-__all__ = ["NegativeSampler", "Negatives", "SampledNegatives", "as_negatives", "concat_negatives"]
+__all__ = ["NegativeSampler", "Negatives", "SampledNegatives", "as_negatives", "concat_negatives",
+           "negatives_checksum"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,19 @@ def concat_negatives(parts: Sequence[SampledNegatives], src: Tensor) -> Negative
     return Negatives(torch.cat([n.dst for n in negs], dim=1),
                      torch.cat(sources, dim=1) if any(n.src is not None for n in negs) else None,
                      torch.cat(masks, dim=1) if any(n.mask is not None for n in negs) else None)
+
+
+def negatives_checksum(src: Tensor, dst: Tensor, t: Tensor, neg: Tensor, neg_src: Optional[Tensor] = None,
+                       neg_mask: Optional[Tensor] = None) -> str:
+    r"""The one checksum of a segment's negatives, wherever it is recorded.
+
+    :math:`\mathrm{sha256}(\text{src}, \text{dst}, t, \text{neg}[, \text{neg\_src}][, \text{neg\_mask}])`
+    over one row per scored event in replay order (canonical ``(t, src, dst)``): the
+    manifest's ``negatives_checksum``, a tgeval negatives file's ``checksum`` and a TGB file's
+    (expanded to its events) are this value, so equal values mean the same negatives for the
+    same positives. Keyed by the events themselves, not by their index in a file.
+    """
+    return tensor_checksum(src, dst, t, neg, *(x for x in (neg_src, neg_mask) if x is not None))
 
 
 class NegativeSampler:

@@ -12,9 +12,8 @@ Two sources of fixed negatives:
   negatives ``neg`` ``[E, K]`` (and ``neg_src`` / ``neg_mask`` when the sampler returned
   :class:`~tgeval.samplers.base.Negatives`), and a header: format version, the sampler's
   ``describe()``, ``K``, seed, batch size, protocol, the data fingerprint, the segment, the
-  negatives checksum :math:`\mathrm{sha256}(\text{event}, \text{neg}[, \text{neg\_src}][, \text{neg\_mask}])`
-  (equal to the ``negatives_checksum`` that :func:`~tgeval.evaluate` writes for the same
-  draws) and a content checksum over the header and every array. Both are verified on load.
+  negatives checksum (:func:`~tgeval.samplers.base.negatives_checksum`, equal to the
+  ``negatives_checksum`` that :func:`~tgeval.evaluate` writes for the same draws) and a content checksum over the header and every array. Both are verified on load.
 * **Temporal Graph Benchmark files** (:func:`read_tgb_negatives`): a pickled dict keyed by
   ``(src, dst, t)`` whose values are the negative destinations of that positive. Rows of
   unequal length are padded to the longest row and masked (counted); slots that hold the
@@ -55,14 +54,14 @@ from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validate import permute_events, validate
 from tgeval.errors import NegativesFileError, SamplerError
 from tgeval.loader import TimestampBatchLoader
-from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives
+from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, negatives_checksum
 
 __all__ = ["StoredNegatives", "FixedNegativeSampler", "draw_negatives", "save_negatives", "load_negatives",
            "read_tgb_negatives", "write_tgb_negatives", "load_tgb_pickle", "TGB_PICKLE_GLOBALS", "FORMAT",
            "FORMAT_VERSION"]
 
 FORMAT = "tgeval-negatives"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the negatives checksum hashes (src, dst, t), not the event index
 PathLike = Union[str, "os.PathLike[str]"]
 _MAGIC = b"TGEVAL-NEGATIVES v1 sha256="  # then 64 hex digits of the payload, a newline, the torch.save payload
 _ARRAYS = ("event", "src", "dst", "t", "neg", "neg_src", "neg_mask")  # content-checksum order
@@ -104,10 +103,9 @@ class StoredNegatives:
         return {name: value for name in _ARRAYS if (value := getattr(self, name)) is not None}
 
     def checksum(self) -> str:
-        """Checksum of the negatives: ``tensor_checksum(event, neg[, neg_src][, neg_mask])``
-        (rows without ``event`` hash ``src``, ``dst`` instead)."""
-        keys = (self.event,) if self.event is not None else (self.src, self.dst)
-        return tensor_checksum(*keys, self.neg, *(x for x in (self.neg_src, self.neg_mask) if x is not None))
+        """:func:`~tgeval.samplers.base.negatives_checksum` of the rows (one per event, in
+        replay order, for tgeval files)."""
+        return negatives_checksum(self.src, self.dst, self.t, self.neg, self.neg_src, self.neg_mask)
 
 
 def _content_checksum(header: dict, arrays: dict[str, Tensor]) -> str:
@@ -477,14 +475,15 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     row_of: dict[tuple, int] = {}
     keys: list[tuple] = []
     missing = []
+    event_row = []  # each event's row (duplicate events share one)
     for i, key in enumerate(zip(src_l, dst_l, t_l)):
-        if key in row_of:
-            continue
-        if key not in table:
-            missing.append(i)
-            continue
-        row_of[key] = len(keys)
-        keys.append(key)
+        if key not in row_of:
+            if key not in table:
+                missing.append(i)
+                continue
+            row_of[key] = len(keys)
+            keys.append(key)
+        event_row.append(row_of[key])
     if missing:
         i = missing[0]
         raise NegativesFileError(
@@ -522,8 +521,12 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
               "num_padded_rows": int((lengths < width).sum()), "num_padded_slots": int((width - lengths).sum()),
               "collisions": collisions, "num_masked_collisions": num_collisions, "num_masked_sources": num_sources,
               "events_fingerprint": fingerprint(data)}  # of the events the file was matched to
+    # the checksum of the negatives a replay of these events scores (all columns), one row per event
+    order = canonical_order(data.src, data.dst, data.t)
+    scored = torch.tensor(event_row, dtype=torch.long)[order]
+    header["checksum"] = negatives_checksum(data.src[order], data.dst[order], data.t[order], neg_t[scored],
+                                            None, mask[scored])
     stored = StoredNegatives(src=src, dst=dst, t=t, neg=neg_t, neg_mask=mask, header=header)
-    header["checksum"] = stored.checksum()
     return FixedNegativeSampler(stored, path=path)
 
 
