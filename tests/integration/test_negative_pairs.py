@@ -45,7 +45,7 @@ def test_corrupted_sources_and_padding():
     labels = [1, 1] + [0] * int(mask.sum())
     scores = pos.tolist() + neg[mask].tolist()
     assert result.metrics["sampled"]["auroc"]["global"] == pytest.approx(roc_auc_score(labels, scores))
-    assert result.metrics["sampled"]["negatives"] == {"total": 5, "padded": 1}
+    assert result.metrics["sampled"]["negatives"] == {"total": 5, "masked": 1}
     assert "neg_src" in rec and "neg_mask" in rec
 
 

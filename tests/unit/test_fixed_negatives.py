@@ -168,7 +168,7 @@ def test_evaluate_ignores_padded_slots(tmp_path):
     i = int(torch.nonzero(result.records["event"] == 5)[0, 0])
     # hand computation over the 3 real negatives 10, 11, 12: one above, one equal
     assert int(result.records["sampled_above"][i]) == 1 and int(result.records["sampled_equal"][i]) == 1
-    assert result.metrics["sampled"]["negatives"] == {"total": 22, "padded": 2}
+    assert result.metrics["sampled"]["negatives"] == {"total": 22, "masked": 2}
 
 
 def test_tgb_checksum_is_the_manifests(tmp_path):

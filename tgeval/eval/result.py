@@ -76,7 +76,9 @@ def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1
     """Metric tables of a replay from its per-event records (all on one device).
 
     Returns a dict with ``"sampled"`` (rank metrics against the sampled negatives plus
-    global and per-batch-mean AUROC / AP), ``"all_entity"`` (rank metrics against the
+    global and per-batch-mean AUROC / AP, and ``"negatives"``: ``total`` scored slots and
+    ``masked`` ones, never scored; a sampler's ``describe()`` splits its masked slots by cause,
+    e.g. a TGB file's ``num_padded_slots`` and ``num_masked_collisions``), ``"all_entity"`` (rank metrics against the
     catalog, coverage and filtering counts) and ``"strata"`` (the same per stratum, each
     with its count). Missing parts (no sampler, no all-entity pass) are omitted.
     """
@@ -97,7 +99,7 @@ def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1
                               "per_batch_mean": float(torch.nanmean(grouped_auroc(scores, labels, batch)))}
             table["ap"] = {"global": float(average_precision(scores, labels)),
                            "per_batch_mean": float(torch.nanmean(grouped_average_precision(scores, labels, batch)))}
-            table["negatives"] = {"total": int(valid.sum()), "padded": int((~valid).sum())}
+            table["negatives"] = {"total": int(valid.sum()), "masked": int((~valid).sum())}
         out["sampled"] = table
     if "above" in records:
         keep = torch.ones_like(records["covered"]) if uncovered == "rank" else records["covered"]
