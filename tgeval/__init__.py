@@ -11,6 +11,7 @@ from tgeval.errors import (  # noqa: E402
     CatalogError,
     CheckpointError,
     DataFormatError,
+    DataMismatchError,
     DeviceError,
     LeakageError,
     NegativesFileError,
@@ -32,4 +33,5 @@ __all__ = [
     "TemporalDataError", "TGEvalError", "UndefinedMetricWarning", "evaluate", "warm_up", "Result",
     "TimestampBatchLoader", "Stateful", "no_state_change", "CheckpointError", "load_checkpoint",
     "save_checkpoint", "deterministic", "replay", "OutputPathError", "DeviceError", "device_of",
+    "DataMismatchError",
 ]

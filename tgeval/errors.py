@@ -12,6 +12,7 @@ __all__ = [
     "CatalogError",
     "SamplerError",
     "NegativesFileError",
+    "DataMismatchError",
     "LeakageError",
     "CheckpointError",
     "OutputPathError",
@@ -49,6 +50,11 @@ class SamplerError(TGEvalError, ValueError):
 
 class NegativesFileError(TGEvalError, ValueError):
     """A negatives file is corrupt (checksum mismatch) or was drawn for other data."""
+
+
+class DataMismatchError(TGEvalError, ValueError):
+    """A catalog, segment or sampler was built from other data than the stream it is used
+    with: the fingerprint it records differs from the stream's."""
 
 
 class LeakageError(TGEvalError):

@@ -61,6 +61,7 @@ from torch import Tensor
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
+from tgeval.data.fingerprint import check_built_for
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validate import permute_events
@@ -168,6 +169,7 @@ def train_epoch(
         TemporalDataError: if ``data`` is not time-sorted or holds ids ``>= model.num_nodes``.
         ValueError: for ``num_negatives < 1`` or an unknown loss name.
         LeakageError: for a whole-stream sampler without ``allow_whole_stream=True``.
+        DataMismatchError: a segment cut from other data.
     """
     if num_negatives < 1:
         raise ValueError(f"num_negatives must be >= 1 for training, got {num_negatives}.")
@@ -177,6 +179,8 @@ def train_epoch(
                            f"history-based sampler, or pass allow_whole_stream=True to do it on purpose.")
     loss_fn: LossFn = get_loss(loss) if isinstance(loss, str) else loss
     start, end = resolve_range(data, segment_or_range)
+    # the segment only: a sampler built for the whole stream may train on a prefix of it
+    check_built_for(data, segment=getattr(segment_or_range, "built_from", None))
     largest = int(torch.maximum(data.src.max(), data.dst.max()))
     if largest >= model.num_nodes:
         raise TemporalDataError(f"node id {largest} is >= the model's num_nodes={model.num_nodes}. "

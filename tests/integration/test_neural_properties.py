@@ -234,7 +234,7 @@ def test_all_entity_ranks_match_brute_force(name, protocol, catalog_kind):
     data = generate_events(260, 26, seed=2)  # ids < 26: the custom catalog holds 4 never-seen nodes
     start, end = _bounds(data, 180, 230)
     segment = Segment("test", start, end, None, None)
-    catalog = (build_catalog(data, "time-available", num_nodes=num_nodes) if catalog_kind == "time-available"
+    catalog = (build_catalog(data[:end], "time-available", num_nodes=num_nodes) if catalog_kind == "time-available"
                else Catalog("custom", torch.arange(num_nodes), None, num_nodes))
     result = evaluate(make(name, num_nodes), data[:end], segment, protocol=protocol, catalog=catalog,
                       batch_size=batch_size, candidate_budget=11)

@@ -4,12 +4,13 @@ foreign files, TGB files with ragged rows, and (if py-tgb is installed) TGB inte
 import hashlib
 import io
 import pickle
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
-from tgeval import NegativesFileError, SamplerError, chronological_split, evaluate
+from tgeval import DataMismatchError, NegativesFileError, SamplerError, chronological_split, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.models.heuristics import EdgeBank
@@ -120,9 +121,13 @@ def test_file_drawn_for_other_data_is_refused(setup):
     other.dst[i] = (other.dst[i] + 1) % N
     with pytest.raises(NegativesFileError, match="drawn for other data .fingerprint sha256:.*this data sha256:"):
         load_negatives(path, other)
-    # without the load-time check the sampler still refuses the mismatching event
-    with pytest.raises(NegativesFileError, match="drawn for other data"):
-        evaluate(EdgeBank(N), other, split.test, sampler=FixedNegativeSampler.from_file(path), num_negatives=K)
+    # without the load-time check, evaluate refuses the segment and the sampler cut from the other stream
+    sampler = FixedNegativeSampler.from_file(path)
+    with pytest.raises(DataMismatchError, match="segment was built from other data"):
+        evaluate(EdgeBank(N), other, split.test, sampler=sampler, num_negatives=K)
+    with pytest.raises(DataMismatchError, match="sampler was built from other data: its first 400 events have "
+                                                "fingerprint sha256:.*this stream's first 400 have sha256:"):
+        evaluate(EdgeBank(N), other, replace(split.test, built_from=None), sampler=sampler, num_negatives=K)
 
 
 # -- TGB files -----------------------------------------------------------------------------
@@ -310,5 +315,5 @@ def test_evaluate_refuses_a_file_drawn_for_other_history_even_without_data(setup
     other = data.clone()
     other.dst[0] = (other.dst[0] + 1) % N  # a history event changes; the segment's events do not
     fixed = FixedNegativeSampler.from_file(path)  # no data given at load time
-    with pytest.raises(NegativesFileError, match="drawn for other data"):
-        evaluate(EdgeBank(N), other, split.test, sampler=fixed, num_negatives=K)
+    with pytest.raises(DataMismatchError, match="sampler was built from other data"):
+        evaluate(EdgeBank(N), other, replace(split.test, built_from=None), sampler=fixed, num_negatives=K)

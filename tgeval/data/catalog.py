@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
+from tgeval.data.fingerprint import BuiltFrom
 from tgeval.errors import CatalogError
 
 __all__ = ["Catalog", "CatalogKind", "CATALOG_KINDS", "build_catalog"]
@@ -46,6 +47,9 @@ class Catalog:
             item is always available.
         num_nodes: exclusive upper bound of ids (size of the membership table).
         definition: how the items were chosen (recorded in result manifests).
+        built_from: the events it was built from (:class:`~tgeval.data.fingerprint.BuiltFrom`:
+            the training prefix for ``"train"``, the whole stream otherwise; ``None`` for
+            hand-made catalogs); ``evaluate`` refuses it on a stream without those events.
     """
 
     kind: str
@@ -53,6 +57,7 @@ class Catalog:
     available_from: Tensor | None
     num_nodes: int
     definition: dict = field(default_factory=dict)
+    built_from: BuiltFrom | None = None
 
     def __post_init__(self) -> None:
         items, af = self.items, self.available_from
@@ -98,7 +103,7 @@ class Catalog:
 
     def to(self, device: torch.device | str) -> "Catalog":
         af = None if self.available_from is None else self.available_from.to(device)
-        return Catalog(self.kind, self.items.to(device), af, self.num_nodes, self.definition)
+        return Catalog(self.kind, self.items.to(device), af, self.num_nodes, self.definition, self.built_from)
 
     def num_available(self, t: Tensor) -> Tensor:
         """Number of items available at each time: int64 ``[B]`` for ``t`` ``[B]``."""
@@ -121,7 +126,8 @@ class Catalog:
 
     def describe(self) -> dict:
         return {"kind": self.kind, "size": self.size, "time_masked": self.available_from is not None,
-                **self.definition}
+                **self.definition, "num_nodes": self.num_nodes,
+                "built_from": None if self.built_from is None else self.built_from.to_dict()}
 
 
 def build_catalog(data: TemporalData, kind: str = "train", *, train_end: int | None = None,
@@ -142,10 +148,11 @@ def build_catalog(data: TemporalData, kind: str = "train", *, train_end: int | N
             raise ValueError("a 'train' catalog needs `train_end`, the end of the training prefix.")
         items = torch.unique(data.dst[:train_end])
         return Catalog("train", items, None, n, {"rule": "destinations of events [0, train_end)",
-                                                 "train_end": int(train_end)})
+                                                 "train_end": int(train_end)}, BuiltFrom.of(data, train_end))
     if kind == "all":
         return Catalog("all", torch.unique(data.dst), None, n,
-                       {"rule": "destinations of the whole stream (uses the future destination set)"})
+                       {"rule": "destinations of the whole stream (uses the future destination set)"},
+                       BuiltFrom.of(data))
     # time-available: first appearance of each destination (t is sorted, so the first index wins).
     ids, inverse = torch.unique(data.dst, return_inverse=True)
     first_index = torch.full((ids.numel(),), data.dst.numel(), dtype=torch.long, device=ids.device)
@@ -154,4 +161,5 @@ def build_catalog(data: TemporalData, kind: str = "train", *, train_end: int | N
     # sort by (first_time, id): ids are already ascending, so a stable sort by time suffices.
     order = torch.sort(first_time, stable=True).indices
     return Catalog("time-available", ids[order], first_time[order], n,
-                   {"rule": "destinations of the stream, each offered strictly after its first appearance"})
+                   {"rule": "destinations of the stream, each offered strictly after its first appearance"},
+                   BuiltFrom.of(data))

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-__all__ = ["fingerprint", "tensor_checksum"]
+from tgeval.errors import DataMismatchError
+
+__all__ = ["fingerprint", "tensor_checksum", "BuiltFrom", "recorded_origins", "check_built_for"]
 
 
 def _update(digest: "hashlib._Hash", name: str, value: Tensor) -> None:
@@ -29,12 +33,83 @@ def tensor_checksum(*tensors: Tensor) -> str:
 def fingerprint(data: TemporalData) -> str:
     """``"sha256:<hex>"`` of a stream's ``src``, ``dst``, ``t`` and, if present, ``msg``.
 
-    The hash covers the event order, so two files with the same events in a different
-    order (or with different timestamp dtypes) have different fingerprints.
+    Ids are hashed as int64 and times as int64 (integer input) or float64, the dtypes of
+    :func:`~tgeval.data.validate` (so a stream and its validated copy agree). The hash covers
+    the event order and the kind of time: the same events in another order, or with integer
+    instead of float timestamps, have other fingerprints.
     """
     digest = hashlib.sha256(b"tgeval-events-v1;")
     for key in ("src", "dst", "t", "msg"):
         value = getattr(data, key, None)
         if value is not None:
-            _update(digest, key, torch.as_tensor(value))
+            value = torch.as_tensor(value)
+            if key != "msg" and not value.dtype.is_floating_point:
+                value = value.long()
+            elif key == "t":
+                value = value.double()
+            _update(digest, key, value)
     return f"sha256:{digest.hexdigest()}"
+
+
+@dataclass(frozen=True)
+class BuiltFrom:
+    """The events an object (catalog, segment, sampler) was built from: the
+    :func:`fingerprint` of the first ``num_events`` events of a stream.
+
+    An object built from a prefix (a training catalog from ``[0, train_end)``, a segment
+    from ``[0, end)``) fits every stream that starts with those events, so it can be used on
+    a longer or shorter stream that shares the prefix; one built from a whole stream fits
+    that stream and its extensions.
+    """
+
+    fingerprint: str
+    num_events: int
+
+    @classmethod
+    def of(cls, data: TemporalData, num_events: Optional[int] = None) -> "BuiltFrom":
+        """Of ``data[:num_events]`` (the whole stream by default)."""
+        n = data.num_events if num_events is None else int(num_events)
+        return cls(fingerprint(data if n == data.num_events else data[:n]), n)
+
+    def to_dict(self) -> dict:
+        return {"fingerprint": self.fingerprint, "num_events": self.num_events}
+
+
+def recorded_origins(record: Any) -> list[BuiltFrom]:
+    """Every ``built_from`` in a ``describe()`` record, nested ones included (a mixture's
+    components, a sampler's catalog), in order."""
+    if isinstance(record, BuiltFrom):
+        return [record]
+    if isinstance(record, dict):
+        own = record.get("built_from")
+        found = [BuiltFrom(own["fingerprint"], int(own["num_events"]))] if isinstance(own, dict) else []
+        return found + [f for key, value in record.items() if key != "built_from" for f in recorded_origins(value)]
+    if isinstance(record, (list, tuple)):
+        return [f for value in record for f in recorded_origins(value)]
+    return []
+
+
+def check_built_for(data: TemporalData, **recorded: Optional[Any]) -> None:
+    """Raise :class:`~tgeval.errors.DataMismatchError` unless every object was built from
+    events that ``data`` starts with.
+
+    Args:
+        data: the stream in use (its prefixes are hashed only when an object recorded one).
+        recorded: ``name=value`` per object: its :class:`BuiltFrom`, its ``describe()``
+            record, or ``None`` (nothing recorded, nothing checked).
+    """
+    hashes: dict[int, str] = {}
+    for name, value in recorded.items():
+        for origin in recorded_origins(value):
+            n = origin.num_events
+            if n > data.num_events:
+                raise DataMismatchError(
+                    f"the {name} was built from a stream of at least {n} events; this one has {data.num_events}. "
+                    f"Build the {name} again from this stream (and its split), or use the stream it was built from.")
+            if n not in hashes:
+                hashes[n] = BuiltFrom.of(data, n).fingerprint
+            if hashes[n] != origin.fingerprint:
+                raise DataMismatchError(
+                    f"the {name} was built from other data: its first {n} events have fingerprint "
+                    f"{origin.fingerprint}, this stream's first {n} have {hashes[n]}. Build the {name} again from "
+                    f"this stream (and its split), or use the stream it was built from.")

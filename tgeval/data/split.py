@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch_geometric.data import TemporalData
 
+from tgeval.data.fingerprint import BuiltFrom
 from tgeval.errors import SplitError
 
 __all__ = ["Segment", "Split", "chronological_split", "check_whole_groups"]
@@ -23,7 +24,9 @@ class Segment:
     """A contiguous range of events ``[start, end)`` of a time-sorted stream.
 
     ``t_first`` / ``t_last`` are the first and last timestamps inside the segment
-    (``None`` when the segment is empty).
+    (``None`` when the segment is empty). ``built_from`` records the events ``[0, end)`` of
+    the stream it was cut from (:class:`~tgeval.data.fingerprint.BuiltFrom`; ``None`` for
+    hand-made segments); ``evaluate`` and ``train_epoch`` refuse it on a stream without them.
     """
 
     name: str
@@ -31,6 +34,7 @@ class Segment:
     end: int
     t_first: Number | None
     t_last: Number | None
+    built_from: BuiltFrom | None = None
 
     @property
     def num_events(self) -> int:
@@ -42,7 +46,8 @@ class Segment:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "start": self.start, "end": self.end,
-                "num_events": self.num_events, "t_first": self.t_first, "t_last": self.t_last}
+                "num_events": self.num_events, "t_first": self.t_first, "t_last": self.t_last,
+                "built_from": None if self.built_from is None else self.built_from.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -64,10 +69,11 @@ class Split:
                 **{name: self[name].to_dict() for name in ("train", "val", "test")}}
 
 
-def _segment(name: str, t: torch.Tensor, start: int, end: int) -> Segment:
+def _segment(name: str, data: TemporalData, start: int, end: int) -> Segment:
+    built_from = BuiltFrom.of(data, end)
     if end <= start:
-        return Segment(name, start, end, None, None)
-    return Segment(name, start, end, t[start].item(), t[end - 1].item())
+        return Segment(name, start, end, None, None, built_from)
+    return Segment(name, start, end, data.t[start].item(), data.t[end - 1].item(), built_from)
 
 
 def _quantile_cuts(t: np.ndarray, quantiles: Sequence[float]) -> list:
@@ -125,9 +131,9 @@ def chronological_split(data: TemporalData, ratios: Sequence[float] = (0.70, 0.1
     if ratios[1] == 0:
         val_end = train_end
     split = Split(
-        _segment("train", t, 0, train_end),
-        _segment("val", t, train_end, val_end),
-        _segment("test", t, val_end, t_np.size),
+        _segment("train", data, 0, train_end),
+        _segment("val", data, train_end, val_end),
+        _segment("test", data, val_end, t_np.size),
         ratios,  # type: ignore[arg-type]
     )
     for name, ratio in zip(("train", "val", "test"), ratios):

@@ -41,12 +41,12 @@ from torch.profiler import record_function
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.fingerprint import fingerprint
+from tgeval.data.fingerprint import check_built_for, fingerprint
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.groups import canonical_order
 from tgeval.data.validate import per_event_keys, permute_events, validate
-from tgeval.errors import CatalogError, NegativesFileError, TemporalDataError
+from tgeval.errors import CatalogError, TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal
 from tgeval.eval.ranking import ShortcutPairs, check_no_nan, chunked_counts, plan_candidates, shortcut_counts
 from tgeval.eval.result import Result, summarize
@@ -185,6 +185,12 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
     if num_negatives < 1 and sampler is not None:
         raise ValueError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
     data = _checked_stream(model, data, segment)
+    if catalog is not None:
+        largest = int(torch.maximum(data.src.max(), data.dst.max()))
+        if largest >= catalog.num_nodes:
+            raise CatalogError(f"the {catalog.kind!r} catalog was built for ids < {catalog.num_nodes}, but this "
+                               f"stream holds id {largest}: it was built for other data. Build it from this stream "
+                               f"(build_catalog(data, ...)) or pass num_nodes >= {largest + 1}.")
     if catalog is not None and uncovered == "error":
         dst, t = data.dst[segment.start : segment.end], data.t[segment.start : segment.end]
         outside = ~catalog.to(dst.device).available(dst, t)
@@ -561,10 +567,8 @@ def evaluate(
     if catalog is not None and catalog.device != device:
         catalog = catalog.to(device)
     input_fingerprint = fingerprint(data)
-    drawn_for = None if sampler is None else sampler.describe().get("data_fingerprint")
-    if drawn_for is not None and drawn_for != input_fingerprint:
-        raise NegativesFileError(f"the sampler's negatives were drawn for other data (fingerprint {drawn_for}, "
-                                 f"this data {input_fingerprint}). Redraw them for this data with save_negatives.")
+    check_built_for(data, segment=segment.built_from, catalog=None if catalog is None else catalog.built_from,
+                    sampler=None if sampler is None else sampler.describe())
     # Replay in canonical order (t, src, dst): file order inside a group cannot matter.
     order = canonical_order(data.src, data.dst, data.t)
     data = permute_events(data, order)

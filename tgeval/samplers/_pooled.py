@@ -33,6 +33,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
+from tgeval.data.fingerprint import BuiltFrom
 from tgeval.data.strata import MAX_PAIR_KEY_NODES
 from tgeval.errors import SamplerError
 from tgeval.samplers._draw import (FALLBACKS, SHORT_RULES, KeyPool, batch_exclusions, batch_position, check_ids,
@@ -249,8 +250,12 @@ class PooledSampler(NegativeSampler):
     def restore(self, state: State) -> None:
         self._load(clone_state(state))
 
+    #: the stream a whole-stream sampler was built from (``None``: built from none)
+    built_from: Optional[BuiltFrom] = None
+
     def describe(self) -> dict:
-        return {"name": self.name, "replace": self.replace, "directed": self.directed, "fallback": self.fallback,
+        return {"name": self.name, "built_from": None if self.built_from is None else self.built_from.to_dict(),
+                "replace": self.replace, "directed": self.directed, "fallback": self.fallback,
                 "short": self.short, "short_rule": _SHORT_RULE[self.short],
                 "uses_whole_stream": self.uses_whole_stream, **self._options(),
                 "fallback_catalog": None if self.catalog is None else self.catalog.describe(),

@@ -75,6 +75,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
+from tgeval.data.fingerprint import BuiltFrom
 from tgeval.data.groups import group_ids
 from tgeval.data.strata import pair_keys
 from tgeval.data.strata import MAX_PAIR_KEY_NODES
@@ -199,7 +200,8 @@ def _num_nodes(data: TemporalData, num_nodes: Optional[int]) -> int:
 
 def _stream_catalog(data: TemporalData, n: int) -> Catalog:
     return Catalog("custom", torch.unique(torch.cat([data.src, data.dst])), None, n,
-                   {"rule": "every node of the whole stream (fallback of a whole-stream Birth-Death sampler)"})
+                   {"rule": "every node of the whole stream (fallback of a whole-stream Birth-Death sampler)"},
+                   BuiltFrom.of(data))
 
 
 # ---- samplers ----------------------------------------------------------------------------------
@@ -218,6 +220,7 @@ class _BirthDeathSampler(PooledSampler):
         super().__init__(n, catalog=catalog, replace=replace, directed=directed, fallback=fallback, short=short)
         self.cls = cls
         self.t_split = float(t_split)
+        self.built_from = BuiltFrom.of(data)
         lifetime_classes(torch.zeros(1), torch.zeros(1), self.t_split)  # validates t_split
 
     # hooks ----------------------------------------------------------------------------------

@@ -177,6 +177,7 @@ def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segmen
     header = {"format": FORMAT, "format_version": FORMAT_VERSION, "source": "tgeval",
               "sampler": sampler.describe(), "num_negatives": int(num_negatives), "seed": int(seed),
               "batch_size": int(batch_size), "protocol": protocol, "data_fingerprint": input_fingerprint,
+              "num_data_events": data.num_events,
               "segment": segment.to_dict()}
     return StoredNegatives(src=src, dst=events.dst.cpu(), t=events.t.cpu(), neg=neg.long(),
                            event=events.e_id.cpu(), neg_src=neg_src, neg_mask=neg_mask, header=header)
@@ -322,6 +323,8 @@ class FixedNegativeSampler(NegativeSampler):
                     "num_masked_sources", "collisions", "num_rows"):
             if key in h:
                 out[key] = h[key]
+        if "data_fingerprint" in h:  # drawn for one whole stream, looked up by event index in it
+            out["built_from"] = {"fingerprint": h["data_fingerprint"], "num_events": h["num_data_events"]}
         return out
 
     def _rows(self, batch: TemporalData) -> Tensor:

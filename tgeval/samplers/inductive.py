@@ -33,6 +33,7 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
+from tgeval.data.fingerprint import BuiltFrom
 from tgeval.samplers._draw import KeyPool, history_keys
 from tgeval.samplers._pooled import PooledSampler
 
@@ -78,6 +79,7 @@ class InductiveSampler(PooledSampler):
                              f"train_end={train_end}, start={start}, end={end}.")
         self.span = (int(train_end), start, end)
         self.seen = seen
+        self.built_from = BuiltFrom.of(data)
         seen_end = int(train_end) if seen == "train" else start
         known = history_keys(data.src[:seen_end], data.dst[:seen_end], n, directed=directed)
         segment = history_keys(data.src[start:end], data.dst[start:end], n, directed=directed)
