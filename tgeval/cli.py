@@ -121,11 +121,16 @@ def _checked_model_argument(model: str) -> None:
                          f"Give a name, or the path of a checkpoint written by `tgeval train --checkpoint-dir`.")
 
 
-def _report_duplicates(info: ReadInfo) -> None:
+def _report_reading(info: ReadInfo) -> None:
+    """Warn about what reading changed: duplicate events, timestamps merged by float rounding."""
     if info.num_duplicates:
         what = "dropped" if info.duplicates == "drop" else "kept (--duplicates drop removes them)"
         print(f"data: {info.num_duplicates} events repeat an earlier event in every field read; {what}",
               file=sys.stderr)
+    if info.num_merged_times:
+        print(f"data: {info.num_merged_times} distinct timestamps of the file became equal when parsed to float64, "
+              f"so their events share timestamp groups; write times as integers (e.g. in a finer unit) to keep "
+              f"them apart", file=sys.stderr)
 
 
 def _evaluate_command(args: argparse.Namespace) -> int:
@@ -142,7 +147,7 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     options = typed_options(READERS[args.format], _reader_options(args.option), f"reader {args.format!r} option")
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, duplicates=args.duplicates, **options)
-    _report_duplicates(info)
+    _report_reading(info)
     data = data.to(device)
     split = chronological_split(data, args.split)
     segment = split[args.segment]
@@ -173,7 +178,8 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     result.manifest["checkpoint"] = None if checkpoint is None else checkpoint.describe()
     result.manifest["reader"] = {"format": args.format, "options": options, "remapped": info.remapped,
                                  "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read,
-                                 "num_duplicates": info.num_duplicates, "duplicates": info.duplicates}
+                                 "num_duplicates": info.num_duplicates, "duplicates": info.duplicates,
+                                 "num_merged_times": info.num_merged_times}
     print(protocol_line(result))
     print(format_table([(label, result)]))
     if args.out:  # with --save-events, one pair: the JSON names the CSV and its sha256 (`tgeval compare` reads it)
@@ -386,7 +392,7 @@ def _train_command(args: argparse.Namespace) -> int:
         check_new_run(args.checkpoint_dir, resume=args.resume is not None, overwrite=args.overwrite)
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, duplicates=args.duplicates)
-    _report_duplicates(info)
+    _report_reading(info)
     data = data.to(device)
     split = chronological_split(data, args.split)
     num_nodes = info.num_nodes

@@ -260,3 +260,17 @@ def test_reader_options_are_typed(tmp_path, capsys):
     assert "has_header takes true / false" in capsys.readouterr().err
     assert main([*base, "--option", "has_header=false", "--option", "src_col=7"]) == 2
     assert "out of range" in capsys.readouterr().err
+
+
+def test_reading_reports_merged_times(tmp_path, capsys):
+    data = generate_events(num_events=600, num_nodes=40, seed=5)
+    lines = [f"{u} {v} {t}.5\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())]
+    lines[3] = lines[2].replace(".5\n", ".50000000000000001\n")  # a time float64 cannot tell from lines[2]'s
+    path = tmp_path / "events.txt"
+    path.write_text("".join(lines))
+    out = tmp_path / "r.json"
+    assert main(["evaluate", str(path), "--format", "snap", "--model", "edgebank", "--negatives", "0",
+                 "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "data: 1 distinct timestamps of the file became equal when parsed to float64" in err
+    assert json.loads(out.read_text())["manifest"]["reader"]["num_merged_times"] == 1

@@ -543,3 +543,20 @@ def test_a_file_of_another_format_is_named_not_misread(tmp_path: Path) -> None:
         with pytest.raises(DataFormatError, match="is a 'jodie' file's"):
             read_events(jodie, fmt)
     assert read_events(dgb, "dgb")[1].num_events == 2 and read_events(jodie, "jodie")[1].num_events == 1
+
+
+def test_times_merged_by_float_parsing_are_counted(tmp_path: Path) -> None:
+    """Distinct decimal times that float64 makes equal are counted (their events share a group);
+    spellings of one number are not, and integer times are exact."""
+    path = tmp_path / "times.txt"
+    path.write_text("0 1 1.0000000000000001\n0 2 1.0\n1 2 1.00\n1 3 2.5\n2 3 2.50000000000000001\n3 4 7.25\n")
+    data, info = read_events(path, "snap")
+    assert info.num_merged_times == 2  # 1.0000000000000001 -> 1.0 and 2.50000000000000001 -> 2.5
+    assert data.t.tolist() == [1.0, 1.0, 1.0, 2.5, 2.5, 7.25]
+    spelled = tmp_path / "spelled.txt"
+    spelled.write_text("0 1 1.0\n0 2 1.00\n1 2 1e0\n1 3 2.5\n")
+    assert read_events(spelled, "snap")[1].num_merged_times == 0
+    huge = tmp_path / "huge.txt"
+    huge.write_text(f"0 1 {2**60}\n0 2 {2**60 + 1}\n")
+    data, info = read_events(huge, "snap")
+    assert info.num_merged_times == 0 and data.t.tolist() == [2**60, 2**60 + 1]

@@ -51,6 +51,7 @@ import os
 import zlib
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union
 
@@ -122,6 +123,9 @@ class ReadInfo:
             ``msg``, ``y``) to an earlier event of the file: kept, or dropped by
             :func:`read_events` with ``duplicates="drop"`` (then not in ``num_events``).
         duplicates (str): ``"keep"`` or ``"drop"``.
+        num_merged_times (int): distinct timestamps of the file (as exact decimals, or
+            microseconds of textual times) that became equal when parsed to float64: their
+            events now share a timestamp group. 0 for integer times.
     """
 
     path: str
@@ -147,6 +151,7 @@ class ReadInfo:
     node_names: Optional[tuple[str, ...]]
     num_duplicates: int = 0
     duplicates: str = "keep"
+    num_merged_times: int = 0
 
 
 #: what :func:`read_events` does with duplicate events (``ReadInfo.num_duplicates``)
@@ -486,24 +491,27 @@ def _parse_datetime(text: str, time_format: str) -> int:
     return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
-def _times(fields: _Fields, j: int, time_format: Optional[str]) -> np.ndarray:
-    """int64 seconds when every time is whole, else float64 seconds.
+def _times(fields: _Fields, j: int, time_format: Optional[str]) -> tuple[np.ndarray, int]:
+    """int64 seconds when every time is whole, else float64 seconds; and the number of
+    distinct times of the file that parsing made equal (float64 rounding merges their groups).
 
-    Numeric columns are read as they are; textual ones are parsed with ``time_format``
-    (each distinct string once).
+    Numeric columns are read as they are (integers exactly; other numbers through float64,
+    compared as exact decimals to count the merges); textual ones are parsed with
+    ``time_format`` (each distinct string once, to microseconds).
     """
     values = fields.column(j)
     if time_format is None:
         exact = _integers(values)
         if exact is not None:
-            return exact
+            return exact, 0
         as_float = _floats(
             fields,
             j,
             "numeric timestamps",
             "For textual times pass time_format, a strptime format such as '%m/%d/%y %I:%M %p'.",
         )
-        return as_float if _non_whole(as_float).size else as_float.astype(np.int64)
+        merged = len({Decimal(text) for text in set(values)}) - np.unique(as_float).size
+        return (as_float if _non_whole(as_float).size else as_float.astype(np.int64)), merged
     unique, inverse = np.unique(np.array(values), return_inverse=True)
     micros = np.empty(unique.size, dtype=np.int64)
     for k, text in enumerate(unique.tolist()):
@@ -517,8 +525,9 @@ def _times(fields: _Fields, j: int, time_format: Optional[str]) -> np.ndarray:
             ) from None
     micros = micros[inverse.reshape(-1)]
     if np.all(micros % 1_000_000 == 0):
-        return micros // 1_000_000
-    return micros / 1e6
+        return micros // 1_000_000, 0
+    seconds = micros / 1e6
+    return seconds, np.unique(micros).size - np.unique(seconds).size
 
 
 def _resolve(table: _Table, column: Column, role: str) -> int:
@@ -597,7 +606,7 @@ def _build(
     dst = _ids(fields, dst_j, allow_text=do_remap)
     if src.dtype.kind != dst.dtype.kind:  # one side textual: both are names, as written
         src, dst = (np.array([v.strip() for v in fields.column(j)]) for j in (src_j, dst_j))
-    t = _times(fields, t_j, time_format)
+    t, merged_times = _times(fields, t_j, time_format)
     msg = _feature_block(table, msg_js).astype(np.float32) if msg_js else None
     y = _whole(fields, y_j, "integer labels", "Labels are stored as int64 `y`.") if y_j is not None else None
 
@@ -695,6 +704,7 @@ def _build(
         node_ids=node_ids,
         node_names=node_names,
         num_duplicates=int(data.num_events - _first_occurrences(data).sum()),
+        num_merged_times=int(merged_times),
     )
     return data, info
 

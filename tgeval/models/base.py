@@ -19,7 +19,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.state import State, initial_buffers, reset_of, restore_into, snapshot_of
 
-__all__ = ["TemporalLinkModel", "CandidateScorer", "embedding_scorer"]
+__all__ = ["TemporalLinkModel", "CandidateScorer", "embedding_scorer", "time_store"]
 
 #: ``scorer(events, candidates) -> [b, c]`` for a slice of a batch's events and a slice of
 #: the candidate list given to :meth:`TemporalLinkModel.candidate_scorer`.
@@ -242,3 +242,14 @@ def embedding_scorer(embed: Callable[[Tensor], Tensor], decode: Callable[[Tensor
         return torch.cat(parts) if parts else rows.new_zeros((0, cols.size(0)))
 
     return scores
+
+
+def time_store(stored: Tensor, t: Tensor) -> Tensor:
+    """``stored`` times in a dtype that holds ``t`` exactly: int64 stores become float64 the
+    first time fractional-capable (floating-point) times arrive, instead of truncating them.
+
+    Models keep times in the stream's kind and subtract before converting: a time delta
+    ``(t - stored).to(float32)`` is exact in int64 for integer time (beyond 2^53 too) and
+    in float64 for float time; only the delta is rounded, at the model's input.
+    """
+    return stored.double() if t.is_floating_point() and not stored.is_floating_point() else stored

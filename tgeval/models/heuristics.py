@@ -27,7 +27,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import PAD, Occurrences
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
-from tgeval.models.base import TemporalLinkModel
+from tgeval.models.base import TemporalLinkModel, time_store
 from tgeval.state import State, clone_state
 
 __all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity"]
@@ -428,7 +428,7 @@ class Popularity(_BufferState):
 
     _state_keys = ("in_degree", "reference_time")
     in_degree: Tensor  # float64 [N], decayed counts as of reference_time
-    reference_time: Tensor  # float64 []
+    reference_time: Tensor  # [] in the stream's time kind (int64, or float64 for float time)
 
     def __init__(self, num_nodes: int, half_life: Optional[float] = None) -> None:
         super().__init__(num_nodes)
@@ -438,7 +438,7 @@ class Popularity(_BufferState):
         self.exact_history = half_life is None
         self.register_buffer("in_degree", torch.zeros(num_nodes, dtype=torch.float64), persistent=False)
         # in_degree holds the decayed counts as of reference_time.
-        self.register_buffer("reference_time", torch.zeros((), dtype=torch.float64), persistent=False)
+        self.register_buffer("reference_time", torch.zeros((), dtype=torch.long), persistent=False)
 
     def _decay(self, elapsed: Tensor) -> Tensor:
         if self.half_life is None:
@@ -456,15 +456,17 @@ class Popularity(_BufferState):
             earlier: Optional[Occurrences] = self._earlier
             return self.in_degree[dst] if earlier is None else self.in_degree[dst] + earlier.count_before(dst, t)
         # log2 over the whole [N] table: the same code path whatever the batch.
-        return torch.log2(self.in_degree)[dst] - (t.double() - self.reference_time) / self.half_life
+        return torch.log2(self.in_degree)[dst] - (t - self.reference_time).double() / self.half_life
 
     def _index_earlier(self, batch: TemporalData) -> Occurrences:
         return Occurrences(batch.dst, batch.t, times_sorted=True)
 
     def update(self, batch: TemporalData) -> None:
-        now = batch.t.double().max()
-        decayed = self._decayed(self.in_degree, now - self.reference_time)
-        self.in_degree = decayed.index_add(0, batch.dst, self._decay(now - batch.t.double()))
+        # elapsed times are differences in the stream's time kind (exact for int64 beyond 2^53), then float64
+        self.reference_time = time_store(self.reference_time, batch.t)
+        now = batch.t.max()
+        decayed = self._decayed(self.in_degree, (now - self.reference_time).double())
+        self.in_degree = decayed.index_add(0, batch.dst, self._decay((now - batch.t).double()))
         self.reference_time = now
 
     def reset_state(self) -> None:

@@ -37,6 +37,7 @@ from torch_geometric.nn.models.tgn import TGNMemory
 from torch_geometric.utils import scatter
 
 from tgeval.device import host_ints, positions
+from tgeval.models.base import time_store
 from tgeval.state import State, clone_state
 
 __all__ = ["LatestMeanAggregator", "TensorMemory"]
@@ -76,9 +77,10 @@ class TensorMemory(TGNMemory):
 
     pending_node: Tensor       # int64 [P]   node that receives the message
     pending_partner: Tensor    # int64 [P]   the other endpoint of the event
-    pending_t: Tensor          # int64 [P]   event time
+    pending_t: Tensor          # int64 / float64 [P]   event time (the kind of the stream's time)
     pending_msg: Tensor        # float [P, R] raw event message
     pending_from_src: Tensor   # bool  [P]   node was the event's source (msg_s_module) or destination
+    last_update: Tensor        # int64 / float64 [num_nodes]   PyG's buffer, promoted for float time
 
     def __init__(self, num_nodes: int, raw_msg_dim: int, memory_dim: int, time_dim: int,
                  message_module: nn.Module, aggregator_module: Optional[nn.Module] = None,
@@ -165,6 +167,7 @@ class TensorMemory(TGNMemory):
             touched[dst] = True
             count, *sizes = host_ints(touched.sum(), *self.message_sizes(touched))
             nodes = positions(touched, count)
+        self.last_update, self.pending_t = time_store(self.last_update, t), time_store(self.pending_t, t)
         memory, last_update = self._get_updated_memory(nodes, sizes)
         self.memory[nodes] = memory.detach()
         self.last_update[nodes] = last_update
@@ -187,7 +190,7 @@ class TensorMemory(TGNMemory):
 
     def restore(self, state: State) -> None:
         self.memory.copy_(state["memory"])
-        self.last_update.copy_(state["last_update"])
+        self.last_update = clone_state(state["last_update"]).to(self.memory.device)  # int64 or float64 times
         for key in _STORE:
             setattr(self, key, clone_state(state[key]).to(self.memory.device))
 

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import LastNeighborLoader
 
+from tgeval.models.base import time_store
 from tgeval.state import State, clone_state
 
 __all__ = ["NeighborBuffer"]
@@ -35,7 +36,7 @@ class NeighborBuffer(nn.Module):
     #: the whole state is in registered buffers (the scoring guard's version check covers it)
     state_in_registered_tensors = True
 
-    event_t: Tensor    # int64 [capacity]   time of inserted event e (valid for e < num_inserted)
+    event_t: Tensor    # int64 / float64 [capacity]   time of inserted event e (valid for e < num_inserted)
     event_msg: Tensor  # float [capacity, R] message of inserted event e
 
     def __init__(self, num_nodes: int, size: int, msg_dim: int) -> None:
@@ -84,6 +85,7 @@ class NeighborBuffer(nn.Module):
         """
         start = self._num_inserted
         end = start + src.numel()
+        self.event_t = time_store(self.event_t, t)
         if end > self.event_t.numel():  # grow geometrically: amortised O(1) per event
             capacity = max(end, 2 * self.event_t.numel(), 1024)
             grown_t = self.event_t.new_empty(capacity)
