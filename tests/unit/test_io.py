@@ -106,14 +106,15 @@ def test_snap_negative_id_needs_remap(tmp_path: Path) -> None:
 
 
 def test_unsorted_file_raises_unless_sort(tmp_path: Path) -> None:
-    path = write(tmp_path, "unsorted.txt", "1 2 5\n3 4 9\n5 6 5\n7 8 5\n")
-    message = f"{path}: `t` must be non-decreasing, but line 3 (t=5) follows line 2 (t=9). Pass sort=True"
+    path = write(tmp_path, "unsorted.txt", "1 2 5\n3 4 9\n5 6 5\n0 8 5\n")
+    message = (f"{path}: `t` (column 't' of format 'snap') must be non-decreasing, but line 3 (t=5) follows line 2 "
+               f"(t=9). Pass sort=True")
     with pytest.raises(TemporalDataError, match=exact(message)):
         read_snap(path)
     data, info = read_snap(path, sort=True)
     # stable: the three t=5 events keep their file order
     assert data.t.tolist() == [5, 5, 5, 9]
-    assert data.src.tolist() == [1, 5, 7, 3]
+    assert data.src.tolist() == [1, 5, 0, 3]
     assert info.sorted_on_read
 
 
@@ -560,3 +561,24 @@ def test_times_merged_by_float_parsing_are_counted(tmp_path: Path) -> None:
     huge.write_text(f"0 1 {2**60}\n0 2 {2**60 + 1}\n")
     data, info = read_events(huge, "snap")
     assert info.num_merged_times == 0 and data.t.tolist() == [2**60, 2**60 + 1]
+
+
+def test_unsorted_time_column_sorted_in_another_formats_names_it(tmp_path: Path) -> None:
+    """A SocioPatterns file read as SNAP (and the reverse) is unsorted in the format's time
+    column and sorted in the other's: the error names the other format, and still offers sort."""
+    sp = write(tmp_path, "tij.dat", "20\t5\t2\n40\t2\t3\n60\t1\t1\n")  # SocioPatterns' three-column "t i j" files
+    with pytest.raises(TemporalDataError, match="Column 1 is non-decreasing, where 'sociopatterns' files hold time: "
+                                                 r"if this is one, read it with format='sociopatterns' .*sort=True"):
+        read_events(sp, "snap")
+    snap = write(tmp_path, "snap.txt", "1\t2\t20\n2\t3\t40\n1\t3\t60\n3\t1\t80\n")
+    with pytest.raises(TemporalDataError, match="Column 3 is non-decreasing, where 'snap' files hold time"):
+        read_events(snap, "sociopatterns")
+    assert read_events(snap, "snap")[0].t.tolist() == [20, 40, 60, 80]
+
+
+def test_snap_refuses_a_sociopatterns_layout(tmp_path: Path) -> None:
+    path = write(tmp_path, "hs.tsv", "20\t1\t2\t2BIO1\t2BIO2\n40\t2\t3\tMP\tMP\n")
+    with pytest.raises(DataFormatError, match=exact(f"{path}, line 1: 5 fields with text in the last two ('2BIO1', "
+                                                    f"'2BIO2') are a 'sociopatterns' file's")):
+        read_events(path, "snap")
+    assert read_events(path, "sociopatterns")[0].t.tolist() == [20, 40]

@@ -584,6 +584,29 @@ def _check_dense_ids(path: str, src: np.ndarray, dst: np.ndarray) -> None:
             f"the ids 0..{distinct - 1} (the original ids are kept in info.node_ids).")
 
 
+#: time column of each headerless format (named when an unsorted file is sorted in another column)
+_HEADERLESS_TIME_COLUMN = {"snap": 2, "sociopatterns": 0}
+
+
+def _sorted_time_column(table: _Table, fmt: str) -> Optional[tuple[str, int]]:
+    """``(format, column)`` of another headerless format whose time column is numeric,
+    non-decreasing and not constant in this file: what to suggest when the file is unsorted in
+    ``fmt``'s time column (read only on that error path)."""
+    if table.header is not None:
+        return None
+    fields = table.fields(table.num_cols)
+    for other, j in _HEADERLESS_TIME_COLUMN.items():
+        if other == fmt or j >= table.num_cols:
+            continue
+        try:
+            values = np.array([float(v) for v in fields.column(j)])
+        except ValueError:
+            continue
+        if values.size > 1 and values[0] < values[-1] and bool(np.all(values[1:] >= values[:-1])):
+            return other, j
+    return None
+
+
 def _build(
     table: _Table,
     fmt: str,
@@ -613,10 +636,16 @@ def _build(
     decreasing = np.flatnonzero(t[1:] < t[:-1])
     if decreasing.size and not sort:
         row = int(decreasing[0]) + 1
+        other = _sorted_time_column(table, fmt)
+        if other is None:
+            hint = "Pass sort=True to stable-sort the events by time."
+        else:
+            hint = (f"Column {other[1] + 1} is non-decreasing, where {other[0]!r} files hold time: if this is "
+                    f"one, read it with format={other[0]!r} (--format {other[0]}); if it is unsorted, pass sort=True "
+                    f"(--sort).")
         raise TemporalDataError(
-            f"{table.path}: `t` must be non-decreasing, but line {table.line_nos[row]} "
-            f"(t={t[row]}) follows line {table.line_nos[row - 1]} (t={t[row - 1]}). "
-            f"Pass sort=True to stable-sort the events by time."
+            f"{table.path}: `t` (column {table.names[t_j]!r} of format {fmt!r}) must be non-decreasing, but line "
+            f"{table.line_nos[row]} (t={t[row]}) follows line {table.line_nos[row - 1]} (t={t[row - 1]}). {hint}"
         )
     if decreasing.size:
         perm = np.argsort(t, kind="stable")
@@ -807,6 +836,13 @@ def read_snap(
         layout="SRC DST TIME",
         names=lambda num_cols: ("src", "dst", "t") + tuple(f"extra{k}" for k in range(num_cols - 3)),
     )
+    if table.num_cols == 5 and table.lines:  # SocioPatterns' layout: TIME i j class_i class_j, classes as text
+        first = table.lines[0].split()
+        if not _looks_numeric(first[3]) and not _looks_numeric(first[4]):
+            raise DataFormatError(
+                f"{table.path}, line {table.line_nos[0]}: 5 fields with text in the last two ({first[3]!r}, "
+                f"{first[4]!r}) are a 'sociopatterns' file's (TIME i j class_i class_j), not 'snap' (SRC DST TIME): "
+                f"read it with format='sociopatterns' (--format sociopatterns).")
     return _build(
         table,
         "snap",
