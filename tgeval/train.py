@@ -10,7 +10,8 @@ whose :meth:`score` is differentiable. Per timestamp batch, in this order::
 
 so no batch is ever scored by a state that has seen it. The loop is small on purpose;
 the same pieces make a custom loop (here with a toy model: an embedding table and a
-dot-product score, stateless)::
+dot-product score, stateless; with two or more CPU threads, run it inside
+``tgeval.deterministic()`` as :func:`train_epoch` does, for bit-identical runs)::
 
     import torch
     from tgeval.data.catalog import build_catalog
@@ -54,6 +55,7 @@ dot-product score, stateless)::
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Optional, Union
 
 import torch
@@ -65,6 +67,7 @@ from tgeval.data.fingerprint import check_built_for
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validate import permute_events
+from tgeval.device import deterministic
 from tgeval.errors import LeakageError, TemporalDataError
 from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader, check_time_sorted
@@ -201,28 +204,33 @@ def train_epoch(
     model.train()
     total: Tensor = torch.zeros((), device=device)
     began = time.perf_counter()
+    # On a CPU with two or more threads, the backward of indexing (index_put_ with accumulate)
+    # adds in thread order, so runs differ in the last bits and grow apart (1e-4 after two TGN
+    # epochs); its deterministic kernel costs nothing measurable there and makes every run, and a
+    # resume, bit-identical at any fixed thread count. On CUDA the choice is the user's (`deterministic`).
     try:
-        for batch in loader:
-            src, dst, t = batch.src, batch.dst, batch.t
-            neg = as_negatives(sampler.sample(batch, num_negatives, generator))  # [B, K]
-            size, k = neg.dst.shape
-            neg_src = src.repeat_interleave(k) if neg.src is None else neg.src.flatten()
-            scores = model.score(torch.cat([src, neg_src]), torch.cat([dst, neg.dst.flatten()]),
-                                 torch.cat([t, t.repeat_interleave(k)]))
-            pos_score, neg_score = scores[:size], scores[size:].view(size, k)
-            value = (loss_fn(pos_score, neg_score) if neg.mask is None
-                     else loss_fn(pos_score, neg_score, neg_mask=neg.mask))
-            optimizer.zero_grad()
-            value.backward()
-            optimizer.step()
-            total = total + value.detach() * size
-            if detach is not None:
-                model.update(batch)
-                detach()
-            else:
-                with torch.no_grad():
+        with deterministic() if device.type == "cpu" else nullcontext():
+            for batch in loader:
+                src, dst, t = batch.src, batch.dst, batch.t
+                neg = as_negatives(sampler.sample(batch, num_negatives, generator))  # [B, K]
+                size, k = neg.dst.shape
+                neg_src = src.repeat_interleave(k) if neg.src is None else neg.src.flatten()
+                scores = model.score(torch.cat([src, neg_src]), torch.cat([dst, neg.dst.flatten()]),
+                                     torch.cat([t, t.repeat_interleave(k)]))
+                pos_score, neg_score = scores[:size], scores[size:].view(size, k)
+                value = (loss_fn(pos_score, neg_score) if neg.mask is None
+                         else loss_fn(pos_score, neg_score, neg_mask=neg.mask))
+                optimizer.zero_grad()
+                value.backward()
+                optimizer.step()
+                total = total + value.detach() * size
+                if detach is not None:
                     model.update(batch)
-            sampler.observe(batch)
+                    detach()
+                else:
+                    with torch.no_grad():
+                        model.update(batch)
+                sampler.observe(batch)
     finally:
         model.train(was_training)
     seconds = time.perf_counter() - began

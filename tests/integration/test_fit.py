@@ -12,7 +12,8 @@ from tgeval.fit import TIMING_KEYS, fit
 from tgeval.models import TGN, DyRep, GraphMixer, message_dim
 from tgeval.samplers import UniformSampler
 from tgeval.state import clone_state, first_difference
-from tests.helpers import small_neural_model
+from tgeval.train import train_epoch
+from tests.helpers import StatelessModel, small_neural_model
 from tests.strategies import shuffle_within_groups
 
 NUM_NODES = 40
@@ -162,3 +163,37 @@ def test_training_ignores_the_file_order_inside_timestamp_groups(cls, tmp_path):
     a, _ = run(cls, stream, epochs=2)
     b, _ = run(cls, shuffled, epochs=2)
     assert first_difference(a.state_dict(), b.state_dict()) is None
+
+
+class PairEmbedding(StatelessModel):
+    """Scores ``<E[src], E[dst]>``: the backward of the two gathers adds ``[B(1 + K), 100]`` rows into
+    40 rows with index_put_(accumulate=True), which with two threads adds in thread order."""
+
+    def __init__(self, num_nodes):
+        super().__init__(num_nodes)
+        self.embedding = torch.nn.Parameter(torch.randn(num_nodes, 100, generator=torch.Generator().manual_seed(0)))
+
+    def score(self, src, dst, t):
+        return (self.embedding[src] * self.embedding[dst]).sum(-1)
+
+
+def test_training_is_bit_identical_with_two_threads(data):
+    """train_epoch uses the deterministic kernels on a CPU: repeated runs agree bitwise at two
+    threads (without them, the parameters of such runs drift apart in the last bits)."""
+    split = chronological_split(data)
+    sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        runs = []
+        for _ in range(4):
+            model = PairEmbedding(NUM_NODES)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                train_epoch(model, data, split.train, sampler=sampler, loss="bce", optimizer=optimizer,
+                            batch_size=400, num_negatives=4, epoch=epoch)
+            runs.append(model.embedding.detach().clone())
+        assert not torch.are_deterministic_algorithms_enabled()  # restored after each epoch
+    finally:
+        torch.set_num_threads(threads)
+    assert all(torch.equal(run, runs[0]) for run in runs[1:])
