@@ -543,8 +543,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _set_threads(getattr(args, "threads", None))
         return int(args.func(args))
     except (TGEvalError, ValueError, TypeError, OSError) as error:
-        print(f"tgeval: error: {error}", file=sys.stderr)
+        print(f"tgeval: error: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # files are written atomically: each is the old one or the new one
+        print("tgeval: interrupted", file=sys.stderr)
+        return 130
     finally:
         torch.set_num_threads(threads)
         if on_main_thread:
