@@ -556,6 +556,14 @@ def evaluate(
 
     Returns:
         Result: metrics (micro / macro, by stratum), manifest and per-event records.
+
+    Raises:
+        TemporalDataError / SplitError: invalid data, ids ``>= model.num_nodes``, a segment
+            that cuts a timestamp group.
+        DataMismatchError: a segment, catalog or sampler built from other events than the
+            ones ``data`` starts with (their recorded ``built_from``).
+        CatalogError: a catalog for fewer ids than the stream's, or positives outside it
+            under ``uncovered="error"``.
     """
     ties = check_ties(ties)
     history = _history_mode(model, protocol, history)
