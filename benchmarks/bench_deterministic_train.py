@@ -74,6 +74,8 @@ def main() -> None:
     print_table(("kernels", "events/s (median)", "events/s (best)", "max |param diff| between repeats"), rows)
     ratio = median(speeds["deterministic (tgeval)"]) / median(speeds["default kernels"])
     print(f"deterministic / default throughput (medians): {ratio:.2f}x")
+    for name, values in speeds.items():
+        print(f"{name}: " + ", ".join(f"{v:,.0f}" for v in values) + " events/s")
 
 
 if __name__ == "__main__":
