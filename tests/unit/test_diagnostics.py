@@ -1,6 +1,5 @@
 """Lifetimes / surprise / novelty diagnostics against plain-Python references, and ``tgeval diagnose``."""
 
-import argparse
 import json
 import math
 import random
@@ -19,7 +18,8 @@ from tgeval.data.strata import NEW_NODE, NEW_PAIR, REPEATED
 from tgeval.errors import SplitError
 from tgeval.diagnostics import (SURPRISE_RATIOS, class_counts, lifetime_summary, novelty_series,
                                 segment_strata_shares, surprise_index, surprise_table)
-from tgeval.diagnostics.cli import add_diagnose_parser, diagnose_command
+from tgeval.cli import build_parser
+from tgeval.diagnostics.cli import diagnose_command
 from tgeval.diagnostics.plots import birth_death_panels, is_bipartite
 from tgeval.samplers.birth_death import node_lifetimes, pair_lifetimes
 
@@ -189,9 +189,7 @@ def test_bipartite_panels():
 
 
 def _parse(argv):
-    parser = argparse.ArgumentParser(prog="tgeval")
-    add_diagnose_parser(parser.add_subparsers(dest="command", required=True))
-    return parser.parse_args(argv)
+    return build_parser().parse_args(argv)
 
 
 @pytest.mark.parametrize("flag", ["--directed", "--undirected"])
@@ -204,7 +202,7 @@ def test_diagnose_command_writes_json_and_plots(tmp_path, capsys, flag):
     path.write_text("".join(f"{u} {v} {s}\n" for u, v, s in zip(src, dst, t)))
     out = tmp_path / "diag"
     args = _parse(["diagnose", str(path), "--format", "snap", "--test-ratio", "0.2", flag, "--out", str(out)])
-    assert args.func is diagnose_command
+    assert args.handler == ("tgeval.diagnostics.cli", "diagnose_command")
     assert diagnose_command(args) == 0
     report = json.loads((out / "diagnose.json").read_text())
     for kind in ("nodes", "pairs"):

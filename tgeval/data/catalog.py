@@ -25,13 +25,13 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
+from tgeval.choices import CATALOG_KINDS
 from tgeval.data.fingerprint import BuiltFrom
 from tgeval.errors import CatalogError
 
 __all__ = ["Catalog", "CatalogKind", "CATALOG_KINDS", "build_catalog"]
 
 CatalogKind = Literal["train", "time-available", "all", "custom"]
-CATALOG_KINDS = ("train", "time-available", "all")
 
 
 @dataclass(frozen=True)

@@ -53,13 +53,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable, Literal, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
+from tgeval.choices import DUPLICATE_RULES, EventFormat
 from tgeval.data.validate import validate
 from tgeval.errors import DataFormatError, TemporalDataError
 
@@ -81,7 +82,6 @@ __all__ = [
 
 PathLike = Union[str, "os.PathLike[str]"]
 Column = Union[str, int]
-EventFormat = Literal["dgb", "snap", "sociopatterns", "jodie", "tgb", "csv"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MAX_EXACT_FLOAT_INT = 2**53
@@ -154,8 +154,6 @@ class ReadInfo:
     num_merged_times: int = 0
 
 
-#: what :func:`read_events` does with duplicate events (``ReadInfo.num_duplicates``)
-DUPLICATE_RULES = ("keep", "drop")
 
 
 def _first_occurrences(data: TemporalData) -> Tensor:

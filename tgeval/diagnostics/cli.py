@@ -1,7 +1,7 @@
 """``tgeval diagnose``: lifetimes, surprise, novelty and Birth–Death plots of an event file.
 
-:func:`diagnose` is the library entry point; :func:`add_diagnose_parser` and
-:func:`diagnose_command` plug it into ``tgeval``'s command line.
+:func:`diagnose` is the library entry point; :func:`diagnose_command` runs it for the
+arguments parsed by :mod:`tgeval.cli`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tgeval.diagnostics.plots import birth_death_panels, is_bipartite, plot_birt
 from tgeval.samplers.birth_death import split_time
 from tgeval.eval.result import json_safe
 
-__all__ = ["diagnose", "format_summary", "add_diagnose_parser", "diagnose_command"]
+__all__ = ["diagnose", "format_summary", "diagnose_command"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 FORMATS: tuple[str, ...] = get_args(EventFormat)
@@ -124,26 +124,6 @@ def format_summary(report: dict) -> str:
         lines.append(f"  {seg:<4} {s['events']:>7} events: repeated {_pct(s['repeated_share'])}, "
                      f"new pair {_pct(s['new_pair_share'])}, new node {_pct(s['new_node_share'])}")
     return "\n".join(lines)
-
-
-def add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``diagnose`` to ``subparsers`` (from ``parser.add_subparsers``); sets ``func=diagnose_command``."""
-    dg = subparsers.add_parser("diagnose", help="lifetimes, surprise index, novelty and Birth-Death plots of a file")
-    dg.add_argument("data", type=Path, help="event file")
-    dg.add_argument("--format", choices=FORMATS, required=True, help="file format (see README)")
-    dg.add_argument("--remap", action="store_true", help="renumber ids to 0..n-1")
-    dg.add_argument("--bipartite", action="store_true",
-                    help="sources and destinations in disjoint id ranges (default: detected as max(src) < min(dst))")
-    dg.add_argument("--sort", action="store_true", help="stable-sort an unsorted file instead of failing")
-    dg.add_argument("--test-ratio", type=float, default=0.15,
-                    help="t_split is the (1 - ratio) quantile of the event times (default 0.15)")
-    group = dg.add_mutually_exclusive_group()
-    group.add_argument("--directed", dest="directed", action="store_true", default=True,
-                       help="pairs are ordered (default)")
-    group.add_argument("--undirected", dest="directed", action="store_false", help="pairs are unordered")
-    dg.add_argument("--out", type=Path, required=True, help="folder for diagnose.json and the plots")
-    dg.set_defaults(func=diagnose_command)
-    return dg
 
 
 def diagnose_command(args: argparse.Namespace) -> int:

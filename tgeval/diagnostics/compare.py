@@ -33,13 +33,12 @@ from torch import Tensor
 from tgeval.atomic import file_sha256, write_atomic
 from tgeval.errors import TGEvalError
 from tgeval.eval.expected import DEFAULT_SWEEP, k_sweep
-from tgeval.eval.metrics import TIE_POLICIES, TiePolicy, check_ties, rank_from_counts
+from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.result import STRATA
 from tgeval.eval.stats import block_bootstrap_difference
 from tgeval.eval.result import json_safe
 
-__all__ = ["EventSetMismatchError", "load_events", "compare", "format_compare", "add_compare_parser",
-           "compare_command"]
+__all__ = ["EventSetMismatchError", "load_events", "compare", "format_compare", "compare_command"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 _REQUIRED = ("event", "t", "above", "equal", "candidates")
@@ -246,39 +245,6 @@ def format_compare(report: Mapping[str, Any]) -> str:
         for p in report["pairs"]:
             lines.append(f"  {p['a']} - {p['b']}: {p['estimate']:+.4f}  [{p['low']:+.4f}, {p['high']:+.4f}]")
     return "\n".join(lines)
-
-
-def _parse_ks(text: str) -> list[Optional[int]]:
-    out: list[Optional[int]] = []
-    for part in text.split(","):
-        part = part.strip()
-        if part in ("full", "none", "None", "all"):
-            out.append(None)
-            continue
-        try:
-            value = int(part)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"--ks must be comma-separated ints or 'full', got {part!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"--ks values must be >= 0, got {value}")
-        out.append(value)
-    return out
-
-
-def add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``compare`` to ``subparsers`` (from ``parser.add_subparsers``); sets ``func=compare_command``."""
-    cp = subparsers.add_parser("compare", help="K-sweep, Kendall tau and paired intervals of results on one segment")
-    cp.add_argument("events", type=Path, nargs="+", help="per-event CSV files from Result.save_events")
-    cp.add_argument("--names", default=None, help="comma-separated model names (default: file stems)")
-    cp.add_argument("--ks", type=_parse_ks, default=list(DEFAULT_SWEEP),
-                    help="sample sizes, e.g. 1,5,20,50,100,full (default)")
-    cp.add_argument("--ties", choices=TIE_POLICIES, default="average", help="tie convention (default average)")
-    cp.add_argument("--block", type=int, default=128, help="events per bootstrap block (default 128)")
-    cp.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    cp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    cp.add_argument("--out", type=Path, default=None, help="write the report as JSON (atomically)")
-    cp.set_defaults(func=compare_command)
-    return cp
 
 
 def compare_command(args: argparse.Namespace) -> int:

@@ -58,6 +58,7 @@ from typing import Any, Mapping, Optional, Sequence
 import torch
 from torch import Tensor
 
+from tgeval.choices import DEFAULT_SWEEP
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.stats import kendall_tau
 
@@ -69,8 +70,6 @@ __all__ = [
     "DEFAULT_SWEEP",
 ]
 
-DEFAULT_SWEEP: tuple[Optional[int], ...] = (1, 5, 20, 50, 100, None)
-"""Default sample sizes of :func:`k_sweep`; ``None`` is the full catalog."""
 
 _GRID_BUDGET = 1 << 22  # max elements of one [chunk, h, t] float64 grid
 

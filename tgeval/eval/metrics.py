@@ -35,11 +35,12 @@ to the host to decide, which is inherent to warning.
 from __future__ import annotations
 
 import warnings
-from typing import Literal, Optional, cast
+from typing import Optional, cast
 
 import torch
 from torch import Tensor
 
+from tgeval.choices import TIE_POLICIES, TiePolicy
 from tgeval.errors import UndefinedMetricWarning
 
 __all__ = [
@@ -59,11 +60,6 @@ __all__ = [
     "macro_mean",
 ]
 
-TiePolicy = Literal["average", "pessimistic", "optimistic"]
-"""How negatives that score exactly like the positive are counted (SPEC §7)."""
-
-TIE_POLICIES: tuple[str, ...] = ("average", "pessimistic", "optimistic")
-"""The valid values of every ``ties`` argument."""
 
 
 # --------------------------------------------------------------------------- validation

