@@ -8,10 +8,13 @@ and ``pa_auroc_analytic``; ``top_c``, ``vcmpr_per_node``, ``rank_biased_overlap`
 """
 
 from tgeval.errors import SamplerError, StaticGraphError
+from tgeval.static.degree_bias import lognormal_sigma, pa_auroc_analytic
 from tgeval.static.graph import EdgeSplit, StaticGraph, from_pyg, random_edge_split, static_graph
 from tgeval.static.heuristics import HEURISTICS, Adjacency, adjacency, heuristic_scores
+from tgeval.static.negatives import WEIGHTINGS, PairSampler
 
 __all__ = [
-    "StaticGraphError", "SamplerError", "EdgeSplit", "StaticGraph", "from_pyg", "random_edge_split", "static_graph",
-    "HEURISTICS", "Adjacency", "adjacency", "heuristic_scores",
+    "StaticGraphError", "SamplerError", "lognormal_sigma", "pa_auroc_analytic", "EdgeSplit", "StaticGraph",
+    "from_pyg", "random_edge_split", "static_graph", "HEURISTICS", "Adjacency", "adjacency", "heuristic_scores",
+    "WEIGHTINGS", "PairSampler",
 ]
