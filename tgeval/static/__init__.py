@@ -12,9 +12,10 @@ from tgeval.static.degree_bias import lognormal_sigma, pa_auroc_analytic
 from tgeval.static.graph import EdgeSplit, StaticGraph, from_pyg, random_edge_split, static_graph
 from tgeval.static.heuristics import HEURISTICS, Adjacency, adjacency, heuristic_scores
 from tgeval.static.negatives import WEIGHTINGS, PairSampler
+from tgeval.static.recommend import agreement, method_ranking, rank_biased_overlap, top_c, vcmpr_per_node
 
 __all__ = [
     "StaticGraphError", "SamplerError", "lognormal_sigma", "pa_auroc_analytic", "EdgeSplit", "StaticGraph",
     "from_pyg", "random_edge_split", "static_graph", "HEURISTICS", "Adjacency", "adjacency", "heuristic_scores",
-    "WEIGHTINGS", "PairSampler",
+    "WEIGHTINGS", "PairSampler", "agreement", "method_ranking", "rank_biased_overlap", "top_c", "vcmpr_per_node",
 ]
