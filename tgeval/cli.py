@@ -1,4 +1,4 @@
-"""Command line: ``tgeval evaluate``, ``train`` and ``run`` — thin compositions of the public API."""
+"""Command line: ``tgeval evaluate``, ``train``, ``run`` (and ``diagnose``, ``compare``, ``static``) — thin compositions of the public API."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.cli import add_diagnose_parser
 from tgeval.diagnostics.compare import add_compare_parser
 from tgeval.errors import TGEvalError
+from tgeval.static.cli import add_static_parser
 from tgeval.eval.metrics import TIE_POLICIES
 from tgeval.eval.replay import HISTORY_MODES, PROTOCOLS, UNCOVERED_RULES, evaluate
 from tgeval.atomic import check_writable, write_atomic
@@ -486,6 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_diagnose_parser(sub)
     add_compare_parser(sub)
+    add_static_parser(sub)
 
     run = sub.add_parser("run", help="compare the baselines on the default dataset")
     run.add_argument("--data", type=Path, default=None, help="event file (default: CollegeMsg, else synthetic)")

@@ -13,9 +13,11 @@ from tgeval.static.graph import EdgeSplit, StaticGraph, from_pyg, random_edge_sp
 from tgeval.static.heuristics import HEURISTICS, Adjacency, adjacency, heuristic_scores
 from tgeval.static.negatives import WEIGHTINGS, PairSampler
 from tgeval.static.recommend import agreement, method_ranking, rank_biased_overlap, top_c, vcmpr_per_node
+from tgeval.static.report import BENCHMARKS, StaticBenchmark, build_benchmark, plot_degree_ccdf, run_static, static_report
 
 __all__ = [
     "StaticGraphError", "SamplerError", "lognormal_sigma", "pa_auroc_analytic", "EdgeSplit", "StaticGraph",
     "from_pyg", "random_edge_split", "static_graph", "HEURISTICS", "Adjacency", "adjacency", "heuristic_scores",
     "WEIGHTINGS", "PairSampler", "agreement", "method_ranking", "rank_biased_overlap", "top_c", "vcmpr_per_node",
+    "BENCHMARKS", "StaticBenchmark", "build_benchmark", "plot_degree_ccdf", "run_static", "static_report",
 ]
