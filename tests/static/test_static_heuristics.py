@@ -42,11 +42,13 @@ def test_heuristics_equal_networkx(method, seed, device):
     src, dst = src[keep], dst[keep]
     pairs = list(zip(src.tolist(), dst.tolist()))
     expected = torch.tensor(_reference(g, method, pairs), dtype=torch.float64)
-    adj = adjacency(StaticGraph(graph.edge_index.to(device), n))
-    for budget in (7, 1 << 22):  # many chunks and one
-        got = heuristic_scores(adj, src.to(device), dst.to(device), method, budget=budget)
-        assert got.device.type == device
-        torch.testing.assert_close(got.cpu(), expected, rtol=1e-12, atol=1e-12)
+    for map_limit in (0, 1 << 26):  # edge tests by searchsorted, then by the pair map
+        adj = adjacency(StaticGraph(graph.edge_index.to(device), n), map_limit=map_limit)
+        assert (adj.pair_map is None) == (map_limit == 0)
+        for budget in (7, 1 << 22):  # many chunks and one
+            got = heuristic_scores(adj, src.to(device), dst.to(device), method, budget=budget)
+            assert got.device.type == device
+            torch.testing.assert_close(got.cpu(), expected, rtol=1e-12, atol=1e-12)
 
 
 def test_heuristics_edge_cases():

@@ -12,16 +12,17 @@ With :math:`\Gamma(u)` the neighbours of :math:`u` in the (training) graph and :
 The graph is a symmetric binary sparse COO tensor (:class:`Adjacency`), coalesced, so its
 indices are sorted by ``row * n + col``. A batch of pairs is scored without per-pair Python:
 each pair expands the neighbour list of its endpoint of smaller degree (a ragged range of the
-sorted indices) and tests every neighbour :math:`w` for the edge :math:`(\text{other}, w)` by
-``searchsorted``; the work is :math:`\sum \min(k_u, k_v)`, done in chunks of at most
-``budget`` neighbours. Everything stays on the graph's device. Pairs with :math:`u = v` are
+sorted indices) and tests every neighbour :math:`w` for the edge :math:`(\text{other}, w)`;
+the work is :math:`\sum \min(k_u, k_v)`, done in chunks of at most ``budget`` neighbours.
+Edge tests read a bool map of the :math:`n^2` pairs when it fits in ``map_limit`` bytes,
+else ``searchsorted`` on the sorted keys; both give the same answers. Everything stays on the graph's device. Pairs with :math:`u = v` are
 scored like others (a common neighbour of degree 1 then adds 0 to AA, whose term is undefined).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, Optional, get_args
 
 import torch
 from torch import Tensor
@@ -35,6 +36,7 @@ Heuristic = Literal["cn", "jaccard", "aa", "ra", "pa"]
 HEURISTICS: tuple[Heuristic, ...] = get_args(Heuristic)
 
 _BUDGET = 1 << 22  # neighbours expanded at once
+_MAP_LIMIT = 1 << 26  # bytes of the largest pair map (64 MiB: graphs up to 8,192 nodes)
 
 
 @dataclass(frozen=True)
@@ -46,12 +48,14 @@ class Adjacency:
         rowptr: int64 ``[n + 1]``; the neighbours of ``u`` are ``col[rowptr[u]:rowptr[u + 1]]``, sorted.
         keys: int64 ``[2E]`` sorted ``row * n + col`` of the stored entries.
         degree: float64 ``[n]``.
+        pair_map: bool ``[n^2]``, true at the keys, or ``None`` (the graph is too large for it).
     """
 
     matrix: Tensor
     rowptr: Tensor
     keys: Tensor
     degree: Tensor
+    pair_map: Optional[Tensor] = None
 
     @property
     def num_nodes(self) -> int:
@@ -61,9 +65,18 @@ class Adjacency:
     def col(self) -> Tensor:
         return self.matrix.indices()[1]
 
+    def contains(self, keys: Tensor) -> Tensor:
+        """Whether each pair key ``u * n + v`` is an edge: bool, the shape of ``keys``."""
+        if self.pair_map is None:
+            return is_member(self.keys, keys)
+        return torch.index_select(self.pair_map, 0, keys.flatten()).view(keys.shape)
 
-def adjacency(graph: StaticGraph) -> Adjacency:
-    """Build the :class:`Adjacency` of ``graph`` on its device (ignores weights: heuristics are binary)."""
+
+def adjacency(graph: StaticGraph, *, map_limit: int = _MAP_LIMIT) -> Adjacency:
+    """Build the :class:`Adjacency` of ``graph`` on its device (ignores weights: heuristics are binary).
+
+    ``map_limit``: most bytes of the pair map (``0``: never build it, test edges by ``searchsorted``).
+    """
     n = graph.num_nodes
     ei = torch.cat([graph.edge_index, graph.edge_index.flip(0)], dim=1)
     keys, order = torch.sort(ei[0] * n + ei[1])
@@ -71,16 +84,24 @@ def adjacency(graph: StaticGraph) -> Adjacency:
     matrix = torch.sparse_coo_tensor(ei, torch.ones(ei.size(1), device=graph.device), (n, n),
                                      is_coalesced=True, check_invariants=False)
     rowptr = torch.searchsorted(ei[0], torch.arange(n + 1, device=graph.device))
-    return Adjacency(matrix, rowptr, keys, (rowptr[1:] - rowptr[:-1]).double())
+    pair_map = None
+    if n * n <= map_limit:
+        pair_map = torch.zeros(n * n, dtype=torch.bool, device=graph.device)
+        pair_map[keys] = True
+    return Adjacency(matrix, rowptr, keys, (rowptr[1:] - rowptr[:-1]).double(), pair_map)
 
 
 def _common_neighbour_sums(adj: Adjacency, src: Tensor, dst: Tensor, weight: Tensor, budget: int) -> Tensor:
-    r""":math:`\sum_{w \in \Gamma(u) \cap \Gamma(v)} f(w)` for each pair, ``weight[w] = f(w)``: float64 ``[B]``."""
+    r""":math:`\sum_{w \in \Gamma(u) \cap \Gamma(v)} f(w)` for each pair, ``weight[w] = f(w)``: float64 ``[B]``.
+
+    Gathers use ``index_select`` (several times faster than advanced indexing on CPU)."""
     n = adj.num_nodes
-    small = torch.where(adj.degree[src] <= adj.degree[dst], src, dst)
-    other = torch.where(small == src, dst, src)
-    lo = adj.rowptr[small]
-    length = adj.rowptr[small + 1] - lo
+    start_src, start_dst = torch.index_select(adj.rowptr, 0, src), torch.index_select(adj.rowptr, 0, dst)
+    length_src = torch.index_select(adj.rowptr, 0, src + 1) - start_src
+    length_dst = torch.index_select(adj.rowptr, 0, dst + 1) - start_dst
+    swap = length_src > length_dst
+    lo, other = torch.where(swap, start_dst, start_src), torch.where(swap, src, dst) * n
+    length = torch.minimum(length_src, length_dst)
     out = torch.zeros(src.numel(), dtype=torch.float64, device=src.device)
     if src.numel() == 0:
         return out
@@ -94,9 +115,9 @@ def _common_neighbour_sums(adj: Adjacency, src: Tensor, dst: Tensor, weight: Ten
         if b <= a:
             continue
         owner, index = expand_ranges(lo[a:b], length[a:b])
-        w = col[index]
-        hit = is_member(adj.keys, other[a:b][owner] * n + w)
-        out.index_add_(0, owner[hit] + a, weight[w[hit]])
+        w = torch.index_select(col, 0, index)
+        hit = adj.contains(torch.index_select(other[a:b], 0, owner) + w)
+        out[a:b] = torch.bincount(owner, weights=torch.index_select(weight, 0, w) * hit, minlength=b - a)
     return out
 
 

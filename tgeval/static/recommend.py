@@ -68,7 +68,7 @@ def top_c(adj: Adjacency, method: Heuristic, sources: Tensor, c: int, *, budget:
             u = src[:, None].expand(-1, cand.numel()).reshape(-1)
             v = cand.repeat(src.numel())
             scores = heuristic_scores(adj, u, v, method)
-            invalid = (u == v) | is_member(adj.keys, u * n + v)
+            invalid = (u == v) | adj.contains(u * n + v)
             scores = scores.masked_fill(invalid, float("-inf")).view(src.numel(), -1)
             merged = torch.cat([best, scores], dim=1)
             ids = torch.cat([best_id, cand.expand(src.numel(), -1)], dim=1)
