@@ -23,6 +23,8 @@ def test_from_pyg_counts_each_removal():
     assert g.removals() == {"self_loops": 2, "duplicates": 1, "reverse": 1}
     assert g.degree().tolist() == [1, 2, 1, 0, 0]
     assert g.to_pyg().edge_index.size(1) == 4
+    assert from_pyg(Data(edge_index=ei)).num_nodes == 4  # inferred as max id + 1 (without PyG's warning)
+    assert from_pyg(Data(edge_index=ei, x=torch.ones(6, 1))).num_nodes == 6
 
 
 @settings(max_examples=60, deadline=None)

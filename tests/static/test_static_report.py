@@ -11,8 +11,9 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
-from tgeval.static import (BENCHMARKS, StaticGraph, build_benchmark, lognormal_sigma, rank_biased_overlap,
-                           run_static, static_graph)
+from tgeval.static import (BENCHMARKS, StaticGraph, adjacency, build_benchmark, heart_negatives, heart_ranking,
+                           lognormal_sigma, random_edge_split, rank_biased_overlap, run_static, shift_split,
+                           static_graph)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -24,8 +25,8 @@ def _graph(seed=0):
 
 def test_report_numbers_equal_independent_references(tmp_path):
     graph = _graph()
-    report = run_static(graph, tmp_path, test_fraction=0.25, c=10, rbo_p=0.7, methods=("pa", "cn", "jaccard"),
-                        seed=3, data={"name": "synthetic"})
+    report = run_static(random_edge_split(graph, 0.25, seed=3), tmp_path, c=10, rbo_p=0.7,
+                        methods=("pa", "cn", "jaccard"), data={"name": "synthetic"})
     assert json.loads((tmp_path / "static.json").read_text()) == json.loads(json.dumps(report))
     assert (tmp_path / "degree_ccdf.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and report["plot"] == "degree_ccdf.png"
     bench = build_benchmark(graph, test_fraction=0.25, seed=3)  # the same split and negatives
@@ -81,6 +82,42 @@ def test_cli_writes_static_json(tmp_path, capsys):
     assert report["data"]["fingerprint"].startswith("sha256:") and report["data"]["end"] == "train"
     assert report["data"]["end_time"] is not None
     assert "degree-corrected" in capsys.readouterr().out
+
+
+def test_cli_shift_writes_shift_json(tmp_path, capsys):
+    data = _dgb(tmp_path / "ml_x.csv")
+    out = tmp_path / "out"
+    code = main(["static", str(tmp_path / "ml_x.csv"), "--format", "dgb", "--out", str(tmp_path / "plain")])
+    assert code == 0
+    code = main(["shift", str(tmp_path / "ml_x.csv"), "--format", "dgb", "--heuristic", "cn", "--thresholds", "0,2",
+                 "--inverse", "--caps", "none,,200", "--models", "pa,cn", "--C", "5", "--negatives", "heart:ra:8",
+                 "--out", str(out)])
+    assert code == 0
+    report = json.loads((out / "shift.json").read_text())
+    p = report["protocol"]
+    assert p["split"] == "structural shift" and p["heuristic"] == "cn" and p["inverse"] is True
+    assert p["thresholds"] == [0.0, 2.0] and p["caps"] == {"train": None, "valid": None, "test": 200}
+    assert p["sizes"]["test"] == p["num_test_edges"] and p["sizes"]["train"] == p["num_train_edges"]
+    # the split itself, recomputed from the library on the same graph
+    split = shift_split(static_graph(data.__class__(src=data.src + 1, dst=data.dst + 1, t=data.t),
+                                     num_nodes=report["data"]["num_nodes"]), "cn", (0, 2), inverse=True,
+                        caps=(None, None, 200))
+    assert p["sizes"] == split.counts["sizes"] and p["emd_train_test"] == pytest.approx(split.emd)
+    heart = report["heart"]
+    assert heart["negatives"]["heuristic"] == "ra" and heart["negatives"]["per_positive"] == 8
+    adj = adjacency(split.train)
+    again = heart_ranking(adj, split.test, heart_negatives(adj, split.graph, split.test, 8, heuristic="ra", seed=0), "cn")
+    assert heart["methods"]["cn"] == pytest.approx(again) and set(heart["methods"]["pa"]) == {"mrr", "hits@1"}
+    assert set(report["vcmpr_at_c"]) == {"pa", "cn"} and "EMD" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["shift", str(tmp_path / "ml_x.csv"), "--format", "dgb", "--heuristic", "cn", "--thresholds", "3",
+              "--out", str(out)])
+    with pytest.raises(SystemExit):
+        main(["shift", str(tmp_path / "ml_x.csv"), "--format", "dgb", "--heuristic", "cn", "--thresholds", "0,1",
+              "--negatives", "heart:pa:5", "--out", str(out)])
+    assert main(["shift", str(tmp_path / "ml_x.csv"), "--format", "dgb", "--heuristic", "pa", "--thresholds",
+                 "1e9,1e10", "--out", str(tmp_path / "o2")]) == 2
+    assert "valid split empty" in capsys.readouterr().err
 
 
 def test_cli_reports_bad_input(tmp_path, capsys):

@@ -111,7 +111,8 @@ def from_pyg(data: Data) -> StaticGraph:
     columns are removed; the counts are on the result (:meth:`StaticGraph.removals`).
 
     Args:
-        data: with ``edge_index`` int64 ``[2, E]``; ``data.num_nodes`` bounds the ids.
+        data: with ``edge_index`` int64 ``[2, E]``; ``data.num_nodes`` (set, or from ``x``) bounds
+            the ids, else ``max(edge_index) + 1``.
 
     Raises:
         StaticGraphError: no edge is left, or an id lies outside ``[0, num_nodes)``.
@@ -124,8 +125,11 @@ def from_pyg(data: Data) -> StaticGraph:
     if edge_index.dtype.is_floating_point or edge_index.dtype == torch.bool:
         raise TypeError(f"edge_index must hold integer ids, got dtype {edge_index.dtype}.")
     edge_index = edge_index.long()
-    num_nodes = data.num_nodes if data.num_nodes is not None else 0
-    return _build(edge_index[0], edge_index[1], int(num_nodes), weighted=False, what="the graph")
+    if "num_nodes" in data.keys() or getattr(data, "x", None) is not None:
+        num_nodes = int(data.num_nodes)
+    else:  # as PyG would infer it, without its warning
+        num_nodes = int(edge_index.max()) + 1 if edge_index.numel() else 0
+    return _build(edge_index[0], edge_index[1], num_nodes, weighted=False, what="the graph")
 
 
 def static_graph(data: TemporalData, end: Optional[float] = None, *, num_nodes: Optional[int] = None) -> StaticGraph:
@@ -170,6 +174,11 @@ class EdgeSplit:
     def test_keys(self) -> Tensor:
         """Sorted keys of the test edges: int64 ``[T]``."""
         return self.test[0] * self.graph.num_nodes + self.test[1]
+
+    def describe(self) -> dict:
+        """The split's definition, for result files."""
+        return {"split": "random", "test_fraction": self.test_fraction, "seed": self.seed,
+                "rule": "the round(beta * E) edges with the smallest counter-based keys (seed, edge key) are test edges"}
 
 
 #: counter round of the split's random keys (distinct from the samplers' rounds)

@@ -5,7 +5,8 @@ r"""Recommendation-style check of static link prediction (SPEC §10): top-C, VCM
 ties broken by the smaller node id. It is computed exactly in blocks of sources x candidates
 (at most ``budget`` pairs per block): a block's scores are merged into the running top-C of
 its sources by a stable sort of ``[best | block]``, which keeps the order (score desc, id asc)
-because blocks visit candidates in increasing id order.
+because blocks visit candidates in increasing id order. With ``tie_seed``, ties follow a seeded
+random key per (source, candidate) instead (two stable sorts per block).
 
 **VCMPR@C** (vertex-centric max precision–recall). With :math:`T_u` the test edges at
 :math:`u` and :math:`h_u` the number of them in :math:`u`'s top-C,
@@ -26,20 +27,23 @@ extrapolated RBO (their eq. 30) is
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 import torch
 from torch import Tensor
 
+from tgeval.samplers.counter_rng import counter_uniform
 from tgeval.static.graph import edge_keys, is_member
 from tgeval.static.heuristics import Adjacency, Heuristic, heuristic_scores
 
 __all__ = ["top_c", "vcmpr_per_node", "agreement", "rank_biased_overlap", "method_ranking"]
 
 _BUDGET = 1 << 20  # (source, candidate) pairs scored per block
+_TIE_ROUND = 1 << 26  # counter round of the random tie keys
 
 
-def top_c(adj: Adjacency, method: Heuristic, sources: Tensor, c: int, *, budget: int = _BUDGET) -> Tensor:
+def top_c(adj: Adjacency, method: Heuristic, sources: Tensor, c: int, *, exclude: Optional[Tensor] = None,
+          tie_seed: Optional[int] = None, budget: int = _BUDGET) -> Tensor:
     """Each source's top-``c`` non-training candidates under ``method`` (module docstring).
 
     Args:
@@ -47,6 +51,10 @@ def top_c(adj: Adjacency, method: Heuristic, sources: Tensor, c: int, *, budget:
         method: a heuristic of :mod:`tgeval.static.heuristics`.
         sources: int64 ``[S]`` node ids.
         c: list length ``C >= 1``.
+        exclude: sorted int64 undirected pair keys ``min * n + max`` that are never candidates
+            either (e.g. every known edge), or ``None``.
+        tie_seed: ``None``: ties go to the smaller id; a seed: ties in a seeded random order
+            (counter-based keys of ``(source, candidate)``, independent of the blocks).
         budget: most pairs scored per block.
 
     Returns:
@@ -63,16 +71,27 @@ def top_c(adj: Adjacency, method: Heuristic, sources: Tensor, c: int, *, budget:
         src = sources[r0 : r0 + rows]
         best = torch.full((src.numel(), c), float("-inf"), dtype=torch.float64, device=device)
         best_id = torch.full((src.numel(), c), -1, dtype=torch.long, device=device)
+        best_tie = torch.zeros((src.numel(), c), dtype=torch.float64, device=device)
         for c0 in range(0, n, width):
             cand = torch.arange(c0, min(n, c0 + width), device=device)
             u = src[:, None].expand(-1, cand.numel()).reshape(-1)
             v = cand.repeat(src.numel())
             scores = heuristic_scores(adj, u, v, method)
             invalid = (u == v) | adj.contains(u * n + v)
+            if exclude is not None:
+                invalid |= is_member(exclude, edge_keys(u, v, n))
             scores = scores.masked_fill(invalid, float("-inf")).view(src.numel(), -1)
             merged = torch.cat([best, scores], dim=1)
             ids = torch.cat([best_id, cand.expand(src.numel(), -1)], dim=1)
-            order = torch.sort(merged, dim=1, descending=True, stable=True).indices[:, :c]
+            if tie_seed is None:  # blocks come in increasing id order: a stable sort keeps smaller ids first
+                order = torch.sort(merged, dim=1, descending=True, stable=True).indices[:, :c]
+            else:  # order by the random key, then stably by score: (score desc, key asc)
+                tie = counter_uniform(tie_seed, u * n + v, _TIE_ROUND, 1).view(src.numel(), -1)
+                ties = torch.cat([best_tie, tie], dim=1)
+                by_tie = torch.argsort(ties, dim=1, stable=True)
+                by_score = torch.sort(merged.gather(1, by_tie), dim=1, descending=True, stable=True).indices
+                order = by_tie.gather(1, by_score)[:, :c]
+                best_tie = ties.gather(1, order)
             best, best_id = merged.gather(1, order), ids.gather(1, order)
         out[r0 : r0 + rows] = best_id.masked_fill(torch.isinf(best), -1)
     return out

@@ -1,6 +1,6 @@
 r"""The static link-prediction report behind ``tgeval static`` (SPEC §10).
 
-Protocol: a random edge split (β, seed) of the graph; heuristics are computed on the training
+Protocol: an edge split of the graph (random, or a structural-shift split); heuristics are computed on the training
 graph; each test edge is a positive, and each benchmark offers as many negatives as there are
 test edges (one per positive), drawn by :class:`~tgeval.static.negatives.PairSampler` over the
 whole graph (so a negative is never a training or a test edge; degree-corrected draws use
@@ -31,11 +31,14 @@ from tgeval.eval.metrics import auroc, average_precision
 from tgeval.samplers._draw import derived_seed
 from tgeval.static.degree_bias import lognormal_sigma, pa_auroc_analytic
 from tgeval.static.graph import EdgeSplit, StaticGraph, random_edge_split
+from tgeval.static.heart import HeartHeuristic, heart_negatives, heart_ranking
 from tgeval.static.heuristics import HEURISTICS, Adjacency, Heuristic, adjacency, heuristic_scores
 from tgeval.static.negatives import PairSampler, Weighting
 from tgeval.static.recommend import method_ranking, rank_biased_overlap, top_c, vcmpr_per_node
+from tgeval.static.shift import ShiftSplit
 
-__all__ = ["BENCHMARKS", "StaticBenchmark", "build_benchmark", "static_report", "plot_degree_ccdf", "run_static"]
+__all__ = ["BENCHMARKS", "StaticBenchmark", "benchmark_of", "build_benchmark", "static_report", "heart_report",
+           "plot_degree_ccdf", "run_static"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -48,27 +51,33 @@ class StaticBenchmark:
     """A split with its negatives.
 
     Attributes:
-        split: the random edge split.
+        split: a random (:class:`~tgeval.static.graph.EdgeSplit`) or structural-shift
+            (:class:`~tgeval.static.shift.ShiftSplit`) split.
         adjacency: of the training graph (the heuristics' input).
         negatives: benchmark name -> int64 ``[2, T]`` negative pairs.
         definitions: benchmark name -> the sampler's description.
     """
 
-    split: EdgeSplit
+    split: Union[EdgeSplit, ShiftSplit]
     adjacency: Adjacency
     negatives: dict[str, Tensor]
     definitions: dict[str, dict]
 
 
-def build_benchmark(graph: StaticGraph, *, test_fraction: float = 0.25, seed: int = 0) -> StaticBenchmark:
-    """Split ``graph`` and draw one negative per test edge under each of :data:`BENCHMARKS`."""
-    split = random_edge_split(graph, test_fraction, seed=seed)
+def benchmark_of(split: Union[EdgeSplit, ShiftSplit]) -> StaticBenchmark:
+    """Draw one negative per test edge of ``split`` under each of :data:`BENCHMARKS` (never an
+    edge of the whole graph; seeds derived from the split's seed)."""
     negatives, definitions = {}, {}
     for salt, (name, weighting) in enumerate(BENCHMARKS.items(), start=1):
-        sampler = PairSampler(graph, weighting=weighting)
-        negatives[name] = sampler.sample(split.test.size(1), seed=derived_seed(seed, salt))
+        sampler = PairSampler(split.graph, weighting=weighting)
+        negatives[name] = sampler.sample(split.test.size(1), seed=derived_seed(split.seed, salt))
         definitions[name] = sampler.describe()
     return StaticBenchmark(split, adjacency(split.train), negatives, definitions)
+
+
+def build_benchmark(graph: StaticGraph, *, test_fraction: float = 0.25, seed: int = 0) -> StaticBenchmark:
+    """:func:`benchmark_of` a :func:`~tgeval.static.graph.random_edge_split` of ``graph``."""
+    return benchmark_of(random_edge_split(graph, test_fraction, seed=seed))
 
 
 def _number(value: Tensor) -> Optional[float]:
@@ -124,9 +133,8 @@ def static_report(bench: StaticBenchmark, *, c: int = 50, rbo_p: float = 0.5,
         "rbo": rbo,
         "closer_to_recommendation": closer,
         "protocol": {
-            "seed": split.seed, "test_fraction": split.test_fraction,
+            **split.describe(),
             "num_train_edges": split.train.num_edges, "num_test_edges": int(split.test.size(1)),
-            "split": "random edge split: the round(beta * E) edges with the smallest counter-based keys are test edges",
             "scores": "heuristics on the training graph (binary adjacency)",
             "negatives_per_positive": 1,
             "benchmarks": bench.definitions,
@@ -179,17 +187,32 @@ def plot_degree_ccdf(bench: StaticBenchmark, *, title: str = "") -> bytes:
     return buffer.getvalue()
 
 
-def run_static(graph: StaticGraph, out: PathLike, *, test_fraction: float = 0.25, c: int = 50, rbo_p: float = 0.5,
-               methods: Sequence[Heuristic] = HEURISTICS, seed: int = 0, data: Optional[dict] = None) -> dict[str, Any]:
-    """Build the benchmark, write ``static.json`` (and ``degree_ccdf.png`` when matplotlib is
-    installed) into the folder ``out``, atomically, and return the report.
+def heart_report(bench: StaticBenchmark, heuristic: HeartHeuristic, num: int, *,
+                 methods: Sequence[Heuristic] = HEURISTICS) -> dict[str, Any]:
+    """Each method's MRR and Hits@k against ``num`` HeaRT negatives per test edge
+    (:mod:`tgeval.static.heart`; ties ``"average"``; negatives seeded by the split's seed)."""
+    split = bench.split
+    negatives = heart_negatives(bench.adjacency, split.graph, split.test, num, heuristic=heuristic, seed=split.seed)
+    return {"negatives": negatives.describe(), "ties": "average",
+            "methods": {m: heart_ranking(bench.adjacency, split.test, negatives, m) for m in methods}}
+
+
+def run_static(split: Union[EdgeSplit, ShiftSplit], out: PathLike, *, c: int = 50, rbo_p: float = 0.5,
+               methods: Sequence[Heuristic] = HEURISTICS, data: Optional[dict] = None,
+               heart: Optional[tuple[HeartHeuristic, int]] = None, file: str = "static.json") -> dict[str, Any]:
+    """Draw the benchmarks of ``split``, write the :func:`static_report` to ``out/file`` (and
+    ``out/degree_ccdf.png`` when matplotlib is installed), atomically, and return the report.
 
     Args:
         data: what the graph came from (name, fingerprint, reader), stored under ``"data"``.
+        heart: ``(heuristic, M)``: add the :func:`heart_report` under ``"heart"``.
     """
     start = time.perf_counter()
-    bench = build_benchmark(graph, test_fraction=test_fraction, seed=seed)
+    bench = benchmark_of(split)
+    graph = split.graph
     report = static_report(bench, c=c, rbo_p=rbo_p, methods=methods)
+    if heart is not None:
+        report["heart"] = heart_report(bench, heart[0], heart[1], methods=methods)
     report["data"] = {**(data or {}), "graph_checksum": tensor_checksum(graph.edge_index),
                       "num_nodes": graph.num_nodes, "num_edges": graph.num_edges, "removed": graph.removals()}
     folder = Path(out)
@@ -201,7 +224,7 @@ def run_static(graph: StaticGraph, out: PathLike, *, test_fraction: float = 0.25
         report["plot"] = None
         report["plot_missing"] = str(error)
     report["seconds"] = round(time.perf_counter() - start, 3)
-    files.insert(0, (folder / "static.json", json.dumps(report, indent=2) + "\n"))
+    files.insert(0, (folder / file, json.dumps(report, indent=2) + "\n"))
     write_atomic_group(files)
     return report
 
