@@ -5,7 +5,8 @@
    ``jaccard_coefficient``, ...) on the same pairs, same process; the scores are checked equal.
 2. Sampling: negative pairs per second, uniform and degree-corrected, distinct and with
    replacement, on the static graph of Wikipedia (all events; 9,227 nodes) and UCI.
-3. ``tgeval static`` on UCI (whole file, default options) as a subprocess: wall time, imports included.
+3. ``tgeval static`` on UCI (whole file, the five heuristics and the GCN and GraphSAGE baselines)
+   as a subprocess: wall time, imports included.
 
 Run: python benchmarks/bench_static.py [--data-dir DIR] [--repeat 3] [--threads 1]
 """
@@ -96,13 +97,13 @@ def bench_sampling(repeat: int) -> None:
 def bench_cli(threads: int) -> None:
     path = dataset_path("uci")
     with tempfile.TemporaryDirectory() as out:
-        command = [sys.executable, "-m", "tgeval", "static", str(path), "--format", "dgb", "--threads", str(threads),
-                   "--out", out]
+        command = [sys.executable, "-m", "tgeval", "static", str(path), "--format", "dgb", "--models",
+                   "pa,cn,ra,aa,jaccard,gcn,sage", "--threads", str(threads), "--out", out]
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
         start = time.perf_counter()
         done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=REPO_ROOT)
         seconds = time.perf_counter() - start
-    print(f"\n3. `tgeval static` on UCI (all events; models pa,cn,ra,aa,jaccard, C=50), as a subprocess:")
+    print(f"\n3. `tgeval static` on UCI (all events; heuristics, GCN and GraphSAGE; C=50), as a subprocess:")
     print(f"   {' '.join(['python'] + command[1:-1])} OUT")
     print(f"   wall time {seconds:.1f} s (exit code {done.returncode})")
     print("   " + "\n   ".join(done.stdout.strip().splitlines()))

@@ -18,18 +18,23 @@ from tgeval.data.io import EventFormat, read_events
 from tgeval.data.split import chronological_split
 from tgeval.static.graph import StaticGraph, random_edge_split, static_graph
 from tgeval.static.heart import HEART_HEURISTICS, HeartHeuristic
-from tgeval.static.heuristics import HEURISTICS, Heuristic
+from tgeval.static.gnn import GNN_MODELS, GNNConfig
+from tgeval.static.heuristics import HEURISTICS
+from tgeval.static.negatives import WEIGHTINGS
 from tgeval.static.report import run_static
 from tgeval.static.shift import SHIFT_HEURISTICS, shift_split
 
 __all__ = ["add_static_parser", "static_command", "shift_command", "format_static"]
 
 
-def _models(text: str) -> tuple[Heuristic, ...]:
+METHODS = (*HEURISTICS, *GNN_MODELS)
+
+
+def _models(text: str) -> tuple[str, ...]:
     names = [x.strip() for x in text.split(",") if x.strip()]
-    chosen = tuple(h for h in HEURISTICS if h in names)
+    chosen = tuple(m for m in METHODS if m in names)
     if len(chosen) != len(set(names)) or not names:
-        raise argparse.ArgumentTypeError(f"--models takes a comma-separated subset of {','.join(HEURISTICS)}, "
+        raise argparse.ArgumentTypeError(f"--models takes a comma-separated subset of {','.join(METHODS)}, "
                                          f"got {text!r}")
     return chosen
 
@@ -93,7 +98,10 @@ def _add_common(parser: argparse.ArgumentParser, out_help: str) -> None:
     parser.add_argument("--C", dest="c", type=int, default=50, help="length of each node's recommendation list")
     parser.add_argument("--rbo-p", type=float, default=0.5, help="persistence p of rank-biased overlap")
     parser.add_argument("--models", type=_models, default=HEURISTICS,
-                        help=f"comma-separated, of {','.join(HEURISTICS)}")
+                        help=f"comma-separated, of {','.join(METHODS)} (default: the heuristics; gcn and sage are "
+                             f"GNN baselines trained on the training graph)")
+    parser.add_argument("--gnn-negatives", choices=WEIGHTINGS, default="uniform",
+                        help="training negatives of the GNN baselines")
     parser.add_argument("--seed", type=int, default=0, help="edge split, caps and negatives")
     parser.add_argument("--negatives", type=_negatives, default=None, metavar="heart:cn|ra:M",
                         help="also rank each test edge against M HeaRT hard negatives (MRR, Hits@k)")
@@ -169,7 +177,7 @@ def static_command(args: argparse.Namespace) -> int:
     graph, source = _graph(args)
     split = random_edge_split(graph, args.test_fraction, seed=args.seed)
     report = run_static(split, args.out, c=args.c, rbo_p=args.rbo_p, methods=args.models, data=source,
-                        heart=args.negatives)
+                        heart=args.negatives, gnn=GNNConfig(negatives=args.gnn_negatives, seed=args.seed))
     return _report(args, report, "static.json")
 
 
@@ -179,5 +187,6 @@ def shift_command(args: argparse.Namespace) -> int:
     split = shift_split(graph, args.heuristic, args.thresholds, inverse=args.inverse, caps=args.caps, seed=args.seed,
                         max_depth=args.max_depth)
     report = run_static(split, args.out, c=args.c, rbo_p=args.rbo_p, methods=args.models, data=source,
-                        heart=args.negatives, file="shift.json")
+                        heart=args.negatives, gnn=GNNConfig(negatives=args.gnn_negatives, seed=args.seed),
+                        file="shift.json")
     return _report(args, report, "shift.json")

@@ -16,7 +16,7 @@ Hits@k under a tie convention of :mod:`tgeval.eval.metrics`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Sequence, get_args
+from typing import Literal, Sequence, Union, get_args
 
 import torch
 from torch import Tensor
@@ -24,7 +24,7 @@ from torch import Tensor
 from tgeval.errors import SamplerError
 from tgeval.eval.metrics import TiePolicy, count_above_equal, hits_at_k, rank_from_counts
 from tgeval.static.graph import StaticGraph
-from tgeval.static.heuristics import Adjacency, Heuristic, heuristic_scores
+from tgeval.static.heuristics import Adjacency, Heuristic, PairScorer, score_pairs
 from tgeval.static.recommend import top_c
 
 __all__ = ["HeartHeuristic", "HEART_HEURISTICS", "HeartNegatives", "heart_negatives", "heart_ranking"]
@@ -101,16 +101,17 @@ def heart_negatives(adj: Adjacency, graph: StaticGraph, positives: Tensor, num: 
     return HeartNegatives(torch.stack([src, dst]), short_u + short_v, heuristic, int(seed))
 
 
-def heart_ranking(adj: Adjacency, positives: Tensor, negatives: HeartNegatives, method: Heuristic, *,
-                  ties: TiePolicy = "average", hits: Sequence[int] = (1, 10, 20, 50, 100)) -> dict[str, float]:
+def heart_ranking(adj: Adjacency, positives: Tensor, negatives: HeartNegatives,
+                  method: Union[Heuristic, PairScorer], *, ties: TiePolicy = "average",
+                  hits: Sequence[int] = (1, 10, 20, 50, 100)) -> dict[str, float]:
     """MRR and Hits@k of ``method`` ranking each positive against its own negatives.
 
     Returns:
         dict: ``"mrr"`` and ``"hits@k"`` for each ``k`` of ``hits`` that is at most M.
     """
-    pos = heuristic_scores(adj, positives[0], positives[1], method)
+    pos = score_pairs(adj, method, positives[0], positives[1])
     pairs = negatives.pairs
-    neg = heuristic_scores(adj, pairs[0].reshape(-1), pairs[1].reshape(-1), method).view(pairs.shape[1:])
+    neg = score_pairs(adj, method, pairs[0].reshape(-1), pairs[1].reshape(-1)).view(pairs.shape[1:])
     above, equal = count_above_equal(pos, neg)
     ranks = rank_from_counts(above, equal, ties=ties)
     out = {"mrr": float(torch.mean(1.0 / ranks))}

@@ -22,7 +22,7 @@ scored like others (a common neighbour of degree 1 then adds 0 to AA, whose term
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional, get_args
+from typing import Callable, Literal, Optional, Union, get_args
 
 import torch
 from torch import Tensor
@@ -30,10 +30,12 @@ from torch import Tensor
 from tgeval.data.sorted_keys import expand_ranges
 from tgeval.static.graph import StaticGraph, is_member
 
-__all__ = ["Heuristic", "HEURISTICS", "Adjacency", "adjacency", "heuristic_scores"]
+__all__ = ["Heuristic", "HEURISTICS", "PairScorer", "Adjacency", "adjacency", "heuristic_scores", "score_pairs"]
 
 Heuristic = Literal["cn", "jaccard", "aa", "ra", "pa"]
 HEURISTICS: tuple[Heuristic, ...] = get_args(Heuristic)
+#: any other scorer of pairs (e.g. a trained GNN): int64 ``[B]`` twice -> float64 ``[B]``
+PairScorer = Callable[[Tensor, Tensor], Tensor]
 
 _BUDGET = 1 << 22  # neighbours expanded at once
 _MAP_LIMIT = 1 << 26  # bytes of the largest pair map (64 MiB: graphs up to 8,192 nodes)
@@ -154,3 +156,10 @@ def heuristic_scores(adj: Adjacency, src: Tensor, dst: Tensor, method: Heuristic
         return sums
     union = deg[src] + deg[dst] - sums
     return torch.where(union > 0, sums / union.clamp(min=1.0), torch.zeros_like(sums))
+
+
+def score_pairs(adj: Adjacency, method: Union[Heuristic, PairScorer], src: Tensor, dst: Tensor) -> Tensor:
+    """``method(src, dst)`` for a :data:`PairScorer`, else :func:`heuristic_scores` on ``adj``: float64 ``[B]``."""
+    if callable(method):
+        return method(src, dst)
+    return heuristic_scores(adj, src, dst, method)

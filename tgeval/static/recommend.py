@@ -27,14 +27,14 @@ extrapolated RBO (their eq. 30) is
 from __future__ import annotations
 
 import math
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
 
 from tgeval.samplers.counter_rng import counter_uniform
 from tgeval.static.graph import edge_keys, is_member
-from tgeval.static.heuristics import Adjacency, Heuristic, heuristic_scores
+from tgeval.static.heuristics import Adjacency, Heuristic, PairScorer, score_pairs
 
 __all__ = ["top_c", "vcmpr_per_node", "agreement", "rank_biased_overlap", "method_ranking"]
 
@@ -42,13 +42,13 @@ _BUDGET = 1 << 20  # (source, candidate) pairs scored per block
 _TIE_ROUND = 1 << 26  # counter round of the random tie keys
 
 
-def top_c(adj: Adjacency, method: Heuristic, sources: Tensor, c: int, *, exclude: Optional[Tensor] = None,
-          tie_seed: Optional[int] = None, budget: int = _BUDGET) -> Tensor:
+def top_c(adj: Adjacency, method: Union[Heuristic, PairScorer], sources: Tensor, c: int, *,
+          exclude: Optional[Tensor] = None, tie_seed: Optional[int] = None, budget: int = _BUDGET) -> Tensor:
     """Each source's top-``c`` non-training candidates under ``method`` (module docstring).
 
     Args:
         adj: adjacency of the training graph (its edges are never candidates).
-        method: a heuristic of :mod:`tgeval.static.heuristics`.
+        method: a heuristic of :mod:`tgeval.static.heuristics`, or a pair scorer (e.g. a trained GNN).
         sources: int64 ``[S]`` node ids.
         c: list length ``C >= 1``.
         exclude: sorted int64 undirected pair keys ``min * n + max`` that are never candidates
@@ -76,7 +76,7 @@ def top_c(adj: Adjacency, method: Heuristic, sources: Tensor, c: int, *, exclude
             cand = torch.arange(c0, min(n, c0 + width), device=device)
             u = src[:, None].expand(-1, cand.numel()).reshape(-1)
             v = cand.repeat(src.numel())
-            scores = heuristic_scores(adj, u, v, method)
+            scores = score_pairs(adj, method, u, v)
             invalid = (u == v) | adj.contains(u * n + v)
             if exclude is not None:
                 invalid |= is_member(exclude, edge_keys(u, v, n))

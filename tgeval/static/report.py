@@ -18,9 +18,9 @@ import json
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union, cast
 
 import torch
 from torch import Tensor
@@ -32,13 +32,14 @@ from tgeval.samplers._draw import derived_seed
 from tgeval.static.degree_bias import lognormal_sigma, pa_auroc_analytic
 from tgeval.static.graph import EdgeSplit, StaticGraph, random_edge_split
 from tgeval.static.heart import HeartHeuristic, heart_negatives, heart_ranking
-from tgeval.static.heuristics import HEURISTICS, Adjacency, Heuristic, adjacency, heuristic_scores
+from tgeval.static.gnn import GNN_MODELS, GNNConfig, TrainedGNN, train_link_gnn
+from tgeval.static.heuristics import HEURISTICS, Adjacency, Heuristic, PairScorer, adjacency, score_pairs
 from tgeval.static.negatives import PairSampler, Weighting
 from tgeval.static.recommend import method_ranking, rank_biased_overlap, top_c, vcmpr_per_node
 from tgeval.static.shift import ShiftSplit
 
-__all__ = ["BENCHMARKS", "StaticBenchmark", "benchmark_of", "build_benchmark", "static_report", "heart_report",
-           "plot_degree_ccdf", "run_static"]
+__all__ = ["BENCHMARKS", "StaticBenchmark", "benchmark_of", "build_benchmark", "with_gnns", "static_report",
+           "heart_report", "plot_degree_ccdf", "run_static"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -56,12 +57,24 @@ class StaticBenchmark:
         adjacency: of the training graph (the heuristics' input).
         negatives: benchmark name -> int64 ``[2, T]`` negative pairs.
         definitions: benchmark name -> the sampler's description.
+        trained: method name -> a GNN trained on the training graph (:func:`with_gnns`).
     """
 
     split: Union[EdgeSplit, ShiftSplit]
     adjacency: Adjacency
     negatives: dict[str, Tensor]
     definitions: dict[str, dict]
+    trained: dict[str, TrainedGNN] = field(default_factory=dict)
+
+    def scorer(self, name: str) -> Union[Heuristic, PairScorer]:
+        """The method called ``name``: a trained GNN of :attr:`trained`, else a heuristic."""
+        if name in self.trained:
+            return self.trained[name]
+        if name not in HEURISTICS:
+            raise ValueError(f"unknown method {name!r}: use a heuristic of {HEURISTICS}"
+                             + (f" or a trained GNN of {sorted(self.trained)}" if self.trained else
+                                f" (GNNs {GNN_MODELS} need with_gnns first)") + ".")
+        return cast(Heuristic, name)
 
 
 def benchmark_of(split: Union[EdgeSplit, ShiftSplit]) -> StaticBenchmark:
@@ -80,17 +93,28 @@ def build_benchmark(graph: StaticGraph, *, test_fraction: float = 0.25, seed: in
     return benchmark_of(random_edge_split(graph, test_fraction, seed=seed))
 
 
+def with_gnns(bench: StaticBenchmark, names: Sequence[str], config: GNNConfig = GNNConfig()) -> StaticBenchmark:
+    """``bench`` with a :class:`~tgeval.static.gnn.LinkGNN` per name of :data:`~tgeval.static.gnn.GNN_MODELS`
+    (the encoder) trained on its training graph under ``config``."""
+    unknown = [m for m in names if m not in GNN_MODELS]
+    if unknown:
+        raise ValueError(f"GNN baselines are {GNN_MODELS}, got {unknown}.")
+    trained = {m: train_link_gnn(bench.split.train, replace(config, encoder=cast(Any, m))) for m in names}
+    return replace(bench, trained={**bench.trained, **trained})
+
+
 def _number(value: Tensor) -> Optional[float]:
     x = float(value)
     return x if math.isfinite(x) else None
 
 
-def _classification(bench: StaticBenchmark, method: Heuristic) -> dict[str, dict[str, Optional[float]]]:
+def _classification(bench: StaticBenchmark, method: str) -> dict[str, dict[str, Optional[float]]]:
     """AUROC and AP of ``method`` under each benchmark."""
-    pos = heuristic_scores(bench.adjacency, bench.split.test[0], bench.split.test[1], method)
+    scorer = bench.scorer(method)
+    pos = score_pairs(bench.adjacency, scorer, bench.split.test[0], bench.split.test[1])
     out = {}
     for name, neg in bench.negatives.items():
-        scores = torch.cat([pos, heuristic_scores(bench.adjacency, neg[0], neg[1], method)])
+        scores = torch.cat([pos, score_pairs(bench.adjacency, scorer, neg[0], neg[1])])
         labels = torch.cat([torch.ones_like(pos, dtype=torch.bool), torch.zeros(neg.size(1), dtype=torch.bool,
                                                                                  device=pos.device)])
         out[name] = {"auroc": _number(auroc(scores, labels)), "ap": _number(average_precision(scores, labels))}
@@ -98,24 +122,26 @@ def _classification(bench: StaticBenchmark, method: Heuristic) -> dict[str, dict
 
 
 def static_report(bench: StaticBenchmark, *, c: int = 50, rbo_p: float = 0.5,
-                  methods: Sequence[Heuristic] = HEURISTICS) -> dict[str, Any]:
+                  methods: Sequence[str] = HEURISTICS) -> dict[str, Any]:
     """Degree bias, both benchmarks and the recommendation check of ``bench`` (module docstring).
 
     Returns:
         dict: ``sigma``, ``pa_auroc_analytic``, ``pa_auroc_uniform``, ``pa_auroc_degree_corrected``,
         ``benchmarks`` (name -> method -> ``auroc``, ``ap``), ``vcmpr_at_c`` (method -> value),
         ``vcmpr_nodes``, ``rankings``, ``rbo`` (benchmark -> RBO with the recommendation ranking),
-        ``closer_to_recommendation`` and ``protocol``.
+        ``closer_to_recommendation``, ``protocol`` and ``models`` (the trained GNNs' definitions).
+        ``methods``: heuristics and names of ``bench.trained``.
     """
-    unknown = [m for m in methods if m not in HEURISTICS]
-    if unknown or not methods:
-        raise ValueError(f"methods must be a non-empty subset of {HEURISTICS}, got {list(methods)}.")
+    if not methods:
+        raise ValueError("methods must name at least one method.")
+    for m in methods:
+        bench.scorer(m)  # unknown names fail before any work
     split, n = bench.split, bench.split.graph.num_nodes
     sigma = lognormal_sigma(split.train.degree())
     scored = {m: _classification(bench, m) for m in dict.fromkeys([*methods, "pa"])}
     sources = torch.nonzero(torch.bincount(split.test.flatten(), minlength=n)).flatten()
-    vcmpr = {m: _number(vcmpr_per_node(top_c(bench.adjacency, m, sources, c), sources, split.test, n).mean())
-             for m in methods}
+    vcmpr = {m: _number(vcmpr_per_node(top_c(bench.adjacency, bench.scorer(m), sources, c), sources, split.test,
+                                        n).mean()) for m in methods}
     rankings = {name: method_ranking({m: _nan(scored[m][name]["auroc"]) for m in methods}) for name in BENCHMARKS}
     rankings["recommendation"] = method_ranking({m: _nan(vcmpr[m]) for m in methods})
     rbo = {name: rank_biased_overlap(rankings[name], rankings["recommendation"], rbo_p) for name in BENCHMARKS}
@@ -132,10 +158,11 @@ def static_report(bench: StaticBenchmark, *, c: int = 50, rbo_p: float = 0.5,
         "rankings": rankings,
         "rbo": rbo,
         "closer_to_recommendation": closer,
+        "models": {m: bench.trained[m].describe() for m in methods if m in bench.trained},
         "protocol": {
             **split.describe(),
             "num_train_edges": split.train.num_edges, "num_test_edges": int(split.test.size(1)),
-            "scores": "heuristics on the training graph (binary adjacency)",
+            "scores": "heuristics on the training graph (binary adjacency); GNNs trained on it (see models)",
             "negatives_per_positive": 1,
             "benchmarks": bench.definitions,
             "sigma": "MLE of a log-normal over the training degrees >= 1; pa_auroc_analytic = Phi(sigma)",
@@ -188,27 +215,29 @@ def plot_degree_ccdf(bench: StaticBenchmark, *, title: str = "") -> bytes:
 
 
 def heart_report(bench: StaticBenchmark, heuristic: HeartHeuristic, num: int, *,
-                 methods: Sequence[Heuristic] = HEURISTICS) -> dict[str, Any]:
+                 methods: Sequence[str] = HEURISTICS) -> dict[str, Any]:
     """Each method's MRR and Hits@k against ``num`` HeaRT negatives per test edge
     (:mod:`tgeval.static.heart`; ties ``"average"``; negatives seeded by the split's seed)."""
     split = bench.split
     negatives = heart_negatives(bench.adjacency, split.graph, split.test, num, heuristic=heuristic, seed=split.seed)
     return {"negatives": negatives.describe(), "ties": "average",
-            "methods": {m: heart_ranking(bench.adjacency, split.test, negatives, m) for m in methods}}
+            "methods": {m: heart_ranking(bench.adjacency, split.test, negatives, bench.scorer(m)) for m in methods}}
 
 
 def run_static(split: Union[EdgeSplit, ShiftSplit], out: PathLike, *, c: int = 50, rbo_p: float = 0.5,
-               methods: Sequence[Heuristic] = HEURISTICS, data: Optional[dict] = None,
-               heart: Optional[tuple[HeartHeuristic, int]] = None, file: str = "static.json") -> dict[str, Any]:
+               methods: Sequence[str] = HEURISTICS, data: Optional[dict] = None,
+               heart: Optional[tuple[HeartHeuristic, int]] = None, gnn: GNNConfig = GNNConfig(),
+               file: str = "static.json") -> dict[str, Any]:
     """Draw the benchmarks of ``split``, write the :func:`static_report` to ``out/file`` (and
     ``out/degree_ccdf.png`` when matplotlib is installed), atomically, and return the report.
 
     Args:
         data: what the graph came from (name, fingerprint, reader), stored under ``"data"``.
         heart: ``(heuristic, M)``: add the :func:`heart_report` under ``"heart"``.
+        gnn: training of the GNN baselines named in ``methods`` (``"gcn"``, ``"sage"``).
     """
     start = time.perf_counter()
-    bench = benchmark_of(split)
+    bench = with_gnns(benchmark_of(split), [m for m in methods if m in GNN_MODELS], gnn)
     graph = split.graph
     report = static_report(bench, c=c, rbo_p=rbo_p, methods=methods)
     if heart is not None:
