@@ -103,7 +103,7 @@ def bench_cli(threads: int) -> None:
         start = time.perf_counter()
         done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=REPO_ROOT)
         seconds = time.perf_counter() - start
-    print(f"\n3. `tgeval static` on UCI (all events; heuristics, GCN and GraphSAGE; C=50), as a subprocess:")
+    print("\n3. `tgeval static` on UCI (all events; heuristics, GCN and GraphSAGE; C=50), as a subprocess:")
     print(f"   {' '.join(['python'] + command[1:-1])} OUT")
     print(f"   wall time {seconds:.1f} s (exit code {done.returncode})")
     print("   " + "\n   ".join(done.stdout.strip().splitlines()))
