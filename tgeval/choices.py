@@ -11,7 +11,8 @@ from typing import Literal, Optional, get_args
 
 __all__ = ["EventFormat", "FORMATS", "DUPLICATE_RULES", "CATALOG_KINDS", "TiePolicy", "TIE_POLICIES", "Protocol",
            "PROTOCOLS", "HISTORY_MODES", "UNCOVERED_RULES", "VAL_METRICS", "DEFAULT_SWEEP", "HEURISTICS",
-           "NEURAL_MODELS", "WIDTHS"]
+           "NEURAL_MODELS", "WIDTHS", "StaticHeuristic", "STATIC_HEURISTICS", "GNN_MODELS", "Weighting", "WEIGHTINGS",
+           "HeartHeuristic", "HEART_HEURISTICS", "ShiftHeuristic", "SHIFT_HEURISTICS", "flag"]
 
 EventFormat = Literal["dgb", "snap", "sociopatterns", "jodie", "tgb", "csv"]
 #: the readers of :func:`tgeval.data.io.read_events`
@@ -50,6 +51,22 @@ HEURISTICS = ("edgebank", "edgebank-window", "node-memory", "pa", "popularity", 
 NEURAL_MODELS = ("tgn", "dyrep", "graphmixer")
 #: the width options of the neural models (``--memory-dim`` ...)
 WIDTHS = ("memory_dim", "embedding_dim", "time_dim", "num_neighbors")
+
+# -- static link prediction (tgeval.static) --------------------------------------------------------
+StaticHeuristic = Literal["cn", "jaccard", "aa", "ra", "pa"]
+#: the pair heuristics of :mod:`tgeval.static.heuristics`
+STATIC_HEURISTICS: tuple[StaticHeuristic, ...] = get_args(StaticHeuristic)
+#: method names of the static GNN baselines (encoder names)
+GNN_MODELS = ("gcn", "sage")
+Weighting = Literal["uniform", "degree"]
+#: endpoint weightings of :class:`tgeval.static.negatives.PairSampler` (uniform, degree-corrected)
+WEIGHTINGS: tuple[Weighting, ...] = get_args(Weighting)
+HeartHeuristic = Literal["cn", "ra"]
+#: heuristics that choose HeaRT hard negatives
+HEART_HEURISTICS: tuple[HeartHeuristic, ...] = get_args(HeartHeuristic)
+ShiftHeuristic = Literal["cn", "sp", "pa"]
+#: link scores of structural-shift splits
+SHIFT_HEURISTICS: tuple[ShiftHeuristic, ...] = get_args(ShiftHeuristic)
 
 
 def flag(key: str) -> str:

@@ -1,8 +1,9 @@
-"""Command line: ``tgeval evaluate``, ``train``, ``run``, ``diagnose`` and ``compare``.
+"""Command line: ``tgeval evaluate``, ``train``, ``run``, ``diagnose``, ``compare``, ``static`` and ``shift``.
 
 This module holds the argument parsers and :func:`main`, and imports neither torch nor PyG:
 ``tgeval --help`` and usage errors answer at once. Each command's module (``tgeval.commands``,
-``tgeval.diagnostics.cli``, ``tgeval.diagnostics.compare``) is imported only when it runs.
+``tgeval.diagnostics.cli``, ``tgeval.diagnostics.compare``, ``tgeval.static.cli``) is imported only
+when it runs.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import threading
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, FORMATS, HEURISTICS, HISTORY_MODES,
-                            NEURAL_MODELS, PROTOCOLS, TIE_POLICIES, UNCOVERED_RULES, VAL_METRICS, WIDTHS, flag)
+from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, FORMATS, GNN_MODELS, HEART_HEURISTICS,
+                            HEURISTICS, HISTORY_MODES, NEURAL_MODELS, PROTOCOLS, SHIFT_HEURISTICS, STATIC_HEURISTICS,
+                            TIE_POLICIES, UNCOVERED_RULES, VAL_METRICS, WEIGHTINGS, WIDTHS, flag)
 from tgeval.errors import TGEvalError
 
 __all__ = ["main", "build_parser"]
@@ -91,6 +93,95 @@ def _add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:
     dg.add_argument("--out", type=Path, required=True, help="folder for diagnose.json and the plots")
     dg.set_defaults(handler=("tgeval.diagnostics.cli", "diagnose_command"))
     return dg
+
+
+STATIC_METHODS = (*STATIC_HEURISTICS, *GNN_MODELS)
+
+
+def _static_models(text: str) -> tuple[str, ...]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    chosen = tuple(m for m in STATIC_METHODS if m in names)
+    if len(chosen) != len(set(names)) or not names:
+        raise argparse.ArgumentTypeError(f"--models takes a comma-separated subset of {','.join(STATIC_METHODS)}, "
+                                         f"got {text!r}")
+    return chosen
+
+
+def _static_end(text: str) -> str:
+    """``--end``: ``all``, ``train`` or a number (resolved against the data by ``tgeval.static.cli``)."""
+    if text not in ("all", "train"):
+        try:
+            float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--end takes 'all', 'train' or a time, got {text!r}") from None
+    return text
+
+
+def _add_static_common(parser: argparse.ArgumentParser, out_help: str) -> None:
+    parser.add_argument("data", type=Path, help="event file (projected onto an undirected static graph)")
+    parser.add_argument("--format", choices=FORMATS, required=True, help="file format (see README)")
+    parser.add_argument("--remap", action="store_true", help="renumber ids to 0..n-1")
+    parser.add_argument("--bipartite", action="store_true", help="sources and destinations in disjoint id ranges")
+    parser.add_argument("--sort", action="store_true", help="stable-sort an unsorted file instead of failing")
+    parser.add_argument("--end", type=_static_end, default="all",
+                        help="project the events with t < END: 'all' (default), 'train' (the training segment of "
+                             "the 70/15/15 chronological split) or a time")
+    parser.add_argument("--C", dest="c", type=int, default=50, help="length of each node's recommendation list")
+    parser.add_argument("--rbo-p", type=float, default=0.5, help="persistence p of rank-biased overlap")
+    parser.add_argument("--models", type=_static_models, default=STATIC_HEURISTICS,
+                        help=f"comma-separated, of {','.join(STATIC_METHODS)} (default: the heuristics; gcn and sage are "
+                             f"GNN baselines trained on the training graph)")
+    parser.add_argument("--gnn-negatives", choices=WEIGHTINGS, default="uniform",
+                        help="training negatives of the GNN baselines")
+    parser.add_argument("--seed", type=int, default=0, help="edge split, caps and negatives")
+    parser.add_argument("--negatives", type=_heart_negatives, default=None, metavar="heart:cn|ra:M",
+                        help="also rank each test edge against M HeaRT hard negatives (MRR, Hits@k)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch intra-op threads (default: $TGEVAL_THREADS, else torch's: the cores)")
+    parser.add_argument("--out", type=Path, required=True, help=out_help)
+
+
+def _heart_negatives(text: str) -> tuple[str, int]:
+    parts = text.split(":")
+    if len(parts) != 3 or parts[0] != "heart" or parts[1] not in HEART_HEURISTICS or not parts[2].isdigit() \
+            or int(parts[2]) < 1:
+        raise argparse.ArgumentTypeError(f"--negatives takes heart:{'|'.join(HEART_HEURISTICS)}:M (e.g. heart:cn:250), "
+                                         f"got {text!r}")
+    return parts[1], int(parts[2])
+
+
+def _thresholds(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--thresholds takes two numbers I_TRAIN,I_VALID, got {text!r}") from None
+    return low, high
+
+
+def _caps(text: str) -> tuple[Optional[int], ...]:
+    parts = text.split(",")
+    if len(parts) != 3 or not all(p in ("", "none") or p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"--caps takes TRAIN,VALID,TEST sizes ('none' or empty: no cap), got {text!r}")
+    return tuple(None if p in ("", "none") else int(p) for p in parts)
+
+
+def _add_static_parsers(subparsers: Any) -> None:
+    """``tgeval static`` and ``tgeval shift`` (:mod:`tgeval.static.cli`)."""
+    st = subparsers.add_parser("static", help="static link prediction: degree bias, degree-corrected benchmark, "
+                                              "recommendation check")
+    _add_static_common(st, "folder for static.json and degree_ccdf.png")
+    st.add_argument("--test-fraction", type=float, default=0.25, help="beta: fraction of edges held out as test")
+    st.set_defaults(handler=("tgeval.static.cli", "static_command"))
+    sh = subparsers.add_parser("shift", help="structural-shift split of a static graph's links, and its benchmarks")
+    _add_static_common(sh, "folder for shift.json and degree_ccdf.png")
+    sh.add_argument("--heuristic", choices=SHIFT_HEURISTICS, required=True,
+                    help="link score: common neighbours, 1/shortest path without the link, or k_u*k_v")
+    sh.add_argument("--thresholds", type=_thresholds, required=True,
+                    help="I_TRAIN,I_VALID: h <= I_TRAIN train, <= I_VALID valid, else test")
+    sh.add_argument("--inverse", action="store_true", help="swap train and test")
+    sh.add_argument("--caps", type=_caps, default=(None, None, None), help="most links per split, TRAIN,VALID,TEST (e.g. none,none,5000)")
+    sh.add_argument("--max-depth", type=int, default=6, help="deepest breadth-first level for 'sp'")
+    sh.set_defaults(handler=("tgeval.static.cli", "shift_command"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -172,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_diagnose_parser(sub)
     _add_compare_parser(sub)
+    _add_static_parsers(sub)
 
     run = sub.add_parser("run", help="compare the baselines on the default dataset")
     run.add_argument("--data", type=Path, default=None, help="event file (default: CollegeMsg, else synthetic)")

@@ -17,6 +17,7 @@ __all__ = [
     "CheckpointError",
     "OutputPathError",
     "DeviceError",
+    "StaticGraphError",
     "UndefinedMetricWarning",
 ]
 
@@ -74,6 +75,11 @@ class OutputPathError(TGEvalError, ValueError):
 
 class DeviceError(TGEvalError, ValueError):
     """A requested device does not exist on this machine (e.g. ``cuda`` without CUDA)."""
+
+
+class StaticGraphError(TGEvalError, ValueError):
+    """A static graph cannot be evaluated as asked: no edge left after cleaning, or an edge split
+    that would leave the training graph or the test edges empty."""
 
 
 class UndefinedMetricWarning(UserWarning):

@@ -1,0 +1,163 @@
+r"""Negative pairs of a static graph: uniform and degree-corrected benchmarks (SPEC §5, §10).
+
+Both samplers draw the two endpoints of a pair independently from a **draw list** :math:`L`
+and keep the unordered pair :math:`\{a, b\}`:
+
+* ``weighting="uniform"``: :math:`L` holds every node of degree :math:`\ge 1` once;
+* ``weighting="degree"`` (degree-corrected): :math:`L` holds node :math:`v` :math:`k_v` times
+  (it is the list of edge endpoints), so a negative's endpoints have the degree
+  distribution of a positive's endpoints, and
+
+.. math::
+    P(\{a, b\}) \propto m_a m_b, \qquad m_v = 1 \text{ (uniform) or } k_v \text{ (degree)},
+
+over the **valid** pairs: :math:`a \ne b`, not an edge of the graph, not an excluded pair
+(e.g. a test edge), and, without replacement, not drawn before (no duplicates). Invalid draws
+are rejected and redrawn: keeping the accepted draws of an i.i.d. sequence is exactly
+successive sampling without replacement. Randomness is counter-based
+(:func:`~tgeval.samplers.counter_rng.counter_uniform`): slot :math:`i` of a request reads
+draw round :math:`r` as a pure function of (seed, :math:`i`, :math:`r`), vectorised over the
+slots still open. If slots are still open after ``64`` rounds (a request close to the number
+of valid pairs), they are finished exactly over the enumerated valid pairs
+(Efraimidis–Spirakis keys :math:`E / w` without replacement, inverse CDF with it); this needs
+at most :math:`2^{26}` candidate pairs and otherwise raises.
+
+The samplers return int64 ``[2, M]`` pairs (``u < v``) on the graph's device, so they serve as
+training negatives as well as benchmarks. (The event samplers of :mod:`tgeval.samplers`, e.g.
+:class:`~tgeval.samplers.DegreeSampler`, corrupt the destination of temporal events instead.)
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from tgeval.choices import WEIGHTINGS, Weighting
+from tgeval.errors import SamplerError
+from tgeval.samplers.counter_rng import counter_uniform
+from tgeval.static.graph import StaticGraph, edge_keys, is_member
+
+__all__ = ["Weighting", "WEIGHTINGS", "PairSampler"]
+
+
+_MAX_ROUNDS = 64
+_FINISH_ROUND = 1 << 20  # counter round of the exact finish
+_FINISH_LIMIT = 1 << 26  # most candidate pairs enumerated by the exact finish
+
+
+class PairSampler:
+    """Negative node pairs of ``graph`` (module docstring).
+
+    Args:
+        graph: its edges are never negatives; its degrees give the draw list.
+        weighting: ``"uniform"`` or ``"degree"`` (degree-corrected).
+        exclude: int64 ``[2, X]`` further pairs that are never negatives (e.g. the test edges
+            when sampling training negatives from the training graph), either orientation.
+
+    Example:
+        >>> g = StaticGraph(torch.tensor([[0, 0, 1, 2], [1, 2, 2, 3]]), 5)
+        >>> PairSampler(g, weighting="degree").sample(2, seed=0).shape
+        torch.Size([2, 2])
+    """
+
+    def __init__(self, graph: StaticGraph, *, weighting: Weighting, exclude: Optional[Tensor] = None) -> None:
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}.")
+        if exclude is not None and (exclude.dim() != 2 or exclude.size(0) != 2):
+            raise ValueError(f"exclude must be an edge_index [2, X], got shape {tuple(exclude.shape)}.")
+        self.weighting = weighting
+        self.num_nodes = n = graph.num_nodes
+        device = graph.device
+        degree = graph.degree()
+        self.multiplicity = (degree if weighting == "degree" else (degree > 0).long()).double()
+        self.draw_list = (graph.edge_index.flatten() if weighting == "degree"
+                          else torch.nonzero(degree > 0).flatten())
+        excluded = [graph.keys()]
+        if exclude is not None:
+            exclude = exclude.to(device).long()
+            excluded.append(edge_keys(exclude[0], exclude[1], n))
+        self.excluded = torch.unique(torch.cat(excluded))
+        active = int((self.multiplicity > 0).sum())
+        a, b = self.excluded // n, self.excluded % n
+        inside = (self.multiplicity[a] > 0) & (self.multiplicity[b] > 0) & (a != b)
+        #: number of valid pairs (distinct negatives available)
+        self.num_available = active * (active - 1) // 2 - int(inside.sum())
+
+    def describe(self) -> dict:
+        """The benchmark's definition, for result files."""
+        rule = ("endpoints drawn uniformly from the nodes of degree >= 1" if self.weighting == "uniform" else
+                "endpoints drawn from a list holding each node degree-many times (degree-corrected)")
+        return {"weighting": self.weighting, "draw": rule,
+                "rejects": "self-loops, edges of the graph, excluded pairs, duplicates (without replacement)",
+                "num_available_pairs": self.num_available,
+                "randomness": "counter-based: (seed, slot, round)"}
+
+    def sample(self, num: int, *, seed: int, replace: bool = False) -> Tensor:
+        """``num`` negative pairs: int64 ``[2, num]`` with ``u < v``.
+
+        Raises:
+            SamplerError: ``num`` exceeds the valid pairs without ``replace`` (or there is none with it).
+        """
+        num = int(num)
+        if num < 0:
+            raise ValueError(f"num must be >= 0, got {num}.")
+        need = min(num, 1) if replace else num
+        if need > self.num_available:
+            raise SamplerError(f"{num} distinct negative pairs were asked for, but the graph has only "
+                               f"{self.num_available} valid pairs (weighting={self.weighting!r}, after rejecting "
+                               f"self-loops, edges and excluded pairs). Ask for fewer, or pass replace=True.")
+        n, device = self.num_nodes, self.draw_list.device
+        keys = torch.full((num,), -1, dtype=torch.long, device=device)
+        accepted = keys.new_zeros(0)
+        open_slots = torch.arange(num, device=device)
+        size = self.draw_list.numel()
+        for round_index in range(_MAX_ROUNDS):
+            if open_slots.numel() == 0:
+                break
+            u = counter_uniform(seed, open_slots, round_index, 2)
+            nodes = self.draw_list[(u * size).long().clamp(max=size - 1)]
+            key = edge_keys(nodes[:, 0], nodes[:, 1], n)
+            ok = (nodes[:, 0] != nodes[:, 1]) & ~is_member(self.excluded, key)
+            if not replace:
+                ok &= ~is_member(accepted, key) & _first_occurrence(key, ok)
+                accepted = torch.sort(torch.cat([accepted, key[ok]])).values
+            keys[open_slots[ok]] = key[ok]
+            open_slots = open_slots[~ok]
+        if open_slots.numel():
+            keys[open_slots] = self._finish(open_slots, accepted, seed, replace)
+        return torch.stack([keys // n, keys % n])
+
+    def _finish(self, slots: Tensor, accepted: Tensor, seed: int, replace: bool) -> Tensor:
+        """Keys for the slots rejection left open, drawn exactly over the enumerated valid pairs."""
+        nodes = torch.nonzero(self.multiplicity > 0).flatten()
+        count = nodes.numel() * (nodes.numel() - 1) // 2
+        if count > _FINISH_LIMIT:
+            raise SamplerError(f"{slots.numel()} negative pairs were still open after {_MAX_ROUNDS} rejection "
+                               f"rounds, and finishing them exactly would enumerate {count} pairs (more than "
+                               f"{_FINISH_LIMIT}). Ask for fewer negatives (the valid pairs are nearly used up).")
+        i, j = torch.triu_indices(nodes.numel(), nodes.numel(), 1, device=nodes.device)
+        key = edge_keys(nodes[i], nodes[j], self.num_nodes)
+        valid = ~is_member(self.excluded, key)
+        if not replace:
+            valid &= ~is_member(accepted, key)
+        key = key[valid]
+        weight = self.multiplicity[key // self.num_nodes] * self.multiplicity[key % self.num_nodes]
+        if replace:
+            cum = torch.cumsum(weight, 0)
+            u = counter_uniform(seed, slots, _FINISH_ROUND, 1)[:, 0]
+            return key[torch.searchsorted(cum, u * cum[-1], right=True).clamp(max=key.numel() - 1)]
+        u = counter_uniform(seed, key, _FINISH_ROUND, 1)[:, 0]
+        order = torch.argsort(-torch.log1p(-u) / weight, stable=True)
+        return key[order[: slots.numel()]]
+
+
+def _first_occurrence(key: Tensor, ok: Tensor) -> Tensor:
+    """True at the first valid occurrence (in slot order) of each key among the valid ones: bool ``[M]``."""
+    masked = torch.where(ok, key, torch.full_like(key, -1))
+    order = torch.argsort(masked, stable=True)
+    sorted_keys = masked[order]
+    first = torch.ones_like(ok)
+    first[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    return torch.zeros_like(ok).scatter_(0, order, first) & ok

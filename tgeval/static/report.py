@@ -1,0 +1,259 @@
+r"""The static link-prediction report behind ``tgeval static`` (SPEC §10).
+
+Protocol: an edge split of the graph (random, or a structural-shift split); heuristics are computed on the training
+graph; each test edge is a positive, and each benchmark offers as many negatives as there are
+test edges (one per positive), drawn by :class:`~tgeval.static.negatives.PairSampler` over the
+whole graph (so a negative is never a training or a test edge; degree-corrected draws use
+the whole graph's degrees, the endpoint distribution of the positives). AUROC and AP are
+:func:`~tgeval.eval.metrics.auroc` and :func:`~tgeval.eval.metrics.average_precision`. The
+recommendation check ranks, for every node with a test edge, its top-C non-training
+candidates (:mod:`tgeval.static.recommend`); each benchmark's ranking of the methods (by
+AUROC) is compared with their ranking by VCMPR@C through RBO(p).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union, cast
+
+import torch
+from torch import Tensor
+
+from tgeval.atomic import write_atomic_group
+from tgeval.data.fingerprint import tensor_checksum
+from tgeval.eval.metrics import auroc, average_precision
+from tgeval.samplers._draw import derived_seed
+from tgeval.static.degree_bias import lognormal_sigma, pa_auroc_analytic
+from tgeval.static.graph import EdgeSplit, StaticGraph, random_edge_split
+from tgeval.static.heart import HeartHeuristic, heart_negatives, heart_ranking
+from tgeval.static.gnn import GNN_MODELS, GNNConfig, TrainedGNN, train_link_gnn
+from tgeval.static.heuristics import HEURISTICS, Adjacency, Heuristic, PairScorer, adjacency, score_pairs
+from tgeval.static.negatives import PairSampler, Weighting
+from tgeval.static.recommend import method_ranking, rank_biased_overlap, top_c, vcmpr_per_node
+from tgeval.static.shift import ShiftSplit
+
+__all__ = ["BENCHMARKS", "StaticBenchmark", "benchmark_of", "build_benchmark", "with_gnns", "static_report",
+           "heart_report", "plot_degree_ccdf", "run_static"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: benchmark name -> the PairSampler weighting of its negatives
+BENCHMARKS: dict[str, Weighting] = {"uniform": "uniform", "degree_corrected": "degree"}
+
+
+@dataclass(frozen=True)
+class StaticBenchmark:
+    """A split with its negatives.
+
+    Attributes:
+        split: a random (:class:`~tgeval.static.graph.EdgeSplit`) or structural-shift
+            (:class:`~tgeval.static.shift.ShiftSplit`) split.
+        adjacency: of the training graph (the heuristics' input).
+        negatives: benchmark name -> int64 ``[2, T]`` negative pairs.
+        definitions: benchmark name -> the sampler's description.
+        trained: method name -> a GNN trained on the training graph (:func:`with_gnns`).
+    """
+
+    split: Union[EdgeSplit, ShiftSplit]
+    adjacency: Adjacency
+    negatives: dict[str, Tensor]
+    definitions: dict[str, dict]
+    trained: dict[str, TrainedGNN] = field(default_factory=dict)
+
+    def scorer(self, name: str) -> Union[Heuristic, PairScorer]:
+        """The method called ``name``: a trained GNN of :attr:`trained`, else a heuristic."""
+        if name in self.trained:
+            return self.trained[name]
+        if name not in HEURISTICS:
+            raise ValueError(f"unknown method {name!r}: use a heuristic of {HEURISTICS}"
+                             + (f" or a trained GNN of {sorted(self.trained)}" if self.trained else
+                                f" (GNNs {GNN_MODELS} need with_gnns first)") + ".")
+        return cast(Heuristic, name)
+
+
+def benchmark_of(split: Union[EdgeSplit, ShiftSplit]) -> StaticBenchmark:
+    """Draw one negative per test edge of ``split`` under each of :data:`BENCHMARKS` (never an
+    edge of the whole graph; seeds derived from the split's seed)."""
+    negatives, definitions = {}, {}
+    for salt, (name, weighting) in enumerate(BENCHMARKS.items(), start=1):
+        sampler = PairSampler(split.graph, weighting=weighting)
+        negatives[name] = sampler.sample(split.test.size(1), seed=derived_seed(split.seed, salt))
+        definitions[name] = sampler.describe()
+    return StaticBenchmark(split, adjacency(split.train), negatives, definitions)
+
+
+def build_benchmark(graph: StaticGraph, *, test_fraction: float = 0.25, seed: int = 0) -> StaticBenchmark:
+    """:func:`benchmark_of` a :func:`~tgeval.static.graph.random_edge_split` of ``graph``."""
+    return benchmark_of(random_edge_split(graph, test_fraction, seed=seed))
+
+
+def with_gnns(bench: StaticBenchmark, names: Sequence[str], config: GNNConfig = GNNConfig()) -> StaticBenchmark:
+    """``bench`` with a :class:`~tgeval.static.gnn.LinkGNN` per name of :data:`~tgeval.static.gnn.GNN_MODELS`
+    (the encoder) trained on its training graph under ``config``."""
+    unknown = [m for m in names if m not in GNN_MODELS]
+    if unknown:
+        raise ValueError(f"GNN baselines are {GNN_MODELS}, got {unknown}.")
+    trained = {m: train_link_gnn(bench.split.train, replace(config, encoder=cast(Any, m))) for m in names}
+    return replace(bench, trained={**bench.trained, **trained})
+
+
+def _number(value: Tensor) -> Optional[float]:
+    x = float(value)
+    return x if math.isfinite(x) else None
+
+
+def _classification(bench: StaticBenchmark, method: str) -> dict[str, dict[str, Optional[float]]]:
+    """AUROC and AP of ``method`` under each benchmark."""
+    scorer = bench.scorer(method)
+    pos = score_pairs(bench.adjacency, scorer, bench.split.test[0], bench.split.test[1])
+    out = {}
+    for name, neg in bench.negatives.items():
+        scores = torch.cat([pos, score_pairs(bench.adjacency, scorer, neg[0], neg[1])])
+        labels = torch.cat([torch.ones_like(pos, dtype=torch.bool), torch.zeros(neg.size(1), dtype=torch.bool,
+                                                                                 device=pos.device)])
+        out[name] = {"auroc": _number(auroc(scores, labels)), "ap": _number(average_precision(scores, labels))}
+    return out
+
+
+def static_report(bench: StaticBenchmark, *, c: int = 50, rbo_p: float = 0.5,
+                  methods: Sequence[str] = HEURISTICS) -> dict[str, Any]:
+    """Degree bias, both benchmarks and the recommendation check of ``bench`` (module docstring).
+
+    Returns:
+        dict: ``sigma``, ``pa_auroc_analytic``, ``pa_auroc_uniform``, ``pa_auroc_degree_corrected``,
+        ``benchmarks`` (name -> method -> ``auroc``, ``ap``), ``vcmpr_at_c`` (method -> value),
+        ``vcmpr_nodes``, ``rankings``, ``rbo`` (benchmark -> RBO with the recommendation ranking),
+        ``closer_to_recommendation``, ``protocol`` and ``models`` (the trained GNNs' definitions).
+        ``methods``: heuristics and names of ``bench.trained``.
+    """
+    if not methods:
+        raise ValueError("methods must name at least one method.")
+    for m in methods:
+        bench.scorer(m)  # unknown names fail before any work
+    split, n = bench.split, bench.split.graph.num_nodes
+    sigma = lognormal_sigma(split.train.degree())
+    scored = {m: _classification(bench, m) for m in dict.fromkeys([*methods, "pa"])}
+    sources = torch.nonzero(torch.bincount(split.test.flatten(), minlength=n)).flatten()
+    vcmpr = {m: _number(vcmpr_per_node(top_c(bench.adjacency, bench.scorer(m), sources, c), sources, split.test,
+                                        n).mean()) for m in methods}
+    rankings = {name: method_ranking({m: _nan(scored[m][name]["auroc"]) for m in methods}) for name in BENCHMARKS}
+    rankings["recommendation"] = method_ranking({m: _nan(vcmpr[m]) for m in methods})
+    rbo = {name: rank_biased_overlap(rankings[name], rankings["recommendation"], rbo_p) for name in BENCHMARKS}
+    closer = ("tie" if rbo["uniform"] == rbo["degree_corrected"] else max(rbo, key=lambda k: rbo[k]))
+    return {
+        "sigma": _number(sigma),
+        "sigma_nodes": int((split.train.degree() >= 1).sum()),
+        "pa_auroc_analytic": _number(pa_auroc_analytic(sigma)),
+        "pa_auroc_uniform": scored["pa"]["uniform"]["auroc"],
+        "pa_auroc_degree_corrected": scored["pa"]["degree_corrected"]["auroc"],
+        "benchmarks": {name: {m: scored[m][name] for m in methods} for name in BENCHMARKS},
+        "vcmpr_at_c": vcmpr,
+        "vcmpr_nodes": int(sources.numel()),
+        "rankings": rankings,
+        "rbo": rbo,
+        "closer_to_recommendation": closer,
+        "models": {m: bench.trained[m].describe() for m in methods if m in bench.trained},
+        "protocol": {
+            **split.describe(),
+            "num_train_edges": split.train.num_edges, "num_test_edges": int(split.test.size(1)),
+            "scores": "heuristics on the training graph (binary adjacency); GNNs trained on it (see models)",
+            "negatives_per_positive": 1,
+            "benchmarks": bench.definitions,
+            "sigma": "MLE of a log-normal over the training degrees >= 1; pa_auroc_analytic = Phi(sigma)",
+            "auroc": "Mann-Whitney, ties count 1/2; ap: step-wise, tied scores one threshold",
+            "c": int(c), "rbo_p": float(rbo_p),
+            "recommendation": "per node with >= 1 test edge: top-C non-training candidates (ties by smaller id); "
+                              "VCMPR@C = hits / min(C, test degree), averaged over those nodes",
+            "rankings": "methods by AUROC (benchmarks) or VCMPR@C (recommendation), best first, ties by name",
+        },
+    }
+
+
+def _nan(value: Optional[float]) -> float:
+    return float("nan") if value is None else value
+
+
+def _ccdf(values: Tensor) -> tuple[list[float], list[float]]:
+    """Distinct values ``x`` and :math:`P(X \\ge x)`."""
+    x, counts = torch.unique(values, return_counts=True)
+    tail = torch.flip(torch.cumsum(torch.flip(counts, [0]), 0), [0]).double() / values.numel()
+    return x.tolist(), tail.tolist()
+
+
+def plot_degree_ccdf(bench: StaticBenchmark, *, title: str = "") -> bytes:
+    """PNG of the degree CCDF of the endpoints of the positives and of each benchmark's negatives
+    (degrees in the whole graph). Needs matplotlib (raises ImportError naming the install command)."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError("the degree-CCDF plot needs matplotlib: `pip install matplotlib`.") from error
+    degree = bench.split.graph.degree().cpu()
+    fig = Figure(figsize=(5.5, 4.0))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    series = {"positives (test edges)": bench.split.test, **{f"{k} negatives": v for k, v in bench.negatives.items()}}
+    for label, pairs in series.items():
+        x, y = _ccdf(degree[pairs.cpu().flatten()])
+        ax.step(x, y, where="post", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("endpoint degree k (whole graph)")
+    ax.set_ylabel("P(K >= k)")
+    ax.set_title(title or "degree CCDF of pair endpoints")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    return buffer.getvalue()
+
+
+def heart_report(bench: StaticBenchmark, heuristic: HeartHeuristic, num: int, *,
+                 methods: Sequence[str] = HEURISTICS) -> dict[str, Any]:
+    """Each method's MRR and Hits@k against ``num`` HeaRT negatives per test edge
+    (:mod:`tgeval.static.heart`; ties ``"average"``; negatives seeded by the split's seed)."""
+    split = bench.split
+    negatives = heart_negatives(bench.adjacency, split.graph, split.test, num, heuristic=heuristic, seed=split.seed)
+    return {"negatives": negatives.describe(), "ties": "average",
+            "methods": {m: heart_ranking(bench.adjacency, split.test, negatives, bench.scorer(m)) for m in methods}}
+
+
+def run_static(split: Union[EdgeSplit, ShiftSplit], out: PathLike, *, c: int = 50, rbo_p: float = 0.5,
+               methods: Sequence[str] = HEURISTICS, data: Optional[dict] = None,
+               heart: Optional[tuple[HeartHeuristic, int]] = None, gnn: GNNConfig = GNNConfig(),
+               file: str = "static.json") -> dict[str, Any]:
+    """Draw the benchmarks of ``split``, write the :func:`static_report` to ``out/file`` (and
+    ``out/degree_ccdf.png`` when matplotlib is installed), atomically, and return the report.
+
+    Args:
+        data: what the graph came from (name, fingerprint, reader), stored under ``"data"``.
+        heart: ``(heuristic, M)``: add the :func:`heart_report` under ``"heart"``.
+        gnn: training of the GNN baselines named in ``methods`` (``"gcn"``, ``"sage"``).
+    """
+    start = time.perf_counter()
+    bench = with_gnns(benchmark_of(split), [m for m in methods if m in GNN_MODELS], gnn)
+    graph = split.graph
+    report = static_report(bench, c=c, rbo_p=rbo_p, methods=methods)
+    if heart is not None:
+        report["heart"] = heart_report(bench, heart[0], heart[1], methods=methods)
+    report["data"] = {**(data or {}), "graph_checksum": tensor_checksum(graph.edge_index),
+                      "num_nodes": graph.num_nodes, "num_edges": graph.num_edges, "removed": graph.removals()}
+    folder = Path(out)
+    files: list[tuple[Path, Union[str, bytes]]] = []
+    try:
+        files.append((folder / "degree_ccdf.png", plot_degree_ccdf(bench, title=str(report["data"].get("name", "")))))
+        report["plot"] = "degree_ccdf.png"
+    except ImportError as error:
+        report["plot"] = None
+        report["plot_missing"] = str(error)
+    report["seconds"] = round(time.perf_counter() - start, 3)
+    files.insert(0, (folder / file, json.dumps(report, indent=2) + "\n"))
+    write_atomic_group(files)
+    return report
+
