@@ -68,12 +68,12 @@ from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validate import permute_events
 from tgeval.device import deterministic
-from tgeval.errors import LeakageError, TemporalDataError
+from tgeval.errors import LeakageError
 from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader, check_time_sorted
 from tgeval.losses import LossFn, get_loss
-from tgeval.models.base import TemporalLinkModel
-from tgeval.samplers.base import NegativeSampler, as_negatives
+from tgeval.models.base import TemporalLinkModel, check_node_ids
+from tgeval.samplers.base import NegativeSampler, as_negatives, scored_pairs
 
 __all__ = ["train_epoch", "resolve_range"]
 
@@ -184,10 +184,7 @@ def train_epoch(
     start, end = resolve_range(data, segment_or_range)
     # the segment only: a sampler built for the whole stream may train on a prefix of it
     check_built_for(data, segment=getattr(segment_or_range, "built_from", None))
-    largest = int(torch.maximum(data.src.max(), data.dst.max()))
-    if largest >= model.num_nodes:
-        raise TemporalDataError(f"node id {largest} is >= the model's num_nodes={model.num_nodes}. "
-                                f"Build the model with num_nodes >= {largest + 1}.")
+    check_node_ids(model, data)
     device = data.src.device
     if generator is None:
         generator = torch.Generator(device=device).manual_seed(seed + epoch)
@@ -211,13 +208,10 @@ def train_epoch(
     try:
         with deterministic() if device.type == "cpu" else nullcontext():
             for batch in loader:
-                src, dst, t = batch.src, batch.dst, batch.t
                 neg = as_negatives(sampler.sample(batch, num_negatives, generator))  # [B, K]
                 size, k = neg.dst.shape
-                neg_src = src.repeat_interleave(k) if neg.src is None else neg.src.flatten()
-                scores = model.score(torch.cat([src, neg_src]), torch.cat([dst, neg.dst.flatten()]),
-                                     torch.cat([t, t.repeat_interleave(k)]))
-                pos_score, neg_score = scores[:size], scores[size:].view(size, k)
+                scores = model.score(*scored_pairs(batch.src, batch.dst, batch.t, neg)).view(size, 1 + k)
+                pos_score, neg_score = scores[:, 0], scores[:, 1:]
                 value = (loss_fn(pos_score, neg_score) if neg.mask is None
                          else loss_fn(pos_score, neg_score, neg_mask=neg.mask))
                 optimizer.zero_grad()

@@ -47,13 +47,13 @@ from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.groups import canonical_order
 from tgeval.data.validate import per_event_keys, permute_events, validate
-from tgeval.errors import CatalogError, TemporalDataError
+from tgeval.errors import CatalogError
 from tgeval.eval.metrics import check_ties, count_above_equal
 from tgeval.eval.ranking import ShortcutPairs, check_no_nan, chunked_counts, plan_candidates, shortcut_counts
 from tgeval.eval.result import Result, summarize
 from tgeval.loader import TimestampBatchLoader, same_batch_history, timestamp_batch_boundaries
-from tgeval.models.base import TemporalLinkModel
-from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, negatives_checksum
+from tgeval.models.base import TemporalLinkModel, check_node_ids
+from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, negatives_checksum, scored_pairs
 from tgeval.state import no_state_change
 
 __all__ = ["evaluate", "warm_up", "replay", "PROTOCOLS", "HISTORY_MODES"]
@@ -157,10 +157,7 @@ def _peak_memory(device: torch.device) -> dict:
 def _checked_stream(model: TemporalLinkModel, data: TemporalData, segment: Segment) -> TemporalData:
     """The validated stream, its ids within the model's, on the model's device, ``segment`` of whole groups."""
     data = validate(data)  # typed errors for unsorted / non-finite t, negative ids, length mismatches
-    largest = int(torch.maximum(data.src.max(), data.dst.max()))
-    if largest >= model.num_nodes:
-        raise TemporalDataError(f"node id {largest} is >= the model's num_nodes={model.num_nodes}. "
-                                f"Build the model with num_nodes >= {largest + 1} (e.g. `info.num_nodes`).")
+    check_node_ids(model, data)
     if model.device != data.src.device:
         raise ValueError(f"the model is on {model.device} but the data on {data.src.device}: "
                          f"move one of them (`model.to(...)` / `data.to(...)`).")
@@ -302,15 +299,7 @@ def _queries(src: Tensor, dst: Tensor, t: Tensor, negatives: Optional[Negatives]
              pairs: Optional[ShortcutPairs]) -> tuple[Tensor, Tensor, Tensor]:
     """Flat ``(src, dst, t)`` of one score call for events ``[B]``: each event's positive then
     its ``K`` negatives (row-major ``[B, 1 + K]``), then the excluded ``(event, item)`` pairs."""
-    size = src.numel()
-    if negatives is None:
-        q_src, q_dst, q_t = src, dst, t
-    else:
-        k = negatives.dst.size(1)
-        neg_src = src[:, None].expand(size, k) if negatives.src is None else negatives.src
-        q_src = torch.cat([src[:, None], neg_src], 1).view(-1)
-        q_dst = torch.cat([dst[:, None], negatives.dst], 1).view(-1)
-        q_t = t[:, None].expand(size, 1 + k).reshape(-1)
+    q_src, q_dst, q_t = scored_pairs(src, dst, t, negatives)
     if pairs is not None:
         q_src = torch.cat([q_src, src.take(pairs.row)])
         q_dst = torch.cat([q_dst, pairs.item])

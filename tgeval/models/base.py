@@ -17,9 +17,10 @@ from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
+from tgeval.errors import TemporalDataError
 from tgeval.state import State, initial_buffers, reset_of, restore_into, snapshot_of
 
-__all__ = ["TemporalLinkModel", "CandidateScorer", "embedding_scorer", "time_store"]
+__all__ = ["TemporalLinkModel", "CandidateScorer", "embedding_scorer", "time_store", "check_node_ids"]
 
 #: ``scorer(events, candidates) -> [b, c]`` for a slice of a batch's events and a slice of
 #: the candidate list given to :meth:`TemporalLinkModel.candidate_scorer`.
@@ -253,3 +254,11 @@ def time_store(stored: Tensor, t: Tensor) -> Tensor:
     in float64 for float time; only the delta is rounded, at the model's input.
     """
     return stored.double() if t.is_floating_point() and not stored.is_floating_point() else stored
+
+
+def check_node_ids(model: TemporalLinkModel, data: TemporalData) -> None:
+    """Raise :class:`~tgeval.errors.TemporalDataError` if an id of ``data`` is ``>= model.num_nodes``."""
+    largest = int(torch.maximum(data.src.max(), data.dst.max()))
+    if largest >= model.num_nodes:
+        raise TemporalDataError(f"node id {largest} is >= the model's num_nodes={model.num_nodes}. "
+                                f"Build the model with num_nodes >= {largest + 1} (e.g. `info.num_nodes`).")

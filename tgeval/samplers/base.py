@@ -19,7 +19,7 @@ from tgeval.data.fingerprint import tensor_checksum
 from tgeval.state import State
 
 __all__ = ["NegativeSampler", "Negatives", "SampledNegatives", "as_negatives", "concat_negatives",
-           "negatives_checksum"]
+           "negatives_checksum", "scored_pairs"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,19 @@ def concat_negatives(parts: Sequence[SampledNegatives], src: Tensor) -> Negative
     return Negatives(torch.cat([n.dst for n in negs], dim=1),
                      torch.cat(sources, dim=1) if any(n.src is not None for n in negs) else None,
                      torch.cat(masks, dim=1) if any(n.mask is not None for n in negs) else None)
+
+
+def scored_pairs(src: Tensor, dst: Tensor, t: Tensor, negatives: Optional[Negatives]) -> tuple[Tensor, Tensor, Tensor]:
+    """Flat ``(src, dst, t)`` of one ``score`` call for events ``[B]`` and their negatives: each
+    positive, then its ``K`` negatives (row-major ``[B, 1 + K]``; ``negatives=None``: the positives).
+    The replay and :func:`~tgeval.train.train_epoch` score in this one layout, so
+    ``scores.view(B, 1 + K)`` holds each event's positive in column 0."""
+    if negatives is None:
+        return src, dst, t
+    size, k = negatives.dst.shape
+    neg_src = src[:, None].expand(size, k) if negatives.src is None else negatives.src
+    return (torch.cat([src[:, None], neg_src], 1).view(-1), torch.cat([dst[:, None], negatives.dst], 1).view(-1),
+            t[:, None].expand(size, 1 + k).reshape(-1))
 
 
 def negatives_checksum(src: Tensor, dst: Tensor, t: Tensor, neg: Tensor, neg_src: Optional[Tensor] = None,
