@@ -248,8 +248,8 @@ def build_report(folder: PathLike, comparison: Optional[dict] = None) -> str:
         comparison = compare(with_events) if comparison is None else comparison
         parts += ["<h2>K-sweep</h2>", _k_sweep(comparison), "<h2>Time profile</h2>", _time_profile(with_events)]
     else:
-        parts.append('<p class="note">K-sweep and time profile need per-event files (`--save-events`); '
-                     'none of these results has one.</p>')
+        parts.append('<p class="note">The K-sweep and the time profile need per-event files with all-entity ranks '
+                     '(`--save-events` with the all-entity pass); none of these results has one.</p>')
     parts += ["<h2>Strata</h2>", _strata(results)]
     if (folder / "diagnose.json").is_file():
         parts += ["<h2>Birth–Death</h2>", _birth_death(folder)]

@@ -90,3 +90,17 @@ def test_chromium_renders_the_page(results, tmp_path):
     assert shot.is_file(), done.stderr
     assert "Uncaught" not in done.stderr and "Failed to load resource" not in done.stderr
     assert matplotlib.image.imread(shot).std() > 0  # a non-blank screenshot
+
+
+def test_results_without_an_all_entity_pass_or_negatives_are_reported(results, tmp_path):
+    out, _ = results
+    events = out.parent / "events.txt"
+    folder = tmp_path / "partial"
+    assert main(["evaluate", str(events), "--format", "snap", "--model", "edgebank", "--no-all-entity",
+                 "--out", str(folder / "sampled.json"), "--save-events", str(folder / "sampled.csv")]) == 0
+    assert main(["evaluate", str(events), "--format", "snap", "--model", "pa", "--negatives", "0",
+                 "--out", str(folder / "exact.json")]) == 0
+    assert main(["report", str(folder), "--out", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<td>sampled</td>" in page and "<td>exact</td>" in page
+    assert "need per-event files" in page  # the sampled-only events file has no all-entity ranks to sweep
