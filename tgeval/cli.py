@@ -197,7 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--bipartite", action="store_true", help="sources and destinations in disjoint id ranges")
     ev.add_argument("--sort", action="store_true", help="stable-sort an unsorted file instead of failing")
     ev.add_argument("--model", required=True,
-                    help=f"a heuristic ({', '.join(HEURISTICS)}) or the path of a checkpoint of `tgeval train`")
+                    help=f"a heuristic ({', '.join(HEURISTICS)}), a static GNN baseline ({', '.join(GNN_MODELS)}: "
+                         f"trained on the graph of the events before the segment; --protocol fixed) or the path of "
+                         f"a checkpoint of `tgeval train`")
     ev.add_argument("--window", default="val",
                     help="edgebank-window: a duration, 'val' (chosen on validation) or 'test-duration'")
     ev.add_argument("--protocol", choices=PROTOCOLS, default="online")

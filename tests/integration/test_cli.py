@@ -296,3 +296,17 @@ def test_help_and_usage_errors_import_neither_torch_nor_pyg(argv):
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.stderr.strip().splitlines()[-1] == f"exit {0 if argv == ['--help'] else 2} False False", done.stderr
+
+
+@pytest.mark.parametrize("name", ["gcn", "sage"])
+def test_static_gnn_baselines_through_the_replay(snap_file, tmp_path, name, capsys):
+    """`--model gcn|sage`: trained on the graph of the events before the segment, evaluated with the
+    fixed protocol beside the temporal models (any other protocol is refused)."""
+    out = tmp_path / "r.json"
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", name, "--protocol", "fixed",
+                 "--negatives", "5", "--out", str(out)]) == 0
+    manifest = json.loads(out.read_text())["manifest"]
+    assert manifest["protocol"] == "fixed" and manifest["model"]["name"] == name
+    assert manifest["model"]["training_graph"] == f"events [0, {manifest['segment']['start']}) as a static graph"
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", name]) == 2
+    assert "evaluate it with --protocol fixed" in capsys.readouterr().err
