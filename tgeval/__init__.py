@@ -8,6 +8,7 @@ line's argument parsing load neither torch nor PyG; ``from tgeval import evaluat
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 __version__ = "0.1.0"
@@ -32,8 +33,10 @@ __all__ = ["__version__", *_SOURCES]
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _SOURCES:
-        raise AttributeError(f"module 'tgeval' has no attribute {name!r}")
+    if name not in _SOURCES:  # a subpackage or module (``tgeval.samplers``, ...) is imported on first use too
+        if importlib.util.find_spec(f"tgeval.{name}") is None:
+            raise AttributeError(f"module 'tgeval' has no attribute {name!r}")
+        return importlib.import_module(f"tgeval.{name}")
     value = getattr(importlib.import_module(_SOURCES[name]), name)
     globals()[name] = value  # later lookups are plain attribute reads
     return value
