@@ -75,15 +75,21 @@ def _add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
     return cp
 
 
+def _add_event_file(parser: argparse.ArgumentParser, *, data_help: str = "event file",
+                    bipartite_help: str = "sources and destinations in disjoint id ranges") -> None:
+    """The event file and how to read it: ``data``, ``--format``, ``--remap``, ``--bipartite``, ``--sort``."""
+    parser.add_argument("data", type=Path, help=data_help)
+    parser.add_argument("--format", choices=FORMATS, required=True, help="file format (see README)")
+    parser.add_argument("--remap", action="store_true", help="renumber ids to 0..n-1")
+    parser.add_argument("--bipartite", action="store_true", help=bipartite_help)
+    parser.add_argument("--sort", action="store_true", help="stable-sort an unsorted file instead of failing")
+
+
 def _add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:
     """``tgeval diagnose`` (:func:`tgeval.diagnostics.cli.diagnose_command`)."""
     dg = subparsers.add_parser("diagnose", help="lifetimes, surprise index, novelty and Birth-Death plots of a file")
-    dg.add_argument("data", type=Path, help="event file")
-    dg.add_argument("--format", choices=FORMATS, required=True, help="file format (see README)")
-    dg.add_argument("--remap", action="store_true", help="renumber ids to 0..n-1")
-    dg.add_argument("--bipartite", action="store_true",
-                    help="sources and destinations in disjoint id ranges (default: detected as max(src) < min(dst))")
-    dg.add_argument("--sort", action="store_true", help="stable-sort an unsorted file instead of failing")
+    _add_event_file(dg, bipartite_help="sources and destinations in disjoint id ranges (default: detected as "
+                                       "max(src) < min(dst))")
     dg.add_argument("--test-ratio", type=float, default=0.15,
                     help="t_split is the (1 - ratio) quantile of the event times (default 0.15)")
     group = dg.add_mutually_exclusive_group()
@@ -118,11 +124,7 @@ def _static_end(text: str) -> str:
 
 
 def _add_static_common(parser: argparse.ArgumentParser, out_help: str) -> None:
-    parser.add_argument("data", type=Path, help="event file (projected onto an undirected static graph)")
-    parser.add_argument("--format", choices=FORMATS, required=True, help="file format (see README)")
-    parser.add_argument("--remap", action="store_true", help="renumber ids to 0..n-1")
-    parser.add_argument("--bipartite", action="store_true", help="sources and destinations in disjoint id ranges")
-    parser.add_argument("--sort", action="store_true", help="stable-sort an unsorted file instead of failing")
+    _add_event_file(parser, data_help="event file (projected onto an undirected static graph)")
     parser.add_argument("--end", type=_static_end, default="all",
                         help="project the events with t < END: 'all' (default), 'train' (the training segment of "
                              "the 70/15/15 chronological split) or a time")
@@ -136,8 +138,6 @@ def _add_static_common(parser: argparse.ArgumentParser, out_help: str) -> None:
     parser.add_argument("--seed", type=int, default=0, help="edge split, caps and negatives")
     parser.add_argument("--negatives", type=_heart_negatives, default=None, metavar="heart:cn|ra:M",
                         help="also rank each test edge against M HeaRT hard negatives (MRR, Hits@k)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch intra-op threads (default: $TGEVAL_THREADS, else torch's: the cores)")
     parser.add_argument("--out", type=Path, required=True, help=out_help)
 
 
@@ -165,7 +165,7 @@ def _caps(text: str) -> tuple[Optional[int], ...]:
     return tuple(None if p in ("", "none") else int(p) for p in parts)
 
 
-def _add_static_parsers(subparsers: Any) -> None:
+def _add_static_parsers(subparsers: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     """``tgeval static`` and ``tgeval shift`` (:mod:`tgeval.static.cli`)."""
     st = subparsers.add_parser("static", help="static link prediction: degree bias, degree-corrected benchmark, "
                                               "recommendation check")
@@ -182,6 +182,7 @@ def _add_static_parsers(subparsers: Any) -> None:
     sh.add_argument("--caps", type=_caps, default=(None, None, None), help="most links per split, TRAIN,VALID,TEST (e.g. none,none,5000)")
     sh.add_argument("--max-depth", type=int, default=6, help="deepest breadth-first level for 'sp'")
     sh.set_defaults(handler=("tgeval.static.cli", "shift_command"))
+    return st, sh
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -189,13 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     ev = sub.add_parser("evaluate", help="evaluate a heuristic or a trained checkpoint on an event file")
-    ev.add_argument("data", type=Path, help="event file")
-    ev.add_argument("--format", choices=FORMATS, required=True, help="file format (see README)")
+    _add_event_file(ev)
     ev.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                     help="reader option, e.g. src_col=Source (generic csv) or time_format=%%Y-%%m-%%d")
-    ev.add_argument("--remap", action="store_true", help="renumber ids to 0..n-1")
-    ev.add_argument("--bipartite", action="store_true", help="sources and destinations in disjoint id ranges")
-    ev.add_argument("--sort", action="store_true", help="stable-sort an unsorted file instead of failing")
     ev.add_argument("--model", required=True,
                     help=f"a heuristic ({', '.join(HEURISTICS)}), a static GNN baseline ({', '.join(GNN_MODELS)}: "
                          f"trained on the graph of the events before the segment; --protocol fixed) or the path of "
@@ -230,11 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.set_defaults(handler=("tgeval.commands", "evaluate_command"))
 
     tr = sub.add_parser("train", help="fit a trainable model on the training segment, evaluate on validation")
-    tr.add_argument("data", type=Path, help="event file")
-    tr.add_argument("--format", choices=FORMATS, required=True)
-    tr.add_argument("--remap", action="store_true")
-    tr.add_argument("--bipartite", action="store_true")
-    tr.add_argument("--sort", action="store_true")
+    _add_event_file(tr)
     tr.add_argument("--model", choices=("membership", *NEURAL_MODELS), default="membership",
                     help="membership: s = b + beta * 1{pair seen before}; tgn, dyrep, graphmixer: neural models "
                          "(event features `msg` when the data has them, else one zero column)")
@@ -265,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_diagnose_parser(sub)
     _add_compare_parser(sub)
-    _add_static_parsers(sub)
+    static, shift = _add_static_parsers(sub)
 
     rp = sub.add_parser("report", help="one self-contained HTML page of a results folder")
     rp.add_argument("results", type=Path, help="folder of result JSONs (tgeval run --out, tgeval evaluate --out ...)")
@@ -285,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (ev, tr):
         command.add_argument("--duplicates", choices=DUPLICATE_RULES, default="keep",
                              help="events equal in every field to an earlier one: keep (counted) or drop them")
-    for command in (ev, tr, run):
+    for command in (ev, tr, run, static, shift):
         command.add_argument("--threads", type=int, default=None,
                              help=f"torch intra-op threads (default: ${THREADS_ENV}, else torch's: the cores); use 1 "
                                   f"on a loaded machine; recorded in the manifest")
