@@ -26,7 +26,7 @@ from tgeval.eval.result import Result
 from tgeval.eval.selection import segment_duration, select_window
 from tgeval.device import device_of
 from tgeval.diagnostics.cli import diagnose, format_summary
-from tgeval.diagnostics.compare import compare, format_compare, load_events
+from tgeval.diagnostics.compare import compare, format_compare
 from tgeval.diagnostics.membership import membership_factorial
 from tgeval.fit import check_new_run, fit
 from tgeval.models.base import TemporalLinkModel
@@ -244,7 +244,7 @@ def run_command(args: argparse.Namespace) -> int:
           f"positives lie outside the catalog (ranked against it, counted). Strata: repeated pairs, new pairs "
           f"of known nodes, events with a new node.")
     print(f"EdgeBank window chosen on validation: {window} (test duration: {duration})")
-    comparison = compare({name: load_events(out / f"{name}.json") for name, _ in rows})
+    comparison = compare({name: r.event_table() for name, r in rows})
     print("\n" + format_compare(comparison))
     factorial = membership_factorial(EdgeBank(num_nodes), data, test, catalog, num_negatives=args.negatives,
                                      seed=args.seed, batch_size=args.batch_size)

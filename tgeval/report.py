@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import write_atomic
-from tgeval.diagnostics.compare import compare, load_events
+from tgeval.diagnostics.compare import compare, k_label, load_events
 from tgeval.diagnostics.time_profile import time_profile
 from tgeval.eval.result import STRATA, Result
 from tgeval.eval.stats import block_bootstrap_difference
@@ -174,7 +174,7 @@ def _main_table(results: dict[str, Result], tables: dict[str, dict[str, Tensor]]
 
 def _k_sweep(report: dict) -> str:
     sweep = report["k_sweep"]
-    labels = ["full" if k is None else str(k) for k in sweep["K"]]
+    labels = [k_label(k) for k in sweep["K"]]
     fig, ax = _figure()
     for name in sweep["models"]:
         ax.plot(labels, sweep["mrr"][name], marker="o", label=name)

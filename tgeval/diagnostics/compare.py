@@ -38,7 +38,7 @@ from tgeval.eval.result import STRATA
 from tgeval.eval.stats import block_bootstrap_difference
 from tgeval.eval.result import json_safe
 
-__all__ = ["EventSetMismatchError", "load_events", "compare", "format_compare", "compare_command"]
+__all__ = ["EventSetMismatchError", "load_events", "compare", "format_compare", "compare_command", "k_label"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 _REQUIRED = ("event", "t", "above", "equal", "candidates")
@@ -162,7 +162,8 @@ def _aligned(event_tables: Mapping[str, Mapping[str, Tensor]]) -> dict[str, dict
     return out
 
 
-def _k_label(K: Optional[int]) -> str:
+def k_label(K: Optional[int]) -> str:
+    """A sample size of the K-sweep as written in tables: its number, or ``full`` for the catalog."""
     return "full" if K is None else str(K)
 
 
@@ -231,7 +232,7 @@ def _fmt(x: Any, width: int = 9) -> str:
 def format_compare(report: Mapping[str, Any]) -> str:
     """A readable table of a :func:`compare` report."""
     sweep = report["k_sweep"]
-    labels = [_k_label(K) for K in sweep["K"]]
+    labels = [k_label(K) for K in sweep["K"]]
     width = max([len("Kendall tau"), *(len(n) for n in sweep["models"])]) + 2
     lines = [f"{report['num_events']} events, ties={report['ties']}; expected MRR with K sampled negatives",
              f"{'model':<{width}}" + "".join(f"{'K=' + lab:>9}" for lab in labels)]
