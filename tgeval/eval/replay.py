@@ -178,7 +178,7 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
     if num_negatives < 1 and sampler is not None:
         raise ValueError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
     data = _checked_stream(model, data, segment)
-    if catalog is not None:
+    if catalog is not None and catalog.num_nodes < model.num_nodes:  # ids are < model.num_nodes already
         largest = int(torch.maximum(data.src.max(), data.dst.max()))
         if largest >= catalog.num_nodes:
             raise CatalogError(f"the {catalog.kind!r} catalog was built for ids < {catalog.num_nodes}, but this "
