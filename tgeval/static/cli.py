@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Optional
 
+import torch
 from torch_geometric.data import TemporalData
 
 from tgeval.atomic import check_writable
@@ -24,13 +24,14 @@ from tgeval.static.shift import shift_split
 __all__ = ["static_command", "shift_command", "format_static"]
 
 
-def _end_time(text: str, data: TemporalData) -> Optional[float]:
+def _projected(text: str, data: TemporalData) -> TemporalData:
+    """The events ``--end`` projects: all, the training segment of the 70/15/15 chronological split (by
+    index: exact for any timestamps), or those with ``t`` below a given time."""
     if text == "all":
-        return None
-    if text == "train":  # the end of the training segment of the 70/15/15 chronological split
-        split = chronological_split(data)
-        return float(data.t[split.train.end]) if split.train.end < data.num_events else None
-    return float(text)
+        return data
+    if text == "train":
+        return data[: chronological_split(data).train.end]
+    return data[: int(torch.searchsorted(data.t.double(), torch.tensor(float(text), dtype=torch.float64)))]
 
 
 def format_static(report: dict) -> str:
@@ -66,10 +67,10 @@ def _graph(args: argparse.Namespace) -> tuple[StaticGraph, dict]:
     check_writable(args.out, folder=True, what="--out")
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort)
-    end = _end_time(args.end, data)
+    projected = _projected(args.end, data)
     source = {"name": str(args.data), "fingerprint": fingerprint(data), "format": args.format,
-              "end": args.end, "end_time": end, "num_events": int(data.num_events)}
-    return static_graph(data, end, num_nodes=info.num_nodes), source
+              "end": args.end, "num_events": int(data.num_events), "projected_events": int(projected.num_events)}
+    return static_graph(projected, num_nodes=info.num_nodes), source
 
 
 def _report(args: argparse.Namespace, report: dict, file: str) -> int:
