@@ -83,8 +83,9 @@ def benchmark_of(split: Union[EdgeSplit, ShiftSplit]) -> StaticBenchmark:
     negatives, definitions = {}, {}
     for salt, (name, weighting) in enumerate(BENCHMARKS.items(), start=1):
         sampler = PairSampler(split.graph, weighting=weighting)
-        negatives[name] = sampler.sample(split.test.size(1), seed=derived_seed(split.seed, salt))
-        definitions[name] = sampler.describe()
+        seed = derived_seed(split.seed, salt)
+        negatives[name] = sampler.sample(split.test.size(1), seed=seed)
+        definitions[name] = {**sampler.describe(), "seed": seed, "replace": False}
     return StaticBenchmark(split, adjacency(split.train), negatives, definitions)
 
 

@@ -85,11 +85,11 @@ def link_scores(graph: StaticGraph, heuristic: ShiftHeuristic, *, max_depth: int
     """:math:`h(e)` of every link of ``graph`` (module docstring): float64 ``[E]``."""
     if heuristic not in SHIFT_HEURISTICS:
         raise ValueError(f"heuristic must be one of {SHIFT_HEURISTICS}, got {heuristic!r}.")
-    adj = adjacency(graph)
     u, v = graph.edge_index
     if heuristic != "sp":
-        return heuristic_scores(adj, u, v, heuristic)
-    sp = shortest_path_lengths(adj, u, v, max_depth=max_depth, skip_direct=True)
+        return heuristic_scores(adjacency(graph), u, v, heuristic)
+    # breadth-first search reads the neighbour lists only: no pair map
+    sp = shortest_path_lengths(adjacency(graph, map_limit=0), u, v, max_depth=max_depth, skip_direct=True)
     return torch.where(sp > 0, 1.0 / sp.clamp(min=1).double(), torch.zeros_like(sp, dtype=torch.float64))
 
 
