@@ -38,7 +38,7 @@ from tgeval.samplers import UniformSampler, from_spec
 from tgeval.samplers.base import NegativeSampler
 from tgeval.static.gnn import GNNConfig, train_link_gnn
 from tgeval.static.graph import static_graph
-from tgeval.report import format_number, format_table, protocol_line, write_report
+from tgeval.report import format_number, format_table, protocol_line, protocol_lines, write_report
 from tgeval.train import train_epoch
 
 __all__ = ["evaluate_command", "train_command", "run_command"]
@@ -210,8 +210,8 @@ def run_command(args: argparse.Namespace) -> int:
     split = chronological_split(data, (0.70, 0.15, 0.15))
     test = split.test
     print(f"      {data.num_events} events, {num_nodes} node ids; test segment: events [{test.start}, {test.end}) "
-          f"({test.num_events} events); online protocol, exact per-timestamp history, batches of {args.batch_size}, "
-          f"{args.negatives} uniform negatives, all-entity over the training catalog, ties=average")
+          f"({test.num_events} events); online protocol, batches of {args.batch_size}, {args.negatives} uniform "
+          f"negatives, all-entity over the training catalog, ties=average (each row's protocol follows the table)")
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
     print("choosing the EdgeBank window on the validation segment ...", file=sys.stderr)
     window, selection = select_window(lambda w: EdgeBank(num_nodes, window=w), data, split.val, catalog)
@@ -236,7 +236,7 @@ def run_command(args: argparse.Namespace) -> int:
         rows.append((name, result))
     if args.tgn_epochs > 0:
         rows.append(("tgn", _run_tgn(args, data, split, catalog, num_nodes, description, out)))
-    table = format_table(rows)
+    table = format_table(rows) + "\n" + protocol_lines(rows)
     print()
     print(table)
     coverage = rows[0][1].metrics["all_entity"]["coverage"]
@@ -255,7 +255,7 @@ def run_command(args: argparse.Namespace) -> int:
     write_atomic(out / "summary.txt", f"data: {description}\n\n{table}\n")
     write_atomic(out / "summary.json", json.dumps(
         {name: {"sampled_mrr": r.metrics["sampled"]["mrr"], "all_entity_mrr": r.metrics["all_entity"]["mrr"],
-                "file": f"{name}.json"} for name, r in rows}, indent=2) + "\n")
+                "protocol": protocol_line(r), "file": f"{name}.json"} for name, r in rows}, indent=2) + "\n")
     report = write_report(out, out / "report.html", comparison)
     print(f"\nresults in {out}/ ({time.perf_counter() - start:.1f} s); the report: {report}")
     return 0
@@ -264,7 +264,8 @@ def run_command(args: argparse.Namespace) -> int:
 def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog: Catalog, num_nodes: int,
              description: str, out: Path) -> Result:
     """``tgeval run``'s TGN: ``--tgn-epochs`` of :func:`~tgeval.fit.fit` (PyG recipe widths, Adam 1e-4, one
-    uniform training negative), then the test segment under the heuristics' protocol (batch-start history)."""
+    uniform training negative), then the test segment with the heuristics' sampler, K, catalog and ties, from
+    the state at each batch's start (a memory model has no exact per-timestamp history)."""
     torch.manual_seed(args.seed)
     model = build_model("tgn", {"num_nodes": num_nodes, "msg_dim": message_dim(data)})
     print(f"training TGN for {args.tgn_epochs} epoch(s) on the training segment ...", file=sys.stderr)

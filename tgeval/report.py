@@ -15,6 +15,7 @@ import base64
 import html
 import io
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
@@ -28,7 +29,7 @@ from tgeval.diagnostics.time_profile import time_profile
 from tgeval.eval.result import STRATA, Result
 from tgeval.eval.stats import block_bootstrap_difference
 
-__all__ = ["protocol_line", "format_table", "format_number", "build_report", "write_report", "report_command"]
+__all__ = ["protocol_line", "protocol_lines", "format_table", "format_number", "build_report", "write_report", "report_command"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -69,6 +70,14 @@ def protocol_line(result: Result) -> str:
     return line
 
 
+def protocol_lines(rows: Sequence[tuple[str, Result]]) -> str:
+    """The first row's protocol line, then each other row whose protocol (replay, history, sampler, K, catalog,
+    ties, segment) differs, named."""
+    first = protocol_line(rows[0][1])
+    return "\n".join([f"protocol: {first}"] + [f"{name}: {line}" for name, r in rows[1:]
+                                                if (line := protocol_line(r)) != first])
+
+
 def _sampler_counts(described: Optional[dict]) -> dict[str, int]:
     """Short-pool, filled-slot and fallback counts of a sampler's description, summed over mixture components."""
     keys = ("num_short_events", "num_filled_slots", "num_fallback_events")
@@ -86,14 +95,13 @@ def format_table(rows: Sequence[tuple[str, Result]]) -> str:
     """A readable comparison: sampled vs all-entity MRR, Hits@10 and per-stratum all-entity MRR."""
     head = (f"{'model':<22} {'sampled MRR':>11} {'all-ent MRR':>11} {'macro MRR':>10} {'Hits@10':>8} "
             + " ".join(f"{name:>17}" for name in STRATA) + f" {'events/s':>10}")
-    basis = "all-entity" if all("all_entity" in r.metrics for _, r in rows) else "sampled (no all-entity pass)"
     lines = [head, "-" * len(head)]
     for name, result in rows:
         m = result.metrics
         sampled = m.get("sampled", {}).get("mrr", {}).get("micro")
         full = m.get("all_entity", {})
         strata = []
-        basis = "all_entity" if "all_entity" in m else "sampled"  # strata columns follow the header's note
+        basis = _strata_basis(result)
         for stratum in STRATA:
             entry = m["strata"][stratum]
             mrr = entry.get(basis, {}).get("mrr", {}).get("micro")
@@ -101,8 +109,15 @@ def format_table(rows: Sequence[tuple[str, Result]]) -> str:
         lines.append(f"{name:<22} {format_number(sampled):>11} {format_number(full.get('mrr', {}).get('micro')):>11} "
                      f"{format_number(full.get('mrr', {}).get('macro')):>10} {format_number(full.get('hits@10', {}).get('micro')):>8} "
                      + " ".join(strata) + f" {result.performance['events_per_second']:>10.0f}")
-    lines.append(f"strata columns: {basis.replace('_', '-')} MRR (micro) and event count per stratum")
+    bases = sorted({_strata_basis(r).replace("_", "-") for _, r in rows})
+    lines.append(f"strata columns: {' or '.join(bases)} MRR (micro; each row's all-entity MRR where it was measured) "
+                 f"and event count per stratum")
     return "\n".join(lines)
+
+
+def _strata_basis(result: Result) -> str:
+    """The metrics the strata of ``result`` are shown in: all-entity when measured, else sampled."""
+    return "all_entity" if "all_entity" in result.metrics else "sampled"
 
 
 def _png(figure: Any) -> str:
@@ -206,8 +221,9 @@ def _strata(results: dict[str, Result]) -> str:
     fig, ax = _figure()
     width = 0.8 / max(len(results), 1)
     for i, (name, result) in enumerate(results.items()):
-        basis = "all_entity" if "all_entity" in result.metrics else "sampled"
-        values = [result.metrics["strata"][s].get(basis, {}).get("mrr", {}).get("micro") or 0.0 for s in STRATA]
+        basis = _strata_basis(result)
+        values = [result.metrics["strata"][s].get(basis, {}).get("mrr", {}).get("micro") for s in STRATA]
+        values = [math.nan if v is None else v for v in values]  # undefined: no bar, not a zero
         ax.bar([j + i * width for j in range(len(STRATA))], values, width=width, label=name)
     first = next(iter(results.values()))
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(STRATA))])
@@ -238,10 +254,7 @@ def build_report(folder: PathLike, comparison: Optional[dict] = None) -> str:
         raise ValueError(f"{folder}: no result JSON (from `tgeval evaluate --out` or `tgeval run`) to report.")
     first = next(iter(results.values()))
     parts = [f"<h1>tgeval report: {html.escape(str(first.manifest['data'].get('name') or folder.name))}</h1>",
-             f"<p>{html.escape(protocol_line(first)).replace(chr(10), '<br>')}</p>"]
-    if any(r.manifest["protocol"] != first.manifest["protocol"] or r.manifest["num_negatives"]
-           != first.manifest["num_negatives"] for r in results.values()):
-        parts.append('<p class="note">The results do not all share this protocol; see each manifest.</p>')
+             f"<p>{html.escape(protocol_lines(list(results.items()))).replace(chr(10), '<br>')}</p>"]
     parts += ["<h2>Models</h2>", _main_table(results, tables)]
     with_events = {name: table for name, table in tables.items() if "above" in table}
     if with_events:

@@ -11,12 +11,12 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Optional, Union, get_args
+from typing import Any, Optional, Union
 
 from torch_geometric.data import TemporalData
 
 from tgeval.atomic import write_atomic
-from tgeval.data.io import EventFormat, read_events
+from tgeval.data.io import read_events
 from tgeval.data.split import chronological_split
 from tgeval.diagnostics.lifetimes import SURPRISE_RATIOS, lifetime_summary, surprise_table
 from tgeval.diagnostics.novelty import novelty_series, novelty_summary, segment_strata_shares
@@ -28,7 +28,6 @@ from tgeval.eval.result import json_safe
 __all__ = ["diagnose", "format_summary", "diagnose_command"]
 
 PathLike = Union[str, "os.PathLike[str]"]
-FORMATS: tuple[str, ...] = get_args(EventFormat)
 
 
 def diagnose(data: TemporalData, out: PathLike, *, test_ratio: float = 0.15, directed: bool = True,
