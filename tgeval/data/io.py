@@ -157,18 +157,25 @@ class ReadInfo:
 
 
 def _first_occurrences(data: TemporalData) -> Tensor:
-    """bool ``[E]``: the event is the first in the file equal to it in every field read."""
-    columns = [data.src, data.dst, data.t.view(torch.int64) if data.t.is_floating_point() else data.t]
+    """bool ``[E]``: the event is the first in the file equal to it in every field read.
+
+    Events are first grouped by ``(src, dst, t)``; only those whose group repeats are compared
+    on every field (``msg``, ``y``), so wide features cost nothing when there are few repeats."""
+    keys = torch.stack([data.src, data.dst, data.t.view(torch.int64) if data.t.is_floating_point() else data.t], 1)
+    _, group, size = torch.unique(keys, dim=0, return_inverse=True, return_counts=True)
+    repeated = torch.nonzero(size[group] > 1).flatten()
+    columns = [group[repeated, None]]
     for key in ("msg", "y"):
         if key in data:
-            value = data[key].reshape(data.num_events, -1)
+            value = data[key].reshape(data.num_events, -1)[repeated]
             bits = value.view(torch.int32) if value.dtype == torch.float32 else value.view(torch.int64)
-            columns += list(bits.to(torch.int64).unbind(1))
-    distinct, inverse = torch.unique(torch.stack(columns, 1), dim=0, return_inverse=True)
-    first = torch.full((distinct.size(0),), data.num_events, dtype=torch.long)
-    first.scatter_reduce_(0, inverse, torch.arange(data.num_events), reduce="amin")
-    keep = torch.zeros(data.num_events, dtype=torch.bool)
-    keep[first] = True
+            columns.append(bits.to(torch.int64))
+    distinct, inverse = torch.unique(torch.cat(columns, 1), dim=0, return_inverse=True)
+    first = torch.full((distinct.size(0),), repeated.numel(), dtype=torch.long)
+    first.scatter_reduce_(0, inverse, torch.arange(repeated.numel()), reduce="amin")  # repeated is ascending
+    keep = torch.ones(data.num_events, dtype=torch.bool)
+    keep[repeated] = False
+    keep[repeated[first]] = True
     return keep
 
 
