@@ -89,16 +89,17 @@ def recorded_origins(record: Any) -> list[BuiltFrom]:
     return []
 
 
-def check_built_for(data: TemporalData, **recorded: Optional[Any]) -> None:
+def check_built_for(data: TemporalData, *, known: Optional[dict[int, str]] = None, **recorded: Optional[Any]) -> None:
     """Raise :class:`~tgeval.errors.DataMismatchError` unless every object was built from
     events that ``data`` starts with.
 
     Args:
         data: the stream in use (its prefixes are hashed only when an object recorded one).
+        known: fingerprints of prefixes the caller has already hashed, by length (not hashed again).
         recorded: ``name=value`` per object: its :class:`BuiltFrom`, its ``describe()``
             record, or ``None`` (nothing recorded, nothing checked).
     """
-    hashes: dict[int, str] = {}
+    hashes: dict[int, str] = dict(known or {})
     for name, value in recorded.items():
         for origin in recorded_origins(value):
             n = origin.num_events

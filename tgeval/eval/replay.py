@@ -560,7 +560,7 @@ def evaluate(
     if catalog is not None and catalog.device != device:
         catalog = catalog.to(device)
     input_fingerprint = fingerprint(data)
-    check_built_for(data, segment=segment.built_from, catalog=None if catalog is None else catalog.built_from,
+    check_built_for(data, known={data.num_events: input_fingerprint}, segment=segment.built_from, catalog=None if catalog is None else catalog.built_from,
                     sampler=None if sampler is None else sampler.describe())
     # Replay in canonical order (t, src, dst): file order inside a group cannot matter.
     order = canonical_order(data.src, data.dst, data.t)
