@@ -402,10 +402,10 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                         queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
                                            window.pairs[j])
                     src, t = data.src[a:z], data.t[a:z]
-                    batch = _slice(data, model_keys, a, z) if exact or protocol == "online" else None
+                    batch = _slice(data, model_keys, a, z) if protocol == "online" else None  # exact => online
                     guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
                         else nullcontext()
-                    with model.within_batch(batch) if batch is not None and exact else nullcontext(), guard:
+                    with model.within_batch(batch) if exact else nullcontext(), guard:
                         scores = model.score(*queries)
                         block = scores[:size * (1 + k)].view(size, 1 + k)
                         records.write_scores(boundaries[b], block)
