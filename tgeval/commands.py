@@ -288,10 +288,6 @@ NEURAL_ONLY = ("patience", "checkpoint_dir", "resume", *WIDTHS)
 def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
                       sampler: NegativeSampler) -> tuple[TemporalLinkModel, dict]:
     """Fit ``s = b + beta * 1{pair seen before}`` for ``--epochs`` epochs (no per-epoch validation)."""
-    given = [flag(key) for key in NEURAL_ONLY if getattr(args, key) is not None]
-    if given:
-        raise ValueError(f"{', '.join(given)} apply to the neural models ({', '.join(NEURAL_MODELS)}), "
-                         f"not to membership.")
     lr = 0.1 if args.lr is None else args.lr
     model = PairMembership(num_nodes, beta=0.0, bias=0.0).to(data.src.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -346,6 +342,11 @@ def train_command(args: argparse.Namespace) -> int:
     """Fit a trainable model on the training segment, then evaluate it on validation."""
     if args.epochs < 1:
         raise ValueError(f"--epochs must be >= 1, got {args.epochs}: a model trained for no epoch is not trained.")
+    if args.model == "membership":  # options of the neural models, refused before any work
+        given = [flag(key) for key in NEURAL_ONLY if getattr(args, key) is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} apply to the neural models ({', '.join(NEURAL_MODELS)}), "
+                             f"not to membership.")
     device = device_of(args.device)  # devices and outputs are checked before any work
     if args.out is not None:
         check_writable(args.out, what="--out")

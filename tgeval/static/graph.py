@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, TemporalData
 
-from tgeval.data.strata import MAX_PAIR_KEY_NODES
+from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.errors import StaticGraphError
 from tgeval.samplers.counter_rng import counter_uniform
 
@@ -24,7 +24,7 @@ __all__ = ["StaticGraph", "EdgeSplit", "from_pyg", "static_graph", "random_edge_
 
 def edge_keys(src: Tensor, dst: Tensor, num_nodes: int) -> Tensor:
     """Undirected pair keys :math:`\\min(u, v) n + \\max(u, v)`: int64, the shape of ``src``."""
-    return torch.minimum(src, dst) * num_nodes + torch.maximum(src, dst)
+    return pair_keys(src, dst, num_nodes, directed=False)
 
 
 def is_member(sorted_keys: Tensor, keys: Tensor) -> Tensor:
