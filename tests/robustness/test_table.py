@@ -225,6 +225,9 @@ ROWS = [
         "--resume|--overwrite"),
     Row("zero epochs", ["train", "{dir}/events.txt", "--format", "snap", "--model", "membership", "--epochs", "0",
                         "--out", "{dir}/r.json"], {"events.txt": SNAP}, "ValueError", "--epochs .*>= 1|at least 1"),
+    Row("neural-only option for membership", ["train", "{dir}/events.txt", "--format", "snap", "--model", "membership",
+                                              "--memory-dim", "8", "--out", "{dir}/r.json"],
+        {"events.txt": SNAP}, "ValueError", "apply to the neural models"),
     # -- damaged or foreign files ----------------------------------------------------------------------
     Row("truncated negatives file", evaluate("events.txt", "--sampler", "fixed:path={dir}/neg.pt"),
         {"events.txt": SNAP}, "NegativesFileError", "draw it again|save_negatives",
