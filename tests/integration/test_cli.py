@@ -222,22 +222,6 @@ def test_train_for_no_epoch_is_refused(snap_file, capsys, model):
     assert "--epochs must be >= 1" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("uniform:replace=maybe", "replace takes true / false"),
-    ("uniform:replace=1", "replace takes true / false"),
-    ("popularity:half_life=abc", "half_life takes a number or none"),
-    ("historical:fallback=xyz", "fallback must be one of"),
-])
-def test_sampler_options_are_typed_before_any_work(snap_file, capsys, spec, message):
-    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--sampler", spec]) == 2
-    assert message in capsys.readouterr().err
-
-
-def test_negative_k_is_refused(snap_file, capsys):
-    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "-5"]) == 2
-    assert "--negatives must be >= 0" in capsys.readouterr().err
-
-
 def test_threads_are_set_recorded_and_checked(snap_file, tmp_path, capsys, monkeypatch):
     import torch
 
