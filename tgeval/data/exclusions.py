@@ -18,6 +18,7 @@ from torch import Tensor
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.groups import group_ids
+from tgeval.data.sorted_keys import is_member
 
 __all__ = ["Exclusions", "build_exclusions"]
 
@@ -40,11 +41,7 @@ class Exclusions:
 
     def contains(self, rows: Tensor, items: Tensor) -> Tensor:
         """Whether ``items[r, j]`` is excluded for event ``rows[r]``: bool, shape of ``items`` (``[b, c]``)."""
-        if self.keys.numel() == 0:
-            return torch.zeros_like(items, dtype=torch.bool)
-        key = self.group[rows][:, None] * self.num_nodes + items
-        pos = torch.searchsorted(self.keys, key).clamp(max=self.keys.numel() - 1)
-        return self.keys[pos] == key
+        return is_member(self.keys, self.group[rows][:, None] * self.num_nodes + items)
 
     def items(self) -> tuple[Tensor, Tensor]:
         """``(group, item)`` of every stored key: int64 ``[X]`` each."""

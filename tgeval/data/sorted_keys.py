@@ -8,7 +8,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-__all__ = ["PAD", "expand_ranges", "merge_slots", "Occurrences"]
+__all__ = ["PAD", "expand_ranges", "merge_slots", "is_member", "Occurrences"]
 
 #: Padding of fixed-capacity sorted key arrays: the largest int64, above every pair key
 #: ``u * n + v`` (``n ** 2 < 2 ** 63``), so padded arrays stay sorted.
@@ -56,6 +56,14 @@ def merge_slots(num_old: int, insert_at: Tensor) -> tuple[Tensor, Tensor]:
     bump.index_add_(0, insert_at, torch.ones_like(insert_at))
     old_slot = torch.arange(num_old, device=insert_at.device) + torch.cumsum(bump, 0)[:-1]
     return old_slot, new_slot
+
+
+def is_member(sorted_keys: Tensor, keys: Tensor) -> Tensor:
+    """Whether each of ``keys`` lies in the sorted int64 array ``sorted_keys``: bool, the shape of ``keys``."""
+    if sorted_keys.numel() == 0:
+        return torch.zeros(keys.shape, dtype=torch.bool, device=keys.device)
+    pos = torch.searchsorted(sorted_keys, keys).clamp(max=sorted_keys.numel() - 1)
+    return sorted_keys[pos] == keys
 
 
 class Occurrences:

@@ -19,20 +19,12 @@ from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.errors import StaticGraphError
 from tgeval.samplers.counter_rng import counter_uniform
 
-__all__ = ["StaticGraph", "EdgeSplit", "from_pyg", "static_graph", "random_edge_split", "edge_keys", "is_member"]
+__all__ = ["StaticGraph", "EdgeSplit", "from_pyg", "static_graph", "random_edge_split", "edge_keys"]
 
 
 def edge_keys(src: Tensor, dst: Tensor, num_nodes: int) -> Tensor:
     """Undirected pair keys :math:`\\min(u, v) n + \\max(u, v)`: int64, the shape of ``src``."""
     return pair_keys(src, dst, num_nodes, directed=False)
-
-
-def is_member(sorted_keys: Tensor, keys: Tensor) -> Tensor:
-    """Whether each of ``keys`` lies in the sorted int64 array ``sorted_keys``: bool, the shape of ``keys``."""
-    if sorted_keys.numel() == 0:
-        return torch.zeros(keys.shape, dtype=torch.bool, device=keys.device)
-    pos = torch.searchsorted(sorted_keys, keys).clamp(max=sorted_keys.numel() - 1)
-    return sorted_keys[pos] == keys
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ from torch import Tensor
 from tgeval.choices import STATIC_HEURISTICS as HEURISTICS
 from tgeval.choices import StaticHeuristic as Heuristic
 from tgeval.data.sorted_keys import expand_ranges
-from tgeval.static.graph import StaticGraph, is_member
+from tgeval.data.sorted_keys import is_member
+from tgeval.static.graph import StaticGraph
 
 __all__ = ["Heuristic", "HEURISTICS", "PairScorer", "Adjacency", "adjacency", "heuristic_scores", "score_pairs"]
 

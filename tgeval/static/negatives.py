@@ -37,7 +37,8 @@ from torch import Tensor
 from tgeval.choices import WEIGHTINGS, Weighting
 from tgeval.errors import SamplerError
 from tgeval.samplers.counter_rng import counter_uniform
-from tgeval.static.graph import StaticGraph, edge_keys, is_member
+from tgeval.data.sorted_keys import is_member
+from tgeval.static.graph import StaticGraph, edge_keys
 
 __all__ = ["Weighting", "WEIGHTINGS", "PairSampler"]
 

@@ -33,7 +33,8 @@ import torch
 from torch import Tensor
 
 from tgeval.samplers.counter_rng import counter_uniform
-from tgeval.static.graph import edge_keys, is_member
+from tgeval.data.sorted_keys import is_member
+from tgeval.static.graph import edge_keys
 from tgeval.static.heuristics import Adjacency, Heuristic, PairScorer, score_pairs
 
 __all__ = ["top_c", "vcmpr_per_node", "agreement", "rank_biased_overlap", "method_ranking"]

@@ -30,7 +30,8 @@ from tgeval.data.fingerprint import tensor_checksum
 from tgeval.eval.metrics import auroc, average_precision
 from tgeval.samplers._draw import derived_seed
 from tgeval.static.degree_bias import lognormal_sigma, pa_auroc_analytic
-from tgeval.static.graph import EdgeSplit, StaticGraph, edge_keys, is_member, random_edge_split
+from tgeval.data.sorted_keys import is_member
+from tgeval.static.graph import EdgeSplit, StaticGraph, edge_keys, random_edge_split
 from tgeval.static.heart import HeartHeuristic, heart_negatives, heart_ranking
 from tgeval.static.gnn import GNN_MODELS, GNNConfig, TrainedGNN, train_link_gnn
 from tgeval.static.heuristics import HEURISTICS, Adjacency, Heuristic, PairScorer, adjacency, score_pairs
