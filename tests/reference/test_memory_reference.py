@@ -4,7 +4,9 @@
 * :class:`TensorMemory` vs PyG's :class:`TGNMemory` in training mode;
 * :class:`NeighborBuffer` vs "the last K interactions of each node, both directions";
 * the fixed-shape star attention vs ``TransformerConv`` over PyG's ``LastNeighborLoader`` subgraph;
-* :class:`FixedTimeEncoder` vs its formula.
+* :class:`FixedTimeEncoder` vs its formula;
+* :class:`BitDropout` vs its formula (the mask from the same bits, its rate, its gradient);
+* GraphMixer's token-major mixer vs GraphMixer's formula on node-major token sets.
 """
 
 import math
@@ -15,7 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, LastNeighborLoader, TGNMemory, TimeEncoder
 
-from tgeval.models.layers import FixedTimeEncoder, GraphAttentionEmbedding
+from tgeval.data.synthetic import generate_events
+from tgeval.loader import TimestampBatchLoader
+from tgeval.models.graphmixer import GraphMixer
+from tgeval.models.layers import BitDropout, FixedTimeEncoder, GraphAttentionEmbedding
 from tgeval.models.memory import LatestMeanAggregator, TensorMemory
 from tgeval.models.neighbors import NeighborBuffer
 from tgeval.state import first_difference
@@ -265,3 +270,92 @@ def test_fixed_time_encoder_follows_its_formula(dim):
         want = [math.cos(float(dt[idx]) * float(w)) for w in enc.omega]
         # the float32 product dt * omega is rounded (relative 2^-24): absolute error ~ dt * 6e-8
         assert out[idx].tolist() == pytest.approx(want, abs=1e-6 + 1.2e-7 * float(dt[idx]))
+
+
+# -- BitDropout ---------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(7,), (3, 5, 2), (1000, 33)])
+def test_bit_dropout_follows_its_formula(shape):
+    """The mask is [b >= -2^31 + round(p 2^32)] of the int32 view of one int64 random_ draw."""
+    p = 0.3
+    layer = BitDropout(p)
+    x = torch.randn(shape, requires_grad=True)
+    torch.manual_seed(5)
+    out = layer(x)
+    torch.manual_seed(5)
+    size = x.numel()
+    bits = torch.empty((size + 1) // 2, dtype=torch.long).random_(-2**63, 2**63 - 1).view(torch.int32)[:size]
+    keep = (bits >= -2**31 + round(p * 2**32)).view(shape)
+    assert torch.equal(out, torch.where(keep, x * (1 / (1 - p)), torch.zeros(())))
+    out.backward(torch.ones(shape))
+    assert torch.equal(x.grad, keep.float() * (1 / (1 - p)))
+    torch.manual_seed(5)
+    assert torch.equal(layer(x), out)  # seeded: reproducible
+    assert layer.eval()(x) is x and BitDropout(0.0)(x) is x
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_bit_dropout_drops_independently_at_rate_p(p):
+    """Over 10^6 elements the drop rate is p, and the two halves of one 64-bit draw (adjacent
+    elements) are dropped together at rate p^2, both within 6 binomial standard deviations."""
+    n = 10**6
+    torch.manual_seed(0)
+    dropped = BitDropout(p)(torch.ones(n)) == 0
+    assert abs(dropped.double().mean().item() - p) < 6 * math.sqrt(p * (1 - p) / n)
+    pairs = dropped.view(-1, 2)
+    both = (pairs[:, 0] & pairs[:, 1]).double().mean().item()
+    assert abs(both - p * p) < 6 * math.sqrt(p * p * (1 - p * p) / (n // 2))
+    with pytest.raises(ValueError, match="dropout probability"):
+        BitDropout(1.0)
+
+
+# -- GraphMixer's mixer ---------------------------------------------------------------------
+def _graphmixer_reference(model, rows):
+    """GraphMixer's link and node encoders on node-major token sets ``[n, K, F]`` (Cong et al.):
+    tokens, their linear map, per block ``x + (W_2 gelu(W_1 LN(x)^T + b_1) + b_2)^T`` and
+    ``x + MLP(LN(x))``, the final layer norm, the mean over tokens and the output map."""
+    f = torch.nn.functional
+    neighbor, t, msg, valid = model.neighbors.recent(rows)
+    latest = torch.where(valid, t, torch.iinfo(torch.long).min).max(dim=1, keepdim=True).values
+    dt = torch.where(valid, latest - t, 0).float()
+    x = model.token(torch.cat([msg, torch.cos(dt[..., None] * model.time_enc.omega)], -1) * valid[..., None])
+    for block in model.mixers:
+        first, second = block.token_mlp[0], block.token_mlp[3]
+        y = f.layer_norm(x, x.shape[-1:], block.token_norm.weight, block.token_norm.bias).transpose(1, 2)
+        x = x + f.linear(f.gelu(f.linear(y, first.weight, first.bias)), second.weight, second.bias).transpose(1, 2)
+        up, down = block.channel_mlp[0], block.channel_mlp[3]
+        y = f.layer_norm(x, x.shape[-1:], block.channel_norm.weight, block.channel_norm.bias)
+        x = x + f.linear(f.gelu(f.linear(y, up.weight, up.bias)), down.weight, down.bias)
+    link = model.norm(x).mean(dim=1)
+    if model.config["node_dim"] == 0:
+        return model.out(link)
+    weight = valid.float()[..., None]
+    around = (model.node_features[neighbor] * weight).sum(1) / weight.sum(1).clamp(min=1)
+    return model.out(torch.cat([link, model.node_features[rows] + around], -1))
+
+
+@pytest.mark.parametrize("node_features", [False, True])
+def test_graphmixer_embeddings_and_gradients_follow_the_node_major_formula(node_features):
+    """Embeddings equal the reference up to float32 rounding, and so do the gradients of every
+    parameter (dropout 0: the only randomness is BitDropout's, tested above)."""
+    num_nodes = 30
+    torch.manual_seed(0)
+    x = torch.randn(num_nodes, 3) if node_features else None
+    model = GraphMixer(num_nodes, msg_dim=2, num_neighbors=5, time_dim=6, hidden_dim=8, embedding_dim=4,
+                       num_layers=2, dropout=0.0, node_features=x)
+    stream = generate_events(120, num_nodes - 5, seed=1)  # the last 5 nodes have no history
+    stream.msg = torch.randn(120, 2)
+    with torch.no_grad():
+        for batch in TimestampBatchLoader(stream, 20):
+            model.update(batch)
+    rows = torch.arange(num_nodes)
+    _, _, _, valid = model.neighbors.recent(rows)
+    assert bool(valid.all(1).any()) and bool((~valid).all(1).any())  # full and empty slot rows
+    got = model.embed_rows(rows, [])
+    want = _graphmixer_reference(model, rows)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    params = [w for name, w in model.named_parameters() if not name.startswith("decoder.")]
+    grads = torch.autograd.grad(got.square().sum(), params)
+    wants = torch.autograd.grad(want.square().sum(), params)
+    scale = max(float(w.abs().max()) for w in wants)
+    for g, w in zip(grads, wants):  # entries that cancel to ~0 keep rounding noise of the largest terms
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-6 * scale)

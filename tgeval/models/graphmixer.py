@@ -73,8 +73,9 @@ class GraphMixer(NeuralLinkModel):
         neighbor, t, msg, valid = self.neighbors.recent(rows)
         latest = torch.where(valid, t, torch.iinfo(torch.long).min).max(dim=1, keepdim=True).values
         dt = torch.where(valid, latest - t, 0).to(msg.dtype)
-        tokens = torch.cat([msg, self.time_enc(dt)], dim=-1) * valid[..., None]
-        link = self.norm(self.mixers(self.token(tokens))).mean(dim=1)
+        # token-major [K, n, .] (the mixer's layout): transposing the inputs is cheaper than the activations
+        tokens = torch.cat([msg.transpose(0, 1), self.time_enc(dt.t())], dim=-1) * valid.t()[..., None]
+        link = self.norm(self.mixers(self.token(tokens))).mean(dim=0)
         if self.config["node_dim"] == 0:
             return self.out(link)
         x = self.node_features
