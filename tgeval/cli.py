@@ -97,6 +97,17 @@ def _add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:
                        help="pairs are ordered (default)")
     group.add_argument("--undirected", dest="directed", action="store_false", help="pairs are unordered")
     dg.add_argument("--out", type=Path, required=True, help="folder for diagnose.json and the plots")
+    iv = dg.add_argument_group("the representation intervention (instead of the stream diagnostics)")
+    iv.add_argument("--intervention", nargs=2, metavar=("membership", "CHECKPOINT"), default=None,
+                    help="fit the pair-membership direction of a trained model (a checkpoint of `tgeval train`) on "
+                         "the training segment, project it out, and compare full-catalog MRR and the membership "
+                         "factorial with a random and a shuffled-label direction on the test segment "
+                         "(writes intervention.json)")
+    iv.add_argument("--split", type=_ratios, default=(0.70, 0.15, 0.15),
+                    help="train,val,test fractions of the checkpoint's training run (default 0.70,0.15,0.15)")
+    iv.add_argument("--negatives", type=_ints, default=(20,), metavar="K",
+                    help="K seen and K unseen negatives per factorial cell (default 20)")
+    iv.add_argument("--seed", type=int, default=0, help="seed of the draws and of the control directions")
     dg.set_defaults(handler=("tgeval.diagnostics.cli", "diagnose_command"))
     return dg
 

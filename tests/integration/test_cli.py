@@ -294,3 +294,30 @@ def test_static_gnn_baselines_through_the_replay(snap_file, tmp_path, name, caps
     assert manifest["model"]["training_graph"] == f"events [0, {manifest['segment']['start']}) as a static graph"
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", name]) == 2
     assert "evaluate it with --protocol fixed" in capsys.readouterr().err
+
+
+def test_diagnose_membership_intervention_of_a_checkpoint(tmp_path, capsys):
+    """`tgeval diagnose --intervention membership CHECKPOINT`: the four variants, written atomically; the
+    base row is what `evaluate` reports for the same checkpoint (all-entity over the training catalog)."""
+    data = generate_events(num_events=1000, num_nodes=60, seed=4)
+    snap_file = tmp_path / "small.txt"
+    snap_file.write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(),
+                                                                        data.t.tolist())))
+    run, out = tmp_path / "run", tmp_path / "iv"
+    assert main(["train", str(snap_file), "--format", "snap", "--model", "tgn", "--epochs", "1",
+                 "--memory-dim", "8", "--time-dim", "4", "--embedding-dim", "8", "--num-neighbors", "3",
+                 "--checkpoint-dir", str(run)]) == 0
+    argv = ["diagnose", str(snap_file), "--format", "snap", "--intervention", "membership", str(run / "last.pt"),
+            "--negatives", "5", "--out", str(out)]
+    capsys.readouterr()
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((out / "intervention.json").read_text())
+    assert list(report["rows"]) == ["base", "membership", "random", "shuffled"] and "probe AUROC" in printed
+    assert report["manifest"]["checkpoint"]["model"] == "tgn" and report["manifest"]["num_negatives"] == 5
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", str(run / "last.pt"), "--all-entity",
+                 "--negatives", "0", "--out", str(tmp_path / "base.json")]) == 0
+    base = json.loads((tmp_path / "base.json").read_text())["metrics"]["all_entity"]["mrr"]["micro"]
+    assert report["rows"]["base"]["mrr"] == pytest.approx(base, rel=1e-12)
+    assert main([*argv[:5], "novelty", str(run / "last.pt"), "--out", str(out)]) == 2
+    assert "--intervention takes 'membership CHECKPOINT'" in capsys.readouterr().err

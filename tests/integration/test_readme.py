@@ -43,4 +43,5 @@ def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch, one_thread):
         mrr = namespace[name].metrics["all_entity"]["mrr"]["micro"]
         assert 0.0 < mrr <= 1.0
     assert namespace["result"].manifest["model"]["name"] == "PygTGN"
+    assert list(namespace["iv"].rows) == ["base", "membership", "random", "shuffled"]
     assert namespace["train"].num_events == split.train.end  # the hand-written loop saw the training events only

@@ -125,10 +125,42 @@ def format_summary(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _intervention_command(args: argparse.Namespace, data: TemporalData, num_nodes: int) -> int:
+    """``--intervention membership CHECKPOINT``: :func:`~tgeval.diagnostics.intervention.membership_intervention`
+    of the checkpoint's model, fitted on the training segment and compared on the test segment."""
+    from tgeval.checkpoint import load_checkpoint
+    from tgeval.data.catalog import build_catalog
+    from tgeval.diagnostics.intervention import membership_intervention
+
+    kind, path = args.intervention
+    if kind != "membership":
+        raise ValueError(f"--intervention takes 'membership CHECKPOINT' (the one intervention there is), got {kind!r}.")
+    if len(args.negatives) != 1:
+        raise ValueError(f"--negatives takes one K for the intervention, got {','.join(map(str, args.negatives))}.")
+    checkpoint = load_checkpoint(path, "cpu", data=data)
+    split = chronological_split(data, args.split)
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
+    result = membership_intervention(checkpoint.model, data, split.train, split.test, catalog,
+                                     num_negatives=args.negatives[0], seed=args.seed, directed=args.directed)
+    result.manifest.update(checkpoint=checkpoint.describe(), data=str(args.data), split=split.to_dict())
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "intervention.json", json.dumps(result.to_dict(), indent=2) + "\n")
+    print(f"membership intervention of {checkpoint.name} ({Path(path).name}): fitted on {split.train.num_events} "
+          f"training events, compared on {split.test.num_events} test events; MRR (all): all-entity over the "
+          f"{catalog.size}-item training catalog; cells: K = {args.negatives[0]} sampled, ties average")
+    print(result.format_table())
+    print(f"wrote {out / 'intervention.json'}")
+    return 0
+
+
 def diagnose_command(args: argparse.Namespace) -> int:
-    """Run :func:`diagnose` for parsed ``tgeval diagnose`` arguments; print a summary. Returns 0."""
+    """Run :func:`diagnose` for parsed ``tgeval diagnose`` arguments (or, with ``--intervention``,
+    the membership intervention); print a summary. Returns 0."""
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, directed=args.directed)
+    if getattr(args, "intervention", None) is not None:
+        return _intervention_command(args, data, info.num_nodes)
     report = diagnose(data, args.out, test_ratio=args.test_ratio, directed=args.directed,
                       bipartite=True if (args.bipartite or info.bipartite) else None, num_nodes=info.num_nodes,
                       name=str(args.data))

@@ -87,7 +87,11 @@ class LinkDecoder(nn.Module):
         self.lin_out = nn.Linear(dim, 1)
 
     def forward(self, z_src: Tensor, z_dst: Tensor) -> Tensor:
-        return self.lin_out((self.lin_src(z_src) + self.lin_dst(z_dst)).relu()).squeeze(-1)
+        return self.lin_out(self.hidden(z_src, z_dst)).squeeze(-1)
+
+    def hidden(self, z_src: Tensor, z_dst: Tensor) -> Tensor:
+        """The pair representation entering the last layer, ``relu(W_s z_u + W_d z_v + b)``: ``[B, H]``."""
+        return (self.lin_src(z_src) + self.lin_dst(z_dst)).relu()
 
     def source_terms(self, z: Tensor) -> Tensor:
         """``W_s z + b_s``: ``[B, D] -> [B, H]``."""
@@ -190,6 +194,7 @@ class MixerBlock(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         k, n, h = x.shape
         first, gelu, drop, second, drop_out = self.token_mlp
+        assert isinstance(first, nn.Linear) and isinstance(second, nn.Linear)
         mixed = torch.addmm(first.bias[:, None], first.weight, self.token_norm(x).view(k, n * h))
         mixed = torch.addmm(second.bias[:, None], second.weight, drop(gelu(mixed)))
         x = x + drop_out(mixed).view(k, n, h)
