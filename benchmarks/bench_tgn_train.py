@@ -105,12 +105,17 @@ class PygRecipeTGN:
     count insertions, which start at event 0 and follow the stream's order).
     """
 
+    #: observe each batch (memory and neighbour update) after the optimizer step instead of before
+    #: the backward pass (the recipe's order); an ablation switch of ``benchmarks/ablate_tgn_protocol.py``
+    update_after_step = False
+
     def __init__(self, num_nodes: int, msg_dim: int = 1, memory_dim: int = WIDTH, time_dim: int = WIDTH,
                  embedding_dim: int = WIDTH, num_neighbors: int = NUM_NEIGHBORS, lr: float = LR,
-                 device: str = "cpu") -> None:
-        self.memory = TGNMemory(num_nodes, msg_dim, memory_dim, time_dim,
-                                message_module=IdentityMessage(msg_dim, memory_dim, time_dim),
-                                aggregator_module=LastAggregator()).to(device)
+                 device: str = "cpu", aggregator: nn.Module | None = None,
+                 memory_cls: type[TGNMemory] = TGNMemory) -> None:
+        self.memory = memory_cls(num_nodes, msg_dim, memory_dim, time_dim,
+                                 message_module=IdentityMessage(msg_dim, memory_dim, time_dim),
+                                 aggregator_module=LastAggregator() if aggregator is None else aggregator).to(device)
         self.gnn = RecipeAttention(memory_dim, embedding_dim, msg_dim, self.memory.time_enc).to(device)
         self.link_pred = RecipePredictor(embedding_dim).to(device)
         self.neighbor_loader = LastNeighborLoader(num_nodes, size=num_neighbors, device=torch.device(device))
@@ -150,9 +155,12 @@ class PygRecipeTGN:
             neg_out = self.link_pred(z[src], z[self.assoc[batch.neg_dst]])
             loss = self.criterion(pos_out, torch.ones_like(pos_out))
             loss = loss + self.criterion(neg_out, torch.zeros_like(neg_out))
-            self._observe(batch)
+            if not self.update_after_step:
+                self._observe(batch)
             loss.backward()
             self.optimizer.step()
+            if self.update_after_step:
+                self._observe(batch)
             self.memory.detach()
             total += float(loss.detach()) * batch.num_events
             batches += 1

@@ -205,7 +205,8 @@ class InterventionResult:
 
     Attributes:
         rows: variant (``base``, ``membership``, ``random``, ``shuffled``) -> ``{"mrr": float,
-            "factorial": {"repeated_seen": {"mrr", "exhaustive_mrr", "count"}, ...}}``.
+            "weight_cosine": cos(w, d) (how much the last layer reads the direction; ``None`` for
+            the base), "factorial": {"repeated_seen": {"mrr", "exhaustive_mrr", "count"}, ...}}``.
         directions: the fitted :class:`Direction` of each projection.
         manifest: protocol, segments, catalog, seeds, the model.
     """
@@ -223,7 +224,8 @@ class InterventionResult:
         cells = ("repeated_seen", "repeated_unseen", "new_seen", "new_unseen")
         lines = [f"{'projection':<12} {'MRR (all)':>10} " + " ".join(f"{c:>16}" for c in cells)]
         for name, row in self.rows.items():
-            probe = "" if name == "base" else f"   probe AUROC {self.directions[name].probe_auroc:.3f}"
+            probe = "" if name == "base" else (f"   probe AUROC {self.directions[name].probe_auroc:.3f}, "
+                                               f"cos(w, d) {row['weight_cosine']:+.3f}")
             lines.append(f"{name:<12} {row['mrr']:>10.4f} "
                          + " ".join(f"{row['factorial'][c]['mrr']:>16.4f}" for c in cells) + probe)
         return "\n".join(lines)
@@ -254,6 +256,7 @@ def membership_intervention(model: Any, data: TemporalData, fit_segment: Segment
     h, seen = pair_representations(copy.deepcopy(model), data, fit_segment, catalog, num_negatives=fit_negatives,
                                    seed=seed, batch_size=batch_size, directed=directed)
     directions = fit_directions(h, seen, probe=probe, seed=seed)
+    weight = model.decoder.lin_out.weight.detach().flatten()
     rows: dict[str, dict] = {}
     for name in VARIANTS:
         variant = copy.deepcopy(model) if name == "base" else project_out(model, directions[name].vector)
@@ -262,6 +265,8 @@ def membership_intervention(model: Any, data: TemporalData, fit_segment: Segment
         factorial = membership_factorial(variant, data, eval_segment, catalog, num_negatives=num_negatives,
                                          seed=seed, ties=ties, batch_size=batch_size, directed=directed)
         rows[name] = {"mrr": result.metrics["all_entity"]["mrr"]["micro"],
+                      "weight_cosine": None if name == "base" else float(
+                          torch.nn.functional.cosine_similarity(weight, directions[name].vector.to(weight), dim=0)),
                       "factorial": {f"{c.positive}_{c.negative}": {"mrr": c.mrr, "exhaustive_mrr": c.exhaustive_mrr,
                                                                    "count": c.count} for c in factorial.cells}}
     manifest = {"model": model.describe() if hasattr(model, "describe") else type(model).__name__,
