@@ -123,7 +123,7 @@ def test_membership_axis_is_found_and_removing_it_leaves_chance(setup):
     direction = result.directions["membership"]
     assert direction.vector[0] / direction.vector.norm() > 0.999 and direction.probe_auroc > 0.999  # the axis
     base, removed = result.rows["base"], result.rows["membership"]
-    w = model.decoder.lin_out.weight[0]
+    w = model.decoder.lin_out.weight.detach()[0]
     assert removed["weight_cosine"] == pytest.approx(float(w[0] / w.norm()), abs=1e-3)  # d is the axis
     cell = removed["factorial"]["repeated_unseen"]
     assert base["factorial"]["repeated_unseen"]["mrr"] > 0.95 and cell["count"] > 100
