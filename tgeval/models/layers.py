@@ -144,7 +144,8 @@ class BitDropout(nn.Module):
     ``torch.manual_seed`` makes it reproducible), viewed as int32. On a CPU the mask then costs
     about a quarter of ``nn.Dropout``'s ``bernoulli_`` (which draws each element separately)
     and the whole layer with its backward about half; in GraphMixer's training the masks of
-    ``nn.Dropout`` were a quarter of the time (``benchmarks/bench_model_train.py``).
+    ``nn.Dropout`` were a quarter of the time (``benchmarks/bench_model_train.py``). On other
+    devices it is ``nn.functional.dropout`` (one fused kernel there).
     """
 
     def __init__(self, p: float = 0.1) -> None:
@@ -157,6 +158,8 @@ class BitDropout(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0.0:
             return x
+        if x.device.type != "cpu":
+            return nn.functional.dropout(x, self.p, training=True)
         size = x.numel()
         bits = torch.empty((size + 1) // 2, dtype=torch.long, device=x.device).random_(-2**63, 2**63 - 1)
         keep = bits.view(torch.int32)[:size].view(x.shape) >= self.threshold
@@ -185,6 +188,7 @@ class MixerBlock(nn.Module):
         super().__init__()
         hidden_tokens = max(1, num_tokens // 2)
         self.token_norm = nn.LayerNorm(dim)
+        # applied by forward on the token-major layout (a Sequential for its parameter names, which checkpoints keep)
         self.token_mlp = nn.Sequential(nn.Linear(num_tokens, hidden_tokens), nn.GELU(), BitDropout(dropout),
                                        nn.Linear(hidden_tokens, num_tokens), BitDropout(dropout))
         self.channel_norm = nn.LayerNorm(dim)
