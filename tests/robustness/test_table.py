@@ -231,6 +231,12 @@ ROWS = [
     Row("neural-only option for membership", ["train", "{dir}/events.txt", "--format", "snap", "--model", "membership",
                                               "--memory-dim", "8", "--out", "{dir}/r.json"],
         {"events.txt": SNAP}, "ValueError", "apply to the neural models"),
+    Row("intervention option without --intervention", ["diagnose", "{dir}/events.txt", "--format", "snap",
+                                                       "--negatives", "5", "--out", "{dir}/diag"],
+        {"events.txt": SNAP}, "ValueError", "only apply to --intervention"),
+    Row("intervention of a heuristic name", ["diagnose", "{dir}/events.txt", "--format", "snap", "--intervention",
+                                             "membership", "edgebank", "--out", "{dir}/diag"],
+        {"events.txt": SNAP}, "FileNotFoundError", "checkpoint file written by `tgeval train"),
     # -- damaged or foreign files ----------------------------------------------------------------------
     Row("truncated negatives file", evaluate("events.txt", "--sampler", "fixed:path={dir}/neg.pt"),
         {"events.txt": SNAP}, "NegativesFileError", "draw it again|save_negatives",

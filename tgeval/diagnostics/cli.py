@@ -132,11 +132,7 @@ def _intervention_command(args: argparse.Namespace, data: TemporalData, num_node
     from tgeval.data.catalog import build_catalog
     from tgeval.diagnostics.intervention import membership_intervention
 
-    kind, path = args.intervention
-    if kind != "membership":
-        raise ValueError(f"--intervention takes 'membership CHECKPOINT' (the one intervention there is), got {kind!r}.")
-    if len(args.negatives) != 1:
-        raise ValueError(f"--negatives takes one K for the intervention, got {','.join(map(str, args.negatives))}.")
+    path = args.intervention[1]
     checkpoint = load_checkpoint(path, "cpu", data=data)
     split = chronological_split(data, args.split)
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
@@ -157,9 +153,27 @@ def _intervention_command(args: argparse.Namespace, data: TemporalData, num_node
 def diagnose_command(args: argparse.Namespace) -> int:
     """Run :func:`diagnose` for parsed ``tgeval diagnose`` arguments (or, with ``--intervention``,
     the membership intervention); print a summary. Returns 0."""
+    if args.intervention is not None:
+        kind, path = args.intervention
+        if kind != "membership":
+            raise ValueError(f"--intervention takes 'membership CHECKPOINT' (the one intervention there is), got "
+                             f"{kind!r}.")
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"--intervention membership takes a checkpoint file written by `tgeval train "
+                                    f"--checkpoint-dir DIR` (DIR/best.pt or DIR/last.pt); {path!r} is not a file.")
+        if len(args.negatives) != 1:
+            raise ValueError(f"--negatives takes one K for the intervention, got "
+                             f"{','.join(map(str, args.negatives))}.")
+    else:
+        given = [flag for flag, value, default in (("--split", args.split, (0.70, 0.15, 0.15)),
+                                                   ("--negatives", args.negatives, (20,)), ("--seed", args.seed, 0))
+                 if value != default]
+        if given:
+            raise ValueError(f"{', '.join(given)} only apply to --intervention membership CHECKPOINT; drop them, or "
+                             f"add --intervention.")
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, directed=args.directed)
-    if getattr(args, "intervention", None) is not None:
+    if args.intervention is not None:
         return _intervention_command(args, data, info.num_nodes)
     report = diagnose(data, args.out, test_ratio=args.test_ratio, directed=args.directed,
                       bipartite=True if (args.bipartite or info.bipartite) else None, num_nodes=info.num_nodes,
