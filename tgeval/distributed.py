@@ -20,7 +20,7 @@ from torch import nn
 
 from tgeval.errors import DistributedError
 
-__all__ = ["init_from_env", "launched", "shard", "is_main", "rank_and_world", "require_group", "check_same",
+__all__ = ["init_from_env", "launched", "local_device", "refuse_launch", "shard", "is_main", "rank_and_world", "require_group", "check_same",
            "state_digest"]
 
 #: the variables ``torchrun`` sets for every process; all present means "launched distributed"
@@ -30,6 +30,22 @@ LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 def launched() -> bool:
     """Whether this process was started by ``torchrun`` (every :data:`LAUNCH_VARIABLES` is set)."""
     return all(name in os.environ for name in LAUNCH_VARIABLES)
+
+
+def local_device(device: torch.device) -> torch.device:
+    """The device of this process: under ``torchrun``, ``cuda`` without an index becomes
+    ``cuda:$LOCAL_RANK`` (one GPU per process, as NCCL needs); anything else is kept."""
+    if launched() and device.type == "cuda" and device.index is None:
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return device
+
+
+def refuse_launch(command: str) -> None:
+    """Raise :class:`~tgeval.errors.DistributedError` when ``command`` (one that has no sharded
+    form) was started by ``torchrun``: its ranks would repeat the work and race on its files."""
+    if launched() and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise DistributedError(f"`tgeval {command}` runs in one process; only `tgeval evaluate` is sharded "
+                               f"under torchrun. Run `tgeval {command} ...` without torchrun.")
 
 
 def init_from_env(device: Optional[torch.device] = None) -> bool:

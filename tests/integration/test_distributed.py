@@ -11,7 +11,11 @@ ranks (an empty shard on every batch).
 """
 
 import json
+import os
+import re
+import shlex
 import socket
+import subprocess
 
 import pytest
 import torch
@@ -19,13 +23,14 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from tgeval import evaluate
+from tgeval.cli import main
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.errors import DistributedError
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import UniformSampler
-from tests.helpers import small_neural_model
+from tests.helpers import README, small_neural_model
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="this PyTorch build has no torch.distributed gloo backend")
@@ -115,3 +120,45 @@ def test_distributed_without_a_process_group_names_the_fix():
     model, data, segment, options = _case("edgebank-tiny")
     with pytest.raises(DistributedError, match="launch with torchrun .* torch.distributed.init_process_group"):
         evaluate(model, data, segment, distributed=True, **options)
+
+
+def _readme_commands():
+    """The shell commands of the README's *Beyond one device* section (continuation lines joined)."""
+    section = README.read_text(encoding="utf-8").split("## Beyond one device")[1].split("\n## ")[0]
+    blocks = re.findall(r"^```bash\n(.*?)^```", section, flags=re.S | re.M)
+    lines = " ".join(blocks).replace("\\\n", " ").splitlines()
+    return [shlex.split(line) for line in lines if line.strip().startswith("torchrun")]
+
+
+def test_readme_torchrun_command_runs_and_equals_one_process(tmp_path, monkeypatch):
+    """The one-machine command of the README, run as written (2 gloo processes), writes one
+    result whose metrics equal `tgeval evaluate` in one process; the multi-machine command
+    runs the same evaluation."""
+    one_machine, multi_machine = _readme_commands()
+    tgeval_args = one_machine[one_machine.index("-m") + 2:]
+    assert multi_machine[multi_machine.index("-m") + 2:] == tgeval_args
+    data = generate_events(num_events=800, num_nodes=60, seed=4)
+    (tmp_path / "events.txt").write_text("".join(f"{u} {v} {t}\n" for u, v, t in
+                                                 zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
+    env = {**os.environ, "PYTHONPATH": str(README.parent), "OMP_NUM_THREADS": "1"}
+    port = ["--master-port", str(_free_port())]  # a free port instead of torchrun's default 29500
+    done = subprocess.run([one_machine[0], *port, *one_machine[1:]], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("wrote ") == 1  # rank 0 alone prints and writes
+    sharded = json.loads((tmp_path / tgeval_args[tgeval_args.index("--out") + 1]).read_text())
+    single_args = list(tgeval_args)
+    single_args[single_args.index("--out") + 1] = "single.json"
+    monkeypatch.chdir(tmp_path)
+    assert main(single_args) == 0
+    single = json.loads((tmp_path / "single.json").read_text())
+    assert sharded["manifest"]["distributed"]["world_size"] == 2
+    assert single["manifest"]["distributed"]["world_size"] == 1
+    assert sharded["metrics"] == single["metrics"]
+
+
+def test_commands_without_a_sharded_form_refuse_torchrun(monkeypatch, capsys, tmp_path):
+    for name, value in {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}.items():
+        monkeypatch.setenv(name, value)
+    assert main(["train", str(tmp_path / "events.txt"), "--format", "snap", "--epochs", "1"]) == 2
+    assert "`tgeval train` runs in one process; only `tgeval evaluate` is sharded" in capsys.readouterr().err
