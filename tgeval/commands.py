@@ -25,6 +25,7 @@ from tgeval.atomic import check_writable, write_atomic
 from tgeval.eval.result import Result
 from tgeval.eval.selection import segment_duration, select_window
 from tgeval.device import device_of
+from tgeval.distributed import init_from_env, is_main, local_device, refuse_launch
 from tgeval.diagnostics.cli import diagnose, format_summary
 from tgeval.diagnostics.compare import compare, format_compare
 from tgeval.diagnostics.membership import membership_factorial
@@ -132,7 +133,11 @@ def evaluate_command(args: argparse.Namespace) -> int:
                          f"is then fixed too).")
     if args.negatives < 0:
         raise ValueError(f"--negatives must be >= 0 (0: no sampled metrics), got {args.negatives}.")
-    device = device_of(args.device)  # devices and outputs are checked before any work
+    device = local_device(device_of(args.device))  # devices and outputs are checked before any work
+    distributed = init_from_env(device)  # under torchrun: one rank of a sharded evaluation
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    main = is_main()
     for path, what in ((args.out, "--out"), (args.save_events, "--save-events")):
         if path is not None:
             check_writable(path, what=what)
@@ -142,7 +147,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
     options = typed_options(READERS[args.format], _reader_options(args.option), f"reader {args.format!r} option")
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, duplicates=args.duplicates, **options)
-    _report_reading(info)
+    if main:
+        _report_reading(info)
     data = data.to(device)
     split = chronological_split(data, args.split)
     segment = split[args.segment]
@@ -170,7 +176,9 @@ def evaluate_command(args: argparse.Namespace) -> int:
                       batch_size=args.batch_size,
                       candidate_budget=args.candidate_budget, seed=args.seed, directed=args.directed,
                       uncovered=args.uncovered, data_name=str(args.data), split=split.to_dict(),
-                      progress=_Progress(label))
+                      progress=_Progress(label, enabled=main), distributed=distributed)
+    if not main:  # rank 0 alone prints and writes
+        return 0
     result.manifest["selection"] = selection
     result.manifest["checkpoint"] = None if checkpoint is None else checkpoint.describe()
     result.manifest["reader"] = {"format": args.format, "options": options, "remapped": info.remapped,
@@ -203,6 +211,7 @@ def _default_data(args: argparse.Namespace) -> tuple[TemporalData, str, int]:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    refuse_launch("run")
     start = time.perf_counter()
     check_writable(args.out, folder=True, what="--out")
     data, description, num_nodes = _default_data(args)
@@ -340,6 +349,7 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
 
 def train_command(args: argparse.Namespace) -> int:
     """Fit a trainable model on the training segment, then evaluate it on validation."""
+    refuse_launch("train")
     if args.epochs < 1:
         raise ValueError(f"--epochs must be >= 1, got {args.epochs}: a model trained for no epoch is not trained.")
     if args.model == "membership":  # options of the neural models, refused before any work

@@ -17,6 +17,7 @@ __all__ = [
     "CheckpointError",
     "OutputPathError",
     "DeviceError",
+    "DistributedError",
     "StaticGraphError",
     "UndefinedMetricWarning",
 ]
@@ -75,6 +76,11 @@ class OutputPathError(TGEvalError, ValueError):
 
 class DeviceError(TGEvalError, ValueError):
     """A requested device does not exist on this machine (e.g. ``cuda`` without CUDA)."""
+
+
+class DistributedError(TGEvalError, ValueError):
+    """Distributed evaluation cannot run as asked: no process group (launch with ``torchrun``),
+    or ranks that disagree on the data, the model or the options."""
 
 
 class StaticGraphError(TGEvalError, ValueError):

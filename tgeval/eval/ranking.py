@@ -36,6 +36,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import build_exclusions
 from tgeval.data.sorted_keys import expand_ranges
 from tgeval.device import positions
+from tgeval.distributed import shard as shard_range
 from tgeval.eval.metrics import tie_band
 from tgeval.models.base import TemporalLinkModel
 
@@ -203,13 +204,26 @@ def _subtract_pairs(above: Tensor, equal: Tensor, row: Tensor, values: Tensor, p
 
 
 def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: Tensor, catalog: Catalog,
-                   plan: CandidatePlan, a: int, b: int, budget: int) -> tuple[Tensor, Tensor, Tensor]:
-    """Counts of events ``[a, b)`` of ``plan`` by scoring the catalog in blocks.
+                   plan: CandidatePlan, a: int, b: int, budget: int,
+                   shard: tuple[int, int] = (0, 1)) -> tuple[Tensor, Tensor, Tensor]:
+    r"""Counts of events ``[a, b)`` of ``plan`` by scoring the catalog in blocks.
 
     ``src``, ``t``, ``pos_score`` are the ``[b - a]`` events themselves. Each block of at most
     ``budget`` scores is compared with the positives over every available column; the
     excluded items of its rows are then read from the same block and subtracted, so a
     count never depends on how scores round in another call.
+
+    ``shard = (rank, world)`` counts only the columns ``[lo, hi)`` =
+    :func:`~tgeval.distributed.shard` ``(w, rank, world)`` of the ``w`` items the events need
+    (the available prefix): a candidate, and so an excluded item, is counted or subtracted on
+    the one rank whose range holds its column, hence
+
+    .. math::
+        a_i = \sum_r a_i^{(r)}, \qquad e_i = \sum_r e_i^{(r)}
+
+    exactly. ``model.candidate_scorer`` is still prepared over the whole prefix on every rank
+    (a model that keeps per-batch work, such as the neural models' embedding cache, then
+    evolves identically on every rank), but only the rank's own blocks are scored.
 
     Returns:
         ``(above, equal, nan)``: int64 ``[b - a]`` and a bool scalar, whether any block held NaN.
@@ -224,17 +238,20 @@ def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: 
         return above, equal, nan
     items = catalog.items[:width]
     scorer = model.candidate_scorer(src, t, items)
+    lo, hi = shard_range(width, *shard)
+    if hi == lo:  # an empty shard (more ranks than items): nothing to count here
+        return above, equal, nan
     tolerance = float(model.tie_tolerance)
     masked = catalog.available_from is not None  # later events may see more items than earlier ones
-    cols = min(width, budget)
+    cols = min(hi - lo, budget)
     rows = max(1, budget // cols)
     p = pos_score[:, None]
     for r0 in range(0, num_events, rows):
         r1 = min(r0 + rows, num_events)
         row, item = plan.pairs(a + r0, a + r1)  # at most rows x width pairs: bounded by the budget
         col = catalog.position(item)
-        for c0 in range(0, width, cols):
-            c1 = min(c0 + cols, width)
+        for c0 in range(lo, hi, cols):
+            c1 = min(c0 + cols, hi)
             scores = scorer(slice(r0, r1), slice(c0, c1))
             nan = nan | torch.isnan(scores).any()
             gt, eq = _compare(scores, p[r0:r1], tolerance)

@@ -35,6 +35,7 @@ from typing import Callable, Iterator, Literal, Optional, Sequence, Union
 
 import numpy as np
 import torch
+import torch.distributed as dist
 import torch_geometric
 from torch import Tensor, nn
 from torch.profiler import record_function
@@ -47,6 +48,7 @@ from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.groups import canonical_order
 from tgeval.data.validate import per_event_keys, permute_events, validate
+from tgeval.distributed import check_same, rank_and_world, require_group, state_digest
 from tgeval.errors import CatalogError
 from tgeval.eval.metrics import check_ties, count_above_equal
 from tgeval.eval.ranking import ShortcutPairs, check_no_nan, chunked_counts, plan_candidates, shortcut_counts
@@ -356,9 +358,15 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
             sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
             generator: torch.Generator, candidate_budget: int, use_shortcut: bool,
             check_state: Union[bool, Literal["deep"]], directed: bool, exact: bool,
-            progress: Optional[Callable[[int, int], None]]) -> tuple[dict[str, Tensor], list[float], float]:
+            progress: Optional[Callable[[int, int], None]],
+            shard: tuple[int, int] = (0, 1)) -> tuple[dict[str, Tensor], list[float], float]:
     """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``
     (with ``exact``, each batch is scored inside ``model.within_batch(batch)``).
+
+    ``shard = (rank, world)``: this process is one of ``world`` that replay the same events;
+    it counts all-entity candidates only in its catalog shard (:func:`chunked_counts`), keeps
+    a model shortcut's counts on rank 0 only (zeros elsewhere), and the per-event counts are
+    summed over the ranks with one ``all_reduce`` at the end of the pass.
 
     Work that does not depend on scores (candidate plans, negatives of history-free samplers,
     the queries of each score call) is prepared once per window of batches; each batch step
@@ -416,10 +424,12 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                                 model, src, t, pos, catalog, pairs, scores[size * (1 + k):])
                             if counts is None:
                                 above, equal, nan = chunked_counts(model, src, t, pos, catalog, plan, a, z,
-                                                                   candidate_budget)
+                                                                   candidate_budget, shard)
                                 candidate_nan[b] = nan
-                            else:
+                            elif shard[0] == 0:  # exact, cheap, counted whole: once, on rank 0
                                 above, equal = counts
+                            else:
+                                above, equal = torch.zeros_like(counts[0]), torch.zeros_like(counts[1])
                             records.write_counts(boundaries[b], above=above, equal=equal)
                     if batch is not None and protocol == "online":
                         model.update(batch)
@@ -428,6 +438,8 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                     clock.mark()
                 if progress is not None:
                     progress(b + 1, num_batches)
+    if shard[1] > 1 and catalog is not None:
+        candidate_nan = _sum_over_ranks(records.counts, candidate_nan)
     latencies = clock.latencies()
     elapsed = time.perf_counter() - start_time
     out = records.host()
@@ -437,6 +449,17 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                                                                        out.get("neg_mask"), float(model.tie_tolerance))
     out["batch"] = torch.repeat_interleave(torch.arange(num_batches), torch.tensor(boundaries).diff())
     return out, latencies, elapsed
+
+
+def _sum_over_ranks(counts: dict[str, Tensor], candidate_nan: Tensor) -> Tensor:
+    """Sum every rank's all-entity counts (``counts["above"]``, ``["equal"]``, int64 ``[E]``,
+    replaced) and NaN flags (bool ``[num_batches]``, returned) in one ``all_reduce``."""
+    keys = [key for key in ("above", "equal") if key in counts]
+    flat = torch.cat([counts[key] for key in keys] + [candidate_nan.long()])
+    dist.all_reduce(flat)
+    *parts, nan = flat.split([counts[key].numel() for key in keys] + [candidate_nan.numel()])
+    counts.update(zip(keys, parts))
+    return nan > 0
 
 
 def _history_mode(model: TemporalLinkModel, protocol: str, history: Optional[str]) -> Optional[str]:
@@ -498,6 +521,7 @@ def evaluate(
     data_name: Optional[str] = None,
     split: Optional[dict] = None,
     progress: Optional[Callable[[int, int], None]] = None,
+    distributed: bool = False,
 ) -> Result:
     """Replay ``segment`` of ``data`` through ``model`` and measure link prediction.
 
@@ -538,6 +562,16 @@ def evaluate(
         data_name: dataset name recorded in the manifest.
         split: split description recorded in the manifest.
         progress: called as ``progress(batches_done, num_batches)``.
+        distributed: this process is one rank of the default ``torch.distributed`` group
+            (``torchrun``); every rank must call ``evaluate`` with the same data, model state
+            and options (checked). Every rank replays every event in the same order (the
+            state, and so leak-freedom, are replicated); rank ``r`` of ``W`` scores only its
+            contiguous shard of the catalog's available prefix in the chunked all-entity
+            path, and the counts are summed with one ``all_reduce`` per pass. Positives,
+            sampled negatives and a model's exact counting shortcut are scored on every rank
+            in the same calls as in one process, so scores, ranks and metrics equal the
+            single-process result bit for bit. Every rank returns the result; the manifest
+            records the world size.
 
     Returns:
         Result: metrics (micro / macro, by stratum), manifest and per-event records.
@@ -549,7 +583,11 @@ def evaluate(
             ones ``data`` starts with (their recorded ``built_from``).
         CatalogError: a catalog for fewer ids than the stream's, or positives outside it
             under ``uncovered="error"``.
+        DistributedError: ``distributed=True`` without a process group, or ranks that
+            disagree on the data, the model's parameters and state, or the options.
     """
+    if distributed:
+        require_group()
     ties = check_ties(ties)
     history = _history_mode(model, protocol, history)
     if not warm and model.training:
@@ -560,6 +598,13 @@ def evaluate(
     if catalog is not None and catalog.device != device:
         catalog = catalog.to(device)
     input_fingerprint = fingerprint(data)
+    rank, world = rank_and_world() if distributed else (0, 1)
+    if distributed:
+        check_same("the evaluation (data, segment, model state, catalog, sampler, options)", (
+            input_fingerprint, segment.to_dict(), state_digest(model), model.describe(),
+            None if catalog is None else catalog.describe(), None if sampler is None else sampler.describe(),
+            protocol, history, num_negatives, ties, list(hits), batch_size, candidate_budget, seed, warm,
+            directed, uncovered, use_shortcut))
     check_built_for(data, known={data.num_events: input_fingerprint}, segment=segment.built_from, catalog=None if catalog is None else catalog.built_from,
                     sampler=None if sampler is None else sampler.describe())
     # Replay in canonical order (t, src, dst): file order inside a group cannot matter.
@@ -580,7 +625,7 @@ def evaluate(
                                           num_negatives=num_negatives, catalog=catalog, generator=generator,
                                           candidate_budget=candidate_budget, use_shortcut=use_shortcut,
                                           check_state=check_state, directed=directed,
-                                          exact=history == "exact", progress=progress)
+                                          exact=history == "exact", progress=progress, shard=(rank, world))
     records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(),
                    t=events.t.cpu(), stratum=strata.cpu())
     metrics = summarize(records, ties=ties, hits=hits, uncovered=uncovered)
@@ -623,6 +668,8 @@ def evaluate(
         "warm_up": warm,
         "state_guard": check_state,
         "device": str(device),
+        "distributed": {"world_size": world, "backend": dist.get_backend() if distributed else None,
+                        "sharded": "columns of the chunked all-entity path" if world > 1 else None},
         "threads": {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()},
         "versions": _versions(),
     }
