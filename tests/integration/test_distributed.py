@@ -162,3 +162,5 @@ def test_commands_without_a_sharded_form_refuse_torchrun(monkeypatch, capsys, tm
         monkeypatch.setenv(name, value)
     assert main(["train", str(tmp_path / "events.txt"), "--format", "snap", "--epochs", "1"]) == 2
     assert "`tgeval train` runs in one process; only `tgeval evaluate` is sharded" in capsys.readouterr().err
+    assert main(["diagnose", str(tmp_path / "events.txt"), "--format", "snap", "--out", str(tmp_path / "d")]) == 2
+    assert "`tgeval diagnose` runs in one process" in capsys.readouterr().err
