@@ -197,6 +197,14 @@ def test_neighbor_buffer_matches_last_k_reference(seed, num_nodes, size, batch_s
             assert torch.equal(msgs[node, :k], torch.tensor([e[3] for e in expected]).view(k, msg_dim))
             assert neighbor[node, k:].eq(0).all() and times[node, k:].eq(0).all() and msgs[node, k:].eq(0).all()
 
+        # reach: every chosen node and its recent neighbours, from a mask or from the ids alike
+        chosen = torch.randperm(num_nodes, generator=gen)[: 1 + seed % num_nodes].sort().values
+        mask = torch.zeros(num_nodes, dtype=torch.bool)
+        mask[chosen] = True
+        want = {v for u in chosen.tolist() for v in [u] + [e[1] for e in ref.last(u, size)]}
+        assert set(buffer.reach(mask).nonzero().flatten().tolist()) == want
+        assert torch.equal(buffer.reach(chosen), buffer.reach(mask))
+
         # the nodes given to insert() (no host read) or computed by it: the same slots
         other = NeighborBuffer(num_nodes, size, msg_dim)
         other.restore(before)

@@ -109,7 +109,7 @@ class DyRep(NeuralLinkModel):
         return {"memory": self.memory}
 
     def row_sizes(self, rows: Tensor) -> list[Tensor]:
-        return self.memory.message_sizes(rows)
+        return self.memory.message_sizes(rows if rows.dtype == torch.bool else self._mask(rows))
 
     def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
         return self.memory._get_updated_memory(rows, sizes)[0]

@@ -132,11 +132,20 @@ class NeighborBuffer(nn.Module):
         loader.neighbors[nodes] = torch.gather(all_neighbors, 1, perm)
 
     def reach(self, nodes: Tensor) -> Tensor:
-        """bool ``[num_nodes]``: the nodes of the bool mask ``nodes`` and their recent neighbours
-        (fixed shapes, over the whole slot table)."""
-        hits = torch.zeros(nodes.numel(), dtype=torch.long, device=nodes.device)
-        hits.index_add_(0, self.slot_neighbors.view(-1), ((self.slot_e_id >= 0) & nodes[:, None]).view(-1).long())
-        return nodes | (hits > 0)
+        """bool ``[num_nodes]``: the given nodes and their recent neighbours, fixed shapes either way.
+
+        ``nodes`` is a bool ``[num_nodes]`` mask (work over the whole slot table) or int64 node
+        ids (work over their ``K`` slots each, plus the mask: what a caller that holds a few
+        nodes' ids of a large graph passes)."""
+        if nodes.dtype == torch.bool:
+            hits = torch.zeros(nodes.numel(), dtype=torch.long, device=nodes.device)
+            hits.index_add_(0, self.slot_neighbors.view(-1),
+                            ((self.slot_e_id >= 0) & nodes[:, None]).view(-1).long())
+            return nodes | (hits > 0)
+        out = torch.zeros(self.slot_e_id.size(0), dtype=torch.bool, device=nodes.device)
+        out[nodes] = True
+        out[torch.where(self.slot_e_id[nodes] >= 0, self.slot_neighbors[nodes], nodes[:, None]).view(-1)] = True
+        return out
 
     def recent(self, n_id: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Dense recent interactions of any node ids, most recent first (fixed shapes).

@@ -103,8 +103,9 @@ class NeuralLinkModel(TemporalLinkModel):
         raise NotImplementedError
 
     def row_sizes(self, rows: Tensor) -> list[Tensor]:
-        """Device int64 scalars that :meth:`embed_rows` needs on the host for the nodes of the
-        bool ``[num_nodes]`` mask ``rows`` (read together with their number, in one copy)."""
+        """Device int64 scalars that :meth:`embed_rows` needs on the host for the nodes ``rows``,
+        a bool ``[num_nodes]`` mask or their sorted int64 ids (read together with their number,
+        in one copy)."""
         return []
 
     def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, touched: Optional[Tensor] = None) -> None:
@@ -148,7 +149,7 @@ class NeuralLinkModel(TemporalLinkModel):
         parts = []
         for start in range(0, sizes[0], self.embed_chunk):
             part = rows[start:start + self.embed_chunk]
-            parts.append(self.embed_rows(part, host_ints(*self.row_sizes(self._mask(part)))))
+            parts.append(self.embed_rows(part, host_ints(*self.row_sizes(part))))  # ids: work ~ the chunk
         return rows, torch.cat(parts)
 
     def embed(self, ids: Tensor) -> Tensor:

@@ -59,7 +59,7 @@ class TGN(NeuralLinkModel):
         return [reach.sum(), *self.memory.message_sizes(reach)]
 
     def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
-        reach = positions(self.neighbors.reach(self._mask(rows)), sizes[0])
+        reach = positions(self.neighbors.reach(rows), sizes[0])
         memory, last_update = self.memory._get_updated_memory(reach, sizes[1:])
         neighbor, t, msg, valid = self.neighbors.recent(rows)
         local = torch.searchsorted(reach, neighbor).clamp(max=max(reach.numel() - 1, 0))  # invalid slots: any row
