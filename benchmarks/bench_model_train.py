@@ -29,18 +29,16 @@ Run: python benchmarks/bench_model_train.py [--num-events 20000] [--data-dir DIR
 
 from __future__ import annotations
 
-import argparse
 import time
 from typing import Callable
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, best, group_end, load_wikipedia, median, print_header, print_table
-from bench_tgn_train import num_nodes_of, range_catalog, with_zero_message
+from _common import best, group_end, median, print_header, print_table
+from bench_tgn_train import num_nodes_of, range_catalog, training_args, training_head
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from tgeval import chronological_split
 from tgeval.models import DyRep, GraphMixer, TGN
 from tgeval.models.layers import BitDropout
 from tgeval.samplers import UniformSampler
@@ -72,20 +70,9 @@ def matmul_rate(rows: int, dim: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_common_args(parser)
-    parser.add_argument("--num-events", type=int, default=20_000,
-                        help="train on the first N events of the training segment, rounded up to a whole "
-                             "timestamp group (0: the whole segment)")
-    parser.add_argument("--seed", type=int, default=0, help="torch seed of the models' initialisation")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = training_args(__doc__.split("\n\n")[0], 20_000)
     print_header("Training throughput of TGN, DyRep and GraphMixer (train_epoch), Wikipedia, 1 epoch")
-
-    raw, how = load_wikipedia(args.data_dir)
-    data = with_zero_message(raw)
-    split = chronological_split(data, (0.70, 0.15, 0.15))
-    end = group_end(data.t, 0, args.num_events, split.train.end)
+    data, how, split, end = training_head(args)
     num_nodes = num_nodes_of(data)
     catalog = range_catalog(data.dst[:end], num_nodes)
     print(f"data    : {how}; msg = one zero column; training on events [0, {end}); negatives uniform over "

@@ -54,6 +54,7 @@ from torch_geometric.nn.models.tgn import (
 )
 
 from tgeval import chronological_split
+from tgeval.data.split import Split
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import build_exclusions
 from tgeval.models.tgn import TGN
@@ -261,21 +262,33 @@ def num_nodes_of(data: TemporalData) -> int:
     return int(max(int(data.src.max()), int(data.dst.max())) + 1)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def training_args(description: str, num_events: int) -> argparse.Namespace:
+    """The common options, ``--num-events`` (default ``num_events``; 0: the whole training
+    segment) and ``--seed``, parsed; torch threads set."""
+    parser = argparse.ArgumentParser(description=description)
     add_common_args(parser)
-    parser.add_argument("--num-events", type=int, default=0,
-                        help="train on the first N events of the training segment, rounded up to a whole "
-                             "timestamp group (default 0: the whole segment, one full epoch)")
+    parser.add_argument("--num-events", type=int, default=num_events,
+                        help=f"train on the first N events of the training segment, rounded up to a whole "
+                             f"timestamp group (default {num_events}; 0: the whole segment, one full epoch)")
     parser.add_argument("--seed", type=int, default=0, help="torch seed of the models' initialisation")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print_header("TGN training throughput: tgeval wrapper (train_epoch) vs. PyG recipe loop, Wikipedia, 1 epoch")
+    return args
 
+
+def training_head(args: argparse.Namespace) -> tuple[TemporalData, str, Split, int]:
+    """Wikipedia with a message of one zero column, its 70/15/15 split, and the end of the
+    training events ``--num-events`` asks for: ``(data, how it was read, split, end)``."""
     raw, how = load_wikipedia(args.data_dir)
     data = with_zero_message(raw)
     split = chronological_split(data, (0.70, 0.15, 0.15))
-    end = group_end(data.t, 0, args.num_events, split.train.end)
+    return data, how, split, group_end(data.t, 0, args.num_events, split.train.end)
+
+
+def main() -> None:
+    args = training_args(__doc__.split("\n\n")[0], 0)
+    print_header("TGN training throughput: tgeval wrapper (train_epoch) vs. PyG recipe loop, Wikipedia, 1 epoch")
+    data, how, split, end = training_head(args)
     train_data = data[:end]
     num_nodes = num_nodes_of(data)
     catalog = range_catalog(train_data.dst, num_nodes)
