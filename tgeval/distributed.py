@@ -20,8 +20,8 @@ from torch import nn
 
 from tgeval.errors import DistributedError
 
-__all__ = ["init_from_env", "launched", "local_device", "refuse_launch", "shard", "is_main", "rank_and_world", "require_group", "check_same",
-           "state_digest"]
+__all__ = ["init_from_env", "launched", "local_device", "refuse_launch", "shard", "is_main", "rank_and_world",
+           "require_group", "check_same", "state_digest", "sum_gradients"]
 
 #: the variables ``torchrun`` sets for every process; all present means "launched distributed"
 LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -133,3 +133,25 @@ def state_digest(model: nn.Module) -> str:
         digest.update(f"{name}:{value.dtype}:{tuple(value.shape)}".encode())
         digest.update(value.reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
+
+
+def sum_gradients(params: list[torch.Tensor], extra: torch.Tensor) -> torch.Tensor:
+    r"""Replace each parameter's gradient by its sum over the ranks, in one ``all_reduce``.
+
+    With every rank's loss a part :math:`L_r` of the batch loss :math:`L = \sum_r L_r`, the
+    summed gradients are :math:`\nabla L` (up to the order of the sum). A parameter whose
+    gradient is ``None`` on every rank (unused by the whole batch) keeps ``None``, so that an
+    optimizer skips it as it would in one process; one that some rank used gets zeros added
+    elsewhere. ``extra`` (a scalar, e.g. the loss) is summed in the same call and returned.
+    All parameters share one floating dtype.
+    """
+    dtype = params[0].dtype if params else extra.dtype
+    used = torch.tensor([p.grad is not None for p in params], dtype=dtype, device=extra.device)
+    grads = [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
+    flat = torch.cat([*grads, used, extra.detach().reshape(1).to(dtype)])
+    dist.all_reduce(flat)
+    offset = 0
+    for p, was_used in zip(params, flat[-1 - len(params):-1].tolist()):
+        p.grad = flat[offset:offset + p.numel()].view_as(p).clone() if was_used else None
+        offset += p.numel()
+    return flat[-1].to(extra.dtype)

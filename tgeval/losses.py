@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["Reduction", "LossFn", "LOSSES", "bce_loss", "bpr_loss", "sampled_softmax_loss", "get_loss"]
+__all__ = ["Reduction", "LossFn", "LOSSES", "bce_loss", "bpr_loss", "sampled_softmax_loss", "get_loss", "term_count"]
 
 Reduction = Literal["mean", "sum", "none"]
 _REDUCTIONS = ("mean", "sum", "none")
@@ -96,8 +96,7 @@ def bce_loss(pos: Tensor, neg: Tensor, *, neg_mask: Optional[Tensor] = None,
     if neg_mask is not None:
         neg_terms = neg_terms.masked_fill(~neg_mask, 0.0)
     terms = torch.cat([-F.logsigmoid(pos)[:, None], neg_terms], dim=1)
-    count = pos.numel() + (neg.numel() if neg_mask is None else neg_mask.sum())
-    return _reduce(terms, count, reduction)
+    return _reduce(terms, term_count(bce_loss, neg, neg_mask), reduction)
 
 
 def bpr_loss(pos: Tensor, neg: Tensor, *, neg_mask: Optional[Tensor] = None,
@@ -130,8 +129,7 @@ def bpr_loss(pos: Tensor, neg: Tensor, *, neg_mask: Optional[Tensor] = None,
     terms = -F.logsigmoid(pos[:, None] - neg)
     if neg_mask is not None:
         terms = terms.masked_fill(~neg_mask, 0.0)
-    count = neg.numel() if neg_mask is None else neg_mask.sum()
-    return _reduce(terms, count, reduction)
+    return _reduce(terms, term_count(bpr_loss, neg, neg_mask), reduction)
 
 
 def sampled_softmax_loss(pos: Tensor, neg: Tensor, *, log_q: Optional[Tensor] = None,
@@ -197,7 +195,7 @@ def sampled_softmax_loss(pos: Tensor, neg: Tensor, *, log_q: Optional[Tensor] = 
         neg_logit = neg_logit.masked_fill(~neg_mask, float("-inf"))
     logits = torch.cat([pos_logit[:, None], neg_logit], dim=1)  # [B, 1 + K], positive in column 0
     terms = torch.logsumexp(logits, dim=1) - pos_logit
-    return _reduce(terms, pos.numel(), reduction)
+    return _reduce(terms, term_count(sampled_softmax_loss, neg, neg_mask), reduction)
 
 
 #: Losses by name (``get_loss``, the CLI's ``--loss``).
@@ -206,6 +204,27 @@ LOSSES: dict[str, LossFn] = {
     "bpr": bpr_loss,
     "sampled_softmax": sampled_softmax_loss,
 }
+
+
+def term_count(loss: LossFn, neg: Tensor, neg_mask: Optional[Tensor] = None) -> Tensor | int:
+    """The number of terms the mean of a built-in ``loss`` divides by, for a batch of negatives
+    ``neg [B, K]`` (and ``neg_mask``): ``B + M`` for BCE, ``M`` for BPR, ``B`` for the sampled
+    softmax, with ``M`` the valid negatives. Distributed training sums each rank's terms
+    and divides by the whole batch's count once.
+
+    Raises:
+        ValueError: for a loss that is not one of :data:`LOSSES`.
+    """
+    valid = neg.numel() if neg_mask is None else neg_mask.sum()
+    if loss is bce_loss:
+        return neg.size(0) + valid
+    if loss is bpr_loss:
+        return valid
+    if loss is sampled_softmax_loss:
+        return neg.size(0)
+    raise ValueError(f"the number of terms of {getattr(loss, '__name__', loss)!r} is not known; distributed "
+                     f"training splits a batch's terms across ranks and needs one of the built-in losses "
+                     f"{sorted(LOSSES)}.")
 
 
 def get_loss(name: str) -> LossFn:

@@ -68,12 +68,13 @@ from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validate import permute_events
 from tgeval.device import deterministic
+from tgeval.distributed import rank_and_world, require_group, shard, sum_gradients
 from tgeval.errors import LeakageError
 from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader, check_time_sorted
-from tgeval.losses import LossFn, get_loss
+from tgeval.losses import LossFn, get_loss, term_count
 from tgeval.models.base import TemporalLinkModel, check_node_ids
-from tgeval.samplers.base import NegativeSampler, as_negatives, scored_pairs
+from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, scored_pairs
 
 __all__ = ["train_epoch", "resolve_range"]
 
@@ -109,6 +110,7 @@ def train_epoch(
     epoch: int = 0,
     generator: Optional[torch.Generator] = None,
     allow_whole_stream: bool = False,
+    distributed: bool = False,
 ) -> dict:
     r"""Train ``model`` for one epoch over ``data[start:end]`` in timestamp batches.
 
@@ -161,6 +163,17 @@ def train_epoch(
         epoch: epoch index, added to ``seed``.
         generator: overrides ``seed + epoch`` (its ``initial_seed()`` keys the draws).
         allow_whole_stream: train with a whole-stream sampler anyway.
+        distributed: this process is one rank of the default ``torch.distributed`` group.
+            Every rank replays every batch and updates the state with it (the state is
+            replicated) and draws the same negatives (keyed by position); rank ``r`` of ``W``
+            scores only its contiguous share :func:`~tgeval.distributed.shard` of the
+            batch's events with their negatives, and its loss is the sum of its terms over
+            the whole batch's term count (:func:`~tgeval.losses.term_count`: built-in losses
+            only), so the ranks' losses add up to the batch loss. One ``all_reduce`` per
+            batch sums the gradients (:func:`~tgeval.distributed.sum_gradients`) before
+            ``optimizer.step()``, so the parameters stay equal on every rank and equal one
+            process's up to the order of sums. Dropout masks are drawn per rank: with
+            dropout, a run is a different random run, not the same one.
 
     Returns:
         dict: ``loss`` (mean batch loss weighted by batch size, a float), ``num_batches``,
@@ -173,7 +186,10 @@ def train_epoch(
         ValueError: for ``num_negatives < 1`` or an unknown loss name.
         LeakageError: for a whole-stream sampler without ``allow_whole_stream=True``.
         DataMismatchError: a segment cut from other data.
+        DistributedError: ``distributed=True`` without a process group.
     """
+    if distributed:
+        require_group()
     if num_negatives < 1:
         raise ValueError(f"num_negatives must be >= 1 for training, got {num_negatives}.")
     if getattr(sampler, "uses_whole_stream", False) and not allow_whole_stream:
@@ -181,6 +197,10 @@ def train_epoch(
                            f"knowledge of the whole stream, so training with it uses future events. Use a "
                            f"history-based sampler, or pass allow_whole_stream=True to do it on purpose.")
     loss_fn: LossFn = get_loss(loss) if isinstance(loss, str) else loss
+    rank, world = rank_and_world() if distributed else (0, 1)
+    if distributed:
+        term_count(loss_fn, torch.zeros(1, 1))  # a built-in loss, refused before any work otherwise
+    params = [p for group in optimizer.param_groups for p in group["params"]]
     start, end = resolve_range(data, segment_or_range)
     # the segment only: a sampler built for the whole stream may train on a prefix of it
     check_built_for(data, segment=getattr(segment_or_range, "built_from", None))
@@ -210,12 +230,26 @@ def train_epoch(
             for batch in loader:
                 neg = as_negatives(sampler.sample(batch, num_negatives, generator))  # [B, K]
                 size, k = neg.dst.shape
-                scores = model.score(*scored_pairs(batch.src, batch.dst, batch.t, neg)).view(size, 1 + k)
-                pos_score, neg_score = scores[:, 0], scores[:, 1:]
-                value = (loss_fn(pos_score, neg_score) if neg.mask is None
-                         else loss_fn(pos_score, neg_score, neg_mask=neg.mask))
+                lo, hi = shard(size, rank, world)  # the whole batch in one process
+                part = neg if world == 1 else Negatives(
+                    neg.dst[lo:hi], None if neg.src is None else neg.src[lo:hi],
+                    None if neg.mask is None else neg.mask[lo:hi])
                 optimizer.zero_grad()
-                value.backward()
+                if hi > lo:
+                    scores = model.score(*scored_pairs(batch.src[lo:hi], batch.dst[lo:hi], batch.t[lo:hi],
+                                                       part)).view(hi - lo, 1 + k)
+                    pos_score, neg_score = scores[:, 0], scores[:, 1:]
+                    options = {} if part.mask is None else {"neg_mask": part.mask}
+                    if world == 1:
+                        value = loss_fn(pos_score, neg_score, **options)
+                    else:
+                        value = loss_fn(pos_score, neg_score, reduction="sum", **options) / term_count(
+                            loss_fn, neg.dst, neg.mask)
+                    value.backward()
+                else:  # an empty share (more ranks than the batch's events): nothing to score
+                    value = torch.zeros((), device=device)
+                if world > 1:
+                    value = sum_gradients(params, value)  # the batch loss, and its gradients on every rank
                 optimizer.step()
                 total = total + value.detach() * size
                 if detach is not None:
