@@ -34,6 +34,8 @@ WRITER = textwrap.dedent("""
                                 sampler=UniformSampler(catalog), num_negatives=3, seed=seed, data_name=f"seed {seed}")
     run(0).save(f"{folder}/r.json", events=f"{folder}/e.csv")  # the old pair
     signal.signal(signal.SIGTERM, _terminate)  # as the command line does
+    # Ctrl-C raises KeyboardInterrupt, as in a shell's foreground (a background job starts with SIGINT ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     calls = {"n": 0}
     def hooked(original):
         def call(*args):
