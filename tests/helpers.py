@@ -78,3 +78,12 @@ def brute_force_counts(score_fn, src, dst, t, catalog_items, available_from=None
             equal += q == p
         out.append((above, equal, count))
     return out
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free now (for a test's process group)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

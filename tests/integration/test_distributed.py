@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shlex
-import socket
 import subprocess
 
 import pytest
@@ -30,7 +29,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.errors import DistributedError
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import UniformSampler
-from tests.helpers import README, small_neural_model
+from tests.helpers import README, free_port, small_neural_model
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="this PyTorch build has no torch.distributed gloo backend")
@@ -84,12 +83,6 @@ def _worker(rank, world, port, path):
         dist.destroy_process_group()
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def single_process(one_thread):
     out = {}
@@ -102,7 +95,7 @@ def single_process(one_thread):
 @pytest.mark.parametrize("world", [2, 3])
 def test_sharded_evaluation_equals_one_process(world, single_process, tmp_path):
     path = tmp_path / "rank0.pt"
-    mp.start_processes(_worker, args=(world, _free_port(), path), nprocs=world, join=True, start_method="spawn")
+    mp.start_processes(_worker, args=(world, free_port(), path), nprocs=world, join=True, start_method="spawn")
     sharded = torch.load(path)
     for name in CASES:
         records, metrics, manifest = sharded[name]
@@ -141,7 +134,7 @@ def test_readme_torchrun_command_runs_and_equals_one_process(tmp_path, monkeypat
     (tmp_path / "events.txt").write_text("".join(f"{u} {v} {t}\n" for u, v, t in
                                                  zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
     env = {**os.environ, "PYTHONPATH": str(README.parent), "OMP_NUM_THREADS": "1"}
-    port = ["--master-port", str(_free_port())]  # a free port instead of torchrun's default 29500
+    port = ["--master-port", str(free_port())]  # a free port instead of torchrun's default 29500
     done = subprocess.run([one_machine[0], *port, *one_machine[1:]], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -21,7 +21,7 @@ from tgeval.errors import DistributedError
 from tgeval.samplers import UniformSampler
 from tgeval.data.catalog import build_catalog
 from tgeval.train import train_epoch
-from tests.helpers import small_neural_model
+from tests.helpers import free_port, small_neural_model
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="this PyTorch build has no torch.distributed gloo backend")
@@ -56,17 +56,9 @@ def _worker(rank, world, port, folder):
         dist.destroy_process_group()
 
 
-def _free_port():
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.parametrize("world", [2, 3])
 def test_data_parallel_epoch_equals_one_process(world, tmp_path, one_thread):
-    mp.start_processes(_worker, args=(world, _free_port(), str(tmp_path)), nprocs=world, join=True,
+    mp.start_processes(_worker, args=(world, free_port(), str(tmp_path)), nprocs=world, join=True,
                        start_method="spawn")
     ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(world)]
     for case in CASES:
