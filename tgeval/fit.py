@@ -32,6 +32,7 @@ from tgeval.checkpoint import CheckpointError, load_checkpoint, model_name, save
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import fingerprint
 from tgeval.data.split import Split
+from tgeval.distributed import is_main, require_group
 from tgeval.errors import OutputPathError
 from tgeval.eval.replay import evaluate
 from tgeval.eval.result import Result, json_safe
@@ -143,6 +144,7 @@ def fit(
     overwrite: bool = False,
     spec: Optional[dict] = None,
     on_epoch: Optional[Callable[[dict], None]] = None,
+    distributed: bool = False,
 ) -> dict:
     r"""Train ``model`` on ``split.train``, validate on ``split.val`` after every epoch, keep the best epoch.
 
@@ -192,6 +194,12 @@ def fit(
         overwrite: replace a run already in ``checkpoint_dir`` (otherwise refused, unless resuming).
         spec: extra entries of the training specification (e.g. the CLI's sampler string).
         on_epoch: called with each epoch's history record, after its checkpoints are written.
+        distributed: this process is one rank of the default ``torch.distributed`` group:
+            training is data-parallel (:func:`~tgeval.train.train_epoch`), validation is
+            sharded (:func:`~tgeval.eval.replay.evaluate`), both identical on every rank, so
+            every rank takes the same early-stopping decisions; rank 0 alone writes the
+            checkpoints and ``timings.json`` (``checkpoints`` is ``None`` on the others). A
+            ``resume`` file is read by every rank.
 
     Returns:
         dict: ``model`` (registry name or class name), ``training`` (the specification),
@@ -217,6 +225,9 @@ def fit(
         raise ValueError(f"epochs and patience must be >= 1, got epochs={epochs}, patience={patience}.")
     val_sampler = sampler if val_sampler is None else val_sampler
     val_negatives = num_negatives if val_negatives is None else val_negatives
+    if distributed:
+        require_group()
+    writes = not distributed or is_main()
     checkpointing = checkpoint_dir is not None or resume is not None
     if checkpoint_dir is not None:
         check_new_run(checkpoint_dir, resume=resume is not None, overwrite=overwrite)
@@ -249,18 +260,20 @@ def fit(
         if best_parameters is None and best["epoch"] is not None:  # the checkpoint's own epoch was the best
             best_parameters = clone_state(parameters_of(model))
 
-    folder = None if checkpoint_dir is None else Path(checkpoint_dir)
+    folder = None if checkpoint_dir is None or not writes else Path(checkpoint_dir)
     files: dict[str, dict] = {}
     for epoch in range(start, epochs):
         if best["stopped"]:
             break
         model.train()  # the same mode every epoch, whatever the caller or a resume left
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=loss, optimizer=optimizer,
-                            batch_size=batch_size, num_negatives=num_negatives, seed=seed, epoch=epoch)
+                            batch_size=batch_size, num_negatives=num_negatives, seed=seed, epoch=epoch,
+                            distributed=distributed)
         trained_state = model.snapshot() if folder is not None else None  # history = the training segment only
         model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
         result = evaluate(model, data, split.val, protocol="online", sampler=val_sampler,
-                          num_negatives=val_negatives, catalog=val_catalog, batch_size=batch_size, seed=seed)
+                          num_negatives=val_negatives, catalog=val_catalog, batch_size=batch_size, seed=seed,
+                          distributed=distributed)
         measured = val_metrics(result)
         value = measured.get(val_metric)
         improved = value is not None and (best["value"] is None or value > best["value"])

@@ -4,7 +4,7 @@ Every rank trains one epoch of ``train_epoch(distributed=True)``: the same batch
 negatives, its share of each batch's terms, one gradient ``all_reduce`` per batch. Without
 dropout (masks are drawn per rank) the parameters after an SGD epoch agree with one process's
 to 1e-5 and are bit-identical across the ranks, for TGN, DyRep and GraphMixer, under BCE and
-BPR. (SGD, because the check is of the summed gradient: Adam divides each step by the root of
+BPR; so are ``fit``'s validation and the checkpoints rank 0 alone writes. (SGD, because the check is of the summed gradient: Adam divides each step by the root of
 its running squared gradient, so a parameter whose true gradient is 0 up to rounding, such as
 an attention key bias under softmax's shift invariance, takes steps of the learning rate's size
 in the direction of that rounding, in one process as in several.)
@@ -20,6 +20,8 @@ from tgeval.data.synthetic import generate_events
 from tgeval.errors import DistributedError
 from tgeval.samplers import UniformSampler
 from tgeval.data.catalog import build_catalog
+from tgeval.checkpoint import load_checkpoint
+from tgeval.fit import fit
 from tgeval.train import train_epoch
 from tests.helpers import free_port, small_neural_model
 
@@ -44,11 +46,25 @@ def _train(name, loss, distributed=False):
     return {k: v.detach().clone() for k, v in model.named_parameters()}, out["loss"], before
 
 
+def _fit(folder, distributed=False):
+    """Two epochs of ``fit`` (SGD, validation AP and all-entity MRR) with checkpoints in ``folder``."""
+    torch.manual_seed(0)
+    data = generate_events(400, NUM_NODES, seed=5)
+    split = chronological_split(data)
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=NUM_NODES)
+    model = small_neural_model("tgn", NUM_NODES, dropout=0.0)
+    return fit(model, data, split, sampler=UniformSampler(catalog), loss="bce", epochs=2, batch_size=20,
+               optimizer=torch.optim.SGD(model.parameters(), lr=0.02), num_negatives=3, val_catalog=catalog,
+               val_metric="all_entity_mrr", checkpoint_dir=folder, distributed=distributed)
+
+
 def _worker(rank, world, port, folder):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
         out = {case: _train(*case, distributed=True)[:2] for case in CASES}
+        fitted = _fit(f"{folder}/run", distributed=True)
+        out["fit"] = ([record["val"] for record in fitted["history"]], sorted(fitted["checkpoints"] or {}))
         with pytest.raises(ValueError, match="needs one of the built-in losses"):
             _train("tgn", lambda pos, neg: (neg - pos[:, None]).mean(), distributed=True)
         torch.save(out, f"{folder}/rank{rank}.pt")
@@ -70,6 +86,17 @@ def test_data_parallel_epoch_equals_one_process(world, tmp_path, one_thread):
         assert loss == pytest.approx(expected_loss, rel=1e-5), case
         for other in ranks[1:]:  # the ranks stay identical: one summed gradient, one step
             assert all(torch.equal(other[case][0][k], params[k]) for k in params), case
+    # fit: rank 0 alone wrote the checkpoints, which hold one process's parameters to 1e-5
+    single = _fit(tmp_path / "single")
+    assert ranks[0]["fit"][1] == ["best", "last"] and all(r["fit"][1] == [] for r in ranks[1:])
+    assert all(r["fit"][0] == ranks[0]["fit"][0] for r in ranks[1:])  # the same validation, every rank
+    for got, want in zip(ranks[0]["fit"][0], [record["val"] for record in single["history"]]):
+        assert got.keys() == want.keys() and all(got[k] == pytest.approx(want[k], abs=1e-4) for k in want)
+    for kind in ("best", "last"):
+        ours = load_checkpoint(tmp_path / "run" / f"{kind}.pt").model.state_dict()
+        theirs = load_checkpoint(tmp_path / "single" / f"{kind}.pt").model.state_dict()
+        for k, value in theirs.items():
+            torch.testing.assert_close(ours[k], value, rtol=0, atol=1e-5, msg=lambda m: f"{kind} {k}: {m}")
 
 
 def test_distributed_training_without_a_process_group_names_the_fix():
