@@ -5,6 +5,8 @@ Imported by :mod:`tgeval.cli` only once the arguments are parsed."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import sys
 import time
@@ -295,7 +297,7 @@ NEURAL_ONLY = ("patience", "checkpoint_dir", "resume", *WIDTHS)
 
 
 def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
-                      sampler: NegativeSampler) -> tuple[TemporalLinkModel, dict]:
+                      sampler: NegativeSampler, distributed: bool) -> tuple[TemporalLinkModel, dict]:
     """Fit ``s = b + beta * 1{pair seen before}`` for ``--epochs`` epochs (no per-epoch validation)."""
     lr = 0.1 if args.lr is None else args.lr
     model = PairMembership(num_nodes, beta=0.0, bias=0.0).to(data.src.device)
@@ -303,7 +305,8 @@ def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split
     history = []
     for epoch in range(args.epochs):
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=args.loss, optimizer=optimizer,
-                            batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed, epoch=epoch)
+                            batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed, epoch=epoch,
+                            distributed=distributed)
         history.append({"epoch": epoch, **stats, **model.describe(), "sampler": sampler.describe()})
         print(f"epoch {epoch}: loss {stats['loss']:.4f}  beta {float(model.beta.detach()):+.4f}  "
               f"bias {float(model.bias.detach()):+.4f}  ({stats['events_per_second']:.0f} events/s)")
@@ -313,7 +316,7 @@ def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split
 
 
 def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
-                  sampler: NegativeSampler, catalog: Catalog) -> tuple[TemporalLinkModel, dict]:
+                  sampler: NegativeSampler, catalog: Catalog, distributed: bool) -> tuple[TemporalLinkModel, dict]:
     """Build ``--model`` from the width options and :func:`~tgeval.fit.fit` it with validation and checkpoints."""
     accepted = model_options(args.model)
     config = {"num_nodes": num_nodes, "msg_dim": message_dim(data)}
@@ -339,7 +342,7 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
                    val_metric=args.val_metric, val_sampler=UniformSampler(catalog), val_negatives=args.val_negatives,
                    val_catalog=catalog if all_entity else None, checkpoint_dir=args.checkpoint_dir,
                    resume=args.resume, overwrite=args.overwrite, spec={"sampler_spec": args.sampler},
-                   on_epoch=report)
+                   on_epoch=report, distributed=distributed)
     for kind, entry in (training["checkpoints"] or {}).items():
         print(f"wrote {entry['path']} ({kind})")
     print(f"best epoch {training['best_epoch']} (val {args.val_metric} {format_number(training['best_value'])}); "
@@ -348,8 +351,8 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
 
 
 def train_command(args: argparse.Namespace) -> int:
-    """Fit a trainable model on the training segment, then evaluate it on validation."""
-    refuse_launch("train")
+    """Fit a trainable model on the training segment, then evaluate it on validation; under
+    ``torchrun`` data-parallel (every rank trains, rank 0 alone prints and writes)."""
     if args.epochs < 1:
         raise ValueError(f"--epochs must be >= 1, got {args.epochs}: a model trained for no epoch is not trained.")
     if args.model == "membership":  # options of the neural models, refused before any work
@@ -357,11 +360,19 @@ def train_command(args: argparse.Namespace) -> int:
         if given:
             raise ValueError(f"{', '.join(given)} apply to the neural models ({', '.join(NEURAL_MODELS)}), "
                              f"not to membership.")
-    device = device_of(args.device)  # devices and outputs are checked before any work
+    device = local_device(device_of(args.device))  # devices and outputs are checked before any work
+    distributed = init_from_env(device)  # under torchrun: one rank of a data-parallel run
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     if args.out is not None:
         check_writable(args.out, what="--out")
     if args.checkpoint_dir is not None:
         check_new_run(args.checkpoint_dir, resume=args.resume is not None, overwrite=args.overwrite)
+    with contextlib.nullcontext() if is_main() else contextlib.redirect_stdout(io.StringIO()):  # rank 0 alone prints
+        return _train(args, device, distributed)
+
+
+def _train(args: argparse.Namespace, device: torch.device, distributed: bool) -> int:
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, duplicates=args.duplicates)
     _report_reading(info)
@@ -371,15 +382,16 @@ def train_command(args: argparse.Namespace) -> int:
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
     torch.manual_seed(args.seed)
     sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog)
-    model, training = (_train_membership(args, data, split, num_nodes, sampler) if args.model == "membership"
-                       else _train_neural(args, data, split, num_nodes, sampler, catalog))
+    model, training = (_train_membership(args, data, split, num_nodes, sampler, distributed)
+                       if args.model == "membership" else
+                       _train_neural(args, data, split, num_nodes, sampler, catalog, distributed))
     result = evaluate(model, data, split.val, sampler=UniformSampler(catalog), num_negatives=args.val_negatives,
                       catalog=catalog, seed=args.seed, batch_size=args.batch_size, data_name=str(args.data),
-                      split=split.to_dict())
+                      split=split.to_dict(), distributed=distributed)
     result.manifest["training"] = training
     print(protocol_line(result))
     print(format_table([(f"{args.model} (trained)", result)]))
-    if args.out:
+    if args.out and is_main():
         result.save(args.out)
         print(f"wrote {args.out}")
     return 0

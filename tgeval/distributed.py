@@ -44,8 +44,8 @@ def refuse_launch(command: str) -> None:
     """Raise :class:`~tgeval.errors.DistributedError` when ``command`` (one that has no sharded
     form) was started by ``torchrun``: its ranks would repeat the work and race on its files."""
     if launched() and int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        raise DistributedError(f"`tgeval {command}` runs in one process; only `tgeval evaluate` is sharded "
-                               f"under torchrun. Run `tgeval {command} ...` without torchrun.")
+        raise DistributedError(f"`tgeval {command}` runs in one process; only `tgeval evaluate` and `tgeval train` "
+                               f"run under torchrun. Run `tgeval {command} ...` without torchrun.")
 
 
 def init_from_env(device: Optional[torch.device] = None) -> bool:

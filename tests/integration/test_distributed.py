@@ -153,7 +153,31 @@ def test_readme_torchrun_command_runs_and_equals_one_process(tmp_path, monkeypat
 def test_commands_without_a_sharded_form_refuse_torchrun(monkeypatch, capsys, tmp_path):
     for name, value in {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}.items():
         monkeypatch.setenv(name, value)
-    assert main(["train", str(tmp_path / "events.txt"), "--format", "snap", "--epochs", "1"]) == 2
-    assert "`tgeval train` runs in one process; only `tgeval evaluate` is sharded" in capsys.readouterr().err
+    assert main(["run", "--out", str(tmp_path / "r")]) == 2
+    assert "`tgeval run` runs in one process; only `tgeval evaluate` and `tgeval train`" in capsys.readouterr().err
     assert main(["diagnose", str(tmp_path / "events.txt"), "--format", "snap", "--out", str(tmp_path / "d")]) == 2
     assert "`tgeval diagnose` runs in one process" in capsys.readouterr().err
+
+
+def test_torchrun_train_writes_one_run_that_matches_one_process(tmp_path, monkeypatch):
+    """`torchrun --nproc-per-node 2 -m tgeval train ...`: data-parallel epochs, rank 0 alone prints
+    and writes the checkpoints and the result, whose validation metrics match one process's."""
+    data = generate_events(num_events=800, num_nodes=60, seed=4)
+    (tmp_path / "events.txt").write_text("".join(f"{u} {v} {t}\n" for u, v, t in
+                                                 zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
+    args = ["train", "events.txt", "--format", "snap", "--model", "tgn", "--epochs", "1", "--memory-dim", "8",
+            "--time-dim", "4", "--embedding-dim", "8", "--num-neighbors", "3", "--threads", "1"]
+    env = {**os.environ, "PYTHONPATH": str(README.parent), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(["torchrun", "--nproc-per-node", "2", "--master-port", str(free_port()), "-m", "tgeval",
+                           *args, "--checkpoint-dir", "run", "--out", "r.json"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("wrote r.json") == 1 and done.stdout.count("epoch 0:") == 1  # rank 0 alone
+    assert {p.name for p in (tmp_path / "run").iterdir()} == {"last.pt", "best.pt", "timings.json"}
+    monkeypatch.chdir(tmp_path)
+    assert main([*args, "--checkpoint-dir", "single", "--out", "single.json"]) == 0
+    sharded, single = (json.loads((tmp_path / name).read_text()) for name in ("r.json", "single.json"))
+    assert sharded["manifest"]["distributed"]["world_size"] == 2
+    for key in ("ap", "auroc"):
+        assert sharded["metrics"]["sampled"][key]["global"] == pytest.approx(
+            single["metrics"]["sampled"][key]["global"], abs=1e-3)
