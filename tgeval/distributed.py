@@ -1,11 +1,13 @@
-r"""Process-group plumbing for evaluation on several processes (``torch.distributed``).
+r"""Process-group plumbing for evaluation and training on several processes (``torch.distributed``).
 
 ``torchrun`` starts ``W`` processes, each with ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and
 ``MASTER_PORT`` in its environment; :func:`init_from_env` turns them into the default process
 group (gloo for CPU tensors, NCCL for CUDA ones). Sharded evaluation
 (``evaluate(..., distributed=True)``) replays every event on every rank and splits only the
 catalog: rank ``r`` of ``W`` owns the contiguous candidate range :func:`shard` of the
-available prefix, and the per-rank counts are summed with one ``all_reduce``.
+available prefix, and the per-rank counts are summed with one ``all_reduce``. Data-parallel
+training (``train_epoch(..., distributed=True)``) splits each batch's events the same way and
+sums the gradients with one ``all_reduce`` per batch (:func:`sum_gradients`).
 """
 
 from __future__ import annotations

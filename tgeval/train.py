@@ -63,12 +63,12 @@ from torch import Tensor
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.data.fingerprint import check_built_for
+from tgeval.data.fingerprint import check_built_for, fingerprint
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validate import permute_events
 from tgeval.device import deterministic
-from tgeval.distributed import rank_and_world, require_group, shard, sum_gradients
+from tgeval.distributed import check_same, rank_and_world, require_group, shard, state_digest, sum_gradients
 from tgeval.errors import LeakageError
 from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader, check_time_sorted
@@ -205,6 +205,10 @@ def train_epoch(
     # the segment only: a sampler built for the whole stream may train on a prefix of it
     check_built_for(data, segment=getattr(segment_or_range, "built_from", None))
     check_node_ids(model, data)
+    if distributed:  # every rank must train the same model on the same batches
+        check_same("the training (data, model parameters and state, options)", (
+            fingerprint(data), state_digest(model), start, end, batch_size, num_negatives,
+            generator.initial_seed() if generator is not None else seed + epoch, sampler.describe()))
     device = data.src.device
     if generator is None:
         generator = torch.Generator(device=device).manual_seed(seed + epoch)

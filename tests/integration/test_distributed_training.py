@@ -67,6 +67,12 @@ def _worker(rank, world, port, folder):
         out["fit"] = ([record["val"] for record in fitted["history"]], sorted(fitted["checkpoints"] or {}))
         with pytest.raises(ValueError, match="needs one of the built-in losses"):
             _train("tgn", lambda pos, neg: (neg - pos[:, None]).mean(), distributed=True)
+        torch.manual_seed(rank)  # ranks that would train different models are refused, on every rank
+        model = small_neural_model("tgn", NUM_NODES)
+        data = generate_events(400, NUM_NODES, seed=5)
+        with pytest.raises(DistributedError, match="ranks disagree on the training"):
+            train_epoch(model, data, None, sampler=UniformSampler(build_catalog(data, "all", num_nodes=NUM_NODES)),
+                        loss="bce", optimizer=torch.optim.SGD(model.parameters(), lr=0.1), distributed=True)
         torch.save(out, f"{folder}/rank{rank}.pt")
     finally:
         dist.destroy_process_group()
