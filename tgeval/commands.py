@@ -127,6 +127,16 @@ def _report_reading(info: ReadInfo) -> None:
               f"them apart", file=sys.stderr)
 
 
+def _process_device(name: str) -> tuple[torch.device, bool]:
+    """This process's device for ``--device name`` (under ``torchrun``, ``cuda`` is
+    ``cuda:$LOCAL_RANK``), and whether it joined a ``torchrun`` process group."""
+    device = local_device(device_of(name))
+    distributed = init_from_env(device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    return device, distributed
+
+
 def evaluate_command(args: argparse.Namespace) -> int:
     _checked_model_argument(args.model)
     if args.model in GNN_MODELS and args.protocol != "fixed":
@@ -135,10 +145,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
                          f"is then fixed too).")
     if args.negatives < 0:
         raise ValueError(f"--negatives must be >= 0 (0: no sampled metrics), got {args.negatives}.")
-    device = local_device(device_of(args.device))  # devices and outputs are checked before any work
-    distributed = init_from_env(device)  # under torchrun: one rank of a sharded evaluation
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
+    device, distributed = _process_device(args.device)  # devices and outputs are checked before any work
     main = is_main()
     for path, what in ((args.out, "--out"), (args.save_events, "--save-events")):
         if path is not None:
@@ -360,10 +367,7 @@ def train_command(args: argparse.Namespace) -> int:
         if given:
             raise ValueError(f"{', '.join(given)} apply to the neural models ({', '.join(NEURAL_MODELS)}), "
                              f"not to membership.")
-    device = local_device(device_of(args.device))  # devices and outputs are checked before any work
-    distributed = init_from_env(device)  # under torchrun: one rank of a data-parallel run
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
+    device, distributed = _process_device(args.device)  # devices and outputs are checked before any work
     if args.out is not None:
         check_writable(args.out, what="--out")
     if args.checkpoint_dir is not None:
@@ -373,6 +377,7 @@ def train_command(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace, device: torch.device, distributed: bool) -> int:
+    """The body of :func:`train_command` once devices and outputs are checked."""
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, duplicates=args.duplicates)
     _report_reading(info)
