@@ -96,8 +96,28 @@ def _child(items: int, events: int, batch_size: int) -> None:
     print(json.dumps(out))
 
 
-def scaling(sizes: list[int], events: int, batch_size: int, repeat: int) -> None:
-    rows = []
+def plot_scaling(sizes: list[int], ms_per_event: list[float], path: str) -> None:
+    """Log-log plot of ms/event against catalog size, with the line of slope 1 through the first point."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+    ax.loglog(sizes, ms_per_event, "o-", label="measured (best)")
+    ax.loglog(sizes, [ms_per_event[0] * n / sizes[0] for n in sizes], "--", color="grey", label="linear in N")
+    ax.set_xlabel("catalog items N")
+    ax.set_ylabel("ms per event (steady state)")
+    ax.set_title("TGN all-entity ranking, 1 thread")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
+def scaling(sizes: list[int], events: int, batch_size: int, repeat: int, plot: str | None = None) -> None:
+    rows, best_ms = [], []
     for items in sizes:
         runs = []
         for _ in range(repeat):
@@ -106,6 +126,7 @@ def scaling(sizes: list[int], events: int, batch_size: int, repeat: int) -> None
                                   capture_output=True, text=True, check=True)
             runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
         steady = [r["steady_ms_per_event"] for r in runs]
+        best_ms.append(min(steady))
         best = min(runs, key=lambda r: r["steady_ms_per_event"])
         extra = min(r["rss_peak"] - r["rss_before"] for r in runs)
         rows.append([f"{items:,}", f"{min(steady):.2f}", f"{median(steady):.2f}",
@@ -115,6 +136,8 @@ def scaling(sizes: list[int], events: int, batch_size: int, repeat: int) -> None
     print(f"\nscaling (1 process, 1 thread, batch_size {batch_size}; best of {repeat} runs, median beside it)")
     print_table(["items N", "ms/event (best)", "ms/event (median)", "ns/event/item", "pass s", "first batch s",
                  "peak RSS - base MiB", "bytes/item", "events / batches"], rows)
+    if plot is not None:
+        plot_scaling(sizes, best_ms, plot)
 
 
 def _free_port() -> int:
@@ -197,6 +220,7 @@ def main() -> None:
     parser.add_argument("--speedup-batch-size", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--parts", nargs="+", choices=("scaling", "speedup"), default=["scaling", "speedup"])
+    parser.add_argument("--plot", default=None, help="write the scaling part's log-log plot to this PNG file")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
@@ -206,7 +230,7 @@ def main() -> None:
     print_header("exact all-entity ranking of TGN over large catalogs, and 1 vs 2 gloo processes")
     print(f"reproduce: {command_line()}")
     if "scaling" in args.parts:
-        scaling(args.sizes, args.events, args.batch_size, args.repeat)
+        scaling(args.sizes, args.events, args.batch_size, args.repeat, args.plot)
     if "speedup" in args.parts:
         speedup(args.speedup_items, args.speedup_events, args.speedup_batch_size, args.repeat)
 
