@@ -48,11 +48,10 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
-from tgeval.diagnostics.membership import SeenSampler, UnseenSampler, _check_fixed, _prepare, membership_factorial
+from tgeval.diagnostics.membership import MembershipReplay, membership_factorial
 from tgeval.eval.metrics import auroc
-from tgeval.eval.replay import evaluate, warm_up
+from tgeval.eval.replay import evaluate
 from tgeval.eval.result import json_safe
-from tgeval.loader import TimestampBatchLoader
 
 __all__ = ["Direction", "InterventionResult", "pair_representations", "fit_directions", "project_out",
            "membership_intervention"]
@@ -92,9 +91,10 @@ def pair_representations(model: Any, data: TemporalData, segment: Segment, catal
                          directed: bool = True) -> tuple[Tensor, Tensor]:
     """Pair representations and membership labels of the fitting pairs of ``segment``.
 
-    Replays ``model`` like :func:`~tgeval.eval.replay.evaluate` (warm-up on
-    ``data[:segment.start]``, timestamp batches in canonical order, embeddings from the state
-    before each batch, then ``update``), so it resets the model's state. Per event, ``K =
+    Replays ``model`` with :class:`~tgeval.diagnostics.membership.MembershipReplay` (as
+    :func:`~tgeval.eval.replay.evaluate` does: warm-up on ``data[:segment.start]``, timestamp
+    batches in canonical order, embeddings from the state before each batch, then ``update``),
+    so it resets the model's state. Per event, ``K =
     num_negatives`` seen and ``K`` unseen destinations of its source (fewer when a pool is
     short; an empty pool gives none).
 
@@ -103,40 +103,22 @@ def pair_representations(model: Any, data: TemporalData, segment: Segment, catal
         was observed before the batch).
     """
     _check_model(model)
-    _check_fixed(catalog)
     if num_negatives < 1:
         raise ValueError(f"num_negatives must be >= 1, got {num_negatives}.")
-    data = _prepare(data, segment, model.num_nodes)
-    if catalog.device != data.src.device:
-        catalog = catalog.to(data.src.device)
-    history, events = data[: segment.start], data[segment.start : segment.end]
-    n = model.num_nodes
-    seen, unseen = SeenSampler(n, directed=directed), UnseenSampler(catalog, n, directed=directed)
-    warm_up(model, history, batch_size=batch_size)
-    if history.num_events:
-        seen.observe(history)
-        unseen.observe(history)
-    generator = torch.Generator(device=data.src.device).manual_seed(seed)
+    replay = MembershipReplay(model, data, segment, catalog, batch_size=batch_size, directed=directed)
+    generator = torch.Generator(device=replay.catalog.device).manual_seed(seed)
     reps, labels = [], []
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            for batch in TimestampBatchLoader(events, batch_size):
-                src = batch.src.repeat_interleave(num_negatives)
-                for sampler, label in ((seen, True), (unseen, False)):
-                    drawn = sampler.draw(batch, num_negatives, generator).negatives
-                    assert drawn.mask is not None  # pool draws always carry their padding mask
-                    valid = drawn.mask.flatten()
-                    u, v = src[valid], drawn.dst.flatten()[valid]
-                    z = model.embed(torch.cat([u, v]))
-                    reps.append(model.decoder.hidden(z[: u.numel()], z[u.numel():]))
-                    labels.append(torch.full((u.numel(),), label, dtype=torch.bool, device=u.device))
-                model.update(batch)
-                seen.observe(batch)
-                unseen.observe(batch)
-    finally:
-        model.train(was_training)
+    for batch in replay:
+        src = batch.src.repeat_interleave(num_negatives)
+        seen, unseen = (sampler.draw(batch, num_negatives, generator).negatives
+                        for sampler in (replay.seen, replay.unseen))
+        assert seen.mask is not None and unseen.mask is not None  # pool draws carry their padding mask
+        valid = torch.cat([seen.mask.flatten(), unseen.mask.flatten()])
+        u = torch.cat([src, src])[valid]
+        v = torch.cat([seen.dst.flatten(), unseen.dst.flatten()])[valid]
+        z = model.embed(torch.cat([u, v]))  # one call: every node embedded once per batch
+        reps.append(model.decoder.hidden(z[: u.numel()], z[u.numel():]))
+        labels.append(torch.arange(valid.numel(), device=valid.device)[valid] < src.numel())  # the seen half
     width = model.decoder.lin_out.in_features
     h = torch.cat(reps) if reps else torch.zeros((0, width))
     return h, torch.cat(labels) if labels else torch.zeros(0, dtype=torch.bool)

@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Literal, Optional, Union
+from typing import Iterator, Literal, Optional, Union
 
 import torch
 from torch import Tensor
@@ -74,7 +74,7 @@ from tgeval.samplers.source_history import SourceHistorySampler
 from tgeval.samplers.uniform import UniformSampler
 from tgeval.state import State, no_state_change
 
-__all__ = ["SeenSampler", "UnseenSampler", "PoolSample", "FactorialCell", "MembershipFactorial",
+__all__ = ["SeenSampler", "UnseenSampler", "PoolSample", "MembershipReplay", "FactorialCell", "MembershipFactorial",
            "membership_factorial", "BetaStar", "beta_star", "fit_membership_beta", "pair_membership"]
 
 
@@ -318,6 +318,52 @@ def _seen_exhaustive(model: TemporalLinkModel, src: Tensor, t: Tensor, pos: Tens
     return tuple(out)
 
 
+class MembershipReplay:
+    """The replay behind the factorial (and the intervention's fitting pairs), as in
+    :func:`~tgeval.eval.replay.evaluate`: the stream validated and put in canonical order
+    (``events``: the segment, with ``e_id``), the model warmed up on the history before the
+    segment, and :class:`SeenSampler` / :class:`UnseenSampler` (``seen``, ``unseen``) holding
+    that history. Iterating yields the segment's timestamp batches in eval mode without
+    gradients, the state before each batch; once the caller is done with a batch, an
+    ``online`` replay updates the model and both samplers with it (``online=False``: the
+    fixed protocol, nothing updated). The model's train / eval mode is restored at the end.
+
+    Args:
+        model: any model; data, segment: the stream and the replayed segment (whole groups).
+        catalog: fixed catalog of the unseen pools (moved to the data's device: ``catalog``).
+        batch_size: target events per batch; directed: pair definition.
+    """
+
+    def __init__(self, model: TemporalLinkModel, data: TemporalData, segment: Segment, catalog: Catalog, *,
+                 batch_size: int = 200, directed: bool = True, online: bool = True) -> None:
+        _check_fixed(catalog)
+        n = model.num_nodes
+        data = _prepare(data, segment, n)
+        self.model, self.batch_size, self.online = model, batch_size, online
+        self.catalog = catalog if catalog.device == data.src.device else catalog.to(data.src.device)
+        history, self.events = data[: segment.start], data[segment.start : segment.end]
+        self.seen = SeenSampler(n, directed=directed)
+        self.unseen = UnseenSampler(self.catalog, n, directed=directed)
+        warm_up(model, history, batch_size=batch_size)
+        if history.num_events:
+            self.seen.observe(history)
+            self.unseen.observe(history)
+
+    def __iter__(self) -> Iterator[TemporalData]:
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                for batch in TimestampBatchLoader(self.events, self.batch_size):
+                    yield batch
+                    if self.online:
+                        self.model.update(batch)
+                        self.seen.observe(batch)
+                        self.unseen.observe(batch)
+        finally:
+            self.model.train(was_training)
+
+
 def membership_factorial(model: TemporalLinkModel, data: TemporalData, segment: Segment, catalog: Catalog, *,
                          num_negatives: int = 20, seed: int = 0, ties: str = "average", batch_size: int = 200,
                          protocol: Literal["online", "fixed"] = "online", candidate_budget: int = 2**22,
@@ -353,59 +399,39 @@ def membership_factorial(model: TemporalLinkModel, data: TemporalData, segment: 
         raise ValueError(f"protocol must be 'online' or 'fixed', got {protocol!r}.")
     if num_negatives < 1:
         raise ValueError(f"num_negatives must be >= 1, got {num_negatives}.")
-    _check_fixed(catalog)
-    n = model.num_nodes
-    data = _prepare(data, segment, n)
-    device = data.src.device
-    if catalog.device != device:
-        catalog = catalog.to(device)
-    history, events = data[: segment.start], data[segment.start : segment.end]
-    seen, unseen = SeenSampler(n, directed=directed), UnseenSampler(catalog, n, directed=directed)
-    warm_up(model, history, batch_size=batch_size)
-    if history.num_events:
-        seen.observe(history)
-        unseen.observe(history)
-    generator = torch.Generator(device=device).manual_seed(seed)
+    replay = MembershipReplay(model, data, segment, catalog, batch_size=batch_size, directed=directed,
+                              online=protocol == "online")
+    catalog, seen, unseen = replay.catalog, replay.seen, replay.unseen
+    generator = torch.Generator(device=catalog.device).manual_seed(seed)
     parts: dict[str, list[Tensor]] = {}
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            for batch in TimestampBatchLoader(events, batch_size):
-                src, dst, t = batch.src, batch.dst, batch.t
-                ds, du = seen.draw(batch, num_negatives, generator), unseen.draw(batch, num_negatives, generator)
-                pool, _ = seen._pools._pool(batch)
-                excl = seen._pools._exclusions(batch)
-                rec: dict[str, Tensor] = {"repeated": pool.index(src, dst)[1], "seen_size": ds.size,
-                                          "unseen_size": du.size}
-                with no_state_change(model) if check_state else nullcontext():
-                    k = num_negatives
-                    scores = model.score(torch.cat([src, src.repeat_interleave(k), src.repeat_interleave(k)]),
-                                         torch.cat([dst, ds.negatives.dst.flatten(), du.negatives.dst.flatten()]),
-                                         torch.cat([t, t.repeat_interleave(k), t.repeat_interleave(k)]))
-                    check_no_nan(scores, "scores")
-                    b = src.numel()
-                    pos = scores[:b]
-                    s_seen, s_unseen = scores[b : b + b * k].view(b, k), scores[b + b * k :].view(b, k)
-                    rec["seen_above"], rec["seen_equal"] = count_above_equal(pos, s_seen, ds.negatives.mask,
-                                                                                 model.tie_tolerance)
-                    rec["unseen_above"], rec["unseen_equal"] = count_above_equal(pos, s_unseen, du.negatives.mask,
-                                                                                     model.tie_tolerance)
-                    sa, se, sca, sce, scn = _seen_exhaustive(model, src, t, pos, pool, excl, catalog,
-                                                             candidate_budget)
-                    counts = all_entity_counts(model, src, dst, t, pos, catalog, candidate_budget=candidate_budget,
-                                               directed=directed)
-                rec["seen_all_above"], rec["seen_all_equal"] = sa, se
-                rec["unseen_all_above"], rec["unseen_all_equal"] = counts.above - sca, counts.equal - sce
-                rec["unseen_all_size"] = counts.num_candidates - scn
-                for key, value in rec.items():
-                    parts.setdefault(key, []).append(value)
-                if protocol == "online":
-                    model.update(batch)
-                    seen.observe(batch)
-                    unseen.observe(batch)
-    finally:
-        model.train(was_training)
+    for batch in replay:
+        src, dst, t = batch.src, batch.dst, batch.t
+        ds, du = seen.draw(batch, num_negatives, generator), unseen.draw(batch, num_negatives, generator)
+        pool, _ = seen._pools._pool(batch)
+        excl = seen._pools._exclusions(batch)
+        rec: dict[str, Tensor] = {"repeated": pool.index(src, dst)[1], "seen_size": ds.size, "unseen_size": du.size}
+        with no_state_change(model) if check_state else nullcontext():
+            k = num_negatives
+            scores = model.score(torch.cat([src, src.repeat_interleave(k), src.repeat_interleave(k)]),
+                                 torch.cat([dst, ds.negatives.dst.flatten(), du.negatives.dst.flatten()]),
+                                 torch.cat([t, t.repeat_interleave(k), t.repeat_interleave(k)]))
+            check_no_nan(scores, "scores")
+            b = src.numel()
+            pos = scores[:b]
+            s_seen, s_unseen = scores[b : b + b * k].view(b, k), scores[b + b * k :].view(b, k)
+            rec["seen_above"], rec["seen_equal"] = count_above_equal(pos, s_seen, ds.negatives.mask,
+                                                                         model.tie_tolerance)
+            rec["unseen_above"], rec["unseen_equal"] = count_above_equal(pos, s_unseen, du.negatives.mask,
+                                                                             model.tie_tolerance)
+            sa, se, sca, sce, scn = _seen_exhaustive(model, src, t, pos, pool, excl, catalog, candidate_budget)
+            counts = all_entity_counts(model, src, dst, t, pos, catalog, candidate_budget=candidate_budget,
+                                       directed=directed)
+        rec["seen_all_above"], rec["seen_all_equal"] = sa, se
+        rec["unseen_all_above"], rec["unseen_all_equal"] = counts.above - sca, counts.equal - sce
+        rec["unseen_all_size"] = counts.num_candidates - scn
+        for key, value in rec.items():
+            parts.setdefault(key, []).append(value)
+    events = replay.events
     records = {key: torch.cat(value).cpu() for key, value in parts.items()}
     records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(), t=events.t.cpu())
     cells = _cells(records, num_negatives, tie_policy)
