@@ -66,7 +66,10 @@ def main() -> None:
             result = membership_intervention(model, data, split.train, split.test, catalog, num_negatives=20)
             seconds = time.perf_counter() - began
             print(f"\n{name}, {model_name}: {args.epochs} epochs ({trained:.0f} s, last loss {stats['loss']:.4f}); "
-                  f"intervention {seconds:.0f} s; catalog {catalog.size} items; torch threads {torch.get_num_threads()}")
+                  f"intervention {seconds:.0f} s; torch threads {torch.get_num_threads()}")
+            print(f"protocol: online replay of the test segment; MRR (all): all-entity over the {catalog.size}-item "
+                  f"'train' catalog, micro; cells: K = 20 seen and K = 20 unseen negatives (seed 0), sampled MRR; "
+                  f"average ties; direction fitted on the training segment (Fisher probe)")
             print(result.format_table(), flush=True)
             report["runs"][f"{name}/{model_name}"] = {**result.to_dict(), "train_seconds": trained,
                                                       "intervention_seconds": seconds}

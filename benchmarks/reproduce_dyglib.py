@@ -130,8 +130,9 @@ def main() -> None:
                          f"{published:.4f} ± {spread:.4f}", f"{entry['tgeval_protocol_ap']:.4f}",
                          f"{entry['tgeval_all_entity_mrr']:.4f}", f"{seconds:.0f}"])
             print(f"  {name}, seed {seed}: validation AP by epoch {curve}", flush=True)
-    print(f"test AP: mean of per-batch AP, 1 negative per positive over every destination; all-entity MRR over "
-          f"the {catalog.size}-item training catalog; torch threads {torch.get_num_threads()}")
+    print(f"test AP: mean of per-batch AP, 1 negative per positive uniform over every destination (seeded); "
+          f"all-entity MRR over the {catalog.size}-item training catalog, micro, average ties; online replay in "
+          f"timestamp batches of <= 200; torch threads {torch.get_num_threads()}")
     print_table(["model", "seed", "epochs", "best epoch", "AP, DyGLib's protocol", "published AP", "AP, tgeval's",
                  "all-entity MRR, tgeval's", "seconds"], rows)
 
