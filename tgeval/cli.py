@@ -42,6 +42,16 @@ def _ints(text: str) -> tuple[int, ...]:
     return values
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected one integer >= 1, got {text!r}")
+    return value
+
+
 def _parse_ks(text: str) -> list[Optional[int]]:
     out: list[Optional[int]] = []
     for part in text.split(","):
@@ -103,11 +113,12 @@ def _add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:
                          "the training segment, project it out, and compare full-catalog MRR and the membership "
                          "factorial with a random and a shuffled-label direction on the test segment "
                          "(writes intervention.json)")
-    iv.add_argument("--split", type=_ratios, default=(0.70, 0.15, 0.15),
+    # defaults None: given without --intervention, they are refused (the command applies 0.70,0.15,0.15 / 20 / 0)
+    iv.add_argument("--split", type=_ratios, default=None,
                     help="train,val,test fractions of the checkpoint's training run (default 0.70,0.15,0.15)")
-    iv.add_argument("--negatives", type=_ints, default=(20,), metavar="K",
+    iv.add_argument("--negatives", type=_positive_int, default=None, metavar="K",
                     help="K seen and K unseen negatives per factorial cell (default 20)")
-    iv.add_argument("--seed", type=int, default=0, help="seed of the draws and of the control directions")
+    iv.add_argument("--seed", type=int, default=None, help="seed of the draws and of the control directions (default 0)")
     dg.set_defaults(handler=("tgeval.diagnostics.cli", "diagnose_command"))
     return dg
 

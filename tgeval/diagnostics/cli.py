@@ -133,18 +133,19 @@ def _intervention_command(args: argparse.Namespace, data: TemporalData, num_node
     from tgeval.diagnostics.intervention import membership_intervention
 
     path = args.intervention[1]
+    k = 20 if args.negatives is None else args.negatives
     checkpoint = load_checkpoint(path, "cpu", data=data)
-    split = chronological_split(data, args.split)
+    split = chronological_split(data, args.split or (0.70, 0.15, 0.15))
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
-    result = membership_intervention(checkpoint.model, data, split.train, split.test, catalog,
-                                     num_negatives=args.negatives[0], seed=args.seed, directed=args.directed)
+    result = membership_intervention(checkpoint.model, data, split.train, split.test, catalog, num_negatives=k,
+                                     seed=args.seed or 0, directed=args.directed)
     result.manifest.update(checkpoint=checkpoint.describe(), data=str(args.data), split=split.to_dict())
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "intervention.json", json.dumps(result.to_dict(), indent=2) + "\n")
     print(f"membership intervention of {checkpoint.name} ({Path(path).name}): fitted on {split.train.num_events} "
           f"training events, compared on {split.test.num_events} test events; MRR (all): all-entity over the "
-          f"{catalog.size}-item training catalog; cells: K = {args.negatives[0]} sampled, ties average")
+          f"{catalog.size}-item training catalog; cells: K = {k} sampled, ties average")
     print(result.format_table())
     print(f"wrote {out / 'intervention.json'}")
     return 0
@@ -164,13 +165,9 @@ def diagnose_command(args: argparse.Namespace) -> int:
         if not Path(path).is_file():
             raise FileNotFoundError(f"--intervention membership takes a checkpoint file written by `tgeval train "
                                     f"--checkpoint-dir DIR` (DIR/best.pt or DIR/last.pt); {path!r} is not a file.")
-        if len(args.negatives) != 1:
-            raise ValueError(f"--negatives takes one K for the intervention, got "
-                             f"{','.join(map(str, args.negatives))}.")
     else:
-        given = [flag for flag, value, default in (("--split", args.split, (0.70, 0.15, 0.15)),
-                                                   ("--negatives", args.negatives, (20,)), ("--seed", args.seed, 0))
-                 if value != default]
+        given = [flag for flag, value in (("--split", args.split), ("--negatives", args.negatives),
+                                          ("--seed", args.seed)) if value is not None]
         if given:
             raise ValueError(f"{', '.join(given)} only apply to --intervention membership CHECKPOINT; drop them, or "
                              f"add --intervention.")
