@@ -201,7 +201,8 @@ def _add_static_parsers(subparsers: Any) -> tuple[argparse.ArgumentParser, argpa
     sh.add_argument("--thresholds", type=_thresholds, required=True,
                     help="I_TRAIN,I_VALID: h <= I_TRAIN train, <= I_VALID valid, else test")
     sh.add_argument("--inverse", action="store_true", help="swap train and test")
-    sh.add_argument("--caps", type=_caps, default=(None, None, None), help="most links per split, TRAIN,VALID,TEST (e.g. none,none,5000)")
+    sh.add_argument("--caps", type=_caps, default=(None, None, None),
+                    help="most links per split, TRAIN,VALID,TEST (e.g. none,none,5000)")
     sh.add_argument("--max-depth", type=int, default=6, help="deepest breadth-first level for 'sp'")
     sh.set_defaults(handler=("tgeval.static.cli", "shift_command"))
     return st, sh

@@ -4,10 +4,12 @@ Every rank trains one epoch of ``train_epoch(distributed=True)``: the same batch
 negatives, its share of each batch's terms, one gradient ``all_reduce`` per batch. Without
 dropout (masks are drawn per rank) the parameters after an SGD epoch agree with one process's
 to 1e-5 and are bit-identical across the ranks, for TGN, DyRep and GraphMixer, under BCE and
-BPR; so are ``fit``'s validation and the checkpoints rank 0 alone writes. (SGD, because the check is of the summed gradient: Adam divides each step by the root of
-its running squared gradient, so a parameter whose true gradient is 0 up to rounding, such as
-an attention key bias under softmax's shift invariance, takes steps of the learning rate's size
-in the direction of that rounding, in one process as in several.)
+BPR. ``fit``'s validation is identical on every rank, and the checkpoints that rank 0 alone
+writes hold one process's parameters to 1e-5. (SGD, because the check is of the summed
+gradient: Adam divides each step by the root of its running squared gradient, so a parameter
+whose true gradient is 0 up to rounding, such as an attention key bias under softmax's shift
+invariance, takes steps of the learning rate's size in the direction of that rounding, in one
+process as in several.)
 """
 
 import pytest

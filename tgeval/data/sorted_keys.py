@@ -33,7 +33,8 @@ def expand_ranges(lo: Tensor, lengths: Tensor, total: Optional[int] = None) -> t
     total = int(lengths.sum()) if total is None else total
     owner = torch.repeat_interleave(torch.arange(lengths.numel(), device=lengths.device), lengths, output_size=total)
     # index_select: several times faster than advanced indexing on CPU
-    return owner, torch.arange(total, device=lengths.device) + torch.index_select(lo - torch.cumsum(lengths, 0) + lengths, 0, owner)
+    start = torch.index_select(lo - torch.cumsum(lengths, 0) + lengths, 0, owner)
+    return owner, torch.arange(total, device=lengths.device) + start
 
 
 def merge_slots(num_old: int, insert_at: Tensor) -> tuple[Tensor, Tensor]:

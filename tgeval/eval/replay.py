@@ -605,7 +605,8 @@ def evaluate(
             None if catalog is None else catalog.describe(), None if sampler is None else sampler.describe(),
             protocol, history, num_negatives, ties, list(hits), batch_size, candidate_budget, seed, warm,
             directed, uncovered, use_shortcut))
-    check_built_for(data, known={data.num_events: input_fingerprint}, segment=segment.built_from, catalog=None if catalog is None else catalog.built_from,
+    check_built_for(data, known={data.num_events: input_fingerprint}, segment=segment.built_from,
+                    catalog=None if catalog is None else catalog.built_from,
                     sampler=None if sampler is None else sampler.describe())
     # Replay in canonical order (t, src, dst): file order inside a group cannot matter.
     order = canonical_order(data.src, data.dst, data.t)

@@ -15,8 +15,9 @@ each pair expands the neighbour list of its endpoint of smaller degree (a ragged
 sorted indices) and tests every neighbour :math:`w` for the edge :math:`(\text{other}, w)`;
 the work is :math:`\sum \min(k_u, k_v)`, done in chunks of at most ``budget`` neighbours.
 Edge tests read a bool map of the :math:`n^2` pairs when it fits in ``map_limit`` bytes,
-else ``searchsorted`` on the sorted keys; both give the same answers. Everything stays on the graph's device. Pairs with :math:`u = v` are
-scored like others (a common neighbour of degree 1 then adds 0 to AA, whose term is undefined).
+else ``searchsorted`` on the sorted keys; both give the same answers. Everything stays on the
+graph's device. Pairs with :math:`u = v` are scored like others (a common neighbour of degree
+1 then adds 0 to AA, whose term is undefined).
 """
 
 from __future__ import annotations
