@@ -145,15 +145,21 @@ def sum_gradients(params: list[torch.Tensor], extra: torch.Tensor) -> torch.Tens
     gradient is ``None`` on every rank (unused by the whole batch) keeps ``None``, so that an
     optimizer skips it as it would in one process; one that some rank used gets zeros added
     elsewhere. ``extra`` (a scalar, e.g. the loss) is summed in the same call and returned.
-    All parameters share one floating dtype.
+    All parameters share one floating dtype. Nothing is read back to the host unless this rank
+    left some parameter without a gradient.
     """
     dtype = params[0].dtype if params else extra.dtype
-    used = torch.tensor([p.grad is not None for p in params], dtype=dtype, device=extra.device)
+    missing = [i for i, p in enumerate(params) if p.grad is None]  # unused here: maybe by every rank
+    used = torch.ones(len(params), dtype=dtype, device=extra.device)
+    used[missing] = 0
     grads = [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
     flat = torch.cat([*grads, used, extra.detach().reshape(1).to(dtype)])
     dist.all_reduce(flat)
+    # a parameter used here was used somewhere: only the ones missing here need the summed flags (a host read)
+    counts = flat[-1 - len(params):-1][missing].tolist() if missing else []
+    unused = {i for i, count in zip(missing, counts) if count == 0}
     offset = 0
-    for p, was_used in zip(params, flat[-1 - len(params):-1].tolist()):
-        p.grad = flat[offset:offset + p.numel()].view_as(p).clone() if was_used else None
+    for i, p in enumerate(params):
+        p.grad = None if i in unused else flat[offset:offset + p.numel()].view_as(p).clone()
         offset += p.numel()
     return flat[-1].to(extra.dtype)

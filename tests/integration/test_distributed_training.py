@@ -19,6 +19,7 @@ import torch.multiprocessing as mp
 
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
+from tgeval.distributed import sum_gradients
 from tgeval.errors import DistributedError
 from tgeval.samplers import UniformSampler
 from tgeval.data.catalog import build_catalog
@@ -64,6 +65,12 @@ def _worker(rank, world, port, folder):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
+        # sum_gradients: a gradient only rank 0 has is summed onto every rank; one nobody has stays None
+        used_here, used_nowhere = torch.nn.Parameter(torch.zeros(3)), torch.nn.Parameter(torch.zeros(2))
+        used_here.grad = torch.full((3,), 2.0) if rank == 0 else None
+        loss = sum_gradients([used_here, used_nowhere], torch.tensor(float(rank + 1)))
+        assert torch.equal(used_here.grad, torch.full((3,), 2.0)) and used_nowhere.grad is None
+        assert float(loss) == world * (world + 1) / 2
         out = {case: _train(*case, distributed=True)[:2] for case in CASES}
         fitted = _fit(f"{folder}/run", distributed=True)
         out["fit"] = ([record["val"] for record in fitted["history"]], sorted(fitted["checkpoints"] or {}))
