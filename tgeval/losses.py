@@ -25,7 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["Reduction", "LossFn", "LOSSES", "bce_loss", "bpr_loss", "sampled_softmax_loss", "get_loss", "term_count"]
+__all__ = ["Reduction", "LossFn", "LOSSES", "bce_loss", "bpr_loss", "sampled_softmax_loss", "get_loss", "term_count",
+           "check_built_in"]
 
 Reduction = Literal["mean", "sum", "none"]
 _REDUCTIONS = ("mean", "sum", "none")
@@ -215,16 +216,19 @@ def term_count(loss: LossFn, neg: Tensor, neg_mask: Optional[Tensor] = None) -> 
     Raises:
         ValueError: for a loss that is not one of :data:`LOSSES`.
     """
+    check_built_in(loss)
     valid = neg.numel() if neg_mask is None else neg_mask.sum()
     if loss is bce_loss:
         return neg.size(0) + valid
-    if loss is bpr_loss:
-        return valid
-    if loss is sampled_softmax_loss:
-        return neg.size(0)
-    raise ValueError(f"the number of terms of {getattr(loss, '__name__', loss)!r} is not known; distributed "
-                     f"training splits a batch's terms across ranks and needs one of the built-in losses "
-                     f"{sorted(LOSSES)}.")
+    return valid if loss is bpr_loss else neg.size(0)
+
+
+def check_built_in(loss: LossFn) -> None:
+    """Raise ``ValueError`` unless ``loss`` is one of :data:`LOSSES` (whose :func:`term_count` is known)."""
+    if not any(loss is known for known in LOSSES.values()):
+        raise ValueError(f"the number of terms of {getattr(loss, '__name__', loss)!r} is not known; distributed "
+                         f"training splits a batch's terms across ranks and needs one of the built-in losses "
+                         f"{sorted(LOSSES)}.")
 
 
 def get_loss(name: str) -> LossFn:

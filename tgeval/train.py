@@ -72,7 +72,7 @@ from tgeval.distributed import check_same, rank_and_world, require_group, shard,
 from tgeval.errors import LeakageError
 from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader, check_time_sorted
-from tgeval.losses import LossFn, get_loss, term_count
+from tgeval.losses import LossFn, check_built_in, get_loss, term_count
 from tgeval.models.base import TemporalLinkModel, check_node_ids
 from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, scored_pairs
 
@@ -199,8 +199,8 @@ def train_epoch(
     loss_fn: LossFn = get_loss(loss) if isinstance(loss, str) else loss
     rank, world = rank_and_world() if distributed else (0, 1)
     if distributed:
-        term_count(loss_fn, torch.zeros(1, 1))  # a built-in loss, refused before any work otherwise
-    params = [p for group in optimizer.param_groups for p in group["params"]]
+        check_built_in(loss_fn)  # before any work
+    params = [p for group in optimizer.param_groups for p in group["params"]] if distributed else []
     start, end = resolve_range(data, segment_or_range)
     # the segment only: a sampler built for the whole stream may train on a prefix of it
     check_built_for(data, segment=getattr(segment_or_range, "built_from", None))
