@@ -266,7 +266,8 @@ def run_command(args: argparse.Namespace) -> int:
     print("\n" + format_compare(comparison))
     factorial = membership_factorial(EdgeBank(num_nodes), data, test, catalog, num_negatives=args.negatives,
                                      seed=args.seed, batch_size=args.batch_size)
-    print("\nmembership factorial of EdgeBank (sampled MRR; repeated / new positives x seen / unseen negatives): "
+    print(f"\nmembership factorial of EdgeBank (sampled MRR, K = {args.negatives} seen and {args.negatives} unseen "
+          f"negatives, average ties; repeated / new positives x seen / unseen negatives): "
           + ", ".join(f"{c.positive}/{c.negative} {c.mrr:.3f} (n={c.count})" for c in factorial.cells))
     diagnosis = diagnose(data, out, num_nodes=num_nodes, name=description)
     print("\n" + format_summary(diagnosis))
