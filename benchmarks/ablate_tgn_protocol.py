@@ -45,6 +45,7 @@ from tgeval import chronological_split, evaluate
 from tgeval.atomic import write_atomic
 from tgeval.models.memory import LatestMeanAggregator
 from tgeval.models.tgn import TGN
+from tgeval.models.config import TGNConfig
 from tgeval.samplers import UniformSampler
 from tgeval.train import train_epoch
 
@@ -106,8 +107,8 @@ def main() -> None:
             torch.manual_seed(seed)
             aps: dict[str, float] = {}
             if name == "tgeval TGN":
-                model = TGN(num_nodes, msg_dim=1, memory_dim=WIDTH, time_dim=WIDTH, embedding_dim=WIDTH,
-                            num_neighbors=NUM_NEIGHBORS)
+                model = TGN(TGNConfig(num_nodes, msg_dim=1, memory_dim=WIDTH, time_dim=WIDTH, embedding_dim=WIDTH,
+                                      num_neighbors=NUM_NEIGHBORS))
                 optimizer = torch.optim.Adam(model.parameters(), lr=LR)
                 for epoch in range(args.epochs):
                     train_epoch(model, data, split.train, sampler=UniformSampler(pools["train"]), loss="bce",

@@ -27,6 +27,7 @@ from tgeval.train import train_epoch
 from tgeval.data.io import load_dataset
 from tgeval.models.heuristics import EdgeBank
 from tgeval.models.tgn import TGN
+from tgeval.models.config import TGNConfig
 from tgeval.samplers import UniformSampler
 
 BATCH_SIZES = (1, 50, 200, 1000)
@@ -38,7 +39,7 @@ def rows_for(name: str, epochs: int, seed: int, lr: float) -> list[list[str]]:
     split = chronological_split(data)
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=info.num_nodes)
     torch.manual_seed(seed)
-    model = TGN(info.num_nodes)
+    model = TGN(TGNConfig(info.num_nodes))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     for epoch in range(epochs):
         fit = train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,

@@ -27,12 +27,14 @@ from bench_tgn_train import BATCH_SIZE, LR, NUM_NEIGHBORS, WIDTH, num_nodes_of, 
 import tgeval.train
 from tgeval import chronological_split
 from tgeval.models.tgn import TGN
+from tgeval.models.config import TGNConfig
 from tgeval.samplers import UniformSampler
 
 
 def train_once(data, segment, num_nodes: int, catalog) -> tuple[float, dict]:
     torch.manual_seed(0)
-    model = TGN(num_nodes, 1, memory_dim=WIDTH, time_dim=WIDTH, embedding_dim=WIDTH, num_neighbors=NUM_NEIGHBORS)
+    model = TGN(TGNConfig(num_nodes, 1, memory_dim=WIDTH, time_dim=WIDTH, embedding_dim=WIDTH,
+                          num_neighbors=NUM_NEIGHBORS))
     stats = tgeval.train.train_epoch(model, data, segment, sampler=UniformSampler(catalog), loss="bce",
                                      optimizer=torch.optim.Adam(model.parameters(), lr=LR), batch_size=BATCH_SIZE)
     return stats["events_per_second"], {k: v.detach().clone() for k, v in model.named_parameters()}

@@ -51,7 +51,8 @@ from tgeval.data.synthetic import generate_events
 from tgeval.device import HOST_READ
 from tgeval.eval.metrics import tie_band
 from tgeval.loader import timestamp_batch_boundaries
-from tgeval.models import TGN, DyRep, EdgeBank, GraphMixer, Popularity, PreferentialAttachment
+from tgeval.models import (TGN, DyRep, DyRepConfig, EdgeBank, GraphMixer, GraphMixerConfig, Popularity,
+                           PreferentialAttachment, TGNConfig)
 from tgeval.samplers import UniformSampler
 from tgeval.train import train_epoch
 
@@ -88,11 +89,11 @@ def models(num_nodes: int, quick: bool) -> dict[str, Callable[[], torch.nn.Modul
         "EdgeBank-window": lambda: EdgeBank(num_nodes, window=100_000.0),
         "PA": lambda: PreferentialAttachment(num_nodes),
         "popularity": lambda: Popularity(num_nodes),
-        "TGN": lambda: _seeded(lambda: TGN(num_nodes, **width)),
-        "DyRep": lambda: _seeded(lambda: DyRep(num_nodes, memory_dim=width.get("memory_dim", 100),
-                                               time_dim=width.get("time_dim", 100))),
-        "GraphMixer": lambda: _seeded(lambda: GraphMixer(num_nodes, **({"hidden_dim": 16, "embedding_dim": 16,
-                                                                        "time_dim": 8} if quick else {}))),
+        "TGN": lambda: _seeded(lambda: TGN(TGNConfig(num_nodes, **width))),
+        "DyRep": lambda: _seeded(lambda: DyRep(DyRepConfig(num_nodes, memory_dim=width.get("memory_dim", 100),
+                                                           time_dim=width.get("time_dim", 100)))),
+        "GraphMixer": lambda: _seeded(lambda: GraphMixer(GraphMixerConfig(
+            num_nodes, **({"hidden_dim": 16, "embedding_dim": 16, "time_dim": 8} if quick else {})))),
     }
 
 
@@ -199,7 +200,7 @@ def training(args, device) -> None:
 
     def ours() -> float:
         torch.manual_seed(0)
-        model = TGN(num_nodes).to(device)
+        model = TGN(TGNConfig(num_nodes)).to(device)
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
         _synchronize(device)
         began = time.perf_counter()
@@ -247,7 +248,7 @@ def large_catalogs(args, device) -> None:
     stream = data.to(device)
     for size in sizes:
         catalog = Catalog("custom", torch.arange(size), None, num_nodes).to(device)
-        model = _seeded(lambda: TGN(num_nodes)).to(device)
+        model = _seeded(lambda: TGN(TGNConfig(num_nodes))).to(device)
         first = evaluate(model, stream, segment, catalog=catalog, batch_size=BATCH, warm=True)
         warm_up(model, stream[:history], batch_size=BATCH)
         with torch.no_grad():  # fill the cache (every item's embedding and decoder terms), untimed

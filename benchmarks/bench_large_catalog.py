@@ -48,7 +48,7 @@ from tgeval import evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.data.synthetic import generate_events
-from tgeval.models import TGN
+from tgeval.models import TGN, TGNConfig
 
 WIDTHS = dict(memory_dim=8, time_dim=4, embedding_dim=8, num_neighbors=3)
 
@@ -64,7 +64,7 @@ def _setting(items: int, events: int):
     while start > 0 and data.t[start - 1] == data.t[start]:
         start -= 1
     torch.manual_seed(0)
-    model = TGN(items, 1, **WIDTHS).eval()
+    model = TGN(TGNConfig(items, 1, **WIDTHS)).eval()
     catalog = Catalog("custom", torch.arange(items), None, items)
     segment = Segment("test", start, data.num_events, int(data.t[start]), int(data.t[-1]))
     return data, segment, model, catalog

@@ -39,7 +39,7 @@ from bench_tgn_train import num_nodes_of, range_catalog, training_args, training
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from tgeval.models import DyRep, GraphMixer, TGN
+from tgeval.models import DyRep, GraphMixer, TGN, DyRepConfig, GraphMixerConfig, TGNConfig
 from tgeval.models.layers import BitDropout
 from tgeval.samplers import UniformSampler
 from tgeval.train import train_epoch
@@ -79,10 +79,11 @@ def main() -> None:
           f"{catalog.size} destination ids; batch {BATCH_SIZE}, Adam lr {LR}, BCE")
 
     builders: dict[str, Callable[[], nn.Module]] = {
-        "TGN": lambda: TGN(num_nodes, msg_dim=1),
-        "DyRep": lambda: DyRep(num_nodes, msg_dim=1),
-        "GraphMixer": lambda: GraphMixer(num_nodes, msg_dim=1),
-        "GraphMixer, nn.Dropout masks": lambda: with_torch_dropout(GraphMixer(num_nodes, msg_dim=1)),
+        "TGN": lambda: TGN(TGNConfig(num_nodes, msg_dim=1)),
+        "DyRep": lambda: DyRep(DyRepConfig(num_nodes, msg_dim=1)),
+        "GraphMixer": lambda: GraphMixer(GraphMixerConfig(num_nodes, msg_dim=1)),
+        "GraphMixer, nn.Dropout masks":
+            lambda: with_torch_dropout(GraphMixer(GraphMixerConfig(num_nodes, msg_dim=1))),
     }
 
     def run(name: str, stop: int) -> dict:
@@ -117,13 +118,13 @@ def main() -> None:
           f"DyRep / TGN {best([r['events_per_second'] for r in rows['DyRep']]) / tgn:.2f}")
 
     torch.manual_seed(args.seed)
-    model = GraphMixer(num_nodes, msg_dim=1)
+    model = GraphMixer(GraphMixerConfig(num_nodes, msg_dim=1))
     optimizer = torch.optim.Adam(model.parameters(), lr=LR)
     with FlopCounterMode(display=False) as counter:
         train_epoch(model, data, (0, end), sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
                     batch_size=BATCH_SIZE, num_negatives=1, epoch=0)
     flops = counter.get_total_flops()
-    rate = matmul_rate(265 * model.config["num_neighbors"], model.config["hidden_dim"])
+    rate = matmul_rate(265 * model.config.num_neighbors, model.config.hidden_dim)
     floor = end / (flops / rate)
     print(f"floor   : GraphMixer's matrix products: {flops / end / 1e6:.1f} MFLOP per event (forward and backward); "
           f"this machine's [n K, H] x [H, 4H] product: {rate / 1e9:.1f} GFLOP/s -> at most {floor:,.0f} events/s "

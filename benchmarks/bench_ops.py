@@ -48,7 +48,7 @@ from torch.profiler import ProfilerActivity, profile
 from tgeval import build_catalog, chronological_split, evaluate, warm_up
 from tgeval.device import HOST_READ
 from tgeval.loader import timestamp_batch_boundaries
-from tgeval.models import TGN, EdgeBank
+from tgeval.models import TGN, EdgeBank, TGNConfig
 from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.samplers import UniformSampler
 
@@ -104,7 +104,7 @@ def main() -> None:
           f"{catalog.size} items, online, batches <= 200")
     rows = []
     for name in args.models:
-        model = EdgeBank(num_nodes) if name == "edgebank" else TGN(num_nodes)
+        model = EdgeBank(num_nodes) if name == "edgebank" else TGN(TGNConfig(num_nodes))
         warm_up(model, data[: segment.start], batch_size=200)
         for k in (0, 20):
             got = count(model, data, segment, catalog, k, args.breakdown)

@@ -32,12 +32,12 @@ from torch_geometric.data import TemporalData
 from torch_geometric.loader import TemporalDataLoader
 
 from tgeval import Segment, TimestampBatchLoader, build_catalog, chronological_split, evaluate, no_state_change, replay
-from tgeval.models import TGN
+from tgeval.models import TGN, TGNConfig
 from tgeval.models.base import TemporalLinkModel
 from tests.helpers import readme_pyg_tgn
 
 BATCH_SIZE = 200
-PygTGN = readme_pyg_tgn()
+PygTGN, PygTGNConfig = readme_pyg_tgn()
 
 
 class PairwisePygTGN(PygTGN):
@@ -66,9 +66,9 @@ def main() -> None:
 
     models: dict[str, TemporalLinkModel] = {}
     snapshots, replay_rate = {}, {}
-    for name, build in (("tgeval TGN", lambda: TGN(num_nodes, msg_dim=1)),
-                        ("PygTGN (README)", lambda: PygTGN(num_nodes, msg_dim=1)),
-                        ("PygTGN pair by pair", lambda: PairwisePygTGN(num_nodes, msg_dim=1))):
+    for name, build in (("tgeval TGN", lambda: TGN(TGNConfig(num_nodes, msg_dim=1))),
+                        ("PygTGN (README)", lambda: PygTGN(PygTGNConfig(num_nodes, msg_dim=1))),
+                        ("PygTGN pair by pair", lambda: PairwisePygTGN(PygTGNConfig(num_nodes, msg_dim=1)))):
         torch.manual_seed(0)
         model = build().eval()
         if name == "PygTGN pair by pair":  # the same weights and state as PygTGN's

@@ -58,6 +58,7 @@ from tgeval import (
     warm_up,
 )
 from tgeval.models.tgn import TGN
+from tgeval.models.config import TGNConfig
 
 BATCH_SIZE = 200
 TOLERANCE = 1e-5
@@ -108,7 +109,8 @@ def main() -> None:
     num_nodes = int(max(int(data.src.max()), int(data.dst.max())) + 1)
     seg = head_segment(data, test, args.num_events)
     torch.manual_seed(args.seed)
-    model = TGN(num_nodes, msg_dim=1, memory_dim=100, time_dim=100, embedding_dim=100, num_neighbors=10).eval()
+    model = TGN(TGNConfig(num_nodes, msg_dim=1, memory_dim=100, time_dim=100, embedding_dim=100,
+                          num_neighbors=10)).eval()
     print(f"data    : {how}; {data.num_events} events; test segment {test.num_events} events; 'train' catalog "
           f"{catalog.size} items; compared on {seg.name} = events [{seg.start}, {seg.end}) ({seg.num_events} events)")
     print(f"model   : TGN(memory/time/embedding 100, 10 neighbours), seed {args.seed}, eval mode, no_grad; state "

@@ -58,6 +58,7 @@ from tgeval.data.split import Split
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import build_exclusions
 from tgeval.models.tgn import TGN
+from tgeval.models.config import TGNConfig
 from tgeval.samplers import UniformSampler
 from tgeval.train import train_epoch
 
@@ -306,8 +307,8 @@ def main() -> None:
 
     def run_tgeval(stop: int) -> dict:
         torch.manual_seed(args.seed)
-        model = TGN(num_nodes, msg_dim=1, memory_dim=WIDTH, time_dim=WIDTH, embedding_dim=WIDTH,
-                    num_neighbors=NUM_NEIGHBORS)
+        model = TGN(TGNConfig(num_nodes, msg_dim=1, memory_dim=WIDTH, time_dim=WIDTH, embedding_dim=WIDTH,
+                              num_neighbors=NUM_NEIGHBORS))
         optimizer = torch.optim.Adam(model.parameters(), lr=LR)
         sampler = UniformSampler(catalog)
         began = time.perf_counter()

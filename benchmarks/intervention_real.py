@@ -29,11 +29,10 @@ from tgeval import build_catalog, chronological_split
 from tgeval.atomic import write_atomic
 from tgeval.data.io import load_dataset
 from tgeval.diagnostics import membership_intervention
-from tgeval.models import DyRep, GraphMixer, TGN
+from tgeval.models import registry
 from tgeval.samplers import UniformSampler
 from tgeval.train import train_epoch
 
-MODELS = {"tgn": TGN, "dyrep": DyRep, "graphmixer": GraphMixer}
 
 
 def main() -> None:
@@ -55,7 +54,7 @@ def main() -> None:
         catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
         for model_name in args.models.split(","):
             torch.manual_seed(0)
-            model = MODELS[model_name](num_nodes, msg_dim=1)
+            model = registry.build(model_name, num_nodes=num_nodes, msg_dim=1)
             optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
             began = time.perf_counter()
             for epoch in range(args.epochs):

@@ -73,7 +73,7 @@ from tgeval import Result, build_catalog, chronological_split, evaluate
 from tgeval.atomic import write_atomic
 from tgeval.data.io import load_dataset
 from tgeval.eval.result import json_safe
-from tgeval.models import TGN, DyRep, EdgeBank, GraphMixer
+from tgeval.models import TGN, EdgeBank, TGNConfig, registry
 from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers import UniformSampler
 from tgeval.train import train_epoch
@@ -208,8 +208,8 @@ def tgn_part(args: argparse.Namespace, report: Report) -> None:
         part[name] = metrics_of(r)
 
     torch.manual_seed(args.seed)
-    model = TGN(num_nodes, msg_dim=1, memory_dim=WIDTH, time_dim=WIDTH, embedding_dim=WIDTH,
-                num_neighbors=NUM_NEIGHBORS)
+    model = TGN(TGNConfig(num_nodes, msg_dim=1, memory_dim=WIDTH, time_dim=WIDTH, embedding_dim=WIDTH,
+                          num_neighbors=NUM_NEIGHBORS))
     optimizer = torch.optim.Adam(model.parameters(), lr=LR)
     train_sampler = UniformSampler(pools["train"])
     rows = []
@@ -334,9 +334,10 @@ def others_part(args: argparse.Namespace, report: Report) -> None:
         random_mrr = max(analytic, entry["random scorer"]["all_entity_mrr"])
         random_ap = entry["random scorer"]["ap"]["per_batch_mean"]
         # GraphMixer's state (the neighbour buffer) does not depend on its weights: both protocols are identical.
-        for label, cls, protocols in (("DyRep", DyRep, ("continued", "rebuilt")), ("GraphMixer", GraphMixer, ("rebuilt",))):
+        for label, name, protocols in (("DyRep", "dyrep", ("continued", "rebuilt")),
+                                       ("GraphMixer", "graphmixer", ("rebuilt",))):
             torch.manual_seed(args.seed)
-            model = cls(num_nodes)
+            model = registry.build(name, num_nodes=num_nodes)
             optimizer = torch.optim.Adam(model.parameters(), lr=args.other_lr)
             sampler = UniformSampler(catalog)
             began = time.perf_counter()

@@ -57,7 +57,7 @@ from tgeval.atomic import write_atomic
 from tgeval.data.catalog import Catalog
 from tgeval.data.io import load_dataset
 from tgeval.fit import fit
-from tgeval.models import DyRep, GraphMixer, TGN
+from tgeval.models import DyRep, DyRepConfig, GraphMixer, GraphMixerConfig, TGN, TGNConfig
 from tgeval.samplers import UniformSampler
 
 FEATURE_DIM = 172  # DataLoader.py: NODE_FEAT_DIM = EDGE_FEAT_DIM = 172
@@ -67,13 +67,13 @@ PUBLISHED_AP = {"tgn": (0.9234, 0.0104), "dyrep": (0.6514, 0.0230), "graphmixer"
 def build(name: str, num_nodes: int):
     """The model with DyGLib's UCI settings (``load_link_prediction_best_configs``)."""
     if name == "tgn":
-        return TGN(num_nodes, msg_dim=FEATURE_DIM, memory_dim=FEATURE_DIM, time_dim=100, embedding_dim=FEATURE_DIM,
-                   num_neighbors=10, dropout=0.1)
+        return TGN(TGNConfig(num_nodes, msg_dim=FEATURE_DIM, memory_dim=FEATURE_DIM, time_dim=100,
+                             embedding_dim=FEATURE_DIM, num_neighbors=10, dropout=0.1))
     if name == "dyrep":
-        return DyRep(num_nodes, msg_dim=FEATURE_DIM, memory_dim=FEATURE_DIM, time_dim=100, num_neighbors=10,
-                     dropout=0.0)
-    return GraphMixer(num_nodes, msg_dim=FEATURE_DIM, num_neighbors=20, time_dim=100, hidden_dim=FEATURE_DIM,
-                      embedding_dim=FEATURE_DIM, num_layers=2, dropout=0.4)
+        return DyRep(DyRepConfig(num_nodes, msg_dim=FEATURE_DIM, memory_dim=FEATURE_DIM, time_dim=100,
+                                 num_neighbors=10, dropout=0.0))
+    return GraphMixer(GraphMixerConfig(num_nodes, msg_dim=FEATURE_DIM, num_neighbors=20, time_dim=100,
+                                       hidden_dim=FEATURE_DIM, embedding_dim=FEATURE_DIM, num_layers=2, dropout=0.4))
 
 
 def distinct(ids: torch.Tensor, num_nodes: int, rule: str) -> Catalog:

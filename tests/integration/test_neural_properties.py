@@ -18,7 +18,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.data.validate import permute_events
 from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader
-from tgeval.models import TGN
+from tgeval.models import TGN, TGNConfig, registry
 from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
@@ -27,7 +27,7 @@ from tests.helpers import small_neural_model
 from tests.strategies import segment_from, shuffle_within_groups, streams
 
 N = 10
-NAMES = ["tgn", "dyrep", "graphmixer"]
+NAMES = registry.names("neural")
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -324,7 +324,7 @@ def test_tgn_training_improves_validation_ap():
         return result.metrics["sampled"]["ap"]["global"]
 
     torch.manual_seed(0)
-    model = TGN(num_nodes, memory_dim=16, time_dim=8, embedding_dim=16, num_neighbors=5)
+    model = TGN(TGNConfig(num_nodes, memory_dim=16, time_dim=8, embedding_dim=16, num_neighbors=5))
     untrained = validation_ap(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
     for epoch in range(2):

@@ -12,15 +12,15 @@ import torch
 
 import tgeval
 from tgeval import LeakageError, Segment, TimestampBatchLoader, no_state_change
-from tgeval.checkpoint import MODELS, load_checkpoint, register_model, save_checkpoint
+from tgeval.checkpoint import load_checkpoint, save_checkpoint
 from tgeval.data.synthetic import generate_events
-from tgeval.models import TGN
+from tgeval.models import TGN, registry
 from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference, state_parts
 from tests.helpers import readme_pyg_tgn, small_neural_model
 
-PygTGN = readme_pyg_tgn()
+PygTGN, PygTGNConfig = readme_pyg_tgn()
 N = 30
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -34,9 +34,9 @@ def stream():
     return data, split, catalog
 
 
-def build(seed=0, **options):
+def build(seed=0):
     torch.manual_seed(seed)
-    return PygTGN(N, msg_dim=1, dim=8, num_neighbors=3, **options)
+    return PygTGN(PygTGNConfig(N, msg_dim=1, dim=8, num_neighbors=3))
 
 
 def feed(model, events, batch_size=50):
@@ -134,7 +134,7 @@ class GrowsBuffersWhileScoring(PygTGN):
 def test_state_written_while_scoring_is_a_leak(stream, leaky):
     data, split, catalog = stream
     torch.manual_seed(0)
-    model = leaky(N, msg_dim=1, dim=8, num_neighbors=3)
+    model = leaky(PygTGNConfig(N, msg_dim=1, dim=8, num_neighbors=3))
     with pytest.raises(LeakageError, match="while scoring"):
         tgeval.evaluate(model, data, split.test, sampler=UniformSampler(catalog), num_negatives=5, catalog=catalog, batch_size=50)
 
@@ -209,7 +209,7 @@ def test_evaluating_a_training_mode_pyg_memory_from_its_state_warns(stream):
 
 def test_checkpoint_of_the_registered_model_restores_scores(stream, tmp_path):
     data, split, _ = stream
-    register_model("test-pyg-tgn", PygTGN)
+    registry.register("test-pyg-tgn", PygTGN, config=PygTGNConfig)
     try:
         model = build().eval()
         feed(model, data[:400])
@@ -219,4 +219,4 @@ def test_checkpoint_of_the_registered_model_restores_scores(stream, tmp_path):
         assert torch.equal(probe(loaded, data), probe(model, data))
         assert first_difference(loaded.snapshot(), model.snapshot()) is None
     finally:
-        MODELS.pop("test-pyg-tgn")
+        registry.unregister("test-pyg-tgn")

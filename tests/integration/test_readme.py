@@ -6,7 +6,7 @@ import json
 import numpy as np
 import torch
 
-from tgeval.checkpoint import MODELS
+from tgeval.models import registry
 from tgeval.data.synthetic import generate_events
 
 from tests.helpers import README, readme_python_blocks
@@ -31,7 +31,8 @@ def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch, one_thread):
         for i, code in enumerate(blocks):
             exec(compile(code, f"{README}:block{i + 1}", "exec"), namespace)
     finally:
-        MODELS.pop("pyg-tgn", None)  # the README registers its model; other tests build their own
+        if "pyg-tgn" in registry.names():  # the README registers its model; other tests build their own
+            registry.unregister("pyg-tgn")
     # What the blocks promise, checked on what they produced.
     data, split = namespace["data"], namespace["split"]
     assert namespace["info"].num_nodes == int(max(data.src.max(), data.dst.max())) + 1

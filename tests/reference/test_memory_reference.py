@@ -20,6 +20,7 @@ from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, LastN
 from tgeval.data.synthetic import generate_events
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models.graphmixer import GraphMixer
+from tgeval.models.config import GraphMixerConfig
 from tgeval.models.layers import BitDropout, FixedTimeEncoder, GraphAttentionEmbedding
 from tgeval.models.memory import LatestMeanAggregator, TensorMemory
 from tgeval.models.neighbors import NeighborBuffer
@@ -334,7 +335,7 @@ def _graphmixer_reference(model, rows):
         y = f.layer_norm(x, x.shape[-1:], block.channel_norm.weight, block.channel_norm.bias)
         x = x + f.linear(f.gelu(f.linear(y, up.weight, up.bias)), down.weight, down.bias)
     link = model.norm(x).mean(dim=1)
-    if model.config["node_dim"] == 0:
+    if model.config.node_dim == 0:
         return model.out(link)
     weight = valid.float()[..., None]
     around = (model.node_features[neighbor] * weight).sum(1) / weight.sum(1).clamp(min=1)
@@ -348,8 +349,8 @@ def test_graphmixer_embeddings_and_gradients_follow_the_node_major_formula(node_
     num_nodes = 30
     torch.manual_seed(0)
     x = torch.randn(num_nodes, 3) if node_features else None
-    model = GraphMixer(num_nodes, msg_dim=2, num_neighbors=5, time_dim=6, hidden_dim=8, embedding_dim=4,
-                       num_layers=2, dropout=0.0, node_features=x)
+    model = GraphMixer(GraphMixerConfig(num_nodes, msg_dim=2, num_neighbors=5, time_dim=6, hidden_dim=8,
+                                        embedding_dim=4, num_layers=2, dropout=0.0), node_features=x)
     stream = generate_events(120, num_nodes - 5, seed=1)  # the last 5 nodes have no history
     stream.msg = torch.randn(120, 2)
     with torch.no_grad():

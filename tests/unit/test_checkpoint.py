@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from tgeval.checkpoint import MODELS, CheckpointError, load_checkpoint, register_model, save_checkpoint
+from tgeval.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
-from tgeval.models import TGN, DyRep, GraphMixer, message_dim
+from tgeval.models import TGN, DyRep, EdgeBank, GraphMixer, message_dim, registry
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
 from tgeval.train import train_epoch
@@ -75,7 +75,7 @@ def test_graphmixer_node_features_round_trip(data, tmp_path):
     model, optimizer, _ = trained(GraphMixer, data, node_features=features)
     save_checkpoint(tmp_path / "gm.pt", model, optimizer, epoch=0, data=data)
     loaded = load_checkpoint(tmp_path / "gm.pt").model
-    assert torch.equal(loaded.node_features, features) and loaded.config["node_dim"] == 5
+    assert torch.equal(loaded.node_features, features) and loaded.config.node_dim == 5
     assert_same_tensors(loaded.state_dict(), model.state_dict())
 
 
@@ -155,8 +155,8 @@ def test_other_data_model_or_registry_raise_checkpoint_errors(saved, data, monke
     different = small_neural_model(TGN, NUM_NODES, message_dim(data), memory_dim=4)
     with pytest.raises(CheckpointError, match="config"):
         load_checkpoint(path, model=different)
-    monkeypatch.delitem(MODELS, "tgn")
-    with pytest.raises(CheckpointError, match="unknown model 'tgn'.*register_model"):
+    monkeypatch.delitem(registry._REGISTRY, "tgn")
+    with pytest.raises(CheckpointError, match="unknown model 'tgn'.*registry.register"):
         load_checkpoint(path)
 
 
@@ -165,12 +165,14 @@ def test_unregistered_models_cannot_be_saved_until_registered(data, tmp_path, mo
         pass
 
     model = small_neural_model(TGN, NUM_NODES, message_dim(data), subclass=MyTGN)
-    with pytest.raises(CheckpointError, match="not a registered model.*register_model"):
+    with pytest.raises(CheckpointError, match="not a registered model.*registry.register"):
         save_checkpoint(tmp_path / "x.pt", model, None, epoch=0, data=data)
-    monkeypatch.setattr("tgeval.checkpoint.MODELS", dict(MODELS))
-    register_model("my_tgn", MyTGN)
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    registry.register("my_tgn", MyTGN, config=type(model.config))
     save_checkpoint(tmp_path / "x.pt", model, None, epoch=0, data=data)
     loaded = load_checkpoint(tmp_path / "x.pt")
     assert type(loaded.model) is MyTGN and loaded.optimizer is None
     with pytest.raises(ValueError, match="already registered"):
-        register_model("my_tgn", MyTGN)
+        registry.register("my_tgn", MyTGN, config=type(model.config))
+    with pytest.raises(CheckpointError, match="'edgebank' is a heuristic"):
+        save_checkpoint(tmp_path / "y.pt", EdgeBank(NUM_NODES), None, epoch=0, data=data)

@@ -5,7 +5,7 @@ import torch
 from tgeval import build_catalog, chronological_split, evaluate
 from tgeval.data.synthetic import generate_events
 from tgeval.eval.metrics import count_above_equal
-from tgeval.models import TGN
+from tgeval.models import TGN, TGNConfig
 from tgeval.samplers import UniformSampler
 from tgeval.train import train_epoch
 
@@ -46,7 +46,7 @@ def test_tgn_from_empty_history_ties_every_candidate_whatever_the_batch_size():
     data = generate_events(1500, 60, seed=1)
     split = chronological_split(data)
     catalog = build_catalog(data, "all", num_nodes=60)
-    model = TGN(60, memory_dim=16, time_dim=16, embedding_dim=16)
+    model = TGN(TGNConfig(60, memory_dim=16, time_dim=16, embedding_dim=16))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer)
     mrrs = []

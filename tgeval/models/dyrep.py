@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import IdentityMessage
 
 from tgeval.device import positions
+from tgeval.models.config import DyRepConfig
 from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.models.memory import TensorMemory
 from tgeval.models.neighbors import NeighborBuffer
@@ -86,23 +87,15 @@ class DyRepMemory(TensorMemory):
 
 
 class DyRep(NeuralLinkModel):
-    """DyRep: embedding = memory, RNN update from neighbourhood-attention messages.
+    """DyRep: embedding = memory, RNN update from neighbourhood-attention messages; built from
+    its :class:`~tgeval.models.config.DyRepConfig`."""
 
-    Args:
-        num_nodes: exclusive upper bound of node ids.
-        msg_dim: event message width (1, a zero column, for data without features).
-        memory_dim: memory (= embedding) width; even (two attention heads).
-        time_dim: time encoding width.
-        num_neighbors: recent interactions attended to per partner.
-        dropout: attention dropout.
-    """
+    config: DyRepConfig
 
-    def __init__(self, num_nodes: int, msg_dim: int = 1, memory_dim: int = 100, time_dim: int = 100,
-                 num_neighbors: int = 10, dropout: float = 0.1) -> None:
-        super().__init__(num_nodes, msg_dim, memory_dim)
-        self.config = dict(num_nodes=num_nodes, msg_dim=msg_dim, memory_dim=memory_dim, time_dim=time_dim,
-                           num_neighbors=num_neighbors, dropout=dropout)
-        self.memory = DyRepMemory(num_nodes, msg_dim, memory_dim, time_dim, num_neighbors, dropout)
+    def __init__(self, config: DyRepConfig) -> None:
+        super().__init__(config, config.memory_dim)
+        self.memory = DyRepMemory(config.num_nodes, config.msg_dim, config.memory_dim, config.time_dim,
+                                  config.num_neighbors, config.dropout)
 
     @property
     def stateful_parts(self) -> dict[str, nn.Module]:

@@ -15,11 +15,13 @@ neighbour buffer is its state, snapshotted like memory):
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import torch
 from torch import Tensor, nn
 
+from tgeval.models.config import GraphMixerConfig
 from tgeval.models.layers import FixedTimeEncoder, MixerBlock
 from tgeval.models.neighbors import NeighborBuffer
 from tgeval.models.neural import NeuralLinkModel
@@ -28,40 +30,40 @@ __all__ = ["GraphMixer"]
 
 
 class GraphMixer(NeuralLinkModel):
-    """GraphMixer link predictor.
+    """GraphMixer link predictor, built from its :class:`~tgeval.models.config.GraphMixerConfig`.
 
     Args:
-        num_nodes: exclusive upper bound of node ids.
-        msg_dim: event message width (1, a zero column, for data without features).
-        num_neighbors: ``K``, recent interactions per node (the tokens).
-        time_dim: width of the fixed time encoding.
-        hidden_dim: token width inside the mixer.
-        embedding_dim: node embedding width.
-        num_layers: mixer blocks.
-        dropout: dropout inside the mixer.
-        node_features: optional static node features ``[num_nodes, F]``.
+        config: widths; its ``node_dim`` is set from ``node_features``.
+        node_features: optional static node features ``[num_nodes, F]``. Without them, a
+            ``config.node_dim > 0`` gets zero features of that width, which a checkpoint's
+            saved ones replace (how :func:`tgeval.models.registry.build` rebuilds a model).
     """
 
-    def __init__(self, num_nodes: int, msg_dim: int = 1, num_neighbors: int = 20, time_dim: int = 100,
-                 hidden_dim: int = 100, embedding_dim: int = 100, num_layers: int = 2, dropout: float = 0.1,
-                 node_features: Optional[Tensor] = None) -> None:
-        super().__init__(num_nodes, msg_dim, embedding_dim)
-        self.config = dict(num_nodes=num_nodes, msg_dim=msg_dim, num_neighbors=num_neighbors, time_dim=time_dim,
-                           hidden_dim=hidden_dim, embedding_dim=embedding_dim, num_layers=num_layers, dropout=dropout)
-        self.neighbors = NeighborBuffer(num_nodes, num_neighbors, msg_dim)
-        self.time_enc = FixedTimeEncoder(time_dim)
-        self.token = nn.Linear(msg_dim + time_dim, hidden_dim)
-        self.mixers = nn.Sequential(*(MixerBlock(num_neighbors, hidden_dim, dropout) for _ in range(num_layers)))
-        self.norm = nn.LayerNorm(hidden_dim)
-        node_dim = 0
+    config: GraphMixerConfig
+
+    def __init__(self, config: GraphMixerConfig, node_features: Optional[Tensor] = None) -> None:
+        num_nodes, node_dim, hidden_dim = config.num_nodes, config.node_dim, config.hidden_dim
         if node_features is not None:
             if node_features.dim() != 2 or node_features.size(0) != num_nodes:
                 raise ValueError(f"node_features must be [num_nodes={num_nodes}, F], got {tuple(node_features.shape)}.")
+            if node_dim not in (0, node_features.size(1)):
+                raise ValueError(f"node_features has {node_features.size(1)} columns, the config's node_dim is "
+                                 f"{node_dim}; leave node_dim at 0 (it is set from the features).")
             node_dim = node_features.size(1)
+            config = dataclasses.replace(config, node_dim=node_dim)
+        elif node_dim:
+            node_features = torch.zeros(num_nodes, node_dim)
+        super().__init__(config, config.embedding_dim)
+        self.neighbors = NeighborBuffer(num_nodes, config.num_neighbors, config.msg_dim)
+        self.time_enc = FixedTimeEncoder(config.time_dim)
+        self.token = nn.Linear(config.msg_dim + config.time_dim, hidden_dim)
+        self.mixers = nn.Sequential(*(MixerBlock(config.num_neighbors, hidden_dim, config.dropout)
+                                      for _ in range(config.num_layers)))
+        self.norm = nn.LayerNorm(hidden_dim)
+        if node_features is not None:
             # a copy: load_state_dict writes into the buffer in place, never into the caller's tensor
             self.register_buffer("node_features", node_features.detach().to(torch.float32, copy=True))
-        self.config["node_dim"] = node_dim
-        self.out = nn.Linear(hidden_dim + node_dim, embedding_dim)
+        self.out = nn.Linear(hidden_dim + node_dim, config.embedding_dim)
 
     node_features: Tensor  # float [num_nodes, F], registered when given
 
@@ -76,7 +78,7 @@ class GraphMixer(NeuralLinkModel):
         # token-major [K, n, .] (the mixer's layout): transposing the inputs is cheaper than the activations
         tokens = torch.cat([msg.transpose(0, 1), self.time_enc(dt.t())], dim=-1) * valid.t()[..., None]
         link = self.norm(self.mixers(self.token(tokens))).mean(dim=0)
-        if self.config["node_dim"] == 0:
+        if self.config.node_dim == 0:
             return self.out(link)
         x = self.node_features
         weight = valid.to(x.dtype)[..., None]

@@ -26,6 +26,7 @@ Data without event features (no ``msg`` field) gets a message of one zero column
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Optional
 
 import torch
@@ -65,12 +66,12 @@ class _Cache:
 
 class NeuralLinkModel(TemporalLinkModel):
     """Subclasses implement :meth:`embed_rows`, :meth:`ingest`, :meth:`changed` and
-    :attr:`stateful_parts`, and keep their constructor arguments in ``self.config``
-    (checkpoints rebuild models from it).
+    :attr:`stateful_parts`; they are built from a config dataclass (:mod:`tgeval.models.config`),
+    kept as ``self.config``, from which checkpoints rebuild them.
 
     Args:
-        num_nodes: exclusive upper bound of node ids.
-        msg_dim: width of event messages (1 for data without features).
+        config: the model's config, with at least ``num_nodes`` (exclusive upper bound of node
+            ids) and ``msg_dim`` (width of event messages, 1 for data without features).
         embedding_dim: width of node embeddings, the decoder's input.
     """
 
@@ -87,13 +88,14 @@ class NeuralLinkModel(TemporalLinkModel):
     #: and the candidates' ``[C, H]`` decoder terms); ``False`` embeds afresh in every call
     incremental = True
 
-    def __init__(self, num_nodes: int, msg_dim: int, embedding_dim: int) -> None:
-        super().__init__(num_nodes)
-        if msg_dim < 1:
-            raise ValueError(f"msg_dim must be >= 1 (use 1, a zero column, for data without features), got {msg_dim}.")
-        self.msg_dim = int(msg_dim)
+    def __init__(self, config: Any, embedding_dim: int) -> None:
+        super().__init__(config.num_nodes)
+        if config.msg_dim < 1:
+            raise ValueError(f"msg_dim must be >= 1 (use 1, a zero column, for data without features), got "
+                             f"{config.msg_dim}.")
+        self.config = config
+        self.msg_dim = config.msg_dim
         self.decoder = LinkDecoder(embedding_dim)
-        self.config: dict[str, Any] = {}
         self._cache: Optional[_Cache] = None
 
     # -- to implement ------------------------------------------------------------------
@@ -328,4 +330,4 @@ class NeuralLinkModel(TemporalLinkModel):
         return super()._apply(fn, *args, **kwargs)
 
     def describe(self) -> dict:
-        return {"name": type(self).__name__, **self.config}
+        return {"name": type(self).__name__, **dataclasses.asdict(self.config)}

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import IdentityMessage
 
 from tgeval.device import positions
+from tgeval.models.config import TGNConfig
 from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.models.memory import TensorMemory
 from tgeval.models.neighbors import NeighborBuffer
@@ -30,25 +31,22 @@ __all__ = ["TGN"]
 
 
 class TGN(NeuralLinkModel):
-    """Temporal Graph Network.
+    """Temporal Graph Network, built from its :class:`~tgeval.models.config.TGNConfig`.
 
-    Args:
-        num_nodes: exclusive upper bound of node ids.
-        msg_dim: event message width (1, a zero column, for data without features).
-        memory_dim, time_dim, embedding_dim: widths of memory, time encoding and embedding.
-        num_neighbors: recent interactions attended to per node.
-        dropout: attention dropout.
+    Example:
+        >>> TGN(TGNConfig(num_nodes=10, memory_dim=8, time_dim=4, embedding_dim=8)).config.num_neighbors
+        10
     """
 
-    def __init__(self, num_nodes: int, msg_dim: int = 1, memory_dim: int = 100, time_dim: int = 100,
-                 embedding_dim: int = 100, num_neighbors: int = 10, dropout: float = 0.1) -> None:
-        super().__init__(num_nodes, msg_dim, embedding_dim)
-        self.config = dict(num_nodes=num_nodes, msg_dim=msg_dim, memory_dim=memory_dim, time_dim=time_dim,
-                           embedding_dim=embedding_dim, num_neighbors=num_neighbors, dropout=dropout)
-        self.memory = TensorMemory(num_nodes, msg_dim, memory_dim, time_dim,
-                                   IdentityMessage(msg_dim, memory_dim, time_dim))
-        self.neighbors = NeighborBuffer(num_nodes, num_neighbors, msg_dim)
-        self.gnn = GraphAttentionEmbedding(memory_dim, embedding_dim, msg_dim, self.memory.time_enc, dropout)
+    config: TGNConfig
+
+    def __init__(self, config: TGNConfig) -> None:
+        super().__init__(config, config.embedding_dim)
+        c = config
+        self.memory = TensorMemory(c.num_nodes, c.msg_dim, c.memory_dim, c.time_dim,
+                                   IdentityMessage(c.msg_dim, c.memory_dim, c.time_dim))
+        self.neighbors = NeighborBuffer(c.num_nodes, c.num_neighbors, c.msg_dim)
+        self.gnn = GraphAttentionEmbedding(c.memory_dim, c.embedding_dim, c.msg_dim, self.memory.time_enc, c.dropout)
 
     @property
     def stateful_parts(self) -> dict[str, nn.Module]:

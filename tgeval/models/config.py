@@ -1,0 +1,135 @@
+"""The configurations of the neural models: what builds one, what its checkpoint saves.
+
+A model is built from its config (``TGN(TGNConfig(num_nodes, memory_dim=64))``), keeps it
+as ``model.config`` and its checkpoint saves ``dataclasses.asdict(model.config)``, from which
+:func:`tgeval.models.registry.build` rebuilds it. Fields marked :func:`from_data`
+(``num_nodes``, ``msg_dim``, ``node_dim``) come from the data; the others are the model's
+hyperparameters, and the command line offers each as a flag (``memory_dim`` ->
+``--memory-dim``). This module imports no torch, so that the command line can read the
+fields before importing it.
+
+The defaults are PyG's TGN recipe (``examples/tgn.py``): widths 100, 10 neighbours,
+dropout 0.1; GraphMixer's are its paper's (20 neighbours, 2 mixer blocks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, get_type_hints
+
+__all__ = ["TGNConfig", "DyRepConfig", "GraphMixerConfig", "DATA_FIELDS", "from_data", "hyperparameters",
+           "check_config"]
+
+
+def from_data(*default: Any) -> Any:
+    """A field whose value comes from the data, not from the user (no command-line flag)."""
+    return dataclasses.field(metadata={"from_data": True}, **({"default": default[0]} if default else {}))
+
+
+#: the fields every config has, filled from the data
+DATA_FIELDS = ("num_nodes", "msg_dim")
+
+
+def hyperparameters(config: type) -> dict[str, tuple[type, Any]]:
+    """``{name: (type, default)}`` of the fields of the config class ``config`` that a user sets:
+    not ``num_nodes`` or ``msg_dim``, and not marked :func:`from_data`."""
+    hints = get_type_hints(config)
+    return {f.name: (hints[f.name], f.default) for f in dataclasses.fields(config)
+            if f.name not in DATA_FIELDS and not f.metadata.get("from_data")}
+
+
+def check_config(config: Any) -> None:
+    """Raise ``ValueError`` for a config field out of range: widths and counts >= 1 (``node_dim``
+    >= 0), ``dropout`` in [0, 1)."""
+    hints = get_type_hints(type(config))
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if hints[f.name] is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"{type(config).__name__}.{f.name} must be an int, got {value!r}.")
+        low = 0 if f.name == "node_dim" else 1
+        if f.name == "dropout" and not 0.0 <= value < 1.0:
+            raise ValueError(f"{type(config).__name__}.dropout must be in [0, 1), got {value!r}.")
+        if hints[f.name] is int and value < low:
+            raise ValueError(f"{type(config).__name__}.{f.name} must be >= {low}, got {value}.")
+
+
+@dataclass(frozen=True)
+class TGNConfig:
+    """TGN (:class:`tgeval.models.TGN`).
+
+    Attributes:
+        num_nodes: exclusive upper bound of node ids.
+        msg_dim: event message width (1, a zero column, for data without features).
+        memory_dim, time_dim, embedding_dim: widths of memory, time encoding and embedding.
+        num_neighbors: recent interactions attended to per node.
+        dropout: attention dropout.
+    """
+
+    num_nodes: int = from_data()
+    msg_dim: int = from_data(1)
+    memory_dim: int = 100
+    time_dim: int = 100
+    embedding_dim: int = 100
+    num_neighbors: int = 10
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        check_config(self)
+
+
+@dataclass(frozen=True)
+class DyRepConfig:
+    """DyRep (:class:`tgeval.models.DyRep`).
+
+    Attributes:
+        num_nodes: exclusive upper bound of node ids.
+        msg_dim: event message width (1, a zero column, for data without features).
+        memory_dim: memory (= embedding) width; even (two attention heads).
+        time_dim: time encoding width.
+        num_neighbors: recent interactions attended to per partner.
+        dropout: attention dropout.
+    """
+
+    num_nodes: int = from_data()
+    msg_dim: int = from_data(1)
+    memory_dim: int = 100
+    time_dim: int = 100
+    num_neighbors: int = 10
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        check_config(self)
+        if self.memory_dim % 2:
+            raise ValueError(f"DyRepConfig.memory_dim must be even (two attention heads), got {self.memory_dim}.")
+
+
+@dataclass(frozen=True)
+class GraphMixerConfig:
+    """GraphMixer (:class:`tgeval.models.GraphMixer`).
+
+    Attributes:
+        num_nodes: exclusive upper bound of node ids.
+        msg_dim: event message width (1, a zero column, for data without features).
+        node_dim: width of the static node features (0: none); set from the features given
+            to the model.
+        num_neighbors: ``K``, recent interactions per node (the tokens).
+        time_dim: width of the fixed time encoding.
+        hidden_dim: token width inside the mixer.
+        embedding_dim: node embedding width.
+        num_layers: mixer blocks.
+        dropout: dropout inside the mixer.
+    """
+
+    num_nodes: int = from_data()
+    msg_dim: int = from_data(1)
+    node_dim: int = from_data(0)
+    num_neighbors: int = 20
+    time_dim: int = 100
+    hidden_dim: int = 100
+    embedding_dim: int = 100
+    num_layers: int = 2
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        check_config(self)
