@@ -41,7 +41,7 @@ from torch_geometric.data import TemporalData
 from tgeval.atomic import sha256_of, write_atomic
 from tgeval.data.fingerprint import fingerprint
 from tgeval.errors import CheckpointError
-from tgeval.eval.replay import _versions
+from tgeval.provenance import versions
 from tgeval.eval.result import json_safe
 from tgeval.models import registry
 from tgeval.models.neural import NeuralLinkModel
@@ -168,7 +168,7 @@ def save_checkpoint(
         "history": _plain(history or []),
         "training": _plain(training or {}),
         "data_fingerprint": _data_fingerprint(data),
-        "versions": {key: str(value) for key, value in _versions().items()},
+        "versions": versions(),
     }
     buffer = io.BytesIO()
     torch.save(payload, buffer)

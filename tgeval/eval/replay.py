@@ -25,23 +25,19 @@ waits for the device (the window's preparation reads a few sizes once).
 
 from __future__ import annotations
 
-import platform
-import sys
 import time
 import warnings
 from contextlib import contextmanager, nullcontext
-from datetime import datetime, timezone
 from typing import Callable, Iterator, Literal, Optional, Sequence, Union
 
-import numpy as np
 import torch
 import torch.distributed as dist
-import torch_geometric
 from torch import Tensor, nn
 from torch.profiler import record_function
 from torch_geometric.data import TemporalData
 
 from tgeval.choices import HISTORY_MODES, PROTOCOLS, UNCOVERED_RULES, Protocol
+from tgeval import provenance
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import check_built_for, fingerprint
 from tgeval.data.split import Segment, check_whole_groups
@@ -133,27 +129,6 @@ def replay(model: TemporalLinkModel, data: TemporalData, segment: Segment, *, ba
     data.position = torch.arange(data.num_events, device=data.src.device)
     with _eval_mode(model):
         _feed(model, data[segment.start:segment.end], batch_size, sampler)
-
-
-def _versions() -> dict:
-    from tgeval import __version__
-
-    return {"tgeval": __version__, "torch": torch.__version__, "torch_geometric": torch_geometric.__version__,
-            "numpy": np.__version__, "python": sys.version.split()[0], "platform": platform.platform()}
-
-
-def _peak_memory(device: torch.device) -> dict:
-    """Peak CUDA memory of the replay, and the process's lifetime peak RSS (POSIX only)."""
-    out: dict = {}
-    try:
-        import resource
-
-        out["process_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    except ImportError:  # not on POSIX
-        pass
-    if device.type == "cuda":
-        out["peak_cuda_bytes"] = torch.cuda.max_memory_allocated(device)
-    return out
 
 
 def _checked_stream(model: TemporalLinkModel, data: TemporalData, segment: Segment) -> TemporalData:
@@ -637,10 +612,10 @@ def evaluate(
         "num_batches": len(boundaries) - 1,
         "batch_latency_ms": {"mean": float(lat.mean()) * 1e3, "median": float(lat.median()) * 1e3,
                              "max": float(lat.max()) * 1e3},
-        **_peak_memory(device),
+        **provenance.peak_memory(device),
     }
     manifest = {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": provenance.created(),
         "data": {"name": data_name, "fingerprint": input_fingerprint, "canonical_fingerprint": fingerprint(data),
                  "num_events": data.num_events,
                  "num_nodes": model.num_nodes},
@@ -671,7 +646,7 @@ def evaluate(
         "device": str(device),
         "distributed": {"world_size": world, "backend": dist.get_backend() if distributed else None,
                         "sharded": "columns of the chunked all-entity path" if world > 1 else None},
-        "threads": {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()},
-        "versions": _versions(),
+        "threads": provenance.threads(),
+        "versions": provenance.versions(),
     }
     return Result(metrics, manifest, performance, records)
