@@ -20,8 +20,9 @@ def versions() -> dict[str, str]:
     """Versions of tgeval, torch, PyG, NumPy and Python, and the platform string."""
     from tgeval import __version__
 
-    return {"tgeval": __version__, "torch": torch.__version__, "torch_geometric": torch_geometric.__version__,
-            "numpy": np.__version__, "python": sys.version.split()[0], "platform": platform.platform()}
+    found = {"tgeval": __version__, "torch": torch.__version__, "torch_geometric": torch_geometric.__version__,
+             "numpy": np.__version__, "python": sys.version.split()[0], "platform": platform.platform()}
+    return {key: str(value) for key, value in found.items()}  # plain str: torch's version is a str subclass
 
 
 def threads() -> dict[str, int]:
