@@ -33,7 +33,7 @@ from torch_geometric.loader import TemporalDataLoader
 
 from tgeval import Segment, TimestampBatchLoader, build_catalog, chronological_split, evaluate, no_state_change, replay
 from tgeval.models import TGN, TGNConfig
-from tgeval.models.base import TemporalLinkModel
+from tgeval.models.base import TemporalLinkModel, pairwise_scorer
 from tests.helpers import readme_pyg_tgn
 
 BATCH_SIZE = 200
@@ -44,7 +44,7 @@ class PairwisePygTGN(PygTGN):
     """``PygTGN`` scored pair by pair (what a model without ``embed`` / ``decode`` gets)."""
 
     def candidate_scorer(self, src, t, candidates):
-        return lambda ev, cand: self.score_candidates(src[ev], t[ev], candidates[cand])
+        return pairwise_scorer(self.score, src, t, candidates)
 
 
 def main() -> None:

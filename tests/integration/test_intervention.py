@@ -169,7 +169,7 @@ def test_projection_equals_projecting_the_representation(setup):
         hid = hid - (hid @ d)[:, None] * d / (d @ d)
         want = model.decoder.lin_out(hid).squeeze(-1)
         torch.testing.assert_close(projected.score(src, dst, data.t[:40]), want, rtol=1e-5, atol=1e-5)
-        grid = projected.score_candidates(src, data.t[:40], catalog.items)
+        grid = projected.candidate_scorer(src, data.t[:40], catalog.items)(slice(None), slice(None))
         torch.testing.assert_close(grid[torch.arange(40), torch.searchsorted(catalog.items, dst).clamp(
             max=catalog.size - 1)][catalog.position(dst) >= 0], want[catalog.position(dst) >= 0], rtol=1e-5, atol=1e-5)
         assert not torch.allclose(model.score(src, dst, data.t[:40]), want)  # the original still scores h

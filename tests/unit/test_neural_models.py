@@ -15,6 +15,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.data.synthetic import generate_events
 from tgeval.models import DyRep, GraphMixer, TGN, message_dim, registry
+from tgeval.models.base import pairwise_scorer
 from tgeval.models.layers import LinkDecoder
 from tgeval.models.neighbors import NeighborBuffer
 from tgeval.samplers import UniformSampler
@@ -68,9 +69,9 @@ def warmed(name, data, upto=150, seed=0, **extra):
 
 
 def all_scores(model, src, dst, t, candidates):
-    """Every scoring path: pairs, the candidate matrix, and two chunks of the candidate scorer."""
+    """Every scoring path: pairs, the expanded candidate pairs, and two chunks of the candidate scorer."""
     scorer = model.candidate_scorer(src, t, candidates)
-    return [model.score(src, dst, t), model.score_candidates(src, t, candidates),
+    return [model.score(src, dst, t), pairwise_scorer(model.score, src, t, candidates)(slice(None), slice(None)),
             scorer(slice(1, 5), slice(0, 7)), scorer(slice(None), slice(3, None))]
 
 
@@ -350,14 +351,13 @@ def test_fast_path_equals_pairwise_score(warmed_models, stream, name, seed, num_
     src = torch.randint(0, N, (num_events,), generator=gen)
     t = torch.full((num_events,), int(stream.t[150]))
     candidates = torch.randperm(N, generator=gen)[:num_candidates]
-    pairwise = model.score(src.repeat_interleave(num_candidates), candidates.repeat(num_events),
-                           t.repeat_interleave(num_candidates)).view(num_events, num_candidates)
+    pairwise = pairwise_scorer(model.score, src, t, candidates)(slice(None), slice(None))
     old = model.decoder.max_elements
     model.decoder.max_elements = max_elements  # small values: combine() works in row blocks
     model.embed_chunk = embed_chunk  # small values: candidates are embedded in several calls
     try:
         with no_state_change(model, deep=True), torch.no_grad():
-            full = model.score_candidates(src, t, candidates)
+            full = model.candidate_scorer(src, t, candidates)(slice(None), slice(None))
             scorer = model.candidate_scorer(src, t, candidates)
             ev = slice(*sorted(b % (num_events + 1) for b in bounds[:2]))
             cand = slice(*sorted(b % (num_candidates + 1) for b in bounds[2:]))

@@ -34,7 +34,7 @@ def scores_after(model, data, upto=150):
         for batch in TimestampBatchLoader(data[:upto], 20):
             model.update(batch)
         part = data[upto:upto + 10]
-        return model.score_candidates(part.src, part.t, torch.arange(N))
+        return model.candidate_scorer(part.src, part.t, torch.arange(N))(slice(None), slice(None))
 
 
 @pytest.mark.parametrize("name", ["tgn", "dyrep", "graphmixer"])

@@ -20,7 +20,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.errors import TemporalDataError
 from tgeval.state import State, initial_buffers, reset_of, restore_into, snapshot_of
 
-__all__ = ["TemporalLinkModel", "CandidateScorer", "embedding_scorer", "time_store", "check_node_ids"]
+__all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer", "time_store", "check_node_ids"]
 
 #: ``scorer(events, candidates) -> [b, c]`` for a slice of a batch's events and a slice of
 #: the candidate list given to :meth:`TemporalLinkModel.candidate_scorer`.
@@ -36,8 +36,7 @@ class TemporalLinkModel(nn.Module):
     ``LastNeighborLoader`` (found among submodules and plain attributes), tgeval's stateful
     modules, and any class with a registered state adapter; the scoring guard watches the same
     parts. Override them only for state kept elsewhere. Subclasses may override
-    :meth:`score_candidates` / :meth:`candidate_scorer` with a faster path that gives the same
-    scores, and :meth:`catalog_counts` with an exact counting shortcut; a model with
+    :meth:`candidate_scorer` with a faster path that gives the same scores, and :meth:`catalog_counts` with an exact counting shortcut; a model with
     ``embed(nodes)`` and ``decode(z_src, z_dst)`` gets a blockwise candidate scorer derived from
     them.
 
@@ -127,14 +126,6 @@ class TemporalLinkModel(nn.Module):
         :attr:`exact_history` implement it and read it back as ``self._earlier``)."""
         raise NotImplementedError
 
-    def score_candidates(self, src: Tensor, t: Tensor, candidates: Tensor) -> Tensor:
-        """Scores of every ``(src[i], candidates[j], t[i])``: float ``[B, C]``.
-
-        The default expands the pairs and calls :meth:`score`.
-        """
-        b, c = src.numel(), candidates.numel()
-        return self.score(src.repeat_interleave(c), candidates.repeat(b), t.repeat_interleave(c)).view(b, c)
-
     def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
         """Prepare all-entity scoring of a batch against ``candidates`` (``[C]``).
 
@@ -149,13 +140,13 @@ class TemporalLinkModel(nn.Module):
 
         Without an override, a model with ``embed(nodes)`` (embeddings ``[n, D]`` of sorted
         distinct node ids from the current state) and ``decode(z_src, z_dst)`` gets exactly that
-        (:func:`embedding_scorer`); any other model is scored pair by pair through
-        :meth:`score_candidates`.
+        (:func:`embedding_scorer`); any other model is scored pair by pair through :meth:`score`
+        (:func:`pairwise_scorer`).
         """
         embed, decode = getattr(self, "embed", None), getattr(self, "decode", None)
         if callable(embed) and callable(decode):
             return embedding_scorer(embed, decode, src, candidates)
-        return lambda ev, cand: self.score_candidates(src[ev], t[ev], candidates[cand])
+        return pairwise_scorer(self.score, src, t, candidates)
 
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
@@ -204,6 +195,18 @@ class TemporalLinkModel(nn.Module):
 
 #: most ``rows x candidates x width`` activations one block of :func:`embedding_scorer` holds
 EMBEDDING_BLOCK = 2**22
+
+
+def pairwise_scorer(score: Callable[[Tensor, Tensor, Tensor], Tensor], src: Tensor, t: Tensor,
+                    candidates: Tensor) -> CandidateScorer:
+    """A candidate scorer that expands each block into its ``b * c`` pairs ``(src[i], candidates[j],
+    t[i])`` and calls ``score`` on them once: what a model offers no faster path for."""
+
+    def scores(ev: slice, cand: slice) -> Tensor:
+        rows, cols, times = src[ev], candidates[cand], t[ev]
+        b, c = rows.numel(), cols.numel()
+        return score(rows.repeat_interleave(c), cols.repeat(b), times.repeat_interleave(c)).view(b, c)
+    return scores
 
 
 def embedding_scorer(embed: Callable[[Tensor], Tensor], decode: Callable[[Tensor, Tensor], Tensor], src: Tensor,

@@ -259,9 +259,6 @@ class NeuralLinkModel(TemporalLinkModel):
         scores: Callable[[slice, slice], Tensor] = lambda ev, cand: self.decoder.combine(source[ev], target[cand])
         return scores
 
-    def score_candidates(self, src: Tensor, t: Tensor, candidates: Tensor) -> Tensor:
-        return self.candidate_scorer(src, t, candidates)(slice(None), slice(None))
-
     # -- state ------------------------------------------------------------------------
     def messages(self, batch: TemporalData) -> Tensor:
         """``batch.msg`` as float ``[B, msg_dim]``, or zeros when the data has no features."""
