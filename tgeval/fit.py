@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Union, cast
+from typing import Callable, Optional, Union, cast
 
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
@@ -43,7 +44,7 @@ from tgeval.samplers.base import NegativeSampler
 from tgeval.state import clone_state, load_parameters, parameters_of
 from tgeval.train import train_epoch
 
-__all__ = ["fit", "VAL_METRICS", "val_metrics", "check_new_run"]
+__all__ = ["fit", "EarlyStopping", "VAL_METRICS", "val_metrics", "check_new_run"]
 
 #: the files of a run in a checkpoint folder
 RUN_FILES = ("last.pt", "best.pt")
@@ -120,6 +121,64 @@ def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimiz
                        "catalog": None if val_catalog is None else val_catalog.describe()},
         **extra,
     })
+
+
+@dataclass
+class EarlyStopping:
+    """The early-stopping bookkeeping of a run: the best epoch so far and its validation value
+    (higher is better), the epochs since it, and whether ``patience`` of them ran out."""
+
+    patience: Optional[int]
+    epoch: Optional[int] = None
+    value: Optional[float] = None
+    bad_epochs: int = 0
+    stopped: bool = False
+
+    def step(self, epoch: int, value: Optional[float]) -> bool:
+        """Record ``epoch``'s validation ``value`` (``None``: not measured); return whether it
+        improved, i.e. is strictly larger than the best so far."""
+        improved = value is not None and (self.value is None or value > self.value)
+        if improved:
+            self.epoch, self.value, self.bad_epochs = epoch, value, 0
+        else:
+            self.bad_epochs += 1
+        self.stopped = self.patience is not None and self.bad_epochs >= self.patience
+        return improved
+
+    def to_dict(self) -> dict:
+        """What checkpoints save (``patience`` is in the training specification)."""
+        return {"epoch": self.epoch, "value": self.value, "bad_epochs": self.bad_epochs, "stopped": self.stopped}
+
+    @classmethod
+    def from_dict(cls, patience: Optional[int], saved: dict) -> "EarlyStopping":
+        return cls(patience, **saved)
+
+
+def _resume(resume: Union[str, os.PathLike], model: NeuralLinkModel, optimizer: Optimizer, training: dict,
+            data_fingerprint: str, patience: Optional[int]) -> tuple[list[dict], EarlyStopping, Optional[dict], int]:
+    """Load the run of ``resume`` (a ``last.pt``) into ``model``, ``optimizer`` and every generator:
+    its history, early stopping, best parameters and the first epoch still to run.
+
+    Raises:
+        CheckpointError: other data, model or training specification, or no optimizer state.
+    """
+    ckpt = load_checkpoint(resume, model.device, data=data_fingerprint, model=model)
+    changed = sorted(key for key in set(training) | set(ckpt.training)
+                     if key != "epochs" and training.get(key) != ckpt.training.get(key))
+    if changed:
+        raise CheckpointError(f"{resume} was written with another training specification (differs in "
+                              f"{', '.join(changed)}). Resume with the options of that run, or start a "
+                              f"fresh run without resume.")
+    if ckpt.optimizer is None:
+        raise CheckpointError(f"{resume} holds no optimizer state, so training cannot resume from it. "
+                              f"Resume from the run's last.pt.")
+    optimizer.load_state_dict(ckpt.optimizer)
+    ckpt.restore_rng()
+    stopping = EarlyStopping.from_dict(patience, ckpt.early_stopping)
+    best_parameters = ckpt.best_parameters
+    if best_parameters is None and stopping.epoch is not None:  # the checkpoint's own epoch was the best
+        best_parameters = clone_state(parameters_of(model))
+    return _read_timings(resume, list(ckpt.history)), stopping, best_parameters, ckpt.epoch + 1
 
 
 def fit(
@@ -239,31 +298,17 @@ def fit(
     data_fingerprint = fingerprint(data)
 
     history: list[dict] = []
-    best: dict[str, Any] = {"epoch": None, "value": None, "bad_epochs": 0, "stopped": False}
+    stopping = EarlyStopping(patience)
     best_parameters: Optional[dict] = None
     start = 0
     if resume is not None:
-        ckpt = load_checkpoint(resume, model.device, data=data_fingerprint, model=neural)
-        changed = sorted(key for key in set(training) | set(ckpt.training)
-                         if key != "epochs" and training.get(key) != ckpt.training.get(key))
-        if changed:
-            raise CheckpointError(f"{resume} was written with another training specification (differs in "
-                                  f"{', '.join(changed)}). Resume with the options of that run, or start a "
-                                  f"fresh run without resume.")
-        if ckpt.optimizer is None:
-            raise CheckpointError(f"{resume} holds no optimizer state, so training cannot resume from it. "
-                                  f"Resume from the run's last.pt.")
-        optimizer.load_state_dict(ckpt.optimizer)
-        ckpt.restore_rng()
-        history, best, start = _read_timings(resume, list(ckpt.history)), dict(ckpt.early_stopping), ckpt.epoch + 1
-        best_parameters = ckpt.best_parameters
-        if best_parameters is None and best["epoch"] is not None:  # the checkpoint's own epoch was the best
-            best_parameters = clone_state(parameters_of(model))
+        history, stopping, best_parameters, start = _resume(resume, neural, optimizer, training, data_fingerprint,
+                                                            patience)
 
     folder = None if checkpoint_dir is None or not writes else Path(checkpoint_dir)
     files: dict[str, dict] = {}
     for epoch in range(start, epochs):
-        if best["stopped"]:
+        if stopping.stopped:
             break
         model.train()  # the same mode every epoch, whatever the caller or a resume left
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=loss, optimizer=optimizer,
@@ -275,14 +320,9 @@ def fit(
                           num_negatives=val_negatives, catalog=val_catalog, batch_size=batch_size, seed=seed,
                           distributed=distributed)
         measured = val_metrics(result)
-        value = measured.get(val_metric)
-        improved = value is not None and (best["value"] is None or value > best["value"])
+        improved = stopping.step(epoch, measured.get(val_metric))
         if improved:
-            best.update(epoch=epoch, value=value, bad_epochs=0)
             best_parameters = clone_state(parameters_of(model))
-        else:
-            best["bad_epochs"] += 1
-        best["stopped"] = patience is not None and best["bad_epochs"] >= patience
         record = {"epoch": epoch, **stats, "val": measured,
                   "val_events_per_second": result.performance["events_per_second"], "improved": improved}
         history.append(json_safe(record))
@@ -290,7 +330,8 @@ def fit(
             for kind in ("best", "last") if improved else ("last",):
                 path = folder / f"{kind}.pt"
                 digest = save_checkpoint(path, neural, optimizer, epoch=epoch, data=data_fingerprint,
-                                         early_stopping=best, history=_untimed(history), training=training,
+                                         early_stopping=stopping.to_dict(), history=_untimed(history),
+                                         training=training,
                                          best_parameters=None if improved else best_parameters,
                                          state=trained_state, state_training=True)
                 files[kind] = {"path": str(path), "sha256": digest}
@@ -306,10 +347,10 @@ def fit(
         "model": name,
         "training": training,
         "val_metric": val_metric,
-        "best_epoch": best["epoch"],
-        "best_value": best["value"],
+        "best_epoch": stopping.epoch,
+        "best_value": stopping.value,
         "epochs_run": len(history),
-        "stopped_early": bool(best["stopped"]) and len(history) < epochs,
+        "stopped_early": stopping.stopped and len(history) < epochs,
         "history": history,
         "resumed_from": None if resume is None else str(resume),
         "checkpoints": files or None,
