@@ -47,7 +47,7 @@ from tgeval.models.memory import LatestMeanAggregator
 from tgeval.models.tgn import TGN
 from tgeval.models.config import TGNConfig
 from tgeval.samplers import UniformSampler
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 
 
 class NoEmptyStepMemory(TGNMemory):

@@ -23,7 +23,7 @@ import torch
 from _common import apply_common_args, print_header, print_table
 
 from tgeval import build_catalog, chronological_split, evaluate, warm_up
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 from tgeval.data.io import load_dataset
 from tgeval.models.heuristics import EdgeBank
 from tgeval.models.tgn import TGN

@@ -1,6 +1,6 @@
 """What tgeval's deterministic CPU training costs, and what it buys.
 
-``tgeval.train.train_epoch`` runs its batches under ``tgeval.deterministic()`` on a CPU: with two
+``tgeval.training.train.train_epoch`` runs its batches under ``tgeval.deterministic()`` on a CPU: with two
 or more threads, the backward of indexing (``index_put_`` with ``accumulate=True``) otherwise adds
 in thread order, and two runs from the same seed end with different parameters. Here TGN (widths
 100, 10 neighbours, Adam 1e-4, batches of 200, one uniform negative; as in
@@ -24,7 +24,7 @@ from _common import add_common_args, apply_common_args, best, group_end, load_wi
     print_table
 from bench_tgn_train import BATCH_SIZE, LR, NUM_NEIGHBORS, WIDTH, num_nodes_of, range_catalog, with_zero_message
 
-import tgeval.train
+import tgeval.training.train
 from tgeval import chronological_split
 from tgeval.models.tgn import TGN
 from tgeval.models.config import TGNConfig
@@ -35,7 +35,7 @@ def train_once(data, segment, num_nodes: int, catalog) -> tuple[float, dict]:
     torch.manual_seed(0)
     model = TGN(TGNConfig(num_nodes, 1, memory_dim=WIDTH, time_dim=WIDTH, embedding_dim=WIDTH,
                           num_neighbors=NUM_NEIGHBORS))
-    stats = tgeval.train.train_epoch(model, data, segment, sampler=UniformSampler(catalog), loss="bce",
+    stats = tgeval.training.train.train_epoch(model, data, segment, sampler=UniformSampler(catalog), loss="bce",
                                      optimizer=torch.optim.Adam(model.parameters(), lr=LR), batch_size=BATCH_SIZE)
     return stats["events_per_second"], {k: v.detach().clone() for k, v in model.named_parameters()}
 
@@ -58,19 +58,19 @@ def main() -> None:
     segment = (0, end)
     catalog = range_catalog(data.dst[:end], num_nodes_of(data))
     print_header(f"deterministic CPU training: TGN, one epoch on {end} events of {source}")
-    kernels = tgeval.train.deterministic
+    kernels = tgeval.training.train.deterministic
     speeds: dict[str, list[float]] = {"deterministic (tgeval)": [], "default kernels": []}
     params: dict[str, list[dict]] = {name: [] for name in speeds}
     train_once(data, (0, group_end(data.t, 0, 2000, end)), num_nodes_of(data), catalog)  # untimed warm-up
     try:
         for _ in range(args.repeat):
             for name in speeds:
-                tgeval.train.deterministic = kernels if name.startswith("deterministic") else contextlib.nullcontext
+                tgeval.training.train.deterministic = kernels if name.startswith("deterministic") else contextlib.nullcontext
                 speed, weights = train_once(data, segment, num_nodes_of(data), catalog)
                 speeds[name].append(speed)
                 params[name].append(weights)
     finally:
-        tgeval.train.deterministic = kernels
+        tgeval.training.train.deterministic = kernels
     rows = [(name, f"{median(v):,.0f}", f"{best(v):,.0f}", f"{largest_difference(params[name]):.3g}")
             for name, v in speeds.items()]
     print_table(("kernels", "events/s (median)", "events/s (best)", "max |param diff| between repeats"), rows)

@@ -54,7 +54,7 @@ from tgeval.loader import timestamp_batch_boundaries
 from tgeval.models import (TGN, DyRep, DyRepConfig, EdgeBank, GraphMixer, GraphMixerConfig, Popularity,
                            PreferentialAttachment, TGNConfig)
 from tgeval.samplers import UniformSampler
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 
 K = 20
 BATCH = 200

@@ -1,6 +1,6 @@
 """Training throughput of the three neural reference models, and what bounds GraphMixer's.
 
-All models train through ``tgeval.train.train_epoch`` on the same events (the head of
+All models train through ``tgeval.training.train.train_epoch`` on the same events (the head of
 Wikipedia's training segment, 70/15/15 split, a message of one zero column), with the same
 recipe: batches of whole timestamp groups of at most 200 events, one negative per positive
 drawn uniformly over the training segment's destination range, Adam with learning rate 1e-4,
@@ -42,7 +42,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from tgeval.models import DyRep, GraphMixer, TGN, DyRepConfig, GraphMixerConfig, TGNConfig
 from tgeval.models.layers import BitDropout
 from tgeval.samplers import UniformSampler
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 
 BATCH_SIZE = 200
 LR = 1e-4

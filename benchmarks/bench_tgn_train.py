@@ -6,7 +6,7 @@ width 100, the 10 most recent neighbours, batches of 200 events, one negative de
 per positive drawn uniformly over the training segment's destination range, Adam with
 learning rate 1e-4, binary cross-entropy.
 
-* **tgeval**: ``tgeval.train.train_epoch`` with ``tgeval.models.tgn.TGN`` and a
+* **tgeval**: ``tgeval.training.train.train_epoch`` with ``tgeval.models.tgn.TGN`` and a
   ``UniformSampler`` over the destination range (batches of whole timestamp groups of at
   most 200 events, negatives keyed by event position, update after the optimizer step).
 * **PyG recipe** (:class:`PygRecipeTGN`, written here after the recipe of PyG's
@@ -60,7 +60,7 @@ from tgeval.data.exclusions import build_exclusions
 from tgeval.models.tgn import TGN
 from tgeval.models.config import TGNConfig
 from tgeval.samplers import UniformSampler
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 
 BATCH_SIZE = 200
 WIDTH = 100  # memory, time encoding and embedding width

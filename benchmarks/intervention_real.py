@@ -31,7 +31,7 @@ from tgeval.data.io import load_dataset
 from tgeval.diagnostics import membership_intervention
 from tgeval.models import registry
 from tgeval.samplers import UniformSampler
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 
 
 

@@ -76,7 +76,7 @@ from tgeval.eval.result import json_safe
 from tgeval.models import TGN, EdgeBank, TGNConfig, registry
 from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers import UniformSampler
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 
 #: Published test AP of PyG's recipe on Wikipedia without features (issue 4), by epoch.
 REFERENCE_AP = {1: 0.79, 2: 0.89, 3: 0.90}

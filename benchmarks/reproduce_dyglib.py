@@ -56,7 +56,7 @@ from tgeval import build_catalog, chronological_split, evaluate, load_checkpoint
 from tgeval.atomic import write_atomic
 from tgeval.data.catalog import Catalog
 from tgeval.data.io import load_dataset
-from tgeval.fit import fit
+from tgeval.training.fit import fit
 from tgeval.models import DyRep, DyRepConfig, GraphMixer, GraphMixerConfig, TGN, TGNConfig
 from tgeval.samplers import UniformSampler
 

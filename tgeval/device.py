@@ -76,7 +76,7 @@ def positions(mask: Tensor, count: int) -> Tensor:
 def deterministic(enabled: bool = True) -> Iterator[None]:
     """Run the block with PyTorch's deterministic kernels, restoring the previous setting after.
 
-    On a CPU, evaluation is bitwise reproducible anyway, and :func:`~tgeval.train.train_epoch`
+    On a CPU, evaluation is bitwise reproducible anyway, and :func:`~tgeval.training.train.train_epoch`
     enters this block itself (with two or more threads, the backward of indexing adds in thread
     order without it). On CUDA, float sums through
     ``scatter_add`` / ``index_add`` (TGN's and DyRep's attention softmax and aggregation, the

@@ -2,11 +2,11 @@ import json
 
 import pytest
 
-from tgeval.checkpoint import load_checkpoint
+from tgeval.training.checkpoint import load_checkpoint
 from tgeval.choices import flag
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
-from tgeval.fit import TIMING_KEYS
+from tgeval.training.fit import TIMING_KEYS
 from tgeval.models import registry
 from tgeval.state import first_difference
 

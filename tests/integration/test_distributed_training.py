@@ -23,9 +23,9 @@ from tgeval.distributed import sum_gradients
 from tgeval.errors import DistributedError
 from tgeval.samplers import UniformSampler
 from tgeval.data.catalog import build_catalog
-from tgeval.checkpoint import load_checkpoint
-from tgeval.fit import fit
-from tgeval.train import train_epoch
+from tgeval.training.checkpoint import load_checkpoint
+from tgeval.training.fit import fit
+from tgeval.training.train import train_epoch
 from tests.helpers import free_port, small_neural_model
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),

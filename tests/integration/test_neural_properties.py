@@ -22,7 +22,7 @@ from tgeval.models import TGN, TGNConfig, registry
 from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 from tests.helpers import small_neural_model
 from tests.strategies import segment_from, shuffle_within_groups, streams
 

@@ -12,7 +12,7 @@ import torch
 
 import tgeval
 from tgeval import LeakageError, Segment, TimestampBatchLoader, no_state_change
-from tgeval.checkpoint import load_checkpoint, save_checkpoint
+from tgeval.training.checkpoint import load_checkpoint, save_checkpoint
 from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, registry
 from tgeval.models.base import TemporalLinkModel

@@ -4,15 +4,15 @@ import pytest
 import torch
 from torch import nn
 
-import tgeval.train
+import tgeval.training.train
 from tgeval import SplitError, TemporalDataError
 from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.loader import TimestampBatchLoader
-from tgeval.losses import bpr_loss
+from tgeval.training.losses import bpr_loss
 from tgeval.samplers import UniformSampler
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 from tests.helpers import StatelessModel
 from tests.conftest import make_stream
 
@@ -213,13 +213,13 @@ def test_memory_detached_between_batches(data, with_detach):
 
 
 def test_docstring_example_runs_and_matches_train_epoch():
-    doc = tgeval.train.__doc__
+    doc = tgeval.training.train.__doc__
     code = textwrap.dedent(doc[doc.rindex("::\n") + 3:])
     assert 20 <= len(code.strip().splitlines()) <= 45
     with torch.random.fork_rng():
         torch.manual_seed(123)
         namespace: dict = {}
-        exec(compile(code, "tgeval.train docstring", "exec"), namespace)
+        exec(compile(code, "tgeval.training.train docstring", "exec"), namespace)
     with torch.random.fork_rng():
         torch.manual_seed(123)
         model = namespace["DotModel"](100)

@@ -9,7 +9,7 @@ from tgeval import Catalog, CatalogError, DataMismatchError, build_catalog, chro
 from tgeval.data.fingerprint import BuiltFrom, check_built_for, fingerprint
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import InductiveSampler, MixtureSampler, UniformSampler
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 from tests.conftest import make_stream
 from tests.helpers import small_neural_model
 

@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from tgeval.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from tgeval.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, DyRep, EdgeBank, GraphMixer, message_dim, registry
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 from tests.helpers import small_neural_model
 
 NUM_NODES = 40

@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from scipy.stats import kendalltau
 
-import tgeval.losses
-from tgeval.losses import LOSSES, bce_loss, bpr_loss, get_loss, sampled_softmax_loss
+import tgeval.training.losses
+from tgeval.training.losses import LOSSES, bce_loss, bpr_loss, get_loss, sampled_softmax_loss
 
 
 def _leaves(*values):
@@ -202,5 +202,5 @@ def test_bad_inputs_are_named():
 
 
 def test_docstring_examples_run():
-    result = doctest.testmod(tgeval.losses, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(tgeval.training.losses, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 4 and result.failed == 0

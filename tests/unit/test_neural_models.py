@@ -20,7 +20,7 @@ from tgeval.models.layers import LinkDecoder
 from tgeval.models.neighbors import NeighborBuffer
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 from tests.helpers import small_neural_model
 
 N = 24

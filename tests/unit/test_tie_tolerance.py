@@ -7,7 +7,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.eval.metrics import count_above_equal
 from tgeval.models import TGN, TGNConfig
 from tgeval.samplers import UniformSampler
-from tgeval.train import train_epoch
+from tgeval.training.train import train_epoch
 
 
 def test_count_above_equal_with_tolerance_matches_a_loop():

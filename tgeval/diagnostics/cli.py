@@ -128,7 +128,7 @@ def format_summary(report: dict) -> str:
 def _intervention_command(args: argparse.Namespace, data: TemporalData, num_nodes: int) -> int:
     """``--intervention membership CHECKPOINT``: :func:`~tgeval.diagnostics.intervention.membership_intervention`
     of the checkpoint's model, fitted on the training segment and compared on the test segment."""
-    from tgeval.checkpoint import load_checkpoint
+    from tgeval.training.checkpoint import load_checkpoint
     from tgeval.data.catalog import build_catalog
     from tgeval.diagnostics.intervention import membership_intervention
 

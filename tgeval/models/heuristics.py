@@ -323,7 +323,7 @@ class PairMembership(EdgeBank):
     ``beta=1, bias=0``. With ``beta < 0`` it prefers unseen pairs.
 
     ``beta`` and ``bias`` are float64 parameters, so the scorer can be fitted with
-    :func:`tgeval.train.train_epoch` (e.g. BCE against a sampler's negatives); the bank of
+    :func:`tgeval.training.train.train_epoch` (e.g. BCE against a sampler's negatives); the bank of
     seen pairs is state, as in :class:`EdgeBank`.
     """
 

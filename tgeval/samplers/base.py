@@ -74,7 +74,7 @@ def concat_negatives(parts: Sequence[SampledNegatives], src: Tensor) -> Negative
 def scored_pairs(src: Tensor, dst: Tensor, t: Tensor, negatives: Optional[Negatives]) -> tuple[Tensor, Tensor, Tensor]:
     """Flat ``(src, dst, t)`` of one ``score`` call for events ``[B]`` and their negatives: each
     positive, then its ``K`` negatives (row-major ``[B, 1 + K]``; ``negatives=None``: the positives).
-    The replay and :func:`~tgeval.train.train_epoch` score in this one layout, so
+    The replay and :func:`~tgeval.training.train.train_epoch` score in this one layout, so
     ``scores.view(B, 1 + K)`` holds each event's positive in column 0."""
     if negatives is None:
         return src, dst, t

@@ -1,6 +1,6 @@
 r"""Training with validation, early stopping and resumable checkpoints (SPEC §9, §11).
 
-:func:`fit` composes :func:`~tgeval.train.train_epoch` and
+:func:`fit` composes :func:`~tgeval.training.train.train_epoch` and
 :func:`~tgeval.eval.replay.evaluate`::
 
     for epoch in range(start, epochs):
@@ -29,7 +29,6 @@ from torch_geometric.data import TemporalData
 
 from tgeval.atomic import check_writable, write_atomic
 from tgeval.choices import VAL_METRICS
-from tgeval.checkpoint import CheckpointError, load_checkpoint, model_name, save_checkpoint
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import fingerprint
 from tgeval.data.split import Split
@@ -37,12 +36,13 @@ from tgeval.distributed import is_main, require_group
 from tgeval.errors import OutputPathError
 from tgeval.eval.replay import evaluate
 from tgeval.eval.result import Result, json_safe
-from tgeval.losses import LossFn
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.neural import NeuralLinkModel
 from tgeval.samplers.base import NegativeSampler
 from tgeval.state import clone_state, load_parameters, parameters_of
-from tgeval.train import train_epoch
+from tgeval.training.checkpoint import CheckpointError, load_checkpoint, model_name, save_checkpoint
+from tgeval.training.losses import LossFn
+from tgeval.training.train import train_epoch
 
 __all__ = ["fit", "EarlyStopping", "VAL_METRICS", "val_metrics", "check_new_run"]
 
@@ -207,7 +207,7 @@ def fit(
 ) -> dict:
     r"""Train ``model`` on ``split.train``, validate on ``split.val`` after every epoch, keep the best epoch.
 
-    **Epoch** ``e``: :func:`~tgeval.train.train_epoch` over ``split.train`` (state reset at
+    **Epoch** ``e``: :func:`~tgeval.training.train.train_epoch` over ``split.train`` (state reset at
     the start, negatives keyed by ``seed + e``), then :func:`~tgeval.eval.replay.evaluate`
     over ``split.val`` (online protocol, ``val_negatives`` negatives per positive from
     ``val_sampler`` drawn with ``seed`` — the same negatives every epoch — and an all-entity
@@ -223,7 +223,7 @@ def fit(
     generator's state, and resuming restores them.
 
     **Checkpoints** (``checkpoint_dir``; the model must be registered, see
-    :mod:`tgeval.checkpoint`): ``last.pt`` after every epoch, ``best.pt`` on improvement.
+    :mod:`tgeval.training.checkpoint`): ``last.pt`` after every epoch, ``best.pt`` on improvement.
     Their state snapshot is the state at the end of the epoch's training (history = the
     training segment; no validation event), so ``replay(ckpt.model, data, split.val)`` then
     ``evaluate(ckpt.model, data, split.test, warm=False)`` continues from the state built
@@ -241,7 +241,7 @@ def fit(
         data: the whole time-sorted stream.
         split: its chronological split (``train`` and ``val`` are used).
         sampler, loss, optimizer, batch_size, num_negatives, seed: as in
-            :func:`~tgeval.train.train_epoch`.
+            :func:`~tgeval.training.train.train_epoch`.
         epochs: number of epochs (at most).
         patience: epochs without improvement before stopping (``None``: train all epochs).
         val_metric: a key of :data:`VAL_METRICS` (``"all_entity_mrr"`` needs ``val_catalog``).
@@ -254,7 +254,7 @@ def fit(
         spec: extra entries of the training specification (e.g. the CLI's sampler string).
         on_epoch: called with each epoch's history record, after its checkpoints are written.
         distributed: this process is one rank of the default ``torch.distributed`` group:
-            training is data-parallel (:func:`~tgeval.train.train_epoch`), validation is
+            training is data-parallel (:func:`~tgeval.training.train.train_epoch`), validation is
             sharded (:func:`~tgeval.eval.replay.evaluate`), both identical on every rank, so
             every rank takes the same early-stopping decisions; rank 0 alone writes the
             checkpoints and ``timings.json`` (``checkpoints`` is ``None`` on the others). A

@@ -19,7 +19,7 @@ dot-product score, stateless; with two or more CPU threads, run it inside
     from tgeval.data.synthetic import generate_events
     from tgeval.data.validate import permute_events
     from tgeval.loader import TimestampBatchLoader, check_time_sorted
-    from tgeval.losses import bce_loss
+    from tgeval.training.losses import bce_loss
     from tgeval.models.base import TemporalLinkModel
     from tgeval.samplers import UniformSampler
 
@@ -72,9 +72,9 @@ from tgeval.distributed import check_same, rank_and_world, require_group, shard,
 from tgeval.errors import LeakageError
 from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader, check_time_sorted
-from tgeval.losses import LossFn, check_built_in, get_loss, term_count
 from tgeval.models.base import TemporalLinkModel, check_node_ids
 from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, scored_pairs
+from tgeval.training.losses import LossFn, check_built_in, get_loss, term_count
 
 __all__ = ["train_epoch", "resolve_range"]
 
@@ -154,7 +154,7 @@ def train_epoch(
         segment_or_range: a :class:`~tgeval.data.split.Segment` (e.g. ``split.train``), a
             ``(start, end)`` pair of event offsets, or ``None`` for all of ``data``.
         sampler: training negatives (swap in one line; see :mod:`tgeval.samplers`).
-        loss: a name of :func:`~tgeval.losses.get_loss` (``"bce"``, ``"bpr"``,
+        loss: a name of :func:`~tgeval.training.losses.get_loss` (``"bce"``, ``"bpr"``,
             ``"sampled_softmax"``) or a callable ``loss(pos, neg) -> scalar``.
         optimizer: updates the model's parameters once per batch.
         batch_size: target events per timestamp batch.
@@ -168,7 +168,7 @@ def train_epoch(
             replicated) and draws the same negatives (keyed by position); rank ``r`` of ``W``
             scores only its contiguous share :func:`~tgeval.distributed.shard` of the
             batch's events with their negatives, and its loss is the sum of its terms over
-            the whole batch's term count (:func:`~tgeval.losses.term_count`: built-in losses
+            the whole batch's term count (:func:`~tgeval.training.losses.term_count`: built-in losses
             only), so the ranks' losses add up to the batch loss. One ``all_reduce`` per
             batch sums the gradients (:func:`~tgeval.distributed.sum_gradients`) before
             ``optimizer.step()``, so the parameters stay equal on every rank and equal one

@@ -41,10 +41,10 @@ from torch_geometric.data import TemporalData
 from tgeval.atomic import sha256_of, write_atomic
 from tgeval.data.fingerprint import fingerprint
 from tgeval.errors import CheckpointError
-from tgeval.provenance import versions
 from tgeval.eval.result import json_safe
 from tgeval.models import registry
 from tgeval.models.neural import NeuralLinkModel
+from tgeval.provenance import versions
 from tgeval.state import State, load_parameters, parameters_of
 
 __all__ = ["CheckpointError", "Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "rng_state",
@@ -147,7 +147,7 @@ def save_checkpoint(
         training: the training specification (sampler, loss, ``K``, lr, batch size, seed, ...).
         best_parameters: the best epoch's parameters (:func:`~tgeval.state.parameters_of`) when
             they are not ``model``'s own.
-        state: the state snapshot to store (default ``model.snapshot()``); :func:`~tgeval.fit.fit`
+        state: the state snapshot to store (default ``model.snapshot()``); :func:`~tgeval.training.fit.fit`
             stores the state at the end of the epoch's training, before any validation event.
         state_training: whether ``state`` was taken in training mode (default: ``model``'s mode
             now). Loading restores it in that mode before switching to eval mode, so a module
@@ -235,7 +235,7 @@ def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict
     parts = header.split(b" ")
     if not newline or len(parts) != 3 or parts[0] != _MAGIC or not parts[2].startswith(b"sha256:"):
         raise CheckpointError(f"{path} is not a tgeval checkpoint (no checkpoint header). Give a file written by "
-                              f"`tgeval train --checkpoint-dir` or tgeval.checkpoint.save_checkpoint.")
+                              f"`tgeval train --checkpoint-dir` or tgeval.training.checkpoint.save_checkpoint.")
     if parts[1] != str(FORMAT_VERSION).encode():
         raise CheckpointError(f"{path} has checkpoint format {parts[1].decode(errors='replace')}, this tgeval "
                               f"reads format {FORMAT_VERSION}. Load it with the tgeval version that wrote it.")
@@ -253,7 +253,7 @@ def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict
         missing = ["model.name / model.config"]
     if missing:
         raise CheckpointError(f"{path} passed its checksum but lacks {', '.join(missing)}: it was not written by "
-                              f"tgeval.checkpoint.save_checkpoint (or by a version with another layout). Use a "
+                              f"tgeval.training.checkpoint.save_checkpoint (or by a version with another layout). Use a "
                               f"checkpoint of `tgeval train --checkpoint-dir`, or train again.")
     return payload, sha256_of(content)
 
