@@ -40,7 +40,7 @@ def add_common_args(parser) -> None:
 
 
 def apply_common_args(args) -> None:
-    """Use ``--data-dir`` (as ``$TGEVAL_DATA_DIR``, which ``tgeval.data.io.load_dataset`` reads) and ``--threads``."""
+    """Use ``--data-dir`` (as ``$TGEVAL_DATA_DIR``, which ``tgeval.data.datasets.load_dataset`` reads) and ``--threads``."""
     if getattr(args, "data_dir", None) is not None:
         os.environ["TGEVAL_DATA_DIR"] = str(Path(args.data_dir).resolve())
     torch.set_num_threads(args.threads)
@@ -71,18 +71,18 @@ def _wikipedia_numpy(path: Path) -> TemporalData:
 def load_wikipedia(data_dir: Optional[str]) -> tuple[TemporalData, str]:
     """Wikipedia as a validated, time-sorted ``TemporalData`` and a note on how it was read.
 
-    Uses ``tgeval.data.io.load_dataset`` when that module is importable, else reads the
+    Uses ``tgeval.data.datasets.load_dataset`` when that module is importable, else reads the
     file with numpy.
     """
     if data_dir is not None:
         os.environ["TGEVAL_DATA_DIR"] = str(Path(data_dir).resolve())
     try:
-        from tgeval.data.io import load_dataset
+        from tgeval.data.datasets import load_dataset
     except ImportError:  # the reader is not available in this checkout
         load_dataset = None
     if load_dataset is not None:
         data, _ = load_dataset("wikipedia")
-        return tgeval.validate(data), "tgeval.data.io.load_dataset('wikipedia')"
+        return tgeval.validate(data), "tgeval.data.datasets.load_dataset('wikipedia')"
     roots = [Path(os.environ["TGEVAL_DATA_DIR"])] if os.environ.get("TGEVAL_DATA_DIR") else [
         Path.cwd() / ".." / "shared" / "datasets", REPO_ROOT.parent / "shared" / "datasets"]
     for root in roots:

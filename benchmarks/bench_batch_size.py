@@ -23,12 +23,12 @@ import torch
 from _common import apply_common_args, print_header, print_table
 
 from tgeval import build_catalog, chronological_split, evaluate, warm_up
-from tgeval.training.train import train_epoch
-from tgeval.data.io import load_dataset
+from tgeval.data.datasets import load_dataset
+from tgeval.models.config import TGNConfig
 from tgeval.models.heuristics import EdgeBank
 from tgeval.models.tgn import TGN
-from tgeval.models.config import TGNConfig
 from tgeval.samplers import UniformSampler
+from tgeval.training.train import train_epoch
 
 BATCH_SIZES = (1, 50, 200, 1000)
 TRAIN_BATCH = 200

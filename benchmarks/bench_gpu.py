@@ -67,7 +67,7 @@ def load(name: str, data_dir: Optional[str], quick: bool) -> tuple[TemporalData,
     if data_dir is not None:
         os.environ["TGEVAL_DATA_DIR"] = data_dir
     try:
-        from tgeval.data.io import load_dataset
+        from tgeval.data.datasets import load_dataset
 
         data, _ = load_dataset(name)
         how = f"{name} from the shared datasets"

@@ -30,7 +30,7 @@ from _common import add_common_args, apply_common_args, best, median, print_head
 from torch_geometric.data import TemporalData
 
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split, evaluate
-from tgeval.data.io import load_dataset
+from tgeval.data.datasets import load_dataset
 from tgeval.eval.replay import WARM_UP_EVENTS, warm_up
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import UniformSampler

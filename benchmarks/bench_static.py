@@ -25,7 +25,7 @@ import networkx as nx
 import torch
 from _common import REPO_ROOT, add_common_args, apply_common_args, print_header, print_table
 
-from tgeval.data.io import dataset_path, load_dataset
+from tgeval.data.datasets import dataset_path, load_dataset
 from tgeval.static import HEURISTICS, PairSampler, adjacency, heuristic_scores, static_graph
 
 NX = {"jaccard": nx.jaccard_coefficient, "aa": nx.adamic_adar_index, "ra": nx.resource_allocation_index,

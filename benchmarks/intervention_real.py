@@ -27,7 +27,7 @@ from bench_tgn_train import num_nodes_of, with_zero_message
 
 from tgeval import build_catalog, chronological_split
 from tgeval.atomic import write_atomic
-from tgeval.data.io import load_dataset
+from tgeval.data.datasets import load_dataset
 from tgeval.diagnostics import membership_intervention
 from tgeval.models import registry
 from tgeval.samplers import UniformSampler

@@ -71,7 +71,7 @@ from torch_geometric.data import TemporalData
 import tgeval
 from tgeval import Result, build_catalog, chronological_split, evaluate
 from tgeval.atomic import write_atomic
-from tgeval.data.io import load_dataset
+from tgeval.data.datasets import load_dataset
 from tgeval.eval.result import json_safe
 from tgeval.models import TGN, EdgeBank, TGNConfig, registry
 from tgeval.models.base import TemporalLinkModel

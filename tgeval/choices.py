@@ -9,13 +9,10 @@ from __future__ import annotations
 
 from typing import Literal, Optional, get_args
 
-__all__ = ["EventFormat", "FORMATS", "DUPLICATE_RULES", "CATALOG_KINDS", "TiePolicy", "TIE_POLICIES", "Protocol",
-           "PROTOCOLS", "HISTORY_MODES", "UNCOVERED_RULES", "VAL_METRICS", "DEFAULT_SWEEP", "StaticHeuristic", "STATIC_HEURISTICS", "GNN_MODELS", "Weighting", "WEIGHTINGS",
-           "HeartHeuristic", "HEART_HEURISTICS", "ShiftHeuristic", "SHIFT_HEURISTICS", "flag"]
+__all__ = ["DUPLICATE_RULES", "CATALOG_KINDS", "TiePolicy", "TIE_POLICIES", "Protocol", "PROTOCOLS", "HISTORY_MODES",
+           "UNCOVERED_RULES", "VAL_METRICS", "DEFAULT_SWEEP", "StaticHeuristic", "STATIC_HEURISTICS", "GNN_MODELS",
+           "Weighting", "WEIGHTINGS", "HeartHeuristic", "HEART_HEURISTICS", "ShiftHeuristic", "SHIFT_HEURISTICS", "flag"]
 
-EventFormat = Literal["dgb", "snap", "sociopatterns", "jodie", "tgb", "csv"]
-#: the readers of :func:`tgeval.data.io.read_events`
-FORMATS: tuple[str, ...] = get_args(EventFormat)
 #: what :func:`~tgeval.data.io.read_events` does with duplicate events (``ReadInfo.num_duplicates``)
 DUPLICATE_RULES = ("keep", "drop")
 #: the catalogs :func:`~tgeval.data.catalog.build_catalog` builds from a stream

@@ -17,9 +17,10 @@ import threading
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, FORMATS, GNN_MODELS, HEART_HEURISTICS,
-                            HISTORY_MODES, PROTOCOLS, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES,
-                            UNCOVERED_RULES, VAL_METRICS, WEIGHTINGS, flag)
+from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS, HEART_HEURISTICS, HISTORY_MODES,
+                            PROTOCOLS, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES, UNCOVERED_RULES, VAL_METRICS,
+                            WEIGHTINGS, flag)
+from tgeval.data import formats
 from tgeval.errors import TGEvalError
 from tgeval.models import registry
 
@@ -90,7 +91,8 @@ def _add_event_file(parser: argparse.ArgumentParser, *, data_help: str = "event 
                     bipartite_help: str = "sources and destinations in disjoint id ranges") -> None:
     """The event file and how to read it: ``data``, ``--format``, ``--remap``, ``--bipartite``, ``--sort``."""
     parser.add_argument("data", type=Path, help=data_help)
-    parser.add_argument("--format", choices=FORMATS, required=True, help="file format (see README)")
+    parser.add_argument("--format", choices=formats.names(), required=True, help="file format: " + "; ".join(
+        f"{name}: {formats.entry(name).help}" for name in formats.names()).replace("%", "%%"))
     parser.add_argument("--remap", action="store_true", help="renumber ids to 0..n-1")
     parser.add_argument("--bipartite", action="store_true", help=bipartite_help)
     parser.add_argument("--sort", action="store_true", help="stable-sort an unsorted file instead of failing")
@@ -226,7 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("evaluate", help="evaluate a heuristic or a trained checkpoint on an event file")
     _add_event_file(ev)
     ev.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                    help="reader option, e.g. src_col=Source (generic csv) or time_format=%%Y-%%m-%%d")
+                    help="reader option, e.g. src_col=Source (generic csv) or time_format=%%Y-%%m-%%d; options: " + "; ".join(
+                        f"{name}: {', '.join(formats.entry(name).options)}" for name in formats.names()
+                        if formats.entry(name).options))
     ev.add_argument("--model", required=True,
                     help=f"a heuristic ({', '.join(registry.names('heuristic'))}), a static GNN baseline ({', '.join(GNN_MODELS)}: "
                          f"trained on the graph of the events before the segment; --protocol fixed) or the path of "
@@ -306,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="compare the baselines on the default dataset")
     run.add_argument("--data", type=Path, default=None, help="event file (default: CollegeMsg, else synthetic)")
-    run.add_argument("--format", choices=FORMATS, default="snap")
+    run.add_argument("--format", choices=formats.names(), default="snap")
     run.add_argument("--negatives", type=int, default=20)
     run.add_argument("--batch-size", type=int, default=200)
     run.add_argument("--seed", type=int, default=0)

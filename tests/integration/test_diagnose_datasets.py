@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tgeval.data.io import dataset_path, load_dataset
+from tgeval.data.datasets import dataset_path, load_dataset
 from tgeval.diagnostics.cli import diagnose
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

