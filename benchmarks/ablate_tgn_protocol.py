@@ -43,9 +43,10 @@ from torch_geometric.nn.models.tgn import TGNMemory
 
 from tgeval import chronological_split, evaluate
 from tgeval.atomic import write_atomic
+from tgeval.models.config import TGNConfig
 from tgeval.models.memory import LatestMeanAggregator
 from tgeval.models.tgn import TGN
-from tgeval.models.config import TGNConfig
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import train_epoch
 
@@ -114,10 +115,10 @@ def main() -> None:
                     train_epoch(model, data, split.train, sampler=UniformSampler(pools["train"]), loss="bce",
                                 optimizer=optimizer, batch_size=BATCH_SIZE, num_negatives=1, seed=seed, epoch=epoch)
                 for protocol, warm in (("continued", False), ("rebuilt", True)):
-                    evaluate(model, data, split.val, sampler=UniformSampler(pools["val"]), num_negatives=1,
-                             batch_size=BATCH_SIZE, warm=warm)
-                    r = evaluate(model, data, split.test, sampler=UniformSampler(pools["test"]), num_negatives=1,
-                                 batch_size=BATCH_SIZE, warm=False)
+                    evaluate(model, data, split.val, Protocol(num_negatives=1, batch_size=BATCH_SIZE, warm=warm),
+                             sampler=UniformSampler(pools["val"]))
+                    r = evaluate(model, data, split.test, Protocol(num_negatives=1, batch_size=BATCH_SIZE, warm=False),
+                                 sampler=UniformSampler(pools["test"]))
                     aps[protocol] = r.metrics["sampled"]["ap"]["per_batch_mean"]
             else:
                 recipe = VARIANTS[name](num_nodes)

@@ -27,6 +27,7 @@ from tgeval.data.datasets import load_dataset
 from tgeval.models.config import TGNConfig
 from tgeval.models.heuristics import EdgeBank
 from tgeval.models.tgn import TGN
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import train_epoch
 
@@ -52,9 +53,10 @@ def rows_for(name: str, epochs: int, seed: int, lr: float) -> list[list[str]]:
     rows = []
     for size in BATCH_SIZES:
         model.restore(state)
-        tgn = evaluate(model, data, split.test, catalog=catalog, batch_size=size, warm=False)
-        bank = {history: evaluate(EdgeBank(info.num_nodes), data, split.test, catalog=catalog, batch_size=size,
-                                  history=history) for history in ("exact", "batch")}
+        tgn = evaluate(model, data, split.test, Protocol(batch_size=size, warm=False), catalog=catalog)
+        bank = {history: evaluate(EdgeBank(info.num_nodes), data, split.test,
+                                  Protocol(batch_size=size, history=history), catalog=catalog)
+                for history in ("exact", "batch")}
         stale = tgn.manifest["history"]
         rows.append([name, "1 group" if size == 1 else str(size), f"{tgn.performance['num_batches']:,}",
                      f"{stale['stale_events']:,} ({stale['same_batch_fraction']:.1%})",

@@ -34,6 +34,7 @@ from _common import add_common_args, best, head_segment, load_wikipedia, median,
 
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.models.heuristics import EdgeBank
+from tgeval.protocol import Protocol
 
 BATCH_SIZE = 200
 
@@ -95,9 +96,10 @@ def main() -> None:
           f"({seg.num_events} events{'' if seg is test else ', the head of the test segment'})")
 
     def run_tgeval(segment, shortcut, guard=True):
-        return evaluate(EdgeBank(num_nodes), data, segment, protocol="online", catalog=catalog, sampler=None,
-                        batch_size=BATCH_SIZE, use_shortcut=shortcut, check_state=guard,
-                        history="batch")  # as the reference: history at the batch start (bench_history.py: exact)
+        # as the reference: history at the batch start (bench_history.py: exact)
+        return evaluate(EdgeBank(num_nodes), data, segment,
+                        Protocol(replay="online", batch_size=BATCH_SIZE, history="batch"), catalog=catalog,
+                        sampler=None, use_shortcut=shortcut, check_state=guard)
 
     first = run_tgeval(seg, True)  # untimed warm-up run (first-call costs); fixes the reference counts
     ref = first.records

@@ -28,6 +28,7 @@ from _common import add_common_args, best, load_wikipedia, median, print_header,
 
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.models.heuristics import EdgeBank
+from tgeval.protocol import Protocol
 from tgeval.samplers import NegativeSampler, UniformSampler
 
 K = 20
@@ -170,9 +171,10 @@ def main() -> None:
           f"{catalog.size} items")
 
     def run_tgeval(sampler, check_state):
-        return evaluate(EdgeBank(num_nodes), data, test, protocol="online", sampler=sampler, num_negatives=K,
-                        batch_size=BATCH_SIZE, seed=0, check_state=check_state,
-                        history="batch")  # as the peers: history at the batch start (bench_history.py: exact)
+        # as the peers: history at the batch start (bench_history.py: exact)
+        return evaluate(EdgeBank(num_nodes), data, test,
+                        Protocol(replay="online", num_negatives=K, batch_size=BATCH_SIZE, seed=0, history="batch"),
+                        sampler=sampler, check_state=check_state)
 
     # 1. tgeval's full path draws the negatives once; every other method gets exactly those.
     first = run_tgeval(UniformSampler(catalog), True)  # also the untimed warm-up run

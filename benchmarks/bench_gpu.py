@@ -55,6 +55,7 @@ from tgeval.models import (TGN, DyRep, DyRepConfig, EdgeBank, GraphMixer, GraphM
                            PreferentialAttachment, TGNConfig)
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import train_epoch
+from tgeval.protocol import Protocol
 
 K = 20
 BATCH = 200
@@ -112,8 +113,8 @@ def _setting(name: str, args) -> tuple[TemporalData, str, Split, int, Catalog]:
 
 def _evaluate(model, data, segment, catalog, device, warm=True):
     sampler = UniformSampler(catalog.to(device))
-    return evaluate(model.to(device), data.to(device), segment, sampler=sampler, num_negatives=K,
-                    catalog=catalog.to(device), batch_size=BATCH, warm=warm)
+    return evaluate(model.to(device), data.to(device), segment, Protocol(num_negatives=K, batch_size=BATCH, warm=warm),
+                    sampler=sampler, catalog=catalog.to(device))
 
 
 # -- 1 ------------------------------------------------------------------------------------------
@@ -249,12 +250,12 @@ def large_catalogs(args, device) -> None:
     for size in sizes:
         catalog = Catalog("custom", torch.arange(size), None, num_nodes).to(device)
         model = _seeded(lambda: TGN(TGNConfig(num_nodes))).to(device)
-        first = evaluate(model, stream, segment, catalog=catalog, batch_size=BATCH, warm=True)
+        first = evaluate(model, stream, segment, Protocol(batch_size=BATCH, warm=True), catalog=catalog)
         warm_up(model, stream[:history], batch_size=BATCH)
         with torch.no_grad():  # fill the cache (every item's embedding and decoder terms), untimed
             model.eval().candidate_scorer(stream.src[history:history + 1], stream.t[history:history + 1],
                                           catalog.items)
-        steady = evaluate(model, stream, segment, catalog=catalog, batch_size=BATCH, warm=False)
+        steady = evaluate(model, stream, segment, Protocol(batch_size=BATCH, warm=False), catalog=catalog)
         with_fill, warm = (1e3 / r.performance["events_per_second"] for r in (first, steady))
         model.incremental = False
         items, probe = catalog.items, min(20, events)

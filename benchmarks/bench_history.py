@@ -29,7 +29,7 @@ import torch
 from _common import add_common_args, apply_common_args, best, median, print_header, print_table, timed
 from torch_geometric.data import TemporalData
 
-from tgeval import TimestampBatchLoader, build_catalog, chronological_split, evaluate
+from tgeval import Protocol, TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.data.datasets import load_dataset
 from tgeval.eval.replay import WARM_UP_EVENTS, warm_up
 from tgeval.models.heuristics import EdgeBank
@@ -45,8 +45,9 @@ def exact_cost(name: str, repeat: int) -> list[list[str]]:
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=info.num_nodes)
 
     def run(kind: str, history: str, batch_size: int = BATCH_SIZE):
-        options = dict(sampler=UniformSampler(catalog), num_negatives=K) if kind == "sampled" else dict(catalog=catalog)
-        return evaluate(EdgeBank(info.num_nodes), data, split.test, history=history, batch_size=batch_size, **options)
+        k, options = (K, dict(sampler=UniformSampler(catalog))) if kind == "sampled" else (20, dict(catalog=catalog))
+        return evaluate(EdgeBank(info.num_nodes), data, split.test,
+                        Protocol(history=history, num_negatives=k, batch_size=batch_size), **options)
 
     rows = []
     for kind in ("sampled", "all-entity"):

@@ -44,7 +44,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from tgeval import evaluate
+from tgeval import Protocol, evaluate, progress
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.data.synthetic import generate_events
@@ -75,8 +75,9 @@ def _timed_pass(items: int, events: int, batch_size: int, distributed: bool = Fa
     data, segment, model, catalog = _setting(items, events)
     marks: list[float] = []
     begin = time.perf_counter()
-    result = evaluate(model, data, segment, catalog=catalog, batch_size=batch_size, distributed=distributed,
-                      progress=lambda done, total: marks.append(time.perf_counter()))
+    with progress.reporting(lambda done, total: marks.append(time.perf_counter())):
+        result = evaluate(model, data, segment, Protocol(batch_size=batch_size), catalog=catalog,
+                          distributed=distributed)
     batch = result.records["batch"]
     sizes = torch.bincount(batch).tolist()
     loop = result.performance["seconds"]

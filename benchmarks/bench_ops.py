@@ -45,7 +45,7 @@ import torch
 from _common import add_common_args, head_segment, inside_range, load_wikipedia, print_header, print_table
 from torch.profiler import ProfilerActivity, profile
 
-from tgeval import build_catalog, chronological_split, evaluate, warm_up
+from tgeval import Protocol, build_catalog, chronological_split, evaluate, warm_up
 from tgeval.device import HOST_READ
 from tgeval.loader import timestamp_batch_boundaries
 from tgeval.models import TGN, EdgeBank, TGNConfig
@@ -61,8 +61,8 @@ def count(model, data, segment, catalog, k: int, breakdown: bool) -> dict:
     """Profile one ``evaluate`` of ``segment`` from the model's current state."""
     sampler = UniformSampler(catalog) if k else None
     state = model.snapshot()
-    run = lambda: evaluate(model, data, segment, sampler=sampler, num_negatives=max(k, 1), catalog=catalog,  # noqa: E731
-                           warm=False)
+    run = lambda: evaluate(model, data, segment, Protocol(num_negatives=max(k, 1), warm=False),  # noqa: E731
+                           sampler=sampler, catalog=catalog)
     run()  # warm-up: first-call allocations and lazy initialisation are not counted
     model.restore(state)
     with profile(activities=[ProfilerActivity.CPU]) as prof:

@@ -34,6 +34,7 @@ from torch_geometric.loader import TemporalDataLoader
 from tgeval import Segment, TimestampBatchLoader, build_catalog, chronological_split, evaluate, no_state_change, replay
 from tgeval.models import TGN, TGNConfig
 from tgeval.models.base import TemporalLinkModel, pairwise_scorer
+from tgeval.protocol import Protocol
 from tests.helpers import readme_pyg_tgn
 
 BATCH_SIZE = 200
@@ -83,8 +84,8 @@ def main() -> None:
     def run(name: str, segment: Segment, guard: bool):
         model = models[name]
         model.restore(snapshots[name])
-        return evaluate(model, data, segment, protocol="online", sampler=None, catalog=catalog,
-                        batch_size=BATCH_SIZE, warm=False, check_state=guard)
+        return evaluate(model, data, segment, Protocol(replay="online", batch_size=BATCH_SIZE, warm=False),
+                        sampler=None, catalog=catalog, check_state=guard)
 
     pairwise_head = head_segment(data, split.test, args.pairwise_events)
     derived, pairwise = run("PygTGN (README)", pairwise_head, True), run("PygTGN pair by pair", pairwise_head, True)

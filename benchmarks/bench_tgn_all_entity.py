@@ -57,8 +57,9 @@ from tgeval import (
     evaluate,
     warm_up,
 )
-from tgeval.models.tgn import TGN
 from tgeval.models.config import TGNConfig
+from tgeval.models.tgn import TGN
+from tgeval.protocol import Protocol
 
 BATCH_SIZE = 200
 TOLERANCE = 1e-5
@@ -153,8 +154,8 @@ def main() -> None:
     def run_engine(segment: Segment, incremental: bool, guard: bool) -> float:
         model.restore(start_state)
         model.incremental = incremental
-        r = evaluate(model, data, segment, protocol="online", sampler=None, catalog=catalog,
-                     batch_size=BATCH_SIZE, warm=False, check_state=guard)
+        r = evaluate(model, data, segment, Protocol(replay="online", batch_size=BATCH_SIZE, warm=False), sampler=None,
+                     catalog=catalog, check_state=guard)
         return r.performance["seconds"]
 
     run_engine(first, True, True)

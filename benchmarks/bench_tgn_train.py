@@ -173,7 +173,7 @@ class PygRecipeTGN:
     @torch.no_grad()
     def replay(self, segment_data: TemporalData, batch_size: int = BATCH_SIZE) -> None:
         """Reset the state and feed ``segment_data`` through it in eval mode (no scoring): the
-        state rebuilt from history with the current weights, as ``tgeval.evaluate(warm=True)``
+        state rebuilt from history with the current weights, as ``tgeval.evaluate`` (``Protocol(warm=True)``)
         does (not part of the recipe, which carries the state over from training)."""
         self._modes(False)
         self.memory.reset_state()

@@ -9,7 +9,7 @@ that leaves (``warm=False``), under two protocols:
 
 * **continued** — validation starts from the state left by the training epoch (what the
   recipe does: its memory was built during training, with the weights of each step);
-* **rebuilt** — ``evaluate(..., split.val, warm=True)``: the state is reset and rebuilt from
+* **rebuilt** — ``evaluate(..., split.val, Protocol(warm=True))``: the state is reset and rebuilt from
   the training events with the final weights (tgeval's default; the state then depends only
   on the history and the weights, not on the training trajectory).
 
@@ -75,6 +75,7 @@ from tgeval.data.datasets import load_dataset
 from tgeval.eval.result import json_safe
 from tgeval.models import TGN, EdgeBank, TGNConfig, registry
 from tgeval.models.base import TemporalLinkModel
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import train_epoch
 
@@ -203,8 +204,8 @@ def tgn_part(args: argparse.Namespace, report: Report) -> None:
 
     # Baselines on the test segment (same negatives: same sampler pool and seed as the TGN runs).
     for name, model in (("EdgeBank", EdgeBank(num_nodes)), ("random scorer", RandomScorer(num_nodes, args.seed))):
-        r = evaluate(model, data, test, protocol="online", sampler=UniformSampler(pools["test"]), num_negatives=1,
-                     catalog=catalog, batch_size=BATCH_SIZE)
+        r = evaluate(model, data, test, Protocol(replay="online", num_negatives=1, batch_size=BATCH_SIZE),
+                     sampler=UniformSampler(pools["test"]), catalog=catalog)
         part[name] = metrics_of(r)
 
     torch.manual_seed(args.seed)
@@ -227,12 +228,13 @@ def tgn_part(args: argparse.Namespace, report: Report) -> None:
                           batch_size=BATCH_SIZE, num_negatives=1, seed=args.seed, epoch=epoch - 1)
         entry: dict[str, Any] = {"train": fit}
         # 'continued': validation then test replayed from the state left by training (the recipe's protocol);
-        # 'rebuilt': evaluate(warm=True) resets the state and replays the training events with the final weights.
+        # 'rebuilt': Protocol(warm=True) resets the state and replays the training events with the final weights.
         for protocol, warm in (("continued", False), ("rebuilt", True)):
-            v = evaluate(model, data, val, protocol="online", sampler=UniformSampler(pools["val"]), num_negatives=1,
-                         batch_size=BATCH_SIZE, warm=warm)
-            r = evaluate(model, data, test, protocol="online", sampler=UniformSampler(pools["test"]),
-                         num_negatives=1, catalog=catalog, batch_size=BATCH_SIZE, warm=False)
+            v = evaluate(model, data, val, Protocol(replay="online", num_negatives=1, batch_size=BATCH_SIZE, warm=warm),
+                         sampler=UniformSampler(pools["val"]))
+            r = evaluate(model, data, test,
+                         Protocol(replay="online", num_negatives=1, batch_size=BATCH_SIZE, warm=False),
+                         sampler=UniformSampler(pools["test"]), catalog=catalog)
             ref = REFERENCE_AP.get(epoch)
             ap = r.metrics["sampled"]["ap"]["per_batch_mean"]
             entry[protocol] = {"val": metrics_of(v), "test": metrics_of(r), "reference_ap": ref,
@@ -280,7 +282,7 @@ def tgn_part(args: argparse.Namespace, report: Report) -> None:
                      fmt(m["auroc"]["per_batch_mean"]), fmt(m["auroc"]["global"]), fmt(m["all_entity_mrr"]), "-", "-"])
     print("protocols: 'continued' = validation then test replayed from the state left by the training epoch (what the "
           "recipe does); 'rebuilt' = state reset and rebuilt from the training events with the final weights "
-          "(tgeval's evaluate(warm=True)), then validation, then test")
+          "(tgeval's evaluate, Protocol(warm=True)), then validation, then test")
     print(f"test AP / AUC: 1 uniform negative per positive (per-batch mean, as the recipe reports, and global); "
           f"MRR: all-entity over the 'train' catalog (average ties); loss: mean BCE per term (the recipe's own "
           f"figure halved); analytic random MRR {part['random scorer']['analytic_random_mrr']:.4f}")
@@ -324,8 +326,9 @@ def others_part(args: argparse.Namespace, report: Report) -> None:
               flush=True)
 
         def test_of(model: TemporalLinkModel, warm: bool = True, data=data, split=split, catalog=catalog) -> dict:
-            r = evaluate(model, data, split.test, protocol="online", sampler=UniformSampler(catalog),
-                         num_negatives=1, catalog=catalog, batch_size=BATCH_SIZE, warm=warm)
+            r = evaluate(model, data, split.test,
+                         Protocol(replay="online", num_negatives=1, batch_size=BATCH_SIZE, warm=warm),
+                         sampler=UniformSampler(catalog), catalog=catalog)
             return metrics_of(r)
 
         entry["EdgeBank"] = test_of(EdgeBank(num_nodes))
@@ -349,8 +352,9 @@ def others_part(args: argparse.Namespace, report: Report) -> None:
                       f"{fits[-1]['events_per_second']:,.0f} events/s", flush=True)
             result: dict[str, Any] = {"train": fits}
             for protocol in protocols:
-                v = evaluate(model, data, split.val, protocol="online", sampler=UniformSampler(catalog),
-                             num_negatives=1, batch_size=BATCH_SIZE, warm=protocol == "rebuilt")
+                v = evaluate(model, data, split.val, Protocol(replay="online", num_negatives=1, batch_size=BATCH_SIZE,
+                                                              warm=protocol == "rebuilt"),
+                             sampler=UniformSampler(catalog))
                 m = test_of(model, warm=False)
                 m["clearly_beats_random"] = bool(m["all_entity_mrr"] > 2 * random_mrr
                                                  and m["ap"]["per_batch_mean"] > random_ap + 0.1)

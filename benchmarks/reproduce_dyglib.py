@@ -22,7 +22,7 @@ models and loops. Each setting names its source in DyGLib's code:
 * metric (``utils/metrics.py``): test AP as the mean of per-batch AP, from the memory left by
   training the best epoch and then replaying validation (``evaluate_model_link_prediction``
   continues the state; tgeval: ``replay`` of the validation segment, then ``evaluate(...,
-  warm=False)``).
+  Protocol(warm=False))``).
 
 Known differences, kept: timestamp batches of at most 200 (DyGLib: fixed batches of 200); no
 removal of the edges of 10% of the test nodes from training (DyGLib removes them for its
@@ -57,6 +57,7 @@ from tgeval.atomic import write_atomic
 from tgeval.data.catalog import Catalog
 from tgeval.data.datasets import load_dataset
 from tgeval.models import DyRep, DyRepConfig, GraphMixer, GraphMixerConfig, TGN, TGNConfig
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.fit import fit
 
@@ -113,10 +114,10 @@ def main() -> None:
                           val_sampler=UniformSampler(everything), val_negatives=1, checkpoint_dir=folder)
                 ckpt = load_checkpoint(Path(folder) / "best.pt", data=data)
             replay(ckpt.model, data, split.val)  # DyGLib: validation continues the training state
-            continued = evaluate(ckpt.model, data, split.test, warm=False, sampler=UniformSampler(everything),
-                                 num_negatives=1, seed=seed)
-            rebuilt = evaluate(model, data, split.test, sampler=UniformSampler(everything), num_negatives=1,
-                               catalog=catalog, seed=seed)
+            continued = evaluate(ckpt.model, data, split.test, Protocol(warm=False, num_negatives=1, seed=seed),
+                                 sampler=UniformSampler(everything))
+            rebuilt = evaluate(model, data, split.test, Protocol(num_negatives=1, seed=seed),
+                               sampler=UniformSampler(everything), catalog=catalog)
             seconds = time.perf_counter() - began
             curve = [round(record["val"]["ap"], 4) for record in run["history"]]
             entry = {"best_epoch": run["best_epoch"], "epochs_run": run["epochs_run"], "val_ap_curve": curve,

@@ -9,15 +9,13 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from tgeval.models import registry
+from tgeval.models import ModelConfig, registry
 from tgeval.models.neighbors import NeighborBuffer
 from tgeval.models.neural import NeuralLinkModel
 
 
 @dataclass(frozen=True)
-class ToyConfig:
-    num_nodes: int
-    msg_dim: int = 1
+class ToyConfig(ModelConfig):
     embedding_dim: int = 16
     num_neighbors: int = 5
 

@@ -7,9 +7,7 @@ line's argument parsing load neither torch nor PyG; ``from tgeval import evaluat
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import Any
+from tgeval.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -24,6 +22,7 @@ _SOURCES = {
                      "LeakageError", "NegativesFileError", "OutputPathError", "SamplerError", "SplitError",
                      "TemporalDataError", "TGEvalError", "UndefinedMetricWarning"), "tgeval.errors"),
     **dict.fromkeys(("evaluate", "replay", "warm_up"), "tgeval.eval.replay"),
+    "Protocol": "tgeval.protocol",
     "Result": "tgeval.eval.result",
     "TimestampBatchLoader": "tgeval.loader",
     **dict.fromkeys(("Stateful", "no_state_change"), "tgeval.state"),
@@ -31,16 +30,4 @@ _SOURCES = {
 
 __all__ = ["__version__", *_SOURCES]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _SOURCES:  # a subpackage or module (``tgeval.samplers``, ...) is imported on first use too
-        if importlib.util.find_spec(f"tgeval.{name}") is None:
-            raise AttributeError(f"module 'tgeval' has no attribute {name!r}")
-        return importlib.import_module(f"tgeval.{name}")
-    value = getattr(importlib.import_module(_SOURCES[name]), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _SOURCES)

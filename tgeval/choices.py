@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Literal, Optional, get_args
 
-__all__ = ["DUPLICATE_RULES", "CATALOG_KINDS", "TiePolicy", "TIE_POLICIES", "Protocol", "PROTOCOLS", "HISTORY_MODES",
-           "UNCOVERED_RULES", "VAL_METRICS", "DEFAULT_SWEEP", "StaticHeuristic", "STATIC_HEURISTICS", "GNN_MODELS",
-           "Weighting", "WEIGHTINGS", "HeartHeuristic", "HEART_HEURISTICS", "ShiftHeuristic", "SHIFT_HEURISTICS", "flag"]
+__all__ = ["DUPLICATE_RULES", "CATALOG_KINDS", "TiePolicy", "TIE_POLICIES", "ReplayMode", "REPLAY_MODES",
+           "HistoryMode", "HISTORY_MODES", "UncoveredRule", "UNCOVERED_RULES", "VAL_METRICS", "DEFAULT_SWEEP",
+           "StaticHeuristic", "STATIC_HEURISTICS", "GNN_MODELS", "Weighting", "WEIGHTINGS", "HeartHeuristic",
+           "HEART_HEURISTICS", "ShiftHeuristic", "SHIFT_HEURISTICS", "flag"]
 
 #: what :func:`~tgeval.data.io.read_events` does with duplicate events (``ReadInfo.num_duplicates``)
 DUPLICATE_RULES = ("keep", "drop")
@@ -23,12 +24,16 @@ TiePolicy = Literal["average", "pessimistic", "optimistic"]
 TIE_POLICIES: tuple[str, ...] = get_args(TiePolicy)
 """The valid values of every ``ties`` argument."""
 
-Protocol = Literal["online", "fixed"]
-PROTOCOLS: tuple[str, ...] = get_args(Protocol)
-#: what an event of a merged batch is scored from under the online protocol (``tgeval.eval.replay``)
-HISTORY_MODES = ("exact", "batch")
-#: what all-entity ranking does with positives outside the catalog
-UNCOVERED_RULES = ("rank", "exclude", "error")
+ReplayMode = Literal["online", "fixed"]
+"""Whether the state follows the evaluated segment (online: each batch is observed after it was
+scored) or stays as at its start (fixed)."""
+REPLAY_MODES: tuple[str, ...] = get_args(ReplayMode)
+HistoryMode = Literal["exact", "batch"]
+"""What an event of a merged batch is scored from under online replay (``tgeval.eval.replay``)."""
+HISTORY_MODES: tuple[str, ...] = get_args(HistoryMode)
+UncoveredRule = Literal["rank", "exclude", "error"]
+"""What all-entity ranking does with positives outside the catalog."""
+UNCOVERED_RULES: tuple[str, ...] = get_args(UncoveredRule)
 
 #: Validation metrics of :func:`~tgeval.training.fit.fit` (all: higher is better) -> their place in ``Result.metrics``.
 VAL_METRICS: dict[str, tuple[str, str, str]] = {

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS, HEART_HEURISTICS, HISTORY_MODES,
-                            PROTOCOLS, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES, UNCOVERED_RULES, VAL_METRICS,
-                            WEIGHTINGS, flag)
+                            REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES, UNCOVERED_RULES,
+                            VAL_METRICS, WEIGHTINGS, flag)
 from tgeval.data import formats
 from tgeval.errors import TGEvalError
 from tgeval.models import registry
@@ -237,7 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
                          f"a checkpoint of `tgeval train`")
     ev.add_argument("--window", default="val",
                     help="edgebank-window: a duration, 'val' (chosen on validation) or 'test-duration'")
-    ev.add_argument("--protocol", choices=PROTOCOLS, default="online")
+    ev.add_argument("--protocol", choices=REPLAY_MODES, default="online",
+                    help="online: the model observes each batch after scoring it; fixed: its state stays as at the "
+                         "segment start")
     ev.add_argument("--history", choices=HISTORY_MODES, default=None,
                     help="online: 'exact' (each event sees every earlier timestamp, inside its batch too; the "
                          "default for the heuristics) or 'batch' (the history at the batch start, as TGB and DyGLib; "

@@ -16,6 +16,7 @@ from typing import Any, Callable, Literal, Optional, Sequence, cast
 import torch
 from torch_geometric.data import TemporalData
 
+from tgeval import progress
 from tgeval.atomic import check_writable, write_atomic
 from tgeval.choices import GNN_MODELS, VAL_METRICS, flag
 from tgeval.cli import hyperparameter_flags
@@ -39,6 +40,7 @@ from tgeval.models.fixed_scorer import FixedScorerModel
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
 from tgeval.models.neural import message_dim
 from tgeval.options import typed_options
+from tgeval.protocol import Protocol
 from tgeval.report import format_number, format_table, protocol_line, protocol_lines, write_report
 from tgeval.samplers import UniformSampler, from_spec
 from tgeval.samplers.base import NegativeSampler
@@ -118,6 +120,17 @@ def _report_reading(info: ReadInfo) -> None:
               f"them apart", file=sys.stderr)
 
 
+def _measure(model: TemporalLinkModel, data: TemporalData, segment: Segment, protocol: Protocol, data_name: str,
+             split: Split, bar: Optional[_Progress], **call: Any) -> Result:
+    """:func:`~tgeval.eval.replay.evaluate` with ``bar`` drawing its progress; the manifest then names the
+    data and the split."""
+    with progress.reporting(bar) if bar is not None else contextlib.nullcontext():
+        result = evaluate(model, data, segment, protocol, **call)
+    result.manifest["data"]["name"] = data_name
+    result.manifest["split"] = split.to_dict()
+    return result
+
+
 def _process_device(name: str) -> tuple[torch.device, bool]:
     """This process's device for ``--device name`` (under ``torchrun``, ``cuda`` is
     ``cuda:$LOCAL_RANK``), and whether it joined a ``torchrun`` process group."""
@@ -171,13 +184,12 @@ def evaluate_command(args: argparse.Namespace) -> int:
     sampler = None
     if args.negatives > 0:
         sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog, segment=args.segment)
-    result = evaluate(model, data, segment, protocol=args.protocol, history=args.history, sampler=sampler,
-                      num_negatives=args.negatives,
-                      catalog=catalog if args.all_entity else None, ties=args.ties, hits=args.hits,
-                      batch_size=args.batch_size,
-                      candidate_budget=args.candidate_budget, seed=args.seed, directed=args.directed,
-                      uncovered=args.uncovered, data_name=str(args.data), split=split.to_dict(),
-                      progress=_Progress(label, enabled=main), distributed=distributed)
+    protocol = Protocol(replay=args.protocol, history=args.history, num_negatives=args.negatives, ties=args.ties,
+                        hits=args.hits, uncovered=args.uncovered, directed=args.directed, batch_size=args.batch_size,
+                        seed=args.seed)
+    result = _measure(model, data, segment, protocol, str(args.data), split, _Progress(label, enabled=main),
+                      sampler=sampler, catalog=catalog if args.all_entity else None,
+                      candidate_budget=args.candidate_budget, distributed=distributed)
     if not main:  # rank 0 alone prints and writes
         return 0
     result.manifest["selection"] = selection
@@ -237,15 +249,15 @@ def run_command(args: argparse.Namespace) -> int:
     ]
     out = Path(args.out)
     rows = []
+    protocol = Protocol(num_negatives=args.negatives, batch_size=args.batch_size, seed=args.seed)
     for name, make, chosen in models:
-        result = evaluate(make(), data, test, protocol="online", sampler=UniformSampler(catalog),
-                          num_negatives=args.negatives, catalog=catalog, batch_size=args.batch_size, seed=args.seed,
-                          data_name=description, split=split.to_dict(), progress=_Progress(name))
+        result = _measure(make(), data, test, protocol, description, split, _Progress(name),
+                          sampler=UniformSampler(catalog), catalog=catalog)
         result.manifest["selection"] = chosen
         result.save(out / f"{name}.json", events=out / f"{name}.csv")
         rows.append((name, result))
     if args.tgn_epochs > 0:
-        rows.append(("tgn", _run_tgn(args, data, split, catalog, num_nodes, description, out)))
+        rows.append(("tgn", _run_tgn(args, data, split, catalog, num_nodes, description, out, protocol)))
     table = format_table(rows) + "\n" + protocol_lines(rows)
     print()
     print(table)
@@ -273,7 +285,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog: Catalog, num_nodes: int,
-             description: str, out: Path) -> Result:
+             description: str, out: Path, protocol: Protocol) -> Result:
     """``tgeval run``'s TGN: ``--tgn-epochs`` of :func:`~tgeval.training.fit.fit` (PyG recipe widths, Adam 1e-4, one
     uniform training negative), then the test segment with the heuristics' sampler, K, catalog and ties, from
     the state at each batch's start (a memory model has no exact per-timestamp history)."""
@@ -285,9 +297,8 @@ def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog
         seed=args.seed, on_epoch=lambda record: print(
             f"  epoch {record['epoch']}: loss {record['loss']:.4f}, validation AP {record['val']['ap']:.4f} "
             f"({record['events_per_second']:.0f} training events/s)", file=sys.stderr))
-    result = evaluate(model, data, split.test, protocol="online", sampler=UniformSampler(catalog),
-                      num_negatives=args.negatives, catalog=catalog, batch_size=args.batch_size, seed=args.seed,
-                      data_name=description, split=split.to_dict(), progress=_Progress("tgn"))
+    result = _measure(model, data, split.test, protocol, description, split, _Progress("tgn"),
+                      sampler=UniformSampler(catalog), catalog=catalog)
     result.save(out / "tgn.json", events=out / "tgn.csv")
     return result
 
@@ -383,9 +394,10 @@ def _train(args: argparse.Namespace, device: torch.device, distributed: bool) ->
     model, training = (_train_membership(args, data, split, num_nodes, sampler, distributed)
                        if registry.entry(args.model).kind == "heuristic" else
                        _train_neural(args, data, split, num_nodes, sampler, catalog, distributed))
-    result = evaluate(model, data, split.val, sampler=UniformSampler(catalog), num_negatives=args.val_negatives,
-                      catalog=catalog, seed=args.seed, batch_size=args.batch_size, data_name=str(args.data),
-                      split=split.to_dict(), distributed=distributed)
+    result = _measure(model, data, split.val, Protocol(num_negatives=args.val_negatives, batch_size=args.batch_size,
+                                                       seed=args.seed),
+                      str(args.data), split, None, sampler=UniformSampler(catalog), catalog=catalog,
+                      distributed=distributed)
     result.manifest["training"] = training
     print(protocol_line(result))
     print(format_table([(f"{args.model} (trained)", result)]))

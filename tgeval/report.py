@@ -50,13 +50,14 @@ def format_number(value: Optional[float], digits: int = 4) -> str:
 
 def protocol_line(result: Result) -> str:
     """The protocol behind a result's numbers, in one line (segment, replay, sampler, K, catalog, ties)."""
-    m = result.manifest
+    m, p = result.manifest, result.manifest["protocol"]
     sampler = "none" if m["sampler"] is None else m["sampler"]["name"]
     catalog = "none (no all-entity pass)" if m["catalog"] is None else f"{m['catalog']['kind']} ({m['catalog']['size']})"
     history = m.get("history")
-    replay = m["protocol"] if history is None else f"{m['protocol']} replay, history {history['mode']}"
+    replay = f"{p['replay']} replay" + ("" if history is None else f", history {history['mode']}")
     line = (f"{m['segment']['name']} segment, {m['segment']['num_events']} events; {replay}; "
-            f"sampler {sampler}, K={m['num_negatives']}; catalog {catalog}; ties {m['ties']}; "
+            f"sampler {sampler}, K={p['num_negatives'] if m['sampler'] is not None else 0}; catalog {catalog}; "
+            f"ties {p['ties']}; "
             f"MRR micro (mean over events) and macro (mean over sources)")
     if history is not None and history["stale_events"]:
         line += (f"\nhistory: {history['stale_events']} events ({history['same_batch_fraction']:.1%}) were scored "
@@ -177,7 +178,7 @@ def _main_table(results: dict[str, Result], tables: dict[str, dict[str, Tensor]]
         full = m.get("all_entity", {})
         interval = "–"
         if name in tables and "rank" in tables[name]:
-            low, high = _interval(tables[name], result.manifest["uncovered"])
+            low, high = _interval(tables[name], result.manifest["protocol"]["uncovered"])
             interval = f"[{low:.4f}, {high:.4f}]"
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in (
             name, format_number(m.get("sampled", {}).get("mrr", {}).get("micro")), format_number(full.get("mrr", {}).get("micro")),

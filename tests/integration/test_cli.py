@@ -26,9 +26,9 @@ def test_evaluate_writes_result_and_events(snap_file, tmp_path, model, capsys):
                  "--out", str(out), "--save-events", str(events), "--ties", "pessimistic", "--protocol", "fixed", "--hits", "1,5"])
     assert code == 0
     payload = json.loads(out.read_text())
-    assert payload["manifest"]["protocol"] == "fixed" and payload["manifest"]["ties"] == "pessimistic"
-    assert payload["manifest"]["num_negatives"] == 5
-    assert "hits@5" in payload["metrics"]["all_entity"] and payload["manifest"]["hits"] == [1, 5]
+    protocol = payload["manifest"]["protocol"]
+    assert protocol["replay"] == "fixed" and protocol["ties"] == "pessimistic" and protocol["num_negatives"] == 5
+    assert "hits@5" in payload["metrics"]["all_entity"] and protocol["hits"] == [1, 5]
     if model == "edgebank-window":
         assert payload["manifest"]["selection"]["rule"].startswith("max all-entity MRR")
     with open(events, newline="") as handle:
@@ -155,7 +155,7 @@ def test_history_exact_by_default_batch_on_request(snap_file, tmp_path, capsys):
     assert f"history: {batch['stale_events']} events" in batch_out
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--protocol", "fixed",
                  "--history", "exact"]) == 2
-    assert "applies to the online protocol" in capsys.readouterr().err
+    assert "applies to online replay" in capsys.readouterr().err
 
 
 def test_outputs_and_devices_are_checked_before_the_work(snap_file, tmp_path, capsys):
@@ -290,7 +290,7 @@ def test_static_gnn_baselines_through_the_replay(snap_file, tmp_path, name, caps
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", name, "--protocol", "fixed",
                  "--negatives", "5", "--out", str(out)]) == 0
     manifest = json.loads(out.read_text())["manifest"]
-    assert manifest["protocol"] == "fixed" and manifest["model"]["name"] == name
+    assert manifest["protocol"]["replay"] == "fixed" and manifest["model"]["name"] == name
     assert manifest["model"]["training_graph"] == f"events [0, {manifest['segment']['start']}) as a static graph"
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", name]) == 2
     assert "evaluate it with --protocol fixed" in capsys.readouterr().err

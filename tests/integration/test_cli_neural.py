@@ -69,7 +69,7 @@ def test_train_then_evaluate_the_checkpoint(files, tmp_path, model, fmt, msg_dim
     for protocol in ("fixed", "online"):
         result = evaluate(files[fmt], fmt, checkpoint, tmp_path / f"{protocol}.json", "--protocol", protocol,
                           "--negatives", "3", "--sampler", "popularity", "--catalog", "all", "--ties", "pessimistic")
-        assert result["manifest"]["protocol"] == protocol and result["manifest"]["catalog"]["kind"] == "all"
+        assert result["manifest"]["protocol"]["replay"] == protocol and result["manifest"]["catalog"]["kind"] == "all"
         assert result["manifest"]["model"]["name"].lower() == model
         assert 0 < result["metrics"]["all_entity"]["mrr"]["micro"] <= 1
     assert "best.pt" in capsys.readouterr().out

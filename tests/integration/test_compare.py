@@ -19,6 +19,7 @@ from tgeval.diagnostics.time_profile import time_profile
 from tgeval.eval.expected import k_sweep
 from tgeval.eval.metrics import rank_from_counts
 from tgeval.models.heuristics import EdgeBank, Popularity, PreferentialAttachment
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 
 KS = (1, 5, 20, 50, 100, None)
@@ -34,8 +35,8 @@ def saved(tmp_path_factory):
     results, paths = {}, {}
     for name, model in (("edgebank", EdgeBank(num_nodes)), ("pa", PreferentialAttachment(num_nodes)),
                         ("popularity", Popularity(num_nodes))):
-        result = evaluate(model, data, split.test, sampler=UniformSampler(catalog), num_negatives=10,
-                          catalog=catalog, ties="average", check_state=False)
+        result = evaluate(model, data, split.test, Protocol(num_negatives=10, ties="average"),
+                          sampler=UniformSampler(catalog), catalog=catalog, check_state=False)
         results[name] = result
         paths[name] = folder / f"{name}.csv"
         result.save_events(paths[name])

@@ -13,6 +13,7 @@ from tgeval.data.split import Segment
 from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.conftest import make_stream
 from tests.helpers import brute_force_counts, small_neural_model
@@ -54,8 +55,8 @@ EXACT = {
 def test_exact_scores_equal_a_per_timestamp_brute_force(data, name, start, batch_size, seed):
     make, reference = EXACT[name]
     segment = segment_from(data, min(start, data.num_events - 1))
-    result = evaluate(make(), data, segment, sampler=UniformSampler(CATALOG, replace=True), num_negatives=3,
-                      catalog=CATALOG, batch_size=batch_size, seed=seed, candidate_budget=7)
+    result = evaluate(make(), data, segment, Protocol(num_negatives=3, batch_size=batch_size, seed=seed),
+                      sampler=UniformSampler(CATALOG, replace=True), catalog=CATALOG, candidate_budget=7)
     assert result.manifest["history"]["mode"] == "exact"
     rec = result.records
     events = list(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))
@@ -73,15 +74,15 @@ def test_exact_and_batch_history_on_one_merged_batch():
     # (0, 1) at t=1 then again at t=2 in the same batch; (2, 3) at t=2 shares no node with an earlier event
     data = make_stream([5, 0, 0, 2], [6, 1, 1, 3], [0, 1, 2, 2])
     segment = Segment("test", 1, 4, 1, 2)
-    run = lambda model, history: evaluate(model, data, segment, catalog=CATALOG, batch_size=10,  # noqa: E731
-                                          history=history)
+    run = lambda model, history: evaluate(model, data, segment,  # noqa: E731
+                                          Protocol(history=history, batch_size=10), catalog=CATALOG)
     exact, batch = run(EdgeBank(N), None), run(EdgeBank(N), "batch")
     assert exact.records["score"].tolist() == [0.0, 1.0, 0.0]
     assert batch.records["score"].tolist() == [0.0, 0.0, 0.0]
     assert exact.manifest["history"] == {"mode": "exact", "same_batch_events": 1, "same_batch_fraction": 1 / 3,
                                          "stale_events": 0}
     assert batch.manifest["history"]["stale_events"] == 1
-    assert evaluate(EdgeBank(N), data, segment, catalog=CATALOG, protocol="fixed").manifest["history"] is None
+    assert evaluate(EdgeBank(N), data, segment, Protocol(replay="fixed"), catalog=CATALOG).manifest["history"] is None
     # a memory model is stale by design: "batch" by default, with the staleness counted, and "exact" is refused
     tgn = small_neural_model("tgn", N)
     assert not tgn.exact_history
@@ -94,8 +95,8 @@ def test_exact_and_batch_history_on_one_merged_batch():
             pass
     with pytest.raises(ValueError, match="history must be one of"):
         run(EdgeBank(N), "timestamp")
-    with pytest.raises(ValueError, match="applies to the online protocol"):
-        evaluate(EdgeBank(N), data, segment, catalog=CATALOG, protocol="fixed", history="exact")
+    with pytest.raises(ValueError, match="applies to online replay"):
+        evaluate(EdgeBank(N), data, segment, Protocol(replay="fixed", history="exact"), catalog=CATALOG)
     assert not Popularity(N, half_life=2.0).exact_history and Popularity(N).exact_history
 
 

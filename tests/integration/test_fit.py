@@ -4,14 +4,14 @@ import pytest
 import torch
 
 import tgeval.training.fit
-from tgeval.training.checkpoint import CheckpointError, load_checkpoint
 from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
-from tgeval.training.fit import TIMING_KEYS, fit
 from tgeval.models import TGN, DyRep, GraphMixer, message_dim
 from tgeval.samplers import UniformSampler
 from tgeval.state import clone_state, first_difference
+from tgeval.training.checkpoint import CheckpointError, load_checkpoint
+from tgeval.training.fit import TIMING_KEYS, fit
 from tgeval.training.train import train_epoch
 from tests.helpers import StatelessModel, small_neural_model
 from tests.strategies import shuffle_within_groups
@@ -151,7 +151,7 @@ def test_checkpoint_state_is_the_end_of_training_not_validation(cls, data, tmp_p
     run(cls, data, epochs=1, checkpoint_dir=tmp_path)
     ckpt = load_checkpoint(tmp_path / "best.pt")
     # The neighbour buffer holds exactly the training events: no validation event was replayed
-    # into the stored state, so `evaluate(ckpt.model, data, split.val, warm=False)` cannot leak.
+    # into the stored state, so `evaluate(ckpt.model, data, split.val, Protocol(warm=False))` cannot leak.
     assert ckpt.model.snapshot()["neighbors"]["num_inserted"] == split.train.end
 
 

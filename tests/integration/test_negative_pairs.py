@@ -6,6 +6,7 @@ from sklearn.metrics import roc_auc_score
 
 from tgeval import evaluate
 from tgeval.data.split import Segment
+from tgeval.protocol import Protocol
 from tgeval.samplers.base import NegativeSampler, Negatives
 from tests.conftest import make_stream
 from tests.helpers import TableModel
@@ -33,7 +34,7 @@ def test_corrupted_sources_and_padding():
     dst = torch.tensor([[0, 5, 1], [2, 2, 0]])
     src = torch.tensor([[4, 4, 1], [5, 0, 3]])
     mask = torch.tensor([[True, True, False], [True, True, True]])
-    result = evaluate(model, data, segment, sampler=_Given(dst, src, mask), num_negatives=3)
+    result = evaluate(model, data, segment, Protocol(num_negatives=3), sampler=_Given(dst, src, mask))
     rec = result.records
     pos = torch.tensor([table[2, 3], table[3, 4]])
     neg = table[src, dst]

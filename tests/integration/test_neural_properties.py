@@ -20,6 +20,7 @@ from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models import TGN, TGNConfig, registry
 from tgeval.models.layers import GraphAttentionEmbedding
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
 from tgeval.training.train import train_epoch
@@ -42,9 +43,9 @@ def _run(name, data, segment, protocol, batch_size, seed=3, catalog_kind="time-a
          device="cpu"):
     full = Catalog("custom", torch.arange(N), None, N)
     catalog = build_catalog(data, catalog_kind, num_nodes=N) if catalog_kind == "time-available" else full
-    return evaluate(make(name, seed=model_seed).to(device), data.to(device), segment, protocol=protocol,
-                    sampler=UniformSampler(full.to(device)), num_negatives=3, catalog=catalog.to(device),
-                    batch_size=batch_size, seed=seed, candidate_budget=7)
+    return evaluate(make(name, seed=model_seed).to(device), data.to(device), segment,
+                    Protocol(replay=protocol, num_negatives=3, batch_size=batch_size, seed=seed),
+                    sampler=UniformSampler(full.to(device)), catalog=catalog.to(device), candidate_budget=7)
 
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -207,8 +208,9 @@ def test_shuffling_events_with_features_inside_groups_changes_nothing(data, name
 
     def run(stream):
         model = make(name, msg_dim=2)
-        return evaluate(model, stream, segment, protocol=protocol, sampler=UniformSampler(full), num_negatives=3,
-                        catalog=full, batch_size=batch_size, seed=3, candidate_budget=7)
+        return evaluate(model, stream, segment,
+                        Protocol(replay=protocol, num_negatives=3, batch_size=batch_size, seed=3),
+                        sampler=UniformSampler(full), catalog=full, candidate_budget=7)
 
     a, b = run(data), run(shuffled)
     # Records come in replay order, (t, src, dst): position i is the same (t, src, dst) in both
@@ -236,8 +238,8 @@ def test_all_entity_ranks_match_brute_force(name, protocol, catalog_kind):
     segment = Segment("test", start, end, None, None)
     catalog = (build_catalog(data[:end], "time-available", num_nodes=num_nodes) if catalog_kind == "time-available"
                else Catalog("custom", torch.arange(num_nodes), None, num_nodes))
-    result = evaluate(make(name, num_nodes), data[:end], segment, protocol=protocol, catalog=catalog,
-                      batch_size=batch_size, candidate_budget=11)
+    result = evaluate(make(name, num_nodes), data[:end], segment, Protocol(replay=protocol, batch_size=batch_size),
+                      catalog=catalog, candidate_budget=11)
     rec = result.records
 
     model = make(name, num_nodes).eval()
@@ -285,8 +287,8 @@ def _train_and_evaluate(name, data, split, catalog, model_seed):
     for epoch in range(2):
         train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
                     batch_size=25, seed=5, epoch=epoch)
-    result = evaluate(model, data, split.val, sampler=UniformSampler(catalog), num_negatives=5, catalog=catalog,
-                      batch_size=25, seed=1)
+    result = evaluate(model, data, split.val, Protocol(num_negatives=5, batch_size=25, seed=1),
+                      sampler=UniformSampler(catalog), catalog=catalog)
     return model, optimizer, result
 
 
@@ -320,7 +322,7 @@ def test_tgn_training_improves_validation_ap():
     catalog = build_catalog(data, "train", train_end=split.train.end)
 
     def validation_ap(model):
-        result = evaluate(model, data, split.val, sampler=UniformSampler(catalog), num_negatives=1, seed=0)
+        result = evaluate(model, data, split.val, Protocol(num_negatives=1, seed=0), sampler=UniformSampler(catalog))
         return result.metrics["sampled"]["ap"]["global"]
 
     torch.manual_seed(0)

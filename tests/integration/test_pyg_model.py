@@ -12,12 +12,12 @@ import torch
 
 import tgeval
 from tgeval import LeakageError, Segment, TimestampBatchLoader, no_state_change
-from tgeval.training.checkpoint import load_checkpoint, save_checkpoint
 from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, registry
 from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference, state_parts
+from tgeval.training.checkpoint import load_checkpoint, save_checkpoint
 from tests.helpers import readme_pyg_tgn, small_neural_model
 
 PygTGN, PygTGNConfig = readme_pyg_tgn()
@@ -85,8 +85,9 @@ def test_evaluate_with_the_guard_and_fixed_protocol_is_repeatable(stream):
     runs = []
     for _ in range(2):
         model.restore(saved)
-        result = tgeval.evaluate(model, data, split.test, protocol="fixed", warm=False, sampler=UniformSampler(catalog), num_negatives=5,
-                                 catalog=catalog, batch_size=50, check_state=True)
+        result = tgeval.evaluate(model, data, split.test,
+                                 tgeval.Protocol(replay="fixed", warm=False, num_negatives=5, batch_size=50),
+                                 sampler=UniformSampler(catalog), catalog=catalog, check_state=True)
         runs.append(result.metrics)
     assert runs[0] == runs[1]
     assert first_difference(model.snapshot(), saved) is None  # fixed protocol: nothing was added
@@ -136,7 +137,8 @@ def test_state_written_while_scoring_is_a_leak(stream, leaky):
     torch.manual_seed(0)
     model = leaky(PygTGNConfig(N, msg_dim=1, dim=8, num_neighbors=3))
     with pytest.raises(LeakageError, match="while scoring"):
-        tgeval.evaluate(model, data, split.test, sampler=UniformSampler(catalog), num_negatives=5, catalog=catalog, batch_size=50)
+        tgeval.evaluate(model, data, split.test, tgeval.Protocol(num_negatives=5, batch_size=50),
+                        sampler=UniformSampler(catalog), catalog=catalog)
 
 
 def test_writes_behind_the_version_counter_are_caught_by_the_deep_check(stream):
@@ -180,12 +182,13 @@ def test_replay_then_evaluate_equals_a_warm_evaluation(stream):
     data, split, catalog = stream
     history = Segment("history", 0, split.test.start, None, None)  # the events a warm evaluation replays
     for model in (build(), small_neural_model(TGN, N)):
-        warm = tgeval.evaluate(model.eval(), data, split.test, sampler=UniformSampler(catalog), num_negatives=5,
-                               catalog=catalog, batch_size=50)
+        warm = tgeval.evaluate(model.eval(), data, split.test, tgeval.Protocol(num_negatives=5, batch_size=50),
+                               sampler=UniformSampler(catalog), catalog=catalog)
         model.reset_state()
         tgeval.replay(model, data, history, batch_size=50)
-        continued = tgeval.evaluate(model, data, split.test, sampler=UniformSampler(catalog), num_negatives=5,
-                                    catalog=catalog, batch_size=50, warm=False)
+        continued = tgeval.evaluate(model, data, split.test,
+                                    tgeval.Protocol(num_negatives=5, batch_size=50, warm=False),
+                                    sampler=UniformSampler(catalog), catalog=catalog)
         assert continued.metrics == warm.metrics, type(model).__name__
 
 
@@ -203,8 +206,9 @@ def test_replay_keeps_the_mode_and_advances_a_sampler(stream):
 def test_evaluating_a_training_mode_pyg_memory_from_its_state_warns(stream):
     data, split, catalog = stream
     with pytest.warns(UserWarning, match="TGNMemory"):
-        tgeval.evaluate(build().train(), data, split.test, catalog=catalog, warm=False, batch_size=100)
-    tgeval.evaluate(small_neural_model(TGN, N).train(), data, split.test, catalog=catalog, warm=False, batch_size=100)
+        tgeval.evaluate(build().train(), data, split.test, tgeval.Protocol(warm=False, batch_size=100), catalog=catalog)
+    tgeval.evaluate(small_neural_model(TGN, N).train(), data, split.test, tgeval.Protocol(warm=False, batch_size=100),
+                    catalog=catalog)
 
 
 def test_checkpoint_of_the_registered_model_restores_scores(stream, tmp_path):

@@ -37,7 +37,7 @@ def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch, one_thread):
     data, split = namespace["data"], namespace["split"]
     assert namespace["info"].num_nodes == int(max(data.src.max(), data.dst.max())) + 1
     saved = json.loads((tmp_path / "uci-edgebank.json").read_text())
-    assert saved["manifest"]["protocol"] == "online"
+    assert saved["manifest"]["protocol"]["replay"] == "online"
     assert (tmp_path / "uci-edgebank.csv").is_file()
     assert {"last.pt", "best.pt", "timings.json"} <= {p.name for p in (tmp_path / "runs" / "tgn").iterdir()}
     for name in ("result", "continued"):

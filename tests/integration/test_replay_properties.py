@@ -8,11 +8,12 @@ from hypothesis import strategies as st
 from unittest import mock
 
 from tgeval import LeakageError, SplitError, build_catalog, evaluate
+from tgeval import samplers
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment, Split
 from tgeval.eval import replay
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
-from tgeval import samplers
+from tgeval.protocol import Protocol
 from tgeval.samplers import HistoricalSampler, UniformSampler
 from tests.strategies import segment_from, shuffle_within_groups, streams
 
@@ -33,9 +34,10 @@ def _run(model, data, segment, protocol="online", batch_size=4, seed=3, catalog_
         empty = Segment("val", segment.start, segment.start, None, None)
         split = Split(Segment("train", 0, segment.start, None, None), empty, segment, (0.0, 0.0, 0.0))
         sampler = samplers.from_spec(sampler_kind, data=data, split=split, catalog=full)
-    return evaluate(model, data, segment, protocol=protocol, sampler=sampler, num_negatives=3 if replace else 2,
-                    catalog=catalog, batch_size=batch_size, seed=seed, candidate_budget=7, directed=directed,
-                    history=history)
+    return evaluate(model, data, segment,
+                    Protocol(replay=protocol, num_negatives=3 if replace else 2, batch_size=batch_size, seed=seed,
+                             directed=directed, history=history),
+                    sampler=sampler, catalog=catalog, candidate_budget=7)
 
 
 PER_EVENT = ("score", "neg", "neg_score", "sampled_above", "sampled_equal", "above", "equal", "candidates",
@@ -124,7 +126,7 @@ def test_fixed_and_online_differ_when_history_matters():
     fixed = _run(EdgeBank(N), data, segment, "fixed", batch_size=1)
     assert online.records["score"].tolist() == [0.0, 1.0, 1.0, 1.0]
     assert fixed.records["score"].tolist() == [0.0, 0.0, 0.0, 0.0]
-    assert online.manifest["protocol"] == "online" and fixed.manifest["protocol"] == "fixed"
+    assert online.manifest["protocol"]["replay"] == "online" and fixed.manifest["protocol"]["replay"] == "fixed"
 
 
 def streams_example():
@@ -159,5 +161,5 @@ def test_segment_errors():
         evaluate(EdgeBank(N), tied, Segment("test", 2, 4, 2, 3), catalog=catalog)
     with pytest.raises(ValueError, match="nothing to measure"):
         evaluate(EdgeBank(N), data, Segment("test", 2, 6, 3, 6))
-    with pytest.raises(ValueError, match="protocol"):
-        evaluate(EdgeBank(N), data, Segment("test", 2, 6, 3, 6), catalog=catalog, protocol="streaming")
+    with pytest.raises(ValueError, match="Protocol.replay must be one of"):
+        evaluate(EdgeBank(N), data, Segment("test", 2, 6, 3, 6), Protocol(replay="streaming"), catalog=catalog)

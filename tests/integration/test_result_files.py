@@ -11,14 +11,15 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.diagnostics.compare import load_events
 from tgeval.models.heuristics import EdgeBank
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.conftest import make_stream
 
 def test_readers_refuse_a_broken_pair_or_a_path_outside_the_results_folder(tmp_path):
     data = make_stream(torch.arange(30) % 5, (torch.arange(30) * 2) % 9, torch.arange(30) // 3)
     catalog = Catalog("custom", torch.arange(10), None, 10)
-    result = evaluate(EdgeBank(10), data, Segment("test", 15, 30, 5, 9), sampler=UniformSampler(catalog),
-                      num_negatives=2)
+    result = evaluate(EdgeBank(10), data, Segment("test", 15, 30, 5, 9), Protocol(num_negatives=2),
+                      sampler=UniformSampler(catalog))
     out = tmp_path / "r.json"
     result.save(out, events=tmp_path / "e.csv")
     assert torch.equal(load_events(out)["event"], load_events(tmp_path / "e.csv")["event"])

@@ -28,6 +28,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.device import HOST_READ
 from tgeval.eval import replay
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 
 SYNC_OPS = {"aten::nonzero", "aten::_unique2", "aten::unique_dim", "aten::unique_consecutive",
@@ -52,8 +53,8 @@ def _evaluate(model, data, split, num_nodes, *, catalog_kind, negatives, shortcu
     catalog = build_catalog(data, catalog_kind, train_end=split.train.end, num_nodes=num_nodes)
     sampler = UniformSampler(Catalog("custom", torch.arange(num_nodes, device=data.src.device), None, num_nodes),
                              directed=directed) if negatives else None
-    return evaluate(model, data, split.test, sampler=sampler, num_negatives=5, catalog=catalog.to(data.src.device),
-                    batch_size=37, use_shortcut=shortcut, directed=directed, candidate_budget=500)
+    return evaluate(model, data, split.test, Protocol(num_negatives=5, batch_size=37, directed=directed),
+                    sampler=sampler, catalog=catalog.to(data.src.device), use_shortcut=shortcut, candidate_budget=500)
 
 
 def _inside_batch(event) -> bool:

@@ -9,6 +9,7 @@ from tgeval import build_catalog, chronological_split, evaluate
 from tgeval.data.datasets import dataset_path, load_dataset
 from tgeval.eval.metrics import rank_from_counts
 from tgeval.models.heuristics import EdgeBank
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 
 pytestmark = pytest.mark.datasets
@@ -46,9 +47,10 @@ def test_edgebank_ranks_equal_set_reference(uci, batch_size, history):
     data, num_nodes = uci
     split = chronological_split(data)
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
-    result = evaluate(EdgeBank(num_nodes), data, split.test, sampler=UniformSampler(catalog), num_negatives=20,
-                      catalog=catalog, ties="average", batch_size=batch_size, history=None if history == "exact"
-                      else "batch")
+    result = evaluate(EdgeBank(num_nodes), data, split.test,
+                      Protocol(num_negatives=20, ties="average", batch_size=batch_size,
+                               history=None if history == "exact" else "batch"),
+                      sampler=UniformSampler(catalog), catalog=catalog)
     rec = result.records
     assert result.manifest["history"]["mode"] == history
 
@@ -97,9 +99,10 @@ def test_historical_negatives_are_hard_for_edgebank(uci):
     data, num_nodes = uci
     split = chronological_split(data)
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
-    uniform = evaluate(EdgeBank(num_nodes), data, split.test, sampler=UniformSampler(catalog), num_negatives=5)
+    uniform = evaluate(EdgeBank(num_nodes), data, split.test, Protocol(num_negatives=5),
+                       sampler=UniformSampler(catalog))
     historical = HistoricalSampler(num_nodes, catalog=catalog, replace=True)
-    hard = evaluate(EdgeBank(num_nodes), data, split.test, sampler=historical, num_negatives=5)
+    hard = evaluate(EdgeBank(num_nodes), data, split.test, Protocol(num_negatives=5), sampler=historical)
     fallback = hard.manifest["sampler"]["num_fallback_events"]
     assert fallback < 0.5 * split.test.num_events  # most events really drew from their history
     assert hard.metrics["sampled"]["mrr"]["micro"] < 0.6 * uniform.metrics["sampled"]["mrr"]["micro"]
@@ -118,7 +121,7 @@ def test_every_registered_sampler_runs_with_its_defaults_on_uci(uci):
     mrr, described = {}, {}
     for spec in specs:
         sampler = samplers.from_spec(spec, data=data, split=split, catalog=catalog, segment="test")
-        result = evaluate(EdgeBank(num_nodes), data, split.test, sampler=sampler, num_negatives=20)
+        result = evaluate(EdgeBank(num_nodes), data, split.test, Protocol(num_negatives=20), sampler=sampler)
         mrr[spec] = result.metrics["sampled"]["mrr"]["micro"]
         described[spec] = result.manifest["sampler"]
     history = described["historical"]

@@ -24,14 +24,19 @@ WRITER = textwrap.dedent("""
     from tgeval.data.catalog import Catalog
     from tgeval.data.split import Segment
     from tgeval.models.heuristics import EdgeBank
+    from tgeval.protocol import Protocol
     from tgeval.samplers import UniformSampler
     from tests.conftest import make_stream
 
     folder, step, signum = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     data = make_stream(torch.arange(40) % 7, (torch.arange(40) * 3) % 11, torch.arange(40) // 2)
     catalog = Catalog("custom", torch.arange(12), None, 12)
-    run = lambda seed: evaluate(EdgeBank(12), data, Segment("test", 20, 40, 10, 19),
-                                sampler=UniformSampler(catalog), num_negatives=3, seed=seed, data_name=f"seed {seed}")
+    def run(seed):
+        result = evaluate(EdgeBank(12), data, Segment("test", 20, 40, 10, 19), Protocol(num_negatives=3, seed=seed),
+                          sampler=UniformSampler(catalog))
+        result.manifest["data"]["name"] = f"seed {seed}"
+        return result
+
     run(0).save(f"{folder}/r.json", events=f"{folder}/e.csv")  # the old pair
     signal.signal(signal.SIGTERM, _terminate)  # as the command line does
     # Ctrl-C raises KeyboardInterrupt, as in a shell's foreground (a background job starts with SIGINT ignored)

@@ -8,6 +8,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.eval.ranking import all_entity_counts
 from tgeval.models.heuristics import EdgeBank, NodeMemory, Popularity
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.conftest import make_stream
 from tests.helpers import TableModel, brute_force_counts
@@ -34,19 +35,19 @@ def test_evaluate_refuses_unsorted_time():
 def test_uncovered_error_rule():
     catalog = Catalog("custom", torch.tensor([0, 1]), None, 5)
     with pytest.raises(CatalogError, match=r"2 positives lie outside the 'custom' catalog.*uncovered='rank'"):
-        evaluate(EdgeBank(5), DATA, TEST, catalog=catalog, uncovered="error")
-    excluded = evaluate(EdgeBank(5), DATA, TEST, catalog=catalog, uncovered="exclude")
+        evaluate(EdgeBank(5), DATA, TEST, Protocol(uncovered="error"), catalog=catalog)
+    excluded = evaluate(EdgeBank(5), DATA, TEST, Protocol(uncovered="exclude"), catalog=catalog)
     assert excluded.metrics["all_entity"]["num_events"] == 0
     assert excluded.metrics["all_entity"]["coverage"]["uncovered"] == 2
 
 
 def test_evaluate_argument_errors():
     with pytest.raises(ValueError, match="num_negatives must be >= 1"):
-        evaluate(EdgeBank(5), DATA, TEST, sampler=UniformSampler(CATALOG), num_negatives=0)
+        evaluate(EdgeBank(5), DATA, TEST, Protocol(num_negatives=0), sampler=UniformSampler(CATALOG))
     with pytest.raises(ValueError, match="uncovered"):
-        evaluate(EdgeBank(5), DATA, TEST, catalog=CATALOG, uncovered="drop")
+        evaluate(EdgeBank(5), DATA, TEST, Protocol(uncovered="drop"), catalog=CATALOG)
     with pytest.raises(ValueError, match="ties"):
-        evaluate(EdgeBank(5), DATA, TEST, catalog=CATALOG, ties="random")
+        evaluate(EdgeBank(5), DATA, TEST, Protocol(ties="random"), catalog=CATALOG)
     with pytest.raises(ValueError, match="candidate_budget"):
         all_entity_counts(EdgeBank(5), DATA.src, DATA.dst, DATA.t, torch.zeros(6, dtype=torch.float64), CATALOG,
                           candidate_budget=0)

@@ -17,6 +17,7 @@ from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers.base import Negatives
 from tgeval.samplers.birth_death import (BIRTH_DEATH_NAMES, BirthDeathEdgeSampler, BirthDeathNodeSampler, birth_death,
                                          factories, lifetime_classes, node_lifetimes, pair_lifetimes, split_time)
+from tgeval.protocol import Protocol
 from tests.conftest import make_stream
 from tests.strategies import streams
 
@@ -354,7 +355,7 @@ def test_catalog_of_nodes_restricts_candidates_and_options():
 def test_evaluate_with_edgebank(name):
     segment = Segment("test", 7, 16, 10, 16)
     sampler = birth_death(name, DATA, T_SPLIT, num_nodes=N, catalog=CATALOG)
-    result = evaluate(EdgeBank(N), DATA, segment, sampler=sampler, num_negatives=2, batch_size=2)
+    result = evaluate(EdgeBank(N), DATA, segment, Protocol(num_negatives=2, batch_size=2), sampler=sampler)
     records = result.records
     assert records["neg"].shape == (9, 2)
     assert ("neg_src" in records) == (kind_of(name) != "dst")

@@ -8,6 +8,7 @@ import torch
 from tgeval import Catalog, CatalogError, DataMismatchError, build_catalog, chronological_split, evaluate
 from tgeval.data.fingerprint import BuiltFrom, check_built_for, fingerprint
 from tgeval.models.heuristics import EdgeBank
+from tgeval.protocol import Protocol
 from tgeval.samplers import InductiveSampler, MixtureSampler, UniformSampler
 from tgeval.training.train import train_epoch
 from tests.conftest import make_stream
@@ -74,12 +75,12 @@ def test_samplers_are_checked_nested_ones_included(two_streams):
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=N)
     inductive = InductiveSampler(other, train_end=split.train.end, num_nodes=N, catalog=catalog)
     with pytest.raises(DataMismatchError, match="sampler was built from other data"):
-        evaluate(EdgeBank(N), data, split.test, sampler=inductive, num_negatives=2, catalog=catalog)
+        evaluate(EdgeBank(N), data, split.test, Protocol(num_negatives=2), sampler=inductive, catalog=catalog)
     mixture = MixtureSampler([UniformSampler(catalog), UniformSampler(build_catalog(other, "all"))], [0.5, 0.5])
     with pytest.raises(DataMismatchError, match="sampler was built from other data"):
-        evaluate(EdgeBank(N), data, split.test, sampler=mixture, num_negatives=2)
+        evaluate(EdgeBank(N), data, split.test, Protocol(num_negatives=2), sampler=mixture)
     own = MixtureSampler([UniformSampler(catalog), InductiveSampler(data, train_end=split.train.end, catalog=catalog)], [0.5, 0.5])
-    result = evaluate(EdgeBank(N), data, split.test, sampler=own, num_negatives=2)
+    result = evaluate(EdgeBank(N), data, split.test, Protocol(num_negatives=2), sampler=own)
     assert result.manifest["sampler"]["components"][1]["built_from"] == BuiltFrom.of(data).to_dict()
 
 

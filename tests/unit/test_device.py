@@ -8,6 +8,7 @@ from tgeval import build_catalog, deterministic, evaluate
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.device import HOST_READ, host_ints, positions
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.helpers import small_neural_model
 
@@ -39,8 +40,8 @@ def test_deterministic_restores_the_setting_and_changes_no_cpu_result(name, one_
 
     def run():
         torch.manual_seed(0)
-        return evaluate(small_neural_model(name, 20), data, split.test, sampler=UniformSampler(catalog),
-                        num_negatives=3, catalog=catalog, batch_size=30)
+        return evaluate(small_neural_model(name, 20), data, split.test, Protocol(num_negatives=3, batch_size=30),
+                        sampler=UniformSampler(catalog), catalog=catalog)
 
     before = torch.are_deterministic_algorithms_enabled()
     plain = run()

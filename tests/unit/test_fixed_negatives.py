@@ -18,6 +18,7 @@ from tgeval.samplers import UniformSampler
 from tgeval.samplers.fixed import _MAGIC  # noqa: I001 (file layout, for the edit tests)
 from tgeval.samplers.fixed import (FixedNegativeSampler, load_negatives, read_tgb_negatives, save_negatives,
                                    write_tgb_negatives)
+from tgeval.protocol import Protocol
 from tests.conftest import make_stream
 from tests.helpers import TableModel
 
@@ -50,9 +51,10 @@ def test_round_trip_is_bit_exact_and_evaluates_identically(setup):
         assert torch.equal(getattr(loaded, name), value) and getattr(loaded, name).dtype == value.dtype
     assert loaded.header == stored.header
 
-    original = evaluate(EdgeBank(N), data, split.test, sampler=UniformSampler(catalog), num_negatives=K, seed=3)
+    original = evaluate(EdgeBank(N), data, split.test, Protocol(num_negatives=K, seed=3),
+                        sampler=UniformSampler(catalog))
     fixed = FixedNegativeSampler.from_file(path, data=data)
-    replayed = evaluate(EdgeBank(N), data, split.test, sampler=fixed, num_negatives=K, seed=12345)
+    replayed = evaluate(EdgeBank(N), data, split.test, Protocol(num_negatives=K, seed=12345), sampler=fixed)
     assert torch.equal(original.records["neg"], replayed.records["neg"])
     assert torch.equal(original.records["event"], replayed.records["event"])
     assert original.metrics == replayed.metrics
@@ -66,16 +68,16 @@ def test_round_trip_is_bit_exact_and_evaluates_identically(setup):
 def test_fewer_columns_and_too_many(setup):
     data, split, catalog, path, stored = setup
     fixed = FixedNegativeSampler.from_file(path)
-    small = evaluate(EdgeBank(N), data, split.test, sampler=fixed, num_negatives=2)
+    small = evaluate(EdgeBank(N), data, split.test, Protocol(num_negatives=2), sampler=fixed)
     assert torch.equal(small.records["neg"], stored.neg[:, :2])
     with pytest.raises(SamplerError, match=f"hold {K} negatives"):
-        evaluate(EdgeBank(N), data, split.test, sampler=fixed, num_negatives=K + 1)
+        evaluate(EdgeBank(N), data, split.test, Protocol(num_negatives=K + 1), sampler=fixed)
 
 
 def test_positive_without_negatives_is_named(setup):
     data, split, catalog, path, stored = setup
     with pytest.raises(NegativesFileError, match="no stored negatives .first: event"):
-        evaluate(EdgeBank(N), data, split.val, sampler=FixedNegativeSampler.from_file(path), num_negatives=K)
+        evaluate(EdgeBank(N), data, split.val, Protocol(num_negatives=K), sampler=FixedNegativeSampler.from_file(path))
 
 
 @pytest.mark.parametrize("where", [0.0, 0.01, 0.1, 0.5, 0.9, 0.999])
@@ -124,10 +126,10 @@ def test_file_drawn_for_other_data_is_refused(setup):
     # without the load-time check, evaluate refuses the segment and the sampler cut from the other stream
     sampler = FixedNegativeSampler.from_file(path)
     with pytest.raises(DataMismatchError, match="segment was built from other data"):
-        evaluate(EdgeBank(N), other, split.test, sampler=sampler, num_negatives=K)
+        evaluate(EdgeBank(N), other, split.test, Protocol(num_negatives=K), sampler=sampler)
     with pytest.raises(DataMismatchError, match="sampler was built from other data: its first 400 events have "
                                                 "fingerprint sha256:.*this stream's first 400 have sha256:"):
-        evaluate(EdgeBank(N), other, replace(split.test, built_from=None), sampler=sampler, num_negatives=K)
+        evaluate(EdgeBank(N), other, replace(split.test, built_from=None), Protocol(num_negatives=K), sampler=sampler)
 
 
 # -- TGB files -----------------------------------------------------------------------------
@@ -169,7 +171,8 @@ def test_evaluate_ignores_padded_slots(tmp_path):
     table[1, 10] = 0.9  # its first negative, repeated in the padded slot: above the positive
     table[1, 12] = 0.5  # a tie
     segment = Segment("test", 4, 10, 5, 8)
-    result = evaluate(TableModel(table), data, segment, sampler=read_tgb_negatives(path, test), num_negatives=4)
+    result = evaluate(TableModel(table), data, segment, Protocol(num_negatives=4),
+                      sampler=read_tgb_negatives(path, test))
     i = int(torch.nonzero(result.records["event"] == 5)[0, 0])
     # hand computation over the 3 real negatives 10, 11, 12: one above, one equal
     assert int(result.records["sampled_above"][i]) == 1 and int(result.records["sampled_equal"][i]) == 1
@@ -183,9 +186,9 @@ def test_tgb_checksum_is_the_manifests(tmp_path):
     model = TableModel(torch.rand(20, 20, dtype=torch.float64, generator=torch.Generator().manual_seed(0)))
     segment = Segment("test", 4, 10, 5, 8)
     sampler = read_tgb_negatives(path, test)
-    whole = evaluate(model, data, segment, sampler=sampler, num_negatives=4).manifest
+    whole = evaluate(model, data, segment, Protocol(num_negatives=4), sampler=sampler).manifest
     assert whole["negatives_checksum"] == whole["sampler"]["checksum"] == sampler.describe()["checksum"]
-    fewer = evaluate(model, data, segment, sampler=sampler, num_negatives=3).manifest
+    fewer = evaluate(model, data, segment, Protocol(num_negatives=3), sampler=sampler).manifest
     assert fewer["negatives_checksum"] != whole["negatives_checksum"]
 
 
@@ -302,7 +305,7 @@ def test_matches_tgb_query_batch_and_evaluator(tmp_path, integer_scores):
     table = torch.randint(0, 3, (20, 20), generator=g).double() if integer_scores else torch.rand(20, 20, generator=g,
                                                                                                    dtype=torch.float64)
     segment = Segment("test", 4, 10, 5, 8)
-    result = evaluate(TableModel(table), data, segment, sampler=ours, num_negatives=4, ties="average")
+    result = evaluate(TableModel(table), data, segment, Protocol(num_negatives=4, ties="average"), sampler=ours)
     evaluator = Evaluator(name="tgbl-wiki")
     per_event = [evaluator.eval({"y_pred_pos": table[s, d].numpy().reshape(1),
                                  "y_pred_neg": table[s, torch.tensor(negs)].numpy(), "eval_metric": ["mrr"]})["mrr"]
@@ -316,4 +319,4 @@ def test_evaluate_refuses_a_file_drawn_for_other_history_even_without_data(setup
     other.dst[0] = (other.dst[0] + 1) % N  # a history event changes; the segment's events do not
     fixed = FixedNegativeSampler.from_file(path)  # no data given at load time
     with pytest.raises(DataMismatchError, match="sampler was built from other data"):
-        evaluate(EdgeBank(N), other, replace(split.test, built_from=None), sampler=fixed, num_negatives=K)
+        evaluate(EdgeBank(N), other, replace(split.test, built_from=None), Protocol(num_negatives=K), sampler=fixed)

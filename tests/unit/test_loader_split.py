@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from tgeval import SplitError, TemporalDataError, TimestampBatchLoader, chronological_split
 from tgeval.data.groups import canonical_order, group_ids, group_starts
 from tgeval.loader import timestamp_batch_boundaries
+from tgeval.protocol import Protocol
 from tests.conftest import make_stream
 from tests.strategies import streams
 
@@ -139,7 +140,7 @@ def test_integer_time_above_2_53_splits_and_evaluates_exactly(data, train, val):
     big = chronological_split(shifted, ratios)
     assert (big.train.end, big.val.end) == (split.train.end, split.val.end)
     catalog = Catalog("custom", torch.arange(6), None, 6)
-    run = lambda d, s: evaluate(EdgeBank(6, window=3), d, s.test, catalog=catalog, batch_size=4)  # noqa: E731
+    run = lambda d, s: evaluate(EdgeBank(6, window=3), d, s.test, Protocol(batch_size=4), catalog=catalog)  # noqa: E731
     a, b = run(data, split), run(shifted, big)
     for key in ("score", "above", "equal"):
         assert torch.equal(a.records[key], b.records[key]), key

@@ -18,6 +18,7 @@ from tgeval.models import DyRep, GraphMixer, message_dim, registry
 from tgeval.models.base import pairwise_scorer
 from tgeval.models.layers import LinkDecoder
 from tgeval.models.neighbors import NeighborBuffer
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
 from tgeval.training.train import train_epoch
@@ -155,7 +156,7 @@ def test_guard_catches_a_leaky_subclass(name, stream):
     segment = Segment("test", boundary(stream, 150), end, None, None)
     catalog = Catalog("custom", torch.arange(N), None, N)
     with pytest.raises(LeakageError, match=f"{leaky.__name__} changed"):
-        evaluate(model, stream[:end], segment, catalog=catalog, batch_size=10)
+        evaluate(model, stream[:end], segment, Protocol(batch_size=10), catalog=catalog)
 
 
 @pytest.mark.parametrize("name", ["tgn", "graphmixer"])
@@ -185,7 +186,7 @@ def test_state_updates_do_not_depend_on_the_mode(name, stream):
     results = []
     for model in (a, b):
         torch.manual_seed(int(model.training))  # different dropout draws, if any were used
-        results.append(evaluate(model, stream[:segment.end], segment, catalog=catalog, batch_size=10).metrics)
+        results.append(evaluate(model, stream[:segment.end], segment, Protocol(batch_size=10), catalog=catalog).metrics)
     assert results[0] == results[1]
 
 

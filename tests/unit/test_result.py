@@ -3,7 +3,7 @@ import json
 import pytest
 import torch
 
-from tgeval import Result, build_catalog, chronological_split, evaluate
+from tgeval import Protocol, Result, build_catalog, chronological_split, evaluate
 from tgeval.atomic import write_atomic
 from tgeval.eval.result import summarize
 from tgeval.models.heuristics import EdgeBank
@@ -51,8 +51,10 @@ def _small_result(tmp_path):
     data = make_stream(src, dst, list(range(12)))
     split = chronological_split(data, (0.5, 0.25, 0.25))
     catalog = build_catalog(data, "train", train_end=split.train.end)
-    return evaluate(EdgeBank(4), data, split.test, sampler=UniformSampler(catalog, replace=True), num_negatives=2,
-                    catalog=catalog, split=split.to_dict(), data_name="toy")
+    result = evaluate(EdgeBank(4), data, split.test, Protocol(num_negatives=2),
+                      sampler=UniformSampler(catalog, replace=True), catalog=catalog)
+    result.manifest["data"]["name"], result.manifest["split"] = "toy", split.to_dict()
+    return result
 
 
 def test_save_load_round_trip_and_manifest(tmp_path):
@@ -61,9 +63,12 @@ def test_save_load_round_trip_and_manifest(tmp_path):
     result.save(path)
     payload = json.loads(path.read_text())
     manifest = payload["manifest"]
-    for key in ("protocol", "sampler", "num_negatives", "catalog", "ties", "aggregation", "seed", "batch_size",
-                "split", "segment", "versions", "model"):
+    for key in ("protocol", "sampler", "catalog", "aggregation", "split", "segment", "versions", "model"):
         assert key in manifest, key
+    assert manifest["protocol"] == {"replay": "online", "history": None, "num_negatives": 2, "ties": "average",
+                                    "hits": [1, 3, 10], "uncovered": "rank", "directed": True, "batch_size": 200,
+                                    "seed": 0, "warm": True}  # the Protocol as it is
+    assert manifest["history"]["mode"] == "exact"  # the mode used: EdgeBank scores from exact history
     assert manifest["data"]["fingerprint"].startswith("sha256:")
     assert manifest["negatives_checksum"].startswith("sha256:")
     assert manifest["catalog"]["train_end"] == manifest["split"]["train"]["end"]

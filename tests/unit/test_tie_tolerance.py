@@ -6,6 +6,7 @@ from tgeval import build_catalog, chronological_split, evaluate
 from tgeval.data.synthetic import generate_events
 from tgeval.eval.metrics import count_above_equal
 from tgeval.models import TGN, TGNConfig
+from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import train_epoch
 
@@ -52,8 +53,9 @@ def test_tgn_from_empty_history_ties_every_candidate_whatever_the_batch_size():
     mrrs = []
     for batch_size in (7, 50, 400):
         model.reset_state()
-        result = evaluate(model, data, split.test, protocol="fixed", warm=False, catalog=catalog,
-                          sampler=UniformSampler(catalog), num_negatives=5, batch_size=batch_size)
+        result = evaluate(model, data, split.test,
+                          Protocol(replay="fixed", warm=False, num_negatives=5, batch_size=batch_size), catalog=catalog,
+                          sampler=UniformSampler(catalog))
         assert int(result.records["above"].sum()) == 0
         assert int(result.records["sampled_above"].sum()) == 0
         assert torch.equal(result.records["equal"], result.records["candidates"])

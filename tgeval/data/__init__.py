@@ -7,9 +7,7 @@ The names below are imported on first use (PEP 562), so that the format registry
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import Any
+from tgeval.lazy import lazy_exports
 
 #: public name -> the module that defines it
 _SOURCES = {
@@ -29,16 +27,4 @@ _SOURCES = {
 
 __all__ = list(_SOURCES)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _SOURCES:  # a module (``tgeval.data.io``, ...) is imported on first use too
-        if importlib.util.find_spec(f"tgeval.data.{name}") is not None:
-            return importlib.import_module(f"tgeval.data.{name}")
-        raise AttributeError(f"module 'tgeval.data' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_SOURCES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _SOURCES)

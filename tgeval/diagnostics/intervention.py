@@ -46,12 +46,14 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
+from tgeval.choices import TiePolicy
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.diagnostics.membership import MembershipReplay, membership_factorial
 from tgeval.eval.metrics import auroc
 from tgeval.eval.replay import evaluate
 from tgeval.eval.result import json_safe
+from tgeval.protocol import Protocol
 
 __all__ = ["Direction", "InterventionResult", "pair_representations", "fit_directions", "project_out",
            "membership_intervention"]
@@ -215,7 +217,7 @@ class InterventionResult:
 
 def membership_intervention(model: Any, data: TemporalData, fit_segment: Segment, eval_segment: Segment,
                             catalog: Catalog, *, num_negatives: int = 20, fit_negatives: int = 1, probe: str = "fisher",
-                            seed: int = 0, batch_size: int = 200, ties: str = "average",
+                            seed: int = 0, batch_size: int = 200, ties: TiePolicy = "average",
                             directed: bool = True) -> InterventionResult:
     """Fit the membership direction on ``fit_segment`` and compare the projections on ``eval_segment``.
 
@@ -242,8 +244,8 @@ def membership_intervention(model: Any, data: TemporalData, fit_segment: Segment
     rows: dict[str, dict] = {}
     for name in VARIANTS:
         variant = copy.deepcopy(model) if name == "base" else project_out(model, directions[name].vector)
-        result = evaluate(variant, data, eval_segment, protocol="online", catalog=catalog, ties=ties,
-                          batch_size=batch_size, seed=seed)
+        result = evaluate(variant, data, eval_segment,
+                          Protocol(ties=ties, directed=directed, batch_size=batch_size, seed=seed), catalog=catalog)
         factorial = membership_factorial(variant, data, eval_segment, catalog, num_negatives=num_negatives,
                                          seed=seed, ties=ties, batch_size=batch_size, directed=directed)
         rows[name] = {"mrr": result.metrics["all_entity"]["mrr"]["micro"],

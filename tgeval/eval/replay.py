@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 import warnings
 from contextlib import contextmanager, nullcontext
-from typing import Callable, Iterator, Literal, Optional, Sequence, Union
+from typing import Iterator, Literal, Optional, Sequence, Union
 
 import torch
 import torch.distributed as dist
@@ -36,25 +36,25 @@ from torch import Tensor, nn
 from torch.profiler import record_function
 from torch_geometric.data import TemporalData
 
-from tgeval.choices import HISTORY_MODES, PROTOCOLS, UNCOVERED_RULES, Protocol
-from tgeval import provenance
+from tgeval import progress, provenance
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import check_built_for, fingerprint
+from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.strata import event_strata
-from tgeval.data.groups import canonical_order
 from tgeval.data.validate import per_event_keys, permute_events, validate
 from tgeval.distributed import check_same, rank_and_world, require_group, state_digest
 from tgeval.errors import CatalogError
-from tgeval.eval.metrics import check_ties, count_above_equal
+from tgeval.eval.metrics import count_above_equal
 from tgeval.eval.ranking import ShortcutPairs, check_no_nan, chunked_counts, plan_candidates, shortcut_counts
 from tgeval.eval.result import Result, summarize
 from tgeval.loader import TimestampBatchLoader, same_batch_history, timestamp_batch_boundaries
 from tgeval.models.base import TemporalLinkModel, check_node_ids
+from tgeval.protocol import Protocol
 from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, negatives_checksum, scored_pairs
 from tgeval.state import no_state_change
 
-__all__ = ["evaluate", "warm_up", "replay", "PROTOCOLS", "HISTORY_MODES"]
+__all__ = ["evaluate", "warm_up", "replay"]
 
 #: batch size of warm-ups for models whose state does not depend on the batching (exact_history)
 WARM_UP_EVENTS = 2**22
@@ -103,8 +103,8 @@ def _warn_mode_switch(model: TemporalLinkModel) -> None:
     switching = sorted({type(m).__name__ for m in model.modules() if type(m).train is not nn.Module.train
                         and not type(m).__module__.startswith("tgeval.")})
     if switching:
-        warnings.warn(f"evaluate(warm=False) switches the model to eval mode, and {', '.join(switching)} changes its "
-                      f"state on that switch (PyG's TGNMemory applies and clears its pending messages), so the "
+        warnings.warn(f"evaluate with Protocol(warm=False) switches the model to eval mode, and "
+                      f"{', '.join(switching)} changes its state on that switch (PyG's TGNMemory applies and clears its pending messages), so the "
                       f"pass does not start from the state you kept. Call model.eval() before taking it.",
                       UserWarning, stacklevel=3)
 
@@ -118,7 +118,7 @@ def replay(model: TemporalLinkModel, data: TemporalData, segment: Segment, *, ba
     and in eval mode, exactly as :func:`evaluate` would add them under the online protocol;
     the state is not reset first. Use it to continue from a state, e.g. a checkpoint's
     training state: ``replay(model, data, split.val)`` then
-    ``evaluate(model, data, split.test, warm=False)``.
+    ``evaluate(model, data, split.test, Protocol(warm=False))``.
 
     Raises:
         TemporalDataError: for invalid data or ids ``>= model.num_nodes``; SplitError for a
@@ -142,14 +142,10 @@ def _checked_stream(model: TemporalLinkModel, data: TemporalData, segment: Segme
     return data
 
 
-def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segment, *, protocol: str,
+def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segment, *,
                     sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
                     uncovered: str) -> TemporalData:
-    """Validate the arguments of :func:`evaluate`; return the validated stream."""
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
-    if uncovered not in UNCOVERED_RULES:
-        raise ValueError(f"uncovered must be one of {UNCOVERED_RULES}, got {uncovered!r}.")
+    """Validate the arguments of :func:`evaluate` (the protocol checks itself); return the validated stream."""
     if sampler is None and catalog is None:
         raise ValueError("nothing to measure: pass a `sampler` (sampled metrics), a `catalog` (all-entity), or both.")
     if num_negatives < 1 and sampler is not None:
@@ -329,11 +325,10 @@ class _Window:
                          None if neg.mask is None else neg.mask[a:z])
 
 
-def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int], *, protocol: str,
+def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int], *, online: bool,
             sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
             generator: torch.Generator, candidate_budget: int, use_shortcut: bool,
             check_state: Union[bool, Literal["deep"]], directed: bool, exact: bool,
-            progress: Optional[Callable[[int, int], None]],
             shard: tuple[int, int] = (0, 1)) -> tuple[dict[str, Tensor], list[float], float]:
     """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``
     (with ``exact``, each batch is scored inside ``model.within_batch(batch)``).
@@ -385,7 +380,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                         queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
                                            window.pairs[j])
                     src, t = data.src[a:z], data.t[a:z]
-                    batch = _slice(data, model_keys, a, z) if protocol == "online" else None  # exact => online
+                    batch = _slice(data, model_keys, a, z) if online else None  # exact => online
                     guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
                         else nullcontext()
                     with model.within_batch(batch) if exact else nullcontext(), guard:
@@ -406,13 +401,12 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                             else:
                                 above, equal = torch.zeros_like(counts[0]), torch.zeros_like(counts[1])
                             records.write_counts(boundaries[b], above=above, equal=equal)
-                    if batch is not None and protocol == "online":
+                    if batch is not None and online:
                         model.update(batch)
                         if sampler is not None and not sampler.history_free:
                             sampler.observe(_slice(data, keys, a, z))
                     clock.mark()
-                if progress is not None:
-                    progress(b + 1, num_batches)
+                progress.report(b + 1, num_batches)
     if shard[1] > 1 and catalog is not None:
         candidate_nan = _sum_over_ranks(records.counts, candidate_nan)
     latencies = clock.latencies()
@@ -437,14 +431,10 @@ def _sum_over_ranks(counts: dict[str, Tensor], candidate_nan: Tensor) -> Tensor:
     return nan > 0
 
 
-def _history_mode(model: TemporalLinkModel, protocol: str, history: Optional[str]) -> Optional[str]:
-    """The ``history`` of an online pass (``None`` under the fixed protocol, which has no updates)."""
-    if history is not None and history not in HISTORY_MODES:
-        raise ValueError(f"history must be one of {HISTORY_MODES} or None, got {history!r}.")
-    if protocol == "fixed":
-        if history is not None:
-            raise ValueError(f"history={history!r} applies to the online protocol; under protocol='fixed' every "
-                             f"event is scored from the state at the segment start. Leave history unset (None).")
+def _history_mode(model: TemporalLinkModel, replay: str, history: Optional[str]) -> Optional[str]:
+    """The ``history`` of an online pass (``None`` under fixed replay, which has no updates; the
+    protocol refuses a ``history`` there)."""
+    if replay == "fixed":
         return None
     if history == "exact" and not model.exact_history:
         raise ValueError(f"{type(model).__name__} cannot score from exact per-timestamp history inside a merged "
@@ -477,25 +467,13 @@ def evaluate(
     model: TemporalLinkModel,
     data: TemporalData,
     segment: Segment,
+    protocol: Protocol = Protocol(),
     *,
-    protocol: Protocol = "online",
-    history: Optional[str] = None,
     sampler: Optional[NegativeSampler] = None,
-    num_negatives: int = 20,
     catalog: Optional[Catalog] = None,
-    ties: str = "average",
-    hits: Sequence[int] = (1, 3, 10),
-    batch_size: int = 200,
     candidate_budget: int = 2**22,
-    seed: int = 0,
-    warm: bool = True,
     check_state: Union[bool, Literal["deep"]] = True,
-    directed: bool = True,
-    uncovered: str = "rank",
     use_shortcut: bool = True,
-    data_name: Optional[str] = None,
-    split: Optional[dict] = None,
-    progress: Optional[Callable[[int, int], None]] = None,
     distributed: bool = False,
 ) -> Result:
     """Replay ``segment`` of ``data`` through ``model`` and measure link prediction.
@@ -508,35 +486,16 @@ def evaluate(
             groups). Events are replayed in canonical order ``(t, src, dst)`` inside each
             group; batches carry ``e_id``, each event's index in ``data`` (for samplers with
             fixed negatives), and records keep it as ``event``.
-        protocol: ``"online"`` (update after each batch is scored) or ``"fixed"`` (state
-            frozen at the segment start).
-        history: online only: ``"exact"`` (every event scored from the events strictly before
-            its timestamp, inside a merged batch too; models with ``exact_history``, i.e. the
-            heuristics) or ``"batch"`` (from the state at the batch start: memory models, and
-            numbers comparable with TGB and DyGLib). ``None``: ``"exact"`` where the model
-            allows it, else ``"batch"``. The manifest records it with the number of events that
-            have history inside their batch (``history.same_batch_events``).
+        protocol: every choice that changes a number (:class:`~tgeval.protocol.Protocol`: replay
+            online or fixed, history inside merged batches, ``K``, ties, Hits@k, uncovered
+            positives, directed pairs, batch size, seed, warm start); recorded in the manifest
+            as it is.
         sampler: negatives for sampled metrics (``None``: no sampled metrics).
-        num_negatives: ``K`` negatives per positive.
         catalog: candidates for exact all-entity ranking (``None``: no all-entity pass).
-        ties: ``"average"``, ``"pessimistic"`` or ``"optimistic"`` (SPEC §7).
-        hits: the ``k`` of Hits@k.
-        batch_size: target events per timestamp batch (groups are never split).
         candidate_budget: most (event, candidate) scores held at once in all-entity ranking.
-        seed: seed of the negative sampler's generator.
-        warm: reset the model and replay ``data[:segment.start]`` through ``update``
-            first; with ``False`` the model's current state is used as is.
         check_state: guard every scoring step with :func:`~tgeval.state.no_state_change`;
             ``"deep"`` also compares full snapshots for models whose state is registered buffers.
-        directed: pair definition for strata and for simultaneous positives (undirected:
-            an event ``(a, b, t)`` also makes ``a`` a positive of source ``b``).
-        uncovered: positives outside the catalog: ``"rank"`` them against the catalog
-            anyway, ``"exclude"`` them from all-entity metrics, or raise (``"error"``);
-            always counted.
         use_shortcut: let models count catalog ranks exactly without scoring every item.
-        data_name: dataset name recorded in the manifest.
-        split: split description recorded in the manifest.
-        progress: called as ``progress(batches_done, num_batches)``.
         distributed: this process is one rank of the default ``torch.distributed`` group
             (``torchrun``); every rank must call ``evaluate`` with the same data, model state
             and options (checked). Every rank replays every event in the same order (the
@@ -563,12 +522,13 @@ def evaluate(
     """
     if distributed:
         require_group()
-    ties = check_ties(ties)
-    history = _history_mode(model, protocol, history)
-    if not warm and model.training:
+    replay_mode, num_negatives, ties, hits = protocol.replay, protocol.num_negatives, protocol.ties, protocol.hits
+    batch_size, seed, directed, uncovered = protocol.batch_size, protocol.seed, protocol.directed, protocol.uncovered
+    history = _history_mode(model, replay_mode, protocol.history)
+    if not protocol.warm and model.training:
         _warn_mode_switch(model)
-    data = _checked_inputs(model, data, segment, protocol=protocol, sampler=sampler, num_negatives=num_negatives,
-                           catalog=catalog, uncovered=uncovered)
+    data = _checked_inputs(model, data, segment, sampler=sampler, num_negatives=num_negatives, catalog=catalog,
+                           uncovered=uncovered)
     device = data.src.device
     if catalog is not None and catalog.device != device:
         catalog = catalog.to(device)
@@ -578,8 +538,7 @@ def evaluate(
         check_same("the evaluation (data, segment, model state, catalog, sampler, options)", (
             input_fingerprint, segment.to_dict(), state_digest(model), model.describe(),
             None if catalog is None else catalog.describe(), None if sampler is None else sampler.describe(),
-            protocol, history, num_negatives, ties, list(hits), batch_size, candidate_budget, seed, warm,
-            directed, uncovered, use_shortcut))
+            protocol.to_dict(), history, candidate_budget, use_shortcut))
     check_built_for(data, known={data.num_events: input_fingerprint}, segment=segment.built_from,
                     catalog=None if catalog is None else catalog.built_from,
                     sampler=None if sampler is None else sampler.describe())
@@ -589,7 +548,7 @@ def evaluate(
     data.e_id = order  # index of each event in the input (file order), carried by every batch
     data.position = torch.arange(data.num_events, device=device)  # index in replay order (keys samplers' draws)
     past, events = data[: segment.start], data[segment.start : segment.end]
-    if warm:  # in eval mode, as the pass
+    if protocol.warm:  # in eval mode, as the pass
         with _eval_mode(model):
             warm_up(model, past, batch_size=batch_size, sampler=sampler)
     generator = torch.Generator(device=device).manual_seed(seed)
@@ -597,11 +556,11 @@ def evaluate(
 
     bounds = timestamp_batch_boundaries(events.t, batch_size)
     boundaries = bounds.tolist()  # computed once per pass
-    records, latencies, elapsed = _replay(model, events, boundaries, protocol=protocol, sampler=sampler,
+    records, latencies, elapsed = _replay(model, events, boundaries, online=replay_mode == "online", sampler=sampler,
                                           num_negatives=num_negatives, catalog=catalog, generator=generator,
                                           candidate_budget=candidate_budget, use_shortcut=use_shortcut,
                                           check_state=check_state, directed=directed,
-                                          exact=history == "exact", progress=progress, shard=(rank, world))
+                                          exact=history == "exact", shard=(rank, world))
     records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(),
                    t=events.t.cpu(), stratum=strata.cpu())
     metrics = summarize(records, ties=ties, hits=hits, uncovered=uncovered)
@@ -616,32 +575,25 @@ def evaluate(
     }
     manifest = {
         "created": provenance.created(),
-        "data": {"name": data_name, "fingerprint": input_fingerprint, "canonical_fingerprint": fingerprint(data),
-                 "num_events": data.num_events,
-                 "num_nodes": model.num_nodes},
-        "split": split,
+        # the data's name and the split it comes from are the caller's to fill (the CLI does)
+        "data": {"name": None, "fingerprint": input_fingerprint, "canonical_fingerprint": fingerprint(data),
+                 "num_events": data.num_events, "num_nodes": model.num_nodes},
+        "split": None,
         "segment": segment.to_dict(),
-        "protocol": protocol,
+        "protocol": protocol.to_dict(),
         "history": None if history is None else _history_record(history, events.src, events.dst, events.t,
                                                                       bounds),
         "model": model.describe(),
         "sampler": None if sampler is None else sampler.describe(),
-        "num_negatives": num_negatives if sampler is not None else 0,
         "negatives_checksum": None if sampler is None else negatives_checksum(
             records["src"], records["dst"], records["t"], records["neg"], records.get("neg_src"),
             records.get("neg_mask")),
         "catalog": None if catalog is None else catalog.describe(),
-        "ties": ties,
         "tie_tolerance": model.tie_tolerance,
         "aggregation": {"micro": "mean over events", "macro": "mean over sources of per-source means"},
-        "hits": list(hits),
-        "uncovered": uncovered,
         "strata_reference": "events before the segment (pairs directed)" if directed
         else "events before the segment (pairs undirected)",
-        "batch_size": batch_size,
         "candidate_budget": candidate_budget,
-        "seed": seed,
-        "warm_up": warm,
         "state_guard": check_state,
         "device": str(device),
         "distributed": {"world_size": world, "backend": dist.get_backend() if distributed else None,

@@ -183,7 +183,7 @@ class Result:
         """Per-event columns of :meth:`save_events` as CPU tensors."""
         if self.records is None:
             raise ValueError("this Result holds no per-event records (loaded from JSON?).")
-        ties = check_ties(self.manifest["ties"])
+        ties = check_ties(self.manifest["protocol"]["ties"])
         rec = self.records
         table: dict[str, Tensor] = {}
         for header, key in _EVENT_COLUMNS:

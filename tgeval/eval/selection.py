@@ -7,10 +7,12 @@ from typing import Callable, Optional, Sequence
 
 from torch_geometric.data import TemporalData
 
+from tgeval.choices import TiePolicy
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.eval.replay import evaluate, warm_up
 from tgeval.models.base import TemporalLinkModel
+from tgeval.protocol import Protocol
 
 __all__ = ["segment_duration", "default_windows", "select_window"]
 
@@ -32,7 +34,7 @@ def default_windows(reference: Segment) -> list[Optional[float]]:
 
 def select_window(make_model: Callable[[Optional[float]], TemporalLinkModel], data: TemporalData,
                   validation: Segment, catalog: Catalog, *, windows: Optional[Sequence[Optional[float]]] = None,
-                  ties: str = "average", batch_size: int = 200) -> tuple[Optional[float], dict]:
+                  ties: TiePolicy = "average", batch_size: int = 200) -> tuple[Optional[float], dict]:
     """Choose a memory window by exact all-entity MRR (micro) on the validation segment.
 
     Each candidate ``w`` builds ``make_model(w)`` and replays ``validation`` online; the
@@ -55,8 +57,8 @@ def select_window(make_model: Callable[[Optional[float]], TemporalLinkModel], da
     for window in windows:
         model = make_model(window)
         model.restore(start_state)
-        result = evaluate(model, data, validation, catalog=catalog, ties=ties, batch_size=batch_size,
-                          warm=False, check_state=False)
+        result = evaluate(model, data, validation, Protocol(ties=ties, batch_size=batch_size, warm=False),
+                          catalog=catalog, check_state=False)
         scores.append(result.metrics["all_entity"]["mrr"]["micro"])
     best = max(range(len(windows)), key=lambda i: -math.inf if math.isnan(scores[i]) else scores[i])
     record = {"rule": "max all-entity MRR (micro, online) on the validation segment",

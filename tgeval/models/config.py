@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
-__all__ = ["TGNConfig", "DyRepConfig", "GraphMixerConfig", "DATA_FIELDS", "from_data", "hyperparameters",
+__all__ = ["ModelConfig", "TGNConfig", "DyRepConfig", "GraphMixerConfig", "DATA_FIELDS", "from_data", "hyperparameters",
            "check_config"]
 
 
@@ -55,62 +55,66 @@ def check_config(config: Any) -> None:
 
 
 @dataclass(frozen=True)
-class TGNConfig:
-    """TGN (:class:`tgeval.models.TGN`).
+class ModelConfig:
+    """What every neural model's config holds, both from the data.
 
     Attributes:
         num_nodes: exclusive upper bound of node ids.
         msg_dim: event message width (1, a zero column, for data without features).
+    """
+
+    num_nodes: int = from_data()
+    msg_dim: int = from_data(1)
+
+    def __post_init__(self) -> None:
+        check_config(self)
+
+
+@dataclass(frozen=True)
+class TGNConfig(ModelConfig):
+    """TGN (:class:`tgeval.models.TGN`); with ``num_nodes`` and ``msg_dim`` (:class:`ModelConfig`).
+
+    Attributes:
         memory_dim, time_dim, embedding_dim: widths of memory, time encoding and embedding.
         num_neighbors: recent interactions attended to per node.
         dropout: attention dropout.
     """
 
-    num_nodes: int = from_data()
-    msg_dim: int = from_data(1)
     memory_dim: int = 100
     time_dim: int = 100
     embedding_dim: int = 100
     num_neighbors: int = 10
     dropout: float = 0.1
 
-    def __post_init__(self) -> None:
-        check_config(self)
-
 
 @dataclass(frozen=True)
-class DyRepConfig:
-    """DyRep (:class:`tgeval.models.DyRep`).
+class DyRepConfig(ModelConfig):
+    """DyRep (:class:`tgeval.models.DyRep`); with ``num_nodes`` and ``msg_dim`` (:class:`ModelConfig`).
 
     Attributes:
-        num_nodes: exclusive upper bound of node ids.
-        msg_dim: event message width (1, a zero column, for data without features).
         memory_dim: memory (= embedding) width; even (two attention heads).
         time_dim: time encoding width.
         num_neighbors: recent interactions attended to per partner.
         dropout: attention dropout.
     """
 
-    num_nodes: int = from_data()
-    msg_dim: int = from_data(1)
     memory_dim: int = 100
     time_dim: int = 100
     num_neighbors: int = 10
     dropout: float = 0.1
 
     def __post_init__(self) -> None:
-        check_config(self)
+        super().__post_init__()
         if self.memory_dim % 2:
             raise ValueError(f"DyRepConfig.memory_dim must be even (two attention heads), got {self.memory_dim}.")
 
 
 @dataclass(frozen=True)
-class GraphMixerConfig:
-    """GraphMixer (:class:`tgeval.models.GraphMixer`).
+class GraphMixerConfig(ModelConfig):
+    """GraphMixer (:class:`tgeval.models.GraphMixer`); with ``num_nodes`` and ``msg_dim``
+    (:class:`ModelConfig`).
 
     Attributes:
-        num_nodes: exclusive upper bound of node ids.
-        msg_dim: event message width (1, a zero column, for data without features).
         node_dim: width of the static node features (0: none); set from the features given
             to the model.
         num_neighbors: ``K``, recent interactions per node (the tokens).
@@ -121,8 +125,6 @@ class GraphMixerConfig:
         dropout: dropout inside the mixer.
     """
 
-    num_nodes: int = from_data()
-    msg_dim: int = from_data(1)
     node_dim: int = from_data(0)
     num_neighbors: int = 20
     time_dim: int = 100
@@ -130,6 +132,3 @@ class GraphMixerConfig:
     embedding_dim: int = 100
     num_layers: int = 2
     dropout: float = 0.1
-
-    def __post_init__(self) -> None:
-        check_config(self)

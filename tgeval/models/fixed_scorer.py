@@ -3,7 +3,7 @@
 A scorer fitted once on the graph of the events before the evaluated segment, e.g. a GCN of
 :func:`tgeval.static.train_link_gnn` on ``static_graph(data, end=t_start)``, has observed
 exactly what a temporal model has observed at the segment's start under
-``protocol="fixed"`` (the replay warms models up on those events, then never updates them).
+``Protocol(replay="fixed")`` (the replay warms models up on those events, then never updates them).
 :class:`FixedScorerModel` puts it through the same replay, sampler, catalog and metrics:
 its scores ignore ``t`` and :meth:`~FixedScorerModel.update` ignores events, so it has no
 state to snapshot.

@@ -124,7 +124,7 @@ def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segmen
                    seed: int = 0, batch_size: int = 200,
                    protocol: Literal["online", "fixed"] = "online") -> StoredNegatives:
     """Draw ``sampler``'s negatives for ``segment`` exactly as :func:`tgeval.evaluate` would
-    (with ``warm=True`` and the same ``seed``, ``batch_size``, ``protocol``).
+    (with the same :class:`~tgeval.protocol.Protocol`: ``warm=True``, the same ``seed``, ``batch_size``, ``replay``).
 
     The sampler is reset and warmed on ``data[:segment.start]``; its state afterwards is the
     state at the end of the segment.

@@ -5,7 +5,7 @@ r"""Training with validation, early stopping and resumable checkpoints (SPEC §9
 
     for epoch in range(start, epochs):
         train_epoch(model, data, split.train, ...)            # state reset, negatives keyed by seed + epoch
-        evaluate(model, data, split.val, protocol="online")   # the validation metric of this epoch
+        evaluate(model, data, split.val, Protocol(replay="online"))   # the validation metric of this epoch
         keep the parameters if the metric improved; write best.pt (on improvement) and last.pt
         stop when it has not improved for `patience` epochs
     load the best epoch's parameters
@@ -38,6 +38,7 @@ from tgeval.eval.replay import evaluate
 from tgeval.eval.result import Result, json_safe
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.neural import NeuralLinkModel
+from tgeval.protocol import Protocol
 from tgeval.samplers.base import NegativeSampler
 from tgeval.state import clone_state, load_parameters, parameters_of
 from tgeval.training.checkpoint import CheckpointError, load_checkpoint, model_name, save_checkpoint
@@ -116,7 +117,7 @@ def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimiz
         "epochs": epochs,
         "patience": patience,
         "validation": {"metric": val_metric, "aggregation": VAL_METRICS[val_metric][2], "protocol": "online",
-                       "state": "rebuilt (evaluate warm=True)", "sampler": val_sampler.describe(),
+                       "state": "rebuilt (Protocol(warm=True))", "sampler": val_sampler.describe(),
                        "num_negatives": val_negatives,
                        "catalog": None if val_catalog is None else val_catalog.describe()},
         **extra,
@@ -226,8 +227,8 @@ def fit(
     :mod:`tgeval.training.checkpoint`): ``last.pt`` after every epoch, ``best.pt`` on improvement.
     Their state snapshot is the state at the end of the epoch's training (history = the
     training segment; no validation event), so ``replay(ckpt.model, data, split.val)`` then
-    ``evaluate(ckpt.model, data, split.test, warm=False)`` continues from the state built
-    during training (PyG's protocol), while the default ``warm=True`` rebuilds it from the
+    ``evaluate(ckpt.model, data, split.test, Protocol(warm=False))`` continues from the state built
+    during training (PyG's protocol), while the default ``Protocol(warm=True)`` rebuilds it from the
     history with the checkpoint's weights.
     ``resume`` (a ``last.pt``) continues the run it was written by: same data, model
     configuration and specification (``epochs`` may differ, to train longer); the result is
@@ -316,9 +317,9 @@ def fit(
                             distributed=distributed)
         trained_state = model.snapshot() if folder is not None else None  # history = the training segment only
         model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
-        result = evaluate(model, data, split.val, protocol="online", sampler=val_sampler,
-                          num_negatives=val_negatives, catalog=val_catalog, batch_size=batch_size, seed=seed,
-                          distributed=distributed)
+        result = evaluate(model, data, split.val,
+                          Protocol(replay="online", num_negatives=val_negatives, batch_size=batch_size, seed=seed),
+                          sampler=val_sampler, catalog=val_catalog, distributed=distributed)
         measured = val_metrics(result)
         improved = stopping.step(epoch, measured.get(val_metric))
         if improved:

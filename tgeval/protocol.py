@@ -1,0 +1,84 @@
+"""The evaluation protocol: every choice that changes a number, in one frozen value.
+
+:func:`tgeval.evaluate` takes a :class:`Protocol` beside what it measures with (the sampler and
+the catalog, objects that describe themselves in the manifest) and how it runs (memory
+budget, the state guard, devices), which change no number. The manifest records the protocol
+as it is, ``manifest["protocol"] = protocol.to_dict()``, and the command line builds one from
+its options. This module imports no torch.
+
+Example:
+    >>> Protocol(replay="fixed", num_negatives=50).to_dict()["replay"]
+    'fixed'
+    >>> Protocol(ties="random")
+    Traceback (most recent call last):
+    ...
+    ValueError: Protocol.ties must be one of ('average', 'pessimistic', 'optimistic'), got 'random'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+from tgeval.choices import (HISTORY_MODES, REPLAY_MODES, TIE_POLICIES, UNCOVERED_RULES, HistoryMode, ReplayMode,
+                            TiePolicy, UncoveredRule)
+
+__all__ = ["Protocol"]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How a segment is measured (SPEC §4–§7).
+
+    Attributes:
+        replay: ``"online"`` (the model observes each batch after it was scored) or
+            ``"fixed"`` (its state stays as at the segment start).
+        history: online only: ``"exact"`` (every event scored from the events strictly before
+            its timestamp, inside a merged batch too; models with ``exact_history``, i.e. the
+            heuristics) or ``"batch"`` (from the state at the batch start: memory models, and
+            numbers comparable with TGB and DyGLib). ``None``: ``"exact"`` where the model
+            allows it, else ``"batch"`` (the manifest's ``history`` records the mode used).
+        num_negatives: ``K`` sampled negatives per positive (with a sampler).
+        ties: how negatives scoring like the positive count: ``"average"``,
+            ``"pessimistic"`` or ``"optimistic"``.
+        hits: the ``k`` of Hits@k.
+        uncovered: positives outside the catalog: ``"rank"`` them against the catalog
+            anyway, ``"exclude"`` them from all-entity metrics, or raise (``"error"``);
+            always counted.
+        directed: pairs are ordered; undirected, an event ``(a, b, t)`` also makes ``a`` a
+            positive of source ``b`` (strata, simultaneous positives).
+        batch_size: target events per timestamp batch (groups are never split).
+        seed: seed of the negative sampler's generator.
+        warm: reset the model and replay the events before the segment through ``update``
+            first; ``False`` measures from the model's current state.
+    """
+
+    replay: ReplayMode = "online"
+    history: Optional[HistoryMode] = None
+    num_negatives: int = 20
+    ties: TiePolicy = "average"
+    hits: tuple[int, ...] = (1, 3, 10)
+    uncovered: UncoveredRule = "rank"
+    directed: bool = True
+    batch_size: int = 200
+    seed: int = 0
+    warm: bool = True
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("replay", REPLAY_MODES), ("ties", TIE_POLICIES), ("uncovered", UNCOVERED_RULES),
+                              ("history", (*HISTORY_MODES, None))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"Protocol.{name} must be one of {allowed}, got {getattr(self, name)!r}.")
+        if self.replay == "fixed" and self.history is not None:
+            raise ValueError(f"Protocol.history={self.history!r} applies to online replay; under replay='fixed' every "
+                             f"event is scored from the state at the segment start. Leave history unset (None).")
+        object.__setattr__(self, "hits", tuple(int(k) for k in self.hits))
+        if any(k < 1 for k in self.hits):
+            raise ValueError(f"Protocol.hits must hold k >= 1, got {self.hits}.")
+        if self.num_negatives < 0 or self.batch_size < 1:
+            raise ValueError(f"Protocol.num_negatives must be >= 0 and batch_size >= 1, got {self.num_negatives} "
+                             f"and {self.batch_size}.")
+
+    def to_dict(self) -> dict:
+        """The fields as JSON values (``hits`` a list): what the manifest records."""
+        return {**asdict(self), "hits": list(self.hits)}
