@@ -228,11 +228,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("evaluate", help="evaluate a heuristic or a trained checkpoint on an event file")
     _add_event_file(ev)
     ev.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                    help="reader option, e.g. src_col=Source (generic csv) or time_format=%%Y-%%m-%%d; options: " + "; ".join(
-                        f"{name}: {', '.join(formats.entry(name).options)}" for name in formats.names()
-                        if formats.entry(name).options))
+                    help="reader option, e.g. src_col=Source (generic csv) or time_format=%%Y-%%m-%%d; options: "
+                         + "; ".join(f"{name}: {', '.join(formats.entry(name).options)}" for name in formats.names()
+                                     if formats.entry(name).options))
     ev.add_argument("--model", required=True,
-                    help=f"a heuristic ({', '.join(registry.names('heuristic'))}), a static GNN baseline ({', '.join(GNN_MODELS)}: "
+                    help=f"a heuristic ({', '.join(registry.names('heuristic'))}), a static GNN baseline "
+                         f"({', '.join(GNN_MODELS)}: "
                          f"trained on the graph of the events before the segment; --protocol fixed) or the path of "
                          f"a checkpoint of `tgeval train`")
     ev.add_argument("--window", default="val",

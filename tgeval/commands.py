@@ -328,7 +328,8 @@ def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split
 
 def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
                   sampler: NegativeSampler, catalog: Catalog, distributed: bool) -> tuple[TemporalLinkModel, dict]:
-    """Build ``--model`` from its config flags and :func:`~tgeval.training.fit.fit` it with validation and checkpoints."""
+    """Build ``--model`` from its config flags and :func:`~tgeval.training.fit.fit` it with validation and
+    checkpoints."""
     accepted = registry.entry(args.model).hyperparameters()
     config = {"num_nodes": num_nodes, "msg_dim": message_dim(data)}
     for key in hyperparameter_flags():

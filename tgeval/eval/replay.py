@@ -104,8 +104,9 @@ def _warn_mode_switch(model: TemporalLinkModel) -> None:
                         and not type(m).__module__.startswith("tgeval.")})
     if switching:
         warnings.warn(f"evaluate with Protocol(warm=False) switches the model to eval mode, and "
-                      f"{', '.join(switching)} changes its state on that switch (PyG's TGNMemory applies and clears its pending messages), so the "
-                      f"pass does not start from the state you kept. Call model.eval() before taking it.",
+                      f"{', '.join(switching)} changes its state on that switch (PyG's TGNMemory applies and clears "
+                      f"its pending messages), so the pass does not start from the state you kept. Call model.eval() "
+                      f"before taking it.",
                       UserWarning, stacklevel=3)
 
 

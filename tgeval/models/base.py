@@ -20,7 +20,8 @@ from tgeval.data.catalog import Catalog
 from tgeval.errors import TemporalDataError
 from tgeval.state import State, initial_buffers, reset_of, restore_into, snapshot_of
 
-__all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer", "time_store", "check_node_ids"]
+__all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer", "time_store",
+           "check_node_ids"]
 
 #: ``scorer(events, candidates) -> [b, c]`` for a slice of a batch's events and a slice of
 #: the candidate list given to :meth:`TemporalLinkModel.candidate_scorer`.
@@ -36,9 +37,9 @@ class TemporalLinkModel(nn.Module):
     ``LastNeighborLoader`` (found among submodules and plain attributes), tgeval's stateful
     modules, and any class with a registered state adapter; the scoring guard watches the same
     parts. Override them only for state kept elsewhere. Subclasses may override
-    :meth:`candidate_scorer` with a faster path that gives the same scores, and :meth:`catalog_counts` with an exact counting shortcut; a model with
-    ``embed(nodes)`` and ``decode(z_src, z_dst)`` gets a blockwise candidate scorer derived from
-    them.
+    :meth:`candidate_scorer` with a faster path that gives the same scores, and
+    :meth:`catalog_counts` with an exact counting shortcut; a model with ``embed(nodes)`` and
+    ``decode(z_src, z_dst)`` gets a blockwise candidate scorer derived from them.
 
     ``model(src, dst, t)`` is :meth:`score`.
 

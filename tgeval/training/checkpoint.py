@@ -2,10 +2,10 @@ r"""Training checkpoints of the neural models: everything needed to resume or to
 
 A checkpoint holds the model's registry name and the fields of its ``config``, its parameters
 (``state_dict`` without the state's buffers, :func:`~tgeval.state.parameters_of`), the
-optimizer's state, the model's state snapshot (memory, pending messages, neighbour buffers), the random-number states (torch
-CPU, CUDA when present, Python ``random``, NumPy), the epoch, the early-stopping
-bookkeeping, the training history and specification, the fingerprint of the data it was
-trained on and the package versions.
+optimizer's state, the model's state snapshot (memory, pending messages, neighbour buffers), the
+random-number states (torch CPU, CUDA when present, Python ``random``, NumPy), the epoch, the
+early-stopping bookkeeping, the training history and specification, the fingerprint of the data
+it was trained on and the package versions.
 
 File layout: one header line ``TGEVAL-CHECKPOINT 1 sha256:<hex of the rest>`` followed by
 the bytes of ``torch.save`` of a dict of tensors and plain values. The header's checksum
