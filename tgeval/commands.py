@@ -46,7 +46,7 @@ from tgeval.samplers import UniformSampler, from_spec
 from tgeval.samplers.base import NegativeSampler
 from tgeval.static.gnn import GNNConfig, train_link_gnn
 from tgeval.static.graph import static_graph
-from tgeval.training.checkpoint import Checkpoint, load_checkpoint
+from tgeval.training.checkpoint import Checkpoint, load_checkpoint, seed_all
 from tgeval.training.fit import check_new_run, fit
 from tgeval.training.train import train_epoch
 
@@ -289,7 +289,7 @@ def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog
     """``tgeval run``'s TGN: ``--tgn-epochs`` of :func:`~tgeval.training.fit.fit` (PyG recipe widths, Adam 1e-4, one
     uniform training negative), then the test segment with the heuristics' sampler, K, catalog and ties, from
     the state at each batch's start (a memory model has no exact per-timestamp history)."""
-    torch.manual_seed(args.seed)
+    seed_all(args.seed)
     model = registry.build("tgn", num_nodes=num_nodes, msg_dim=message_dim(data))
     print(f"training TGN for {args.tgn_epochs} epoch(s) on the training segment ...", file=sys.stderr)
     fit(model, data, split, sampler=UniformSampler(catalog), loss="bce",
@@ -390,7 +390,7 @@ def _train(args: argparse.Namespace, device: torch.device, distributed: bool) ->
     split = chronological_split(data, args.split)
     num_nodes = info.num_nodes
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
-    torch.manual_seed(args.seed)
+    seed_all(args.seed)
     sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog)
     model, training = (_train_membership(args, data, split, num_nodes, sampler, distributed)
                        if registry.entry(args.model).kind == "heuristic" else

@@ -113,11 +113,17 @@ def shard(n: int, rank: int, world: int) -> tuple[int, int]:
     return n * rank // world, n * (rank + 1) // world
 
 
+def gather_objects(value: Any) -> list[Any]:
+    """Every rank's ``value`` (picklable), in rank order, on every rank: one ``all_gather_object``."""
+    values: list = [None] * dist.get_world_size()
+    dist.all_gather_object(values, value)
+    return values
+
+
 def check_same(what: str, value: Any) -> None:
     """Raise :class:`~tgeval.errors.DistributedError` on every rank unless all ranks hold an
     equal ``value`` (a picklable summary; one ``all_gather_object``)."""
-    values: list = [None] * dist.get_world_size()
-    dist.all_gather_object(values, value)
+    values = gather_objects(value)
     different = [r for r, v in enumerate(values) if v != values[0]]
     if different:
         raise DistributedError(f"ranks disagree on {what}: rank {different[0]} has {values[different[0]]!r}, "

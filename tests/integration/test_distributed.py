@@ -183,3 +183,28 @@ def test_torchrun_train_writes_one_run_that_matches_one_process(tmp_path, monkey
     for key in ("ap", "auroc"):
         assert sharded["metrics"]["sampled"][key]["global"] == pytest.approx(
             single["metrics"]["sampled"][key]["global"], abs=1e-3)
+
+
+def test_torchrun_resume_continues_the_run_bit_for_bit(tmp_path):
+    """An interrupted `torchrun` training run resumed from its last.pt (every rank reads it) ends with
+    the checkpoints and the result of the run that was never interrupted."""
+    data = generate_events(num_events=800, num_nodes=60, seed=4)
+    (tmp_path / "events.txt").write_text("".join(f"{u} {v} {t}\n" for u, v, t in
+                                                 zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
+    args = ["train", "events.txt", "--format", "snap", "--model", "tgn", "--memory-dim", "8", "--time-dim", "4",
+            "--embedding-dim", "8", "--num-neighbors", "3", "--threads", "1", "--lr", "0.01"]
+    env = {**os.environ, "PYTHONPATH": str(README.parent), "OMP_NUM_THREADS": "1"}
+
+    def torchrun(*extra):
+        done = subprocess.run(["torchrun", "--nproc-per-node", "2", "--master-port", str(free_port()), "-m",
+                               "tgeval", *args, *extra], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+
+    torchrun("--epochs", "2", "--checkpoint-dir", "whole", "--out", "whole.json")
+    torchrun("--epochs", "1", "--checkpoint-dir", "parts", "--out", "first.json")
+    torchrun("--epochs", "2", "--checkpoint-dir", "parts", "--resume", "parts/last.pt", "--out", "resumed.json")
+    whole, resumed = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("whole", "resumed"))
+    assert resumed["metrics"] == whole["metrics"]
+    for name in ("last.pt", "best.pt"):
+        assert (tmp_path / "parts" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name

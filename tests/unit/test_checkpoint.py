@@ -112,11 +112,11 @@ def test_corrupted_files_raise_checkpoint_errors(saved, tmp_path):
 
     body = b"not a torch archive"
     garbage = tmp_path / "garbage.pt"
-    garbage.write_bytes(b"TGEVAL-CHECKPOINT 1 sha256:" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    garbage.write_bytes(b"TGEVAL-CHECKPOINT 2 sha256:" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
     with pytest.raises(CheckpointError, match="torch cannot read it"):
         load_checkpoint(garbage)
     newer = tmp_path / "newer.pt"
-    newer.write_bytes(content.replace(b"TGEVAL-CHECKPOINT 1 ", b"TGEVAL-CHECKPOINT 9 ", 1))
+    newer.write_bytes(content.replace(b"TGEVAL-CHECKPOINT 2 ", b"TGEVAL-CHECKPOINT 9 ", 1))
     with pytest.raises(CheckpointError, match="format 9"):
         load_checkpoint(newer)
     with pytest.raises(FileNotFoundError):
@@ -141,7 +141,7 @@ def test_a_valid_checksum_over_missing_keys_is_a_checkpoint_error(saved, tmp_pat
     torch.save(payload, buffer)
     body = buffer.getvalue()
     edited = tmp_path / "edited.pt"
-    edited.write_bytes(b"TGEVAL-CHECKPOINT 1 sha256:" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    edited.write_bytes(b"TGEVAL-CHECKPOINT 2 sha256:" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
     with pytest.raises(CheckpointError, match="passed its checksum but lacks .*train again"):
         load_checkpoint(edited)
 

@@ -7,7 +7,7 @@ random-number states (torch CPU, CUDA when present, Python ``random``, NumPy), t
 early-stopping bookkeeping, the training history and specification, the fingerprint of the data
 it was trained on and the package versions.
 
-File layout: one header line ``TGEVAL-CHECKPOINT 1 sha256:<hex of the rest>`` followed by
+File layout: one header line ``TGEVAL-CHECKPOINT 2 sha256:<hex of the rest>`` followed by
 the bytes of ``torch.save`` of a dict of tensors and plain values. The header's checksum
 detects truncated or modified files; the payload is read with ``torch.load(...,
 weights_only=True)``, so loading a checkpoint never runs pickled code. Files are written
@@ -40,6 +40,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.atomic import sha256_of, write_atomic
 from tgeval.data.fingerprint import fingerprint
+from tgeval.distributed import rank_and_world
 from tgeval.errors import CheckpointError
 from tgeval.eval.result import json_safe
 from tgeval.models import registry
@@ -47,10 +48,10 @@ from tgeval.models.neural import NeuralLinkModel
 from tgeval.provenance import versions
 from tgeval.state import State, load_parameters, parameters_of
 
-__all__ = ["CheckpointError", "Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "rng_state",
-           "set_rng_state"]
+__all__ = ["CheckpointError", "Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "seed_all",
+           "rng_state", "set_rng_state"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the generator states of every process (1: of one)
 _MAGIC = b"TGEVAL-CHECKPOINT"
 
 
@@ -78,6 +79,14 @@ def _rebuild(name: str, config: dict) -> NeuralLinkModel:
 
 
 # -- random-number states ------------------------------------------------------------
+def seed_all(seed: int) -> None:
+    """Seed torch (CPU and CUDA), Python's ``random`` and NumPy's global generator with ``seed``,
+    so that runs in separate processes (the command line's) save the same generator states."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed)
+
+
 def rng_state() -> dict:
     """States of torch's CPU (and, when available, CUDA) generators, Python's ``random`` and NumPy's."""
     numpy_state = np.random.get_state(legacy=False)
@@ -132,6 +141,7 @@ def save_checkpoint(
     best_parameters: Optional[dict] = None,
     state: Optional[State] = None,
     state_training: Optional[bool] = None,
+    rng: Optional[list] = None,
 ) -> str:
     """Write a checkpoint of ``model`` (and ``optimizer``) atomically; return the file's ``"sha256:<hex>"``.
 
@@ -153,6 +163,9 @@ def save_checkpoint(
             now). Loading restores it in that mode before switching to eval mode, so a module
             that changes its state on the switch (PyG's ``TGNMemory`` applies its pending
             messages) does so exactly once, as it would have in the run.
+        rng: the generator states (:func:`rng_state`) of every process of the run, in rank
+            order (:func:`~tgeval.training.fit.fit` gathers them under ``torch.distributed``);
+            default: this process's alone.
     """
     payload = {
         "format_version": FORMAT_VERSION,
@@ -162,7 +175,7 @@ def save_checkpoint(
         "optimizer": None if optimizer is None else optimizer.state_dict(),
         "state": model.snapshot() if state is None else state,
         "state_training": bool(model.training if state_training is None else state_training),
-        "rng": rng_state(),
+        "rng": [rng_state()] if rng is None else rng,
         "epoch": int(epoch),
         "early_stopping": _plain(early_stopping or {}),
         "history": _plain(history or []),
@@ -188,7 +201,8 @@ class Checkpoint:
         name: its registry name.
         optimizer: the optimizer's ``state_dict`` (``None`` if none was saved); load it with
             ``optimizer.load_state_dict``.
-        rng: generator states (:func:`rng_state`); :meth:`restore_rng` applies them.
+        rng: generator states (:func:`rng_state`) of each process of the run, in rank order (one
+            in a single process); :meth:`restore_rng` applies this process's.
         epoch: last completed epoch.
         early_stopping, history, training: as given to :func:`save_checkpoint`.
         best_parameters: the best epoch's parameters when they differ from ``model``'s.
@@ -200,7 +214,7 @@ class Checkpoint:
     model: NeuralLinkModel
     name: str
     optimizer: Optional[dict]
-    rng: dict
+    rng: list
     epoch: int
     early_stopping: dict
     history: list
@@ -212,8 +226,18 @@ class Checkpoint:
     sha256: str
 
     def restore_rng(self) -> None:
-        """Set every random-number generator to its state at save time."""
-        set_rng_state(self.rng)
+        """Set every random-number generator of this process to its state at save time: under
+        ``torch.distributed``, rank ``r`` takes rank ``r``'s (each rank's dropout stream is its own).
+
+        Raises:
+            CheckpointError: the run had another number of processes.
+        """
+        rank, world = rank_and_world()
+        if len(self.rng) != world:
+            raise CheckpointError(f"{self.path} holds the generator states of a run of {len(self.rng)} process(es), "
+                                  f"this one has {world}: resume it with as many (torchrun --nproc-per-node "
+                                  f"{len(self.rng)}, or one process for 1), else the run would not be the same.")
+        set_rng_state(self.rng[rank])
 
     def describe(self) -> dict:
         """What a result manifest records about the checkpoint."""

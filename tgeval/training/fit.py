@@ -32,7 +32,7 @@ from tgeval.choices import VAL_METRICS
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import fingerprint
 from tgeval.data.split import Split
-from tgeval.distributed import is_main, require_group
+from tgeval.distributed import gather_objects, is_main, require_group
 from tgeval.errors import OutputPathError
 from tgeval.eval.replay import evaluate
 from tgeval.eval.result import Result, json_safe
@@ -41,7 +41,7 @@ from tgeval.models.neural import NeuralLinkModel
 from tgeval.protocol import Protocol
 from tgeval.samplers.base import NegativeSampler
 from tgeval.state import clone_state, load_parameters, parameters_of
-from tgeval.training.checkpoint import CheckpointError, load_checkpoint, model_name, save_checkpoint
+from tgeval.training.checkpoint import CheckpointError, load_checkpoint, model_name, rng_state, save_checkpoint
 from tgeval.training.losses import LossFn
 from tgeval.training.train import train_epoch
 
@@ -327,6 +327,8 @@ def fit(
         record = {"epoch": epoch, **stats, "val": measured,
                   "val_events_per_second": result.performance["events_per_second"], "improved": improved}
         history.append(json_safe(record))
+        # every rank's generators (its own dropout stream): one gather, on every rank
+        rngs = gather_objects(rng_state()) if distributed and checkpoint_dir is not None else None
         if folder is not None:
             for kind in ("best", "last") if improved else ("last",):
                 path = folder / f"{kind}.pt"
@@ -334,7 +336,7 @@ def fit(
                                          early_stopping=stopping.to_dict(), history=_untimed(history),
                                          training=training,
                                          best_parameters=None if improved else best_parameters,
-                                         state=trained_state, state_training=True)
+                                         state=trained_state, state_training=True, rng=rngs)
                 files[kind] = {"path": str(path), "sha256": digest}
             write_atomic(folder / TIMINGS_FILE, json.dumps(_timings(history), indent=1))
         if on_epoch is not None:
