@@ -355,6 +355,10 @@ def _set_threads(given: Optional[int]) -> None:
     torch.set_num_threads(int(text))
 
 
+#: the commands that run under ``torchrun`` (sharded evaluation, data-parallel training); the others refuse it
+SHARDED_COMMANDS = ("evaluate", "train")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)  # usage errors and --help end here, before torch is imported
     import torch
@@ -363,6 +367,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
     threads = torch.get_num_threads()
     try:
+        if args.command not in SHARDED_COMMANDS:
+            from tgeval.distributed import refuse_launch
+
+            refuse_launch(args.command)  # before any work: its ranks would repeat it and race on its files
         _set_threads(getattr(args, "threads", None))
         module, name = args.handler
         return int(getattr(importlib.import_module(module), name)(args))

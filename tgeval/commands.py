@@ -30,7 +30,7 @@ from tgeval.device import device_of
 from tgeval.diagnostics.cli import diagnose, format_summary
 from tgeval.diagnostics.compare import compare, format_compare
 from tgeval.diagnostics.membership import membership_factorial
-from tgeval.distributed import init_from_env, is_main, local_device, refuse_launch
+from tgeval.distributed import init_from_env, is_main, local_device
 from tgeval.eval.replay import evaluate
 from tgeval.eval.result import Result
 from tgeval.eval.selection import segment_duration, select_window
@@ -224,7 +224,6 @@ def _default_data(args: argparse.Namespace) -> tuple[TemporalData, str, int]:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    refuse_launch("run")
     start = time.perf_counter()
     check_writable(args.out, folder=True, what="--out")
     data, description, num_nodes = _default_data(args)

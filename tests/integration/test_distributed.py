@@ -157,8 +157,16 @@ def test_commands_without_a_sharded_form_refuse_torchrun(monkeypatch, capsys, tm
         monkeypatch.setenv(name, value)
     assert main(["run", "--out", str(tmp_path / "r")]) == 2
     assert "`tgeval run` runs in one process; only `tgeval evaluate` and `tgeval train`" in capsys.readouterr().err
-    assert main(["diagnose", str(tmp_path / "events.txt"), "--format", "snap", "--out", str(tmp_path / "d")]) == 2
-    assert "`tgeval diagnose` runs in one process" in capsys.readouterr().err
+    events = str(tmp_path / "events.txt")  # refused before anything is read
+    for argv in (["diagnose", events, "--format", "snap", "--out", str(tmp_path / "d")],
+                 ["compare", events, "--out", str(tmp_path / "c.json")],
+                 ["report", str(tmp_path), "--out", str(tmp_path / "r.html")],
+                 ["static", events, "--format", "snap", "--out", str(tmp_path / "s")],
+                 ["shift", events, "--format", "snap", "--heuristic", "cn", "--thresholds", "1,2", "--out",
+                  str(tmp_path / "h")]):
+        assert main(argv) == 2, argv
+        assert f"`tgeval {argv[0]}` runs in one process" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written
 
 
 def test_torchrun_train_writes_one_run_that_matches_one_process(tmp_path, monkeypatch):

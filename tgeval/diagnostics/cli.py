@@ -154,9 +154,6 @@ def _intervention_command(args: argparse.Namespace, data: TemporalData, num_node
 def diagnose_command(args: argparse.Namespace) -> int:
     """Run :func:`diagnose` for parsed ``tgeval diagnose`` arguments (or, with ``--intervention``,
     the membership intervention); print a summary. Returns 0."""
-    from tgeval.distributed import refuse_launch
-
-    refuse_launch("diagnose")
     if args.intervention is not None:
         kind, path = args.intervention
         if kind != "membership":
