@@ -169,23 +169,36 @@ def test_commands_without_a_sharded_form_refuse_torchrun(monkeypatch, capsys, tm
     assert not list(tmp_path.iterdir())  # nothing written
 
 
+#: `tgeval train` of a small TGN on the events written by :func:`_training_run` (no --epochs)
+TRAIN = ["train", "events.txt", "--format", "snap", "--model", "tgn", "--memory-dim", "8", "--time-dim", "4",
+         "--embedding-dim", "8", "--num-neighbors", "3", "--threads", "1"]
+
+
+def _training_run(folder):
+    """Write a generated stream to ``folder/events.txt``; return ``torchrun(*argv)``, which runs
+    ``torchrun --nproc-per-node 2 -m tgeval *argv`` in ``folder`` and returns its stdout."""
+    data = generate_events(num_events=800, num_nodes=60, seed=4)
+    (folder / "events.txt").write_text("".join(f"{u} {v} {t}\n" for u, v, t in
+                                               zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
+    env = {**os.environ, "PYTHONPATH": str(README.parent), "OMP_NUM_THREADS": "1"}
+
+    def torchrun(*argv):
+        done = subprocess.run(["torchrun", "--nproc-per-node", "2", "--master-port", str(free_port()), "-m",
+                               "tgeval", *argv], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+    return torchrun
+
+
 def test_torchrun_train_writes_one_run_that_matches_one_process(tmp_path, monkeypatch):
     """`torchrun --nproc-per-node 2 -m tgeval train ...`: data-parallel epochs, rank 0 alone prints
     and writes the checkpoints and the result, whose validation metrics match one process's."""
-    data = generate_events(num_events=800, num_nodes=60, seed=4)
-    (tmp_path / "events.txt").write_text("".join(f"{u} {v} {t}\n" for u, v, t in
-                                                 zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
-    args = ["train", "events.txt", "--format", "snap", "--model", "tgn", "--epochs", "1", "--memory-dim", "8",
-            "--time-dim", "4", "--embedding-dim", "8", "--num-neighbors", "3", "--threads", "1"]
-    env = {**os.environ, "PYTHONPATH": str(README.parent), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(["torchrun", "--nproc-per-node", "2", "--master-port", str(free_port()), "-m", "tgeval",
-                           *args, "--checkpoint-dir", "run", "--out", "r.json"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.count("wrote r.json") == 1 and done.stdout.count("epoch 0:") == 1  # rank 0 alone
+    torchrun = _training_run(tmp_path)
+    out = torchrun(*TRAIN, "--epochs", "1", "--checkpoint-dir", "run", "--out", "r.json")
+    assert out.count("wrote r.json") == 1 and out.count("epoch 0:") == 1  # rank 0 alone
     assert {p.name for p in (tmp_path / "run").iterdir()} == {"last.pt", "best.pt", "timings.json"}
     monkeypatch.chdir(tmp_path)
-    assert main([*args, "--checkpoint-dir", "single", "--out", "single.json"]) == 0
+    assert main([*TRAIN, "--epochs", "1", "--checkpoint-dir", "single", "--out", "single.json"]) == 0
     sharded, single = (json.loads((tmp_path / name).read_text()) for name in ("r.json", "single.json"))
     assert sharded["manifest"]["distributed"]["world_size"] == 2
     for key in ("ap", "auroc"):
@@ -196,22 +209,11 @@ def test_torchrun_train_writes_one_run_that_matches_one_process(tmp_path, monkey
 def test_torchrun_resume_continues_the_run_bit_for_bit(tmp_path):
     """An interrupted `torchrun` training run resumed from its last.pt (every rank reads it) ends with
     the checkpoints and the result of the run that was never interrupted."""
-    data = generate_events(num_events=800, num_nodes=60, seed=4)
-    (tmp_path / "events.txt").write_text("".join(f"{u} {v} {t}\n" for u, v, t in
-                                                 zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
-    args = ["train", "events.txt", "--format", "snap", "--model", "tgn", "--memory-dim", "8", "--time-dim", "4",
-            "--embedding-dim", "8", "--num-neighbors", "3", "--threads", "1", "--lr", "0.01"]
-    env = {**os.environ, "PYTHONPATH": str(README.parent), "OMP_NUM_THREADS": "1"}
-
-    def torchrun(*extra):
-        done = subprocess.run(["torchrun", "--nproc-per-node", "2", "--master-port", str(free_port()), "-m",
-                               "tgeval", *args, *extra], cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=300)
-        assert done.returncode == 0, done.stderr
-
-    torchrun("--epochs", "2", "--checkpoint-dir", "whole", "--out", "whole.json")
-    torchrun("--epochs", "1", "--checkpoint-dir", "parts", "--out", "first.json")
-    torchrun("--epochs", "2", "--checkpoint-dir", "parts", "--resume", "parts/last.pt", "--out", "resumed.json")
+    torchrun = _training_run(tmp_path)
+    args = [*TRAIN, "--lr", "0.01"]
+    torchrun(*args, "--epochs", "2", "--checkpoint-dir", "whole", "--out", "whole.json")
+    torchrun(*args, "--epochs", "1", "--checkpoint-dir", "parts", "--out", "first.json")
+    torchrun(*args, "--epochs", "2", "--checkpoint-dir", "parts", "--resume", "parts/last.pt", "--out", "resumed.json")
     whole, resumed = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("whole", "resumed"))
     assert resumed["metrics"] == whole["metrics"]
     for name in ("last.pt", "best.pt"):
