@@ -14,7 +14,7 @@ from tgeval.cli import build_parser, hyperparameter_flags, main
 from tgeval.models import DyRepConfig, EdgeBank, TGN, TGNConfig, registry
 from tests.toy_model import Toy, ToyConfig
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_the_toy_model_is_registered_like_the_built_in_ones():
