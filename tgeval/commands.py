@@ -149,6 +149,9 @@ def evaluate_command(args: argparse.Namespace) -> int:
                          f"is then fixed too).")
     if args.negatives < 0:
         raise ValueError(f"--negatives must be >= 0 (0: no sampled metrics), got {args.negatives}.")
+    protocol = Protocol(replay=args.protocol, history=args.history, num_negatives=args.negatives, ties=args.ties,
+                        hits=args.hits, uncovered=args.uncovered, directed=args.directed, batch_size=args.batch_size,
+                        seed=args.seed)  # checks itself: before any work
     device, distributed = _process_device(args.device)  # devices and outputs are checked before any work
     main = is_main()
     for path, what in ((args.out, "--out"), (args.save_events, "--save-events")):
@@ -184,9 +187,6 @@ def evaluate_command(args: argparse.Namespace) -> int:
     sampler = None
     if args.negatives > 0:
         sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog, segment=args.segment)
-    protocol = Protocol(replay=args.protocol, history=args.history, num_negatives=args.negatives, ties=args.ties,
-                        hits=args.hits, uncovered=args.uncovered, directed=args.directed, batch_size=args.batch_size,
-                        seed=args.seed)
     result = _measure(model, data, segment, protocol, str(args.data), split, _Progress(label, enabled=main),
                       sampler=sampler, catalog=catalog if args.all_entity else None,
                       candidate_budget=args.candidate_budget, distributed=distributed)

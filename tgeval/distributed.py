@@ -23,7 +23,7 @@ from torch import nn
 from tgeval.errors import DistributedError
 
 __all__ = ["init_from_env", "launched", "local_device", "refuse_launch", "shard", "is_main", "rank_and_world",
-           "require_group", "check_same", "state_digest", "sum_gradients"]
+           "require_group", "gather_objects", "check_same", "state_digest", "sum_gradients"]
 
 #: the variables ``torchrun`` sets for every process; all present means "launched distributed"
 LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")

@@ -156,6 +156,10 @@ def test_history_exact_by_default_batch_on_request(snap_file, tmp_path, capsys):
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--protocol", "fixed",
                  "--history", "exact"]) == 2
     assert "applies to online replay" in capsys.readouterr().err
+    # the protocol is checked before any work: a file that is not there is not even read
+    assert main(["evaluate", str(snap_file.parent / "absent.txt"), "--format", "snap", "--model", "edgebank",
+                 "--protocol", "fixed", "--history", "exact"]) == 2
+    assert "applies to online replay" in capsys.readouterr().err
 
 
 def test_outputs_and_devices_are_checked_before_the_work(snap_file, tmp_path, capsys):
