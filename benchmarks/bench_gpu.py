@@ -18,7 +18,7 @@
    incremental, as TGB's examples do; timed on the first events and reported per event).
 5. **Launches and synchronisations per batch** (``torch.profiler``, CUDA activity): kernel
    launches and host synchronisations (stream / device / event synchronisations and tgeval's
-   host reads) inside the engine's ``tgeval.replay.batch`` ranges, first 10 test batches of
+   host reads) inside the engine's ``tgeval.replay.step`` ranges, first 10 test batches of
    Wikipedia, EdgeBank and TGN, with K = 20 uniform negatives and all-entity ranking.
 
 Data: UCI and Wikipedia from ``--data-dir`` / ``$TGEVAL_DATA_DIR`` / ``../shared/datasets``;
@@ -180,12 +180,12 @@ def throughput(args, device) -> None:
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
         with profile(activities=activities) as prof:
             result = _evaluate(model, data, segment, catalog, device, warm=False)
-        batches = result.performance["num_batches"]
-        inside = [e.name for e in prof.events() if inside_range(e, "tgeval.replay.batch")]
+        batches, steps = result.performance["num_batches"], result.performance["num_steps"]
+        inside = [e.name for e in prof.events() if inside_range(e, "tgeval.replay.step")]
         launches = sum(inside.count(n) for n in LAUNCH_EVENTS)
         syncs = sum(inside.count(n) for n in SYNC_EVENTS + (HOST_READ,))
-        rows.append([name, batches, f"{launches / batches:.1f}", f"{syncs / batches:.1f}"])
-    print_table(["model", "batches", "kernel launches / batch", "host syncs / batch"], rows)
+        rows.append([name, batches, steps, f"{launches / batches:.1f}", f"{syncs / batches:.1f}"])
+    print_table(["model", "batches", "steps (exact history: batches share steps)", "kernel launches / batch", "host syncs / batch"], rows)
 
 
 # -- 3 ------------------------------------------------------------------------------------------

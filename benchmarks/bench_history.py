@@ -4,11 +4,14 @@
    split, test segment, online protocol, batches of whole timestamp groups of <= 200 events):
    EdgeBank with K = 20 uniform negatives (its own ``UniformSampler``, 'train' catalog) and
    all-entity (the ``catalog_counts`` shortcut), under ``history="exact"`` (the default) and
-   ``"batch"`` (the history at each batch's start, as TGB and DyGLib). Repetitions are
-   interleaved; events/s is ``result.performance["events_per_second"]`` (the replay loop). The
-   script asserts that the exact pass at batch 200 gives the same all-entity counts and sampled
-   scores as one timestamp group per batch (the per-timestamp reference), and prints the MRRs
-   and the share of events with history inside their batch.
+   ``"batch"`` (the history at each batch's start, as TGB and DyGLib). An exact pass with a
+   history-free sampler scores consecutive batches in one step (``EXACT_STEP_EVENTS``); it is
+   also timed with one step per batch (``EXACT_STEP_EVENTS = 0``), the price of the
+   within-batch lookups alone. Repetitions are interleaved; events/s is
+   ``result.performance["events_per_second"]`` (the replay loop). The script asserts that
+   both exact passes at batch 200 give the same all-entity counts and sampled scores as one
+   timestamp group per batch (the per-timestamp reference), and prints the MRRs and the
+   share of events with history inside their batch.
 2. **Warm-up** of EdgeBank from synthetic histories of 10^5 .. 10^7 events (uniform random
    pairs over 10^5 nodes, 10 events per timestamp): ``warm_up`` (an ``exact_history`` model
    is fed in batches of ``WARM_UP_EVENTS``) against the updates of an online pass over the same
@@ -31,6 +34,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval import Protocol, TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.data.datasets import load_dataset
+from tgeval.eval import replay
 from tgeval.eval.replay import WARM_UP_EVENTS, warm_up
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import UniformSampler
@@ -46,28 +50,37 @@ def exact_cost(name: str, repeat: int) -> list[list[str]]:
 
     def run(kind: str, history: str, batch_size: int = BATCH_SIZE):
         k, options = (K, dict(sampler=UniformSampler(catalog))) if kind == "sampled" else (20, dict(catalog=catalog))
-        return evaluate(EdgeBank(info.num_nodes), data, split.test,
-                        Protocol(history=history, num_negatives=k, batch_size=batch_size), **options)
+        step_events = replay.EXACT_STEP_EVENTS
+        if history == "exact per batch":
+            history, replay.EXACT_STEP_EVENTS = "exact", 0
+        try:
+            return evaluate(EdgeBank(info.num_nodes), data, split.test,
+                            Protocol(history=history, num_negatives=k, batch_size=batch_size), **options)
+        finally:
+            replay.EXACT_STEP_EVENTS = step_events
 
     rows = []
     for kind in ("sampled", "all-entity"):
         metric = "sampled" if kind == "sampled" else "all_entity"
         reference = run(kind, "batch", batch_size=1)  # one timestamp group per batch: exact by construction
-        timings: dict[str, list[float]] = {"exact": [], "batch": []}
+        timings: dict[str, list[float]] = {"exact": [], "exact per batch": [], "batch": []}
         results = {}
         for _ in range(repeat):
             for history in timings:
                 results[history] = run(kind, history)
                 timings[history].append(results[history].performance["events_per_second"])
         for key in ("score", "neg_score", "above", "equal"):
-            if key in reference.records:
-                assert torch.equal(results["exact"].records[key], reference.records[key]), (name, kind, key)
+            for history in ("exact", "exact per batch"):
+                if key in reference.records:
+                    assert torch.equal(results[history].records[key], reference.records[key]), (name, kind, key)
         mrr = {h: results[h].metrics[metric]["mrr"]["micro"] for h in results}
         share = results["batch"].manifest["history"]["same_batch_fraction"]
-        ratio_best, ratio_median = (best(timings["exact"]) / best(timings["batch"]),
-                                    median(timings["exact"]) / median(timings["batch"]))
-        rows.append([name, kind, f"{best(timings['exact']):,.0f}", f"{best(timings['batch']):,.0f}",
-                     f"{ratio_best:.2f}x / {ratio_median:.2f}x", f"{mrr['exact']:.4f}", f"{mrr['batch']:.4f}",
+        ratio = lambda h: (f"{best(timings[h]) / best(timings['batch']):.2f}x / "  # noqa: E731
+                           f"{median(timings[h]) / median(timings['batch']):.2f}x")
+        rows.append([name, kind, f"{best(timings['exact']):,.0f}", results["exact"].performance["num_steps"],
+                     f"{best(timings['exact per batch']):,.0f}", f"{best(timings['batch']):,.0f}",
+                     results["batch"].performance["num_steps"], ratio("exact"), ratio("exact per batch"),
+                     f"{mrr['exact']:.4f}", f"{mrr['batch']:.4f}",
                      f"{(mrr['batch'] - mrr['exact']) / mrr['exact']:+.0%}", f"{share:.1%}"])
     return rows
 
@@ -108,11 +121,12 @@ def main() -> None:
     rows = []
     for name in args.datasets.split(","):
         rows += exact_cost(name, args.repeat)
-    print(f"check   : exact at batch {BATCH_SIZE} = one timestamp group per batch (scores and all-entity counts), "
-          f"every test event")
-    print(f"timing  : events/s of the replay loop, best of {args.repeat} interleaved runs; ratio exact / batch as "
+    print(f"check   : exact at batch {BATCH_SIZE} (in steps of <= {replay.EXACT_STEP_EVENTS} events, and one step per "
+          f"batch) = one timestamp group per batch (scores and all-entity counts), every test event")
+    print(f"timing  : events/s of the replay loop, best of {args.repeat} interleaved runs; ratios to batch as "
           f"best / median; K = {K} uniform negatives for 'sampled'")
-    print_table(["data", "metric", "exact ev/s", "batch ev/s", "exact / batch", "MRR exact", "MRR batch",
+    print_table(["data", "metric", "exact ev/s", "steps", "exact, a step per batch", "batch ev/s", "batches",
+                 "exact / batch", "exact per batch / batch", "MRR exact", "MRR batch",
                  "batch vs exact", "events with same-batch history"], rows)
     sizes = [int(s) for s in args.warm_sizes.split(",") if s]
     print(f"warm-up : EdgeBank from synthetic history (10^5 nodes, 10 events per timestamp); warm_up feeds "

@@ -19,8 +19,11 @@ an untrained TGN (PyG recipe widths), the state warmed on the history first (not
 
 Two figures per run:
 
-* **per batch step**: events inside the engine's ``tgeval.replay.batch`` profiler ranges
-  (score, rank, record, update of one batch), divided by the number of batches;
+* **per batch**: events inside the engine's ``tgeval.replay.step`` profiler ranges (score,
+  rank, record, update of one step), divided by the number of batches. A step is one batch,
+  except in EdgeBank's exact-history passes, which score consecutive batches in one step
+  (``EXACT_STEP_EVENTS``; the steps are printed): their per-batch figure is the step's
+  operators spread over its batches;
 * **per pass**: everything else ``evaluate`` does once (validation, canonical order, strata,
   the candidate plan and the negatives of each window of batches, metric summary), total.
 
@@ -32,6 +35,7 @@ slots (``GraphAttentionEmbedding.compact = False``; on a CPU tgeval drops them b
 one ``nonzero`` per attention call, because there no device waits for it).
 
 Run: python benchmarks/bench_ops.py [--data-dir DIR] [--batches 10] [--models edgebank tgn] [--breakdown]
+         [--history exact|batch]
 """
 
 from __future__ import annotations
@@ -53,15 +57,17 @@ from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.samplers import UniformSampler
 
 SYNC_OPS = ("aten::nonzero", "aten::_unique2", "aten::masked_select", "aten::_local_scalar_dense")
-BATCH_RANGE = "tgeval.replay.batch"
+STEP_RANGE = "tgeval.replay.step"
 TARGETS = {("edgebank", 20): (150, 2), ("tgn", 20): (2500, 4)}  # (aten ops, sync ops) per batch
 
 
-def count(model, data, segment, catalog, k: int, breakdown: bool) -> dict:
+def count(model, data, segment, catalog, k: int, breakdown: bool, history: str) -> dict:
     """Profile one ``evaluate`` of ``segment`` from the model's current state."""
     sampler = UniformSampler(catalog) if k else None
     state = model.snapshot()
-    run = lambda: evaluate(model, data, segment, Protocol(num_negatives=max(k, 1), warm=False),  # noqa: E731
+    history = history if model.exact_history else "batch"
+    run = lambda: evaluate(model, data, segment,  # noqa: E731
+                           Protocol(num_negatives=max(k, 1), warm=False, history=history),
                            sampler=sampler, catalog=catalog)
     run()  # warm-up: first-call allocations and lazy initialisation are not counted
     model.restore(state)
@@ -72,10 +78,10 @@ def count(model, data, segment, catalog, k: int, breakdown: bool) -> dict:
     per_batch, per_pass = collections.Counter(), collections.Counter()
     for event in prof.events():
         if event.name.startswith("aten::") or event.name == HOST_READ:
-            (per_batch if inside_range(event, BATCH_RANGE) else per_pass)[event.name] += 1
+            (per_batch if inside_range(event, STEP_RANGE) else per_pass)[event.name] += 1
     aten = lambda counter: sum(n for name, n in counter.items() if name.startswith("aten::"))  # noqa: E731
     syncs = lambda counter: sum(counter[name] for name in SYNC_OPS + (HOST_READ,))  # noqa: E731
-    out = {"batches": batches, "batch_ops": aten(per_batch) / batches, "batch_sync": syncs(per_batch) / batches,
+    out = {"batches": batches, "steps": result.performance["num_steps"], "batch_ops": aten(per_batch) / batches, "batch_sync": syncs(per_batch) / batches,
            "pass_ops": aten(per_pass), "pass_sync": syncs(per_pass)}
     if breakdown:
         out["top"] = [(name, n / batches) for name, n in per_batch.most_common(25) if name.startswith("aten::")]
@@ -89,6 +95,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=10, help="test batches profiled (default 10)")
     parser.add_argument("--models", nargs="+", default=["edgebank", "tgn"], choices=["edgebank", "tgn"])
     parser.add_argument("--breakdown", action="store_true", help="print the most frequent operators per batch")
+    parser.add_argument("--history", default="exact", choices=["exact", "batch"],
+                        help="EdgeBank's history inside merged batches (TGN: always 'batch')")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     GraphAttentionEmbedding.compact = False  # the GPU path (see the module docstring)
@@ -101,22 +109,22 @@ def main() -> None:
     segment = head_segment(data, split.test, int(bounds[min(args.batches, bounds.numel() - 1)]))
     num_nodes = int(max(int(data.src.max()), int(data.dst.max()))) + 1
     print(f"data    : {how}; {segment.num_events} events of the test segment, 'train' catalog of "
-          f"{catalog.size} items, online, batches <= 200")
+          f"{catalog.size} items, online, batches <= 200, EdgeBank's history {args.history!r}")
     rows = []
     for name in args.models:
         model = EdgeBank(num_nodes) if name == "edgebank" else TGN(TGNConfig(num_nodes))
         warm_up(model, data[: segment.start], batch_size=200)
         for k in (0, 20):
-            got = count(model, data, segment, catalog, k, args.breakdown)
+            got = count(model, data, segment, catalog, k, args.breakdown, args.history)
             target = TARGETS.get((name, k))
-            rows.append([name, k, got["batches"], f"{got['batch_ops']:.1f}", f"{got['batch_sync']:.1f}",
+            rows.append([name, k, got["batches"], got["steps"], f"{got['batch_ops']:.1f}", f"{got['batch_sync']:.1f}",
                          got["pass_ops"], got["pass_sync"],
                          f"{(got['batch_ops'] * got['batches'] + got['pass_ops']) / got['batches']:.0f}",
                          "-" if target is None else f"<= {target[0]} / <= {target[1]}"])
             if args.breakdown:
                 print(f"{name}, K={k}: sync ops per batch {got['sync_names']}")
                 print("  " + ", ".join(f"{op.replace('aten::', '')} {n:.1f}" for op, n in got["top"]))
-    print_table(["model", "K", "batches", "aten ops / batch", "sync ops / batch", "per-pass aten ops",
+    print_table(["model", "K", "batches", "steps", "aten ops / batch", "sync ops / batch", "per-pass aten ops",
                  "per-pass sync ops", "evaluate total / batches", "target (ops / sync per batch)"], rows)
 
 

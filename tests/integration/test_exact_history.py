@@ -2,6 +2,8 @@
 timestamp (brute force over the whole stream); "batch" scores from the batch's start; memory
 models refuse "exact" and report their staleness; exact models warm up in one large batch."""
 
+from unittest import mock
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 from tgeval import evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
+from tgeval.eval import replay
 from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
@@ -51,13 +54,18 @@ EXACT = {
 
 @settings(max_examples=80, deadline=None)
 @given(data=streams(min_events=6, max_events=36, max_nodes=8, max_time=8), name=st.sampled_from(sorted(EXACT)),
-       start=st.integers(1, 20), batch_size=st.integers(1, 40), seed=st.integers(0, 20))
-def test_exact_scores_equal_a_per_timestamp_brute_force(data, name, start, batch_size, seed):
+       start=st.integers(1, 20), batch_size=st.integers(1, 40), seed=st.integers(0, 20),
+       step_events=st.sampled_from([0, 5, replay.EXACT_STEP_EVENTS]))
+def test_exact_scores_equal_a_per_timestamp_brute_force(data, name, start, batch_size, seed, step_events):
+    # step_events: 0 scores each batch in its own step; otherwise consecutive batches share steps
     make, reference = EXACT[name]
     segment = segment_from(data, min(start, data.num_events - 1))
-    result = evaluate(make(), data, segment, Protocol(num_negatives=3, batch_size=batch_size, seed=seed),
-                      sampler=UniformSampler(CATALOG, replace=True), catalog=CATALOG, candidate_budget=7)
+    with mock.patch.object(replay, "EXACT_STEP_EVENTS", step_events):
+        result = evaluate(make(), data, segment, Protocol(num_negatives=3, batch_size=batch_size, seed=seed),
+                          sampler=UniformSampler(CATALOG, replace=True), catalog=CATALOG, candidate_budget=7)
     assert result.manifest["history"]["mode"] == "exact"
+    if step_events == 0:
+        assert result.performance["num_steps"] == result.performance["num_batches"]
     rec = result.records
     events = list(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))
     for i, (u, v, t) in enumerate(zip(rec["src"].tolist(), rec["dst"].tolist(), rec["t"].tolist())):
@@ -68,6 +76,26 @@ def test_exact_scores_equal_a_per_timestamp_brute_force(data, name, start, batch
     expected = brute_force_counts(lambda u, c, s: reference(events, u, c, s), segment_src, segment_dst, segment_t,
                                   CATALOG.items)
     assert [(a, e) for a, e, _ in expected] == list(zip(rec["above"].tolist(), rec["equal"].tolist())), name
+
+
+def test_an_exact_pass_scores_consecutive_batches_in_one_step_unless_its_sampler_has_history():
+    data = make_stream(torch.arange(120) % 7, (torch.arange(120) * 3) % 10, torch.arange(120) // 2)
+    segment = Segment("test", 40, 120, 20, 60)
+    protocol = Protocol(num_negatives=2, batch_size=6)
+
+    def run(sampler, step_events=replay.EXACT_STEP_EVENTS, history=None):
+        with mock.patch.object(replay, "EXACT_STEP_EVENTS", step_events):
+            return evaluate(EdgeBank(N), data, segment, Protocol(**{**protocol.to_dict(), "history": history}),
+                            sampler=sampler, catalog=CATALOG)
+
+    merged, alone = run(UniformSampler(CATALOG)), run(UniformSampler(CATALOG), step_events=0)
+    assert merged.performance["num_batches"] == alone.performance["num_batches"] == alone.performance["num_steps"] == 14
+    assert merged.performance["num_steps"] == 1  # 80 events <= EXACT_STEP_EVENTS
+    assert run(UniformSampler(CATALOG), step_events=24).performance["num_steps"] == 4  # whole batches of 6
+    for key in alone.records:
+        assert torch.equal(merged.records[key], alone.records[key]), key  # "batch" keeps the protocol's batches
+    assert run(_samplers()["historical"]()).performance["num_steps"] == 14  # it observes each batch before the next is drawn
+    assert run(UniformSampler(CATALOG), history="batch").performance["num_steps"] == 14
 
 
 def test_exact_and_batch_history_on_one_merged_batch():

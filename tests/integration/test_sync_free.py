@@ -1,9 +1,9 @@
-"""A replay batch step reads nothing back from the device (issue 10).
+"""A replay step reads nothing back from the device (issue 10).
 
 On a GPU every operator whose output shape depends on the data (``nonzero``, ``unique``,
 boolean-mask indexing) or that turns a tensor into a Python number (``.item()``,
 ``int(t)``, ``bool(t)``) stalls the host until the device is done. The engine's batch step
-(score, rank, record, update; inside the profiler range ``tgeval.replay.batch``) must have
+(score, rank, record, update; inside the profiler range ``tgeval.replay.step``) must have
 none of them for the heuristics:
 
 * on the CPU, counted with ``torch.profiler`` (the sync-forcing aten operators must not
@@ -60,7 +60,7 @@ def _evaluate(model, data, split, num_nodes, *, catalog_kind, negatives, shortcu
 def _inside_batch(event) -> bool:
     parent = event.cpu_parent
     while parent is not None:
-        if parent.name == "tgeval.replay.batch":
+        if parent.name == "tgeval.replay.step":
             return True
         parent = parent.cpu_parent
     return False
@@ -88,7 +88,7 @@ def test_batch_step_has_no_sync_forcing_operator_on_cpu(name, kind, negatives, s
 @contextmanager
 def _strict_batch(name):
     """Stands in for ``record_function`` in the engine: CUDA sync debugging inside each batch step."""
-    assert name == "tgeval.replay.batch"
+    assert name == "tgeval.replay.step"
     torch.cuda.set_sync_debug_mode("error")
     try:
         yield

@@ -18,8 +18,10 @@ Under ``"fixed"`` the state stays as it was at the start of the segment. Under `
 models with :attr:`~tgeval.models.base.TemporalLinkModel.exact_history`: every event strictly
 before its timestamp, inside the batch too) or ``"batch"`` (the state at the batch start, as
 TGB and DyGLib do, and the only choice for memory models); the manifest counts the events
-that have history inside their batch. A batch step has
-fixed shapes known on the host and reads nothing back from the device, so on a GPU it never
+that have history inside their batch. An ``"exact"`` pass does not depend on the batching,
+so unless its sampler has history it scores and feeds consecutive whole batches as one step
+(at most EXACT_STEP_EVENTS events); every other pass steps batch by batch. A step has fixed
+shapes known on the host and reads nothing back from the device, so on a GPU it never
 waits for the device (the window's preparation reads a few sizes once).
 """
 
@@ -172,7 +174,7 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
 
 
 class _Clock:
-    """Per-batch latencies without host synchronisation: CUDA events on a GPU (read once at the
+    """Per-step latencies without host synchronisation: CUDA events on a GPU (read once at the
     end of the pass), ``time.perf_counter`` on a CPU."""
 
     def __init__(self, device: torch.device) -> None:
@@ -235,21 +237,28 @@ class _Records:
         return out
 
 
-def _check_finite(records: dict[str, Tensor], candidate_nan: Tensor) -> None:
-    """Raise if the pass produced a NaN score (checked once per pass, so no batch waits for it)."""
+def _check_finite(records: dict[str, Tensor], candidate_nan: Tensor, steps: list[int]) -> None:
+    """Raise if the pass produced a NaN score (checked once per pass, so no batch waits for it);
+    ``candidate_nan`` flags the steps starting at batches ``steps``."""
     if "score" in records:
         check_no_nan(records["score"], "positive scores")
     if "neg_score" in records:
         neg = records["neg_score"]
         check_no_nan(neg if "neg_mask" not in records else neg[records["neg_mask"]], "scores")
     if bool(candidate_nan.any()):
-        first = int(torch.nonzero(candidate_nan.cpu())[0, 0])
+        first = steps[int(torch.nonzero(candidate_nan.cpu())[0, 0])]
         raise ValueError(f"the model returned NaN candidate scores (first in batch {first}): ranks would be "
                          f"meaningless. Check the model for numerical problems before evaluating.")
 
 
 #: most events whose candidate plan and history-free negatives are prepared at once
 WINDOW_EVENTS = 2**16
+
+#: most events of one step of an exact-history pass without a sampler with history: such a
+#: pass does not depend on how its events are batched (each event sees exactly the events
+#: before its timestamp; negatives are drawn per event), so consecutive batches are scored
+#: and fed in one step, whole (the records keep the protocol's batches)
+EXACT_STEP_EVENTS = 2**12
 
 
 def _windows(boundaries: list[int], limit: int) -> list[tuple[int, int]]:
@@ -332,7 +341,12 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
             check_state: Union[bool, Literal["deep"]], directed: bool, exact: bool,
             shard: tuple[int, int] = (0, 1)) -> tuple[dict[str, Tensor], list[float], float]:
     """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``
-    (with ``exact``, each batch is scored inside ``model.within_batch(batch)``).
+    (with ``exact``, each step is scored inside ``model.within_batch(step)``).
+
+    A step is one batch, except in an exact pass whose sampler has no history (or that has
+    no sampler): its numbers do not depend on how the events are batched, so consecutive
+    whole batches of at most :data:`EXACT_STEP_EVENTS` events are scored and fed as one step
+    (far fewer, larger tensor operations); the records keep the protocol's batches.
 
     ``shard = (rank, world)``: this process is one of ``world`` that replay the same events;
     it counts all-entity candidates only in its catalog shard (:func:`chunked_counts`), keeps
@@ -340,27 +354,30 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     summed over the ranks with one ``all_reduce`` at the end of the pass.
 
     Work that does not depend on scores (candidate plans, negatives of history-free samplers,
-    the queries of each score call) is prepared once per window of batches; each batch step
-    then has fixed shapes known on the host and copies nothing back from the device. Counts
-    against sampled negatives, a pure function of the recorded scores, are taken once at the
-    end. Returns per-event records on CPU, batch latencies (s) and the loop's wall time (s).
+    the queries of each score call) is prepared once per window of steps; each step then has
+    fixed shapes known on the host and copies nothing back from the device. Counts against
+    sampled negatives, a pure function of the recorded scores, are taken once at the end.
+    Returns per-event records on CPU, step latencies (s) and the loop's wall time (s).
     The model is in eval mode during the loop and returns to its previous mode after it.
     """
     device = events.src.device
     num_events, num_batches = events.num_events, len(boundaries) - 1
+    step_limit = EXACT_STEP_EVENTS if exact and (sampler is None or sampler.history_free) else 0
+    steps = [first for first, _ in _windows(boundaries, step_limit)] + [num_batches]  # first batch of each step
+    step_bounds = [boundaries[b] for b in steps]
     k = num_negatives if sampler is not None else 0
     keys = per_event_keys(events)
     model_keys = [key for key in keys if key not in ("e_id", "position")]  # engine bookkeeping, for samplers
     records = _Records(num_events, k, device)
-    candidate_nan = torch.zeros(max(num_batches, 1), dtype=torch.bool, device=device)
+    candidate_nan = torch.zeros(max(len(steps) - 1, 1), dtype=torch.bool, device=device)  # per step
     shortcut = use_shortcut and catalog is not None and type(model).catalog_counts is not TemporalLinkModel.catalog_counts
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     start_time = time.perf_counter()
     clock = _Clock(device)
     with _eval_mode(model), torch.no_grad():
-        for first, last in _windows(boundaries, WINDOW_EVENTS):
-            window = _Window(events, keys, boundaries, first, last, sampler=sampler, num_negatives=num_negatives,
+        for first, last in _windows(step_bounds, WINDOW_EVENTS):
+            window = _Window(events, keys, step_bounds, first, last, sampler=sampler, num_negatives=num_negatives,
                              generator=generator, catalog=catalog, directed=directed, shortcut=shortcut)
             plan, data = window.plan, window.data
             if window.negatives is not None:
@@ -368,7 +385,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
             if plan is not None:
                 records.append(candidates=plan.num_candidates, filtered=plan.num_filtered, covered=plan.covered)
             for j, b in enumerate(range(first, last)):
-                with record_function("tgeval.replay.batch"):
+                with record_function("tgeval.replay.step"):
                     a, z = window.bounds[j], window.bounds[j + 1]
                     size = z - a
                     if window.queries is not None:
@@ -387,7 +404,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                     with model.within_batch(batch) if exact else nullcontext(), guard:
                         scores = model.score(*queries)
                         block = scores[:size * (1 + k)].view(size, 1 + k)
-                        records.write_scores(boundaries[b], block)
+                        records.write_scores(step_bounds[b], block)
                         if plan is not None and catalog is not None:
                             pos = block[:, 0]
                             pairs = window.pairs[j]
@@ -401,19 +418,19 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                                 above, equal = counts
                             else:
                                 above, equal = torch.zeros_like(counts[0]), torch.zeros_like(counts[1])
-                            records.write_counts(boundaries[b], above=above, equal=equal)
+                            records.write_counts(step_bounds[b], above=above, equal=equal)
                     if batch is not None and online:
                         model.update(batch)
                         if sampler is not None and not sampler.history_free:
                             sampler.observe(_slice(data, keys, a, z))
                     clock.mark()
-                progress.report(b + 1, num_batches)
+                progress.report(steps[b + 1], num_batches)
     if shard[1] > 1 and catalog is not None:
         candidate_nan = _sum_over_ranks(records.counts, candidate_nan)
     latencies = clock.latencies()
     elapsed = time.perf_counter() - start_time
     out = records.host()
-    _check_finite(out, candidate_nan)
+    _check_finite(out, candidate_nan, steps)
     if k:  # a pure function of the recorded scores: once per pass, not once per batch
         out["sampled_above"], out["sampled_equal"] = count_above_equal(out["score"], out["neg_score"],
                                                                        out.get("neg_mask"), float(model.tie_tolerance))
@@ -570,7 +587,8 @@ def evaluate(
         "events_per_second": segment.num_events / elapsed if elapsed > 0 else float("inf"),
         "seconds": elapsed,
         "num_batches": len(boundaries) - 1,
-        "batch_latency_ms": {"mean": float(lat.mean()) * 1e3, "median": float(lat.median()) * 1e3,
+        "num_steps": len(latencies),
+        "step_latency_ms": {"mean": float(lat.mean()) * 1e3, "median": float(lat.median()) * 1e3,
                              "max": float(lat.max()) * 1e3},
         **provenance.peak_memory(device),
     }
