@@ -119,7 +119,7 @@ def main() -> None:
     apply_common_args(args)
     print_header("history='exact' vs 'batch' (EdgeBank, online, batches <= 200), and warm-up")
     rows = []
-    for name in args.datasets.split(","):
+    for name in filter(None, args.datasets.split(",")):
         rows += exact_cost(name, args.repeat)
     print(f"check   : exact at batch {BATCH_SIZE} (in steps of <= {replay.EXACT_STEP_EVENTS} events, and one step per "
           f"batch) = one timestamp group per batch (scores and all-entity counts), every test event")
