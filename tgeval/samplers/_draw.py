@@ -33,7 +33,7 @@ draws depend only on the seed, its position, its pool and its exclusions.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import torch
 from torch import Tensor
@@ -46,7 +46,7 @@ from tgeval.data.strata import pair_keys
 from tgeval.errors import SamplerError
 from tgeval.samplers.counter_rng import as_int64, counter_uniform, splitmix64
 
-__all__ = ["KeyPool", "PoolDraw", "draw_from_pools", "batch_exclusions", "add_pair_exclusions",
+__all__ = ["KeyPool", "PoolDraw", "draw_from_pools", "rejection_rounds", "batch_exclusions", "add_pair_exclusions",
            "insert_keys", "history_keys", "check_ids", "derived_seed", "batch_position", "first_distinct_mask",
            "every_valid_item", "FALLBACKS", "SHORT_RULES"]
 
@@ -274,24 +274,39 @@ def draw_from_pools(pool: KeyPool, base: Tensor, excl: Exclusions, k: int, *, re
     size = hi - lo - excluded
     mass = (pool.mass(lo, hi) - excluded_mass).clamp(min=0.0)
     out = torch.full((b, k), -1, dtype=torch.long, device=device)
-    todo = size >= (1 if replace else k)
-    if k == 0:
-        return PoolDraw(out, size, mass)
-    # One continuous i.i.d. sequence per row (counter round 0): every round re-reads a longer
-    # prefix of it, so a row's result is the first K accepted draws of a single sequence,
-    # whatever round it finishes in. Only unfinished rows are computed.
+    if k:
+        rejection_rounds(
+            out, size >= (1 if replace else k), hi - lo, excl, replace=replace, seed=seed, position=position,
+            max_draws_per_item=_MAX_DRAWS_PER_ITEM,
+            pick=lambda rows, u: pool.keys[_pick(pool, u, lo[rows], hi[rows])] - base[rows, None] * pool.n,
+            finish=lambda rows: _finish_exactly(out, rows, pool, base, lo, hi, excl, k, replace, seed, position))
+    return PoolDraw(out, size, mass)
+
+
+def rejection_rounds(out: Tensor, todo: Tensor, slice_size: Tensor, excl: Exclusions, *, replace: bool, seed: int,
+                     position: Tensor, max_draws_per_item: int, pick: Callable[[Tensor, Tensor], Tensor],
+                     finish: Callable[[Tensor], None]) -> None:
+    """Fill the rows ``todo`` (bool ``[B]``) of ``out`` (int64 ``[B, K]``) with the first ``K``
+    accepted draws of each row's i.i.d. sequence (the collision rule of the module docstring).
+
+    Each row reads one continuous sequence (counter round 0) in longer and longer prefixes,
+    so its result is the first ``K`` accepted draws of a single sequence, whatever round it
+    finishes in; only unfinished rows are computed. ``pick(rows, u)`` maps uniforms ``[R, D]``
+    to items; a row that would read more than ``max_draws_per_item * slice_size`` draws is
+    handed to ``finish(rows)`` (an exact method) instead.
+    """
+    k = out.size(1)
     draws = 2 * k + 8
     while True:
         rows = torch.nonzero(todo).flatten()
-        exhausted = draws > _MAX_DRAWS_PER_ITEM * (hi - lo)[rows]  # per row: depends on its own slice only
-        if bool(exhausted.any()):  # pathologically skewed weights: finish these rows exactly
-            _finish_exactly(out, rows[exhausted], pool, base, lo, hi, excl, k, replace, seed, position)
+        exhausted = draws > max_draws_per_item * slice_size[rows]  # per row: depends on its own slice only
+        if bool(exhausted.any()):
+            finish(rows[exhausted])
             todo[rows[exhausted]] = False
             rows = rows[~exhausted]
         if rows.numel() == 0:
-            return PoolDraw(out, size, mass)
-        u = counter_uniform(seed, position[rows], 0, draws)
-        items = pool.keys[_pick(pool, u, lo[rows], hi[rows])] - base[rows, None] * pool.n
+            return
+        items = pick(rows, counter_uniform(seed, position[rows], 0, draws))
         ok = ~excl.contains(rows, items)
         if not replace:
             ok &= first_distinct_mask(items)

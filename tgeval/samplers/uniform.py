@@ -30,7 +30,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.errors import SamplerError
-from tgeval.samplers._draw import batch_position, first_distinct_mask
+from tgeval.samplers._draw import batch_position, rejection_rounds
 from tgeval.samplers.base import NegativeSampler, Negatives
 from tgeval.samplers.counter_rng import counter_uniform
 
@@ -130,30 +130,15 @@ class UniformSampler(NegativeSampler):
             fallback_out = self._fallback.draw_destinations(batch, k, generator, rows=fallback_rows)  # type: ignore[union-attr]
             return torch.where(fallback_rows[:, None], fallback_out,
                                self.draw_destinations(batch, k, generator, rows=wanted))
-        # One continuous i.i.d. sequence per row, read in longer and longer prefixes (only
-        # for unfinished rows); pools too tight for that are finished exactly.
+        # The pool of a row is the available prefix of the catalog's items; pools too tight
+        # for rejection are finished exactly.
         out = torch.zeros(b, k, dtype=torch.long, device=device)
-        todo = wanted.clone()
-        draws = 2 * k + 8
-        while True:
-            left = torch.nonzero(todo).flatten()
-            exhausted = draws > _MAX_DRAWS_PER_ITEM * pool_size[left]  # per row: depends on its own pool only
-            if bool(exhausted.any()):
-                self._finish_exactly(out, left[exhausted], position, seed, pool_size, pool, excl, k)
-                todo[left[exhausted]] = False
-                left = left[~exhausted]
-            if left.numel() == 0:
-                return out
-            u = counter_uniform(seed, position[left], 0, draws)
-            items = catalog.items[(u * pool_size[left, None]).long().clamp(max=catalog.size - 1)]
-            ok = ~excl.contains(left, items)
-            if not self.replace:
-                ok &= first_distinct_mask(items)
-            rank = torch.cumsum(ok.long(), 1)
-            done = rank[:, -1] >= k
-            out[left[done]] = items[done][(ok & (rank <= k))[done]].view(-1, k)
-            todo[left[done]] = False
-            draws *= 4
+        rejection_rounds(
+            out, wanted.clone(), pool_size, excl, replace=self.replace, seed=seed, position=position,
+            max_draws_per_item=_MAX_DRAWS_PER_ITEM,
+            pick=lambda rows, u: catalog.items[(u * pool_size[rows, None]).long().clamp(max=catalog.size - 1)],
+            finish=lambda rows: self._finish_exactly(out, rows, position, seed, pool_size, pool, excl, k))
+        return out
 
     def _finish_exactly(self, out: Tensor, rows: Tensor, position: Tensor, seed: int, pool_size: Tensor,
                         pool: Tensor, excl: Exclusions, k: int) -> None:
