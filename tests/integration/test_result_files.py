@@ -1,5 +1,5 @@
 """A result and its per-event file are one pair: the JSON records the CSV's sha256, and readers
-refuse a pair that does not match (interrupted writes: tests/robustness/test_interrupted_writes.py)."""
+refuse a pair that does not match (interrupted writes: tests/integration/test_interrupted_writes.py)."""
 
 import json
 
