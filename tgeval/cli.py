@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Literal, Optional, Sequence, get_args, get_origin
 
 from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS, HEART_HEURISTICS, HISTORY_MODES,
                             REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES, UNCOVERED_RULES,
@@ -292,7 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
         by_default: dict[Any, list[str]] = {}
         for name, default in defaults.items():
             by_default.setdefault(default, []).append(name)
-        tr.add_argument(flag(key), type=kind, help="model config field, default " + "; ".join(
+        choices = dict(choices=get_args(kind)) if get_origin(kind) is Literal else dict(type=kind)
+        tr.add_argument(flag(key), **choices, help="model config field, default " + "; ".join(
             f"{default} ({', '.join(names)})" for default, names in by_default.items()))
     tr.add_argument("--checkpoint-dir", type=Path, help="write last.pt every epoch and best.pt on improvement")
     tr.add_argument("--resume", type=Path, help="continue the run of this last.pt (same options)")

@@ -394,10 +394,12 @@ def _train(args: argparse.Namespace, device: torch.device, distributed: bool) ->
     model, training = (_train_membership(args, data, split, num_nodes, sampler, distributed)
                        if registry.entry(args.model).kind == "heuristic" else
                        _train_neural(args, data, split, num_nodes, sampler, catalog, distributed))
+    if not model.ranks_all_entities:
+        print(f"{args.model} with these options cannot rank a whole catalog: validation measures sampled metrics only")
     result = _measure(model, data, split.val, Protocol(num_negatives=args.val_negatives, batch_size=args.batch_size,
                                                        seed=args.seed),
-                      str(args.data), split, None, sampler=UniformSampler(catalog), catalog=catalog,
-                      distributed=distributed)
+                      str(args.data), split, None, sampler=UniformSampler(catalog),
+                      catalog=catalog if model.ranks_all_entities else None, distributed=distributed)
     result.manifest["training"] = training
     print(protocol_line(result))
     print(format_table([(f"{args.model} (trained)", result)]))

@@ -106,3 +106,14 @@ def test_neural_cli_errors_exit_2(files, tmp_path, capsys):
     (tmp_path / "broken.pt").write_bytes((tmp_path / "last.pt").read_bytes()[:-10])
     assert main(["evaluate", snap, "--format", "snap", "--model", str(tmp_path / "broken.pt")]) == 2
     assert "corrupted" in capsys.readouterr().err
+
+
+def test_graphmixer_with_query_time_gaps_trains_and_evaluates_sampled_only(files, tmp_path, capsys):
+    trained = train(files["snap"], "snap", "graphmixer", tmp_path, "--time-gap", "query")
+    assert trained["manifest"]["model"]["time_gap"] == "query" and "all_entity" not in trained["metrics"]
+    assert "cannot rank a whole catalog" in capsys.readouterr().out
+    checkpoint = str(tmp_path / "best.pt")
+    assert main(["evaluate", str(files["snap"]), "--format", "snap", "--model", checkpoint]) == 2
+    assert "cannot rank a whole catalog" in capsys.readouterr().err
+    sampled = evaluate(files["snap"], "snap", checkpoint, tmp_path / "test.json", "--no-all-entity")
+    assert sampled["manifest"]["model"]["time_gap"] == "query" and 0 < sampled["metrics"]["sampled"]["mrr"]["micro"]

@@ -153,6 +153,10 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
         raise ValueError("nothing to measure: pass a `sampler` (sampled metrics), a `catalog` (all-entity), or both.")
     if num_negatives < 1 and sampler is not None:
         raise ValueError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
+    if catalog is not None and not model.ranks_all_entities:
+        raise TypeError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog (its embeddings "
+                        f"depend on the scored pair): evaluate it with catalog=None (--no-all-entity), sampled "
+                        f"metrics only.")
     data = _checked_stream(model, data, segment)
     if catalog is not None and catalog.num_nodes < model.num_nodes:  # ids are < model.num_nodes already
         largest = int(torch.maximum(data.src.max(), data.dst.max()))

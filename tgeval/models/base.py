@@ -70,6 +70,11 @@ class TemporalLinkModel(nn.Module):
     #: they were batched (the engine warms it up in large batches). Memory models are stale
     #: inside a batch by design and keep ``False``.
     exact_history: bool = False
+
+    #: ``False`` for a model that cannot rank a whole catalog (its node embeddings depend on the
+    #: scored pair, e.g. GraphMixer with ``time_gap="query"``): :func:`~tgeval.evaluate` then
+    #: refuses a ``catalog`` before any work, and only sampled metrics are measured.
+    ranks_all_entities: bool = True
     _earlier: Any = None  # inside within_batch: what _index_earlier made of the batch
 
     def __init__(self, num_nodes: int) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 __all__ = ["ModelConfig", "TGNConfig", "DyRepConfig", "GraphMixerConfig", "DATA_FIELDS", "from_data", "hyperparameters",
            "check_config"]
@@ -41,10 +41,15 @@ def hyperparameters(config: type) -> dict[str, tuple[type, Any]]:
 
 def check_config(config: Any) -> None:
     """Raise ``ValueError`` for a config field out of range: widths and counts >= 1 (``node_dim``
-    >= 0), ``dropout`` in [0, 1)."""
+    >= 0), ``dropout`` in [0, 1), a ``Literal`` field one of its values."""
     hints = get_type_hints(type(config))
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
+        if get_origin(hints[f.name]) is Literal:
+            if value not in get_args(hints[f.name]):
+                raise ValueError(f"{type(config).__name__}.{f.name} must be one of {list(get_args(hints[f.name]))}, "
+                                 f"got {value!r}.")
+            continue
         if hints[f.name] is int and (isinstance(value, bool) or not isinstance(value, int)):
             raise ValueError(f"{type(config).__name__}.{f.name} must be an int, got {value!r}.")
         low = 0 if f.name == "node_dim" else 1
@@ -123,6 +128,10 @@ class GraphMixerConfig(ModelConfig):
         embedding_dim: node embedding width.
         num_layers: mixer blocks.
         dropout: dropout inside the mixer.
+        time_gap: what a token's time encodes: ``"latest"``, the gap to the node's latest
+            interaction (an embedding per node and batch: exact, cheap all-entity ranking), or
+            ``"query"``, the gap to the time of the scored event, as DyGLib's GraphMixer (an
+            embedding per scored pair: sampled metrics and training only).
     """
 
     node_dim: int = from_data(0)
@@ -132,3 +141,4 @@ class GraphMixerConfig(ModelConfig):
     embedding_dim: int = 100
     num_layers: int = 2
     dropout: float = 0.1
+    time_gap: Literal["latest", "query"] = "latest"

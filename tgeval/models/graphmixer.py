@@ -8,7 +8,9 @@ neighbour buffer is its state, snapshotted like memory):
   MLP-Mixer, layer norm and the mean over tokens. :math:`\omega` is fixed (not trained,
   :class:`~tgeval.models.layers.FixedTimeEncoder`) and :math:`\tau_u` is ``u``'s latest
   interaction time, so embeddings depend on the state only (one embedding per node and
-  batch, as every model here);
+  batch, as every model here). With ``time_gap="query"`` :math:`\tau_u` is the time of the
+  scored event, as in DyGLib's GraphMixer: the tokens then say how long ago ``u`` interacted,
+  and a node is embedded per scored pair, so there is no all-entity ranking;
 * **node encoder** (when node features ``X`` are given): :math:`X_u + \mathrm{mean}_{v \in N_K(u)} X_v`;
 * a linear map of both to the embedding, then the MLP link decoder.
 """
@@ -71,10 +73,40 @@ class GraphMixer(NeuralLinkModel):
     def stateful_parts(self) -> dict[str, nn.Module]:
         return {"neighbors": self.neighbors}
 
+    @property
+    def ranks_all_entities(self) -> bool:  # type: ignore[override]
+        return self.config.time_gap == "latest"
+
     def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
         neighbor, t, msg, valid = self.neighbors.recent(rows)
+        if not self.ranks_all_entities:
+            raise TypeError("GraphMixer with time_gap='query' embeds a node at a query time, not once per batch: "
+                            "it scores pairs (sampled metrics, training) but has no all-entity ranking; evaluate "
+                            "it with catalog=None (--no-all-entity), or use time_gap='latest'.")
         latest = torch.where(valid, t, torch.iinfo(torch.long).min).max(dim=1, keepdim=True).values
-        dt = torch.where(valid, latest - t, 0).to(msg.dtype)
+        return self._encode(rows, neighbor, t, msg, valid, latest)
+
+    def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        """``dec(z_src, z_dst)`` ``[B]``; with ``time_gap="query"`` each distinct (node, time) of
+        the call is embedded at that time, in chunks of :attr:`embed_chunk`."""
+        if self.config.time_gap == "latest":
+            return super().score(src, dst, t)
+        pairs, inverse = torch.unique(torch.stack([torch.cat([src, dst]), torch.cat([t, t])]), dim=1,
+                                      return_inverse=True)
+        parts = []
+        for start in range(0, pairs.size(1), self.embed_chunk):
+            ids, at = pairs[0, start:start + self.embed_chunk], pairs[1, start:start + self.embed_chunk]
+            neighbor, times, msg, valid = self.neighbors.recent(ids)
+            parts.append(self._encode(ids, neighbor, times, msg, valid, at[:, None]))
+        z = torch.cat(parts)[inverse]
+        return self.decoder(z[:src.numel()], z[src.numel():])
+
+    def _encode(self, rows: Tensor, neighbor: Tensor, t: Tensor, msg: Tensor, valid: Tensor,
+                reference: Tensor) -> Tensor:
+        """Embeddings ``[n, D]`` of nodes ``rows`` from their recent interactions (``[n, K]``, as
+        :meth:`~tgeval.models.neighbors.NeighborBuffer.recent`), time gaps taken to ``reference``
+        (``[n, 1]``)."""
+        dt = torch.where(valid, reference - t, 0).to(msg.dtype)
         # token-major [K, n, .] (the mixer's layout): transposing the inputs is cheaper than the activations
         tokens = torch.cat([msg.transpose(0, 1), self.time_enc(dt.t())], dim=-1) * valid.t()[..., None]
         link = self.norm(self.mixers(self.token(tokens))).mean(dim=0)

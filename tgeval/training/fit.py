@@ -281,6 +281,9 @@ def fit(
         raise ValueError(f"unknown val_metric {val_metric!r}; choose one of {sorted(VAL_METRICS)}.")
     if VAL_METRICS[val_metric][0] == "all_entity" and val_catalog is None:
         raise ValueError(f"val_metric={val_metric!r} ranks against a catalog: pass val_catalog.")
+    if val_catalog is not None and not model.ranks_all_entities:
+        raise TypeError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog: validate it with "
+                        f"val_catalog=None and a sampled val_metric.")
     if epochs < 1 or (patience is not None and patience < 1):
         raise ValueError(f"epochs and patience must be >= 1, got epochs={epochs}, patience={patience}.")
     val_sampler = sampler if val_sampler is None else val_sampler

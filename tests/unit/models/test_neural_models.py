@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch_geometric.data import TemporalData
 
-from tgeval import DataFormatError, LeakageError, TimestampBatchLoader, build_catalog, deterministic, evaluate, \
-    no_state_change
+from tgeval import DataFormatError, LeakageError, TimestampBatchLoader, build_catalog, chronological_split, \
+    deterministic, evaluate, no_state_change
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.data.synthetic import generate_events
@@ -481,3 +481,40 @@ def test_graphmixer_copies_the_callers_node_features():
     other = make("graphmixer", node_features=torch.zeros(N, 3))
     model.load_state_dict(other.state_dict())  # copies zeros into the model's buffer in place
     assert torch.equal(x, kept) and model.node_features.eq(0).all()
+
+
+def test_graphmixer_query_time_gaps(stream):
+    """time_gap="query" (DyGLib's): a token's time is the gap to the scored event's time. When both
+    endpoints' latest interaction is the scored time itself, the gaps, and so the scores, are those
+    of time_gap="latest"; later query times change the query scores only; a pair's score does not
+    depend on the other pairs of the call; all-entity ranking is refused."""
+    torch.manual_seed(0)
+    latest = make("graphmixer").eval()
+    query = make("graphmixer", time_gap="query").eval()
+    query.load_state_dict(latest.state_dict())
+    feed(latest, stream[:150])
+    feed(query, stream[:150])
+    _, t, _, valid = latest.neighbors.recent(torch.arange(N))
+    last = torch.where(valid, t, -1).max(1).values
+    # pairs whose endpoints share their latest interaction time s, scored at s
+    pairs = [(u, v) for u in range(N) for v in range(N) if u != v and last[u] >= 0 and last[u] == last[v]]
+    assert pairs
+    src, dst = torch.tensor([u for u, _ in pairs]), torch.tensor([v for _, v in pairs])
+    at = last[src]
+    with torch.no_grad():
+        torch.testing.assert_close(query.score(src, dst, at), latest.score(src, dst, at + 5), rtol=1e-6, atol=1e-6)
+        later = at + 1000
+        assert not torch.allclose(query.score(src, dst, later), query.score(src, dst, at))
+        assert torch.equal(latest.score(src, dst, later), latest.score(src, dst, at))
+        one = torch.stack([query.score(src[i:i + 1], dst[i:i + 1], later[i:i + 1]) for i in range(len(pairs))])
+        torch.testing.assert_close(one.flatten(), query.score(src, dst, later), rtol=1e-6, atol=1e-6)
+    catalog, test = Catalog("custom", torch.arange(N), None, N), chronological_split(stream).test
+    assert latest.ranks_all_entities and not query.ranks_all_entities
+    with pytest.raises(TypeError, match="cannot rank a whole catalog.*catalog=None"):
+        evaluate(query, stream, test, catalog=catalog)  # refused before any work
+    with pytest.raises(TypeError, match="time_gap='query'.*catalog=None"):
+        query.embed(torch.arange(N))
+    result = evaluate(query, stream, test, Protocol(num_negatives=3), sampler=UniformSampler(catalog))
+    assert result.metrics["sampled"]["mrr"]["micro"] > 0
+    with pytest.raises(ValueError, match=r"time_gap must be one of \['latest', 'query'\]"):
+        make("graphmixer", time_gap="now")
