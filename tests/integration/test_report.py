@@ -90,6 +90,30 @@ def test_chromium_renders_the_page(results, tmp_path):
     assert shot.is_file(), done.stderr
     assert "Uncaught" not in done.stderr and "Failed to load resource" not in done.stderr
     assert matplotlib.image.imread(shot).std() > 0  # a non-blank screenshot
+    # every image decodes in the browser itself: a probe appended to a copy of the page counts them after load
+    page = (out.parent / "report.html").read_text(encoding="utf-8")
+    assert _undecoded_images(browser, page, tmp_path / "probe.html") == (page.count("<img "), 0)
+    broken = '<img src="data:image/png;base64,iVBORw0KGgoAAAAbad">'  # the probe can fail: a damaged PNG
+    assert _undecoded_images(browser, page.replace("</body>", broken + "</body>"), tmp_path / "broken.html") == (
+        page.count("<img ") + 1, 1)
+
+
+_PROBE = """<script>window.addEventListener("load", () => {
+  const images = [...document.images], bad = images.filter(i => !(i.complete && i.naturalWidth > 0)).length;
+  const out = document.createElement("pre");
+  out.textContent = "tgeval-probe images " + images.length + " undecoded " + bad;
+  document.body.appendChild(out);
+});</script>"""
+
+
+def _undecoded_images(browser, page, path):
+    """(images, images the browser could not decode) of ``page``, loaded in headless Chromium."""
+    path.write_text(page.replace("</body>", _PROBE + "</body>"), encoding="utf-8")
+    done = subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox", "--dump-dom",
+                           "--virtual-time-budget=10000", path.as_uri()], capture_output=True, text=True, timeout=120)
+    found = re.search(r"tgeval-probe images (\d+) undecoded (\d+)", done.stdout)
+    assert found, done.stderr
+    return int(found.group(1)), int(found.group(2))
 
 
 def test_results_without_an_all_entity_pass_or_negatives_are_reported(results, tmp_path):
