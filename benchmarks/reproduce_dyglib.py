@@ -38,11 +38,13 @@ TPNet's Table 1 from DyGLib): TGN 92.34 ± 1.04, DyRep 65.14 ± 2.30, GraphMixer
 
 ``graphmixer-query`` is GraphMixer with DyGLib's time gaps (``time_gap="query"``: each token
 encodes how long before the scored event the neighbour interacted; tgeval's default encodes the
-gap to the node's latest interaction, so that all-entity ranking stays exact and cheap). It
-has no all-entity ranking, so its MRR column is empty.
+gap to the node's latest interaction, so that all-entity ranking stays exact and cheap), scored
+from the state at each batch's start. ``graphmixer-dyglib`` also reads every interaction before
+the scored event inside its batch (``history="exact"`` in training and evaluation), as DyGLib's
+neighbour sampler does. Neither has all-entity ranking, so their MRR column is empty.
 
-Run: python benchmarks/reproduce_dyglib.py [--models tgn,dyrep,graphmixer,graphmixer-query] [--seeds 0,1,2]
-     [--epochs 100] [--patience 20] [--threads 1] [--out dyglib.json]
+Run: python benchmarks/reproduce_dyglib.py [--models tgn,dyrep,graphmixer,graphmixer-query,graphmixer-dyglib]
+     [--seeds 0,1,2] [--epochs 100] [--patience 20] [--threads 1] [--out dyglib.json]
 """
 
 from __future__ import annotations
@@ -78,10 +80,17 @@ def build(name: str, num_nodes: int):
     if name == "dyrep":
         return DyRep(DyRepConfig(num_nodes, msg_dim=FEATURE_DIM, memory_dim=FEATURE_DIM, time_dim=100,
                                  num_neighbors=10, dropout=0.0))
-    # graphmixer-query: DyGLib's time gaps (each token's time is its gap to the query time, models/GraphMixer.py)
+    # graphmixer-query / -dyglib: DyGLib's time gaps (each token's time is its gap to the query time,
+    # models/GraphMixer.py)
     return GraphMixer(GraphMixerConfig(num_nodes, msg_dim=FEATURE_DIM, num_neighbors=20, time_dim=100,
                                        hidden_dim=FEATURE_DIM, embedding_dim=FEATURE_DIM, num_layers=2, dropout=0.4,
-                                       time_gap="query" if name == "graphmixer-query" else "latest"))
+                                       time_gap="latest" if name == "graphmixer" else "query"))
+
+
+#: what an event of a batch is scored from, in training and evaluation: the batch-start state,
+#: except for graphmixer-dyglib, which reads every interaction before the event's time, inside
+#: its batch too, as DyGLib's neighbour sampler (utils/utils.py, NeighborSampler.get_historical_neighbors)
+HISTORY = {"graphmixer-dyglib": "exact"}
 
 
 def distinct(ids: torch.Tensor, num_nodes: int, rule: str) -> Catalog:
@@ -118,12 +127,15 @@ def main() -> None:
                 run = fit(model, data, split, sampler=UniformSampler(train_dst), loss="bce",
                           optimizer=torch.optim.Adam(model.parameters(), lr=1e-4), epochs=args.epochs,
                           patience=args.patience, batch_size=200, num_negatives=1, seed=seed, val_metric="ap",
-                          val_sampler=UniformSampler(everything), val_negatives=1, checkpoint_dir=folder)
+                          val_sampler=UniformSampler(everything), val_negatives=1, checkpoint_dir=folder,
+                          history=HISTORY.get(name, "batch"))
                 ckpt = load_checkpoint(Path(folder) / "best.pt", data=data)
             replay(ckpt.model, data, split.val)  # DyGLib: validation continues the training state
-            continued = evaluate(ckpt.model, data, split.test, Protocol(warm=False, num_negatives=1, seed=seed),
+            history = HISTORY.get(name, "batch") if model.exact_history else None
+            continued = evaluate(ckpt.model, data, split.test,
+                                 Protocol(warm=False, num_negatives=1, seed=seed, history=history),
                                  sampler=UniformSampler(everything))
-            rebuilt = evaluate(model, data, split.test, Protocol(num_negatives=1, seed=seed),
+            rebuilt = evaluate(model, data, split.test, Protocol(num_negatives=1, seed=seed, history=history),
                                sampler=UniformSampler(everything),
                                catalog=catalog if model.ranks_all_entities else None)
             seconds = time.perf_counter() - began

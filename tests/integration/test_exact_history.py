@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tgeval import evaluate
+from tgeval import chronological_split, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.eval import replay
@@ -195,3 +195,55 @@ def test_a_bulk_warm_up_leaves_edgebank_at_its_usual_capacity():
     for batch in TimestampBatchLoader(data, batch_size=4):  # small batches: no compaction
         online.update(batch)
     assert torch.equal(online.snapshot()["keys"], bulk.snapshot()["keys"])
+
+
+def _query_graphmixer(num_nodes=N, msg_dim=1):
+    torch.manual_seed(0)
+    return small_neural_model("graphmixer", num_nodes, msg_dim, time_gap="query").eval()
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=streams(min_events=6, max_events=36, max_nodes=8, max_time=8), start=st.integers(1, 20),
+       batch_size=st.integers(2, 40), seed=st.integers(0, 20))
+def test_query_graphmixer_exact_history_equals_one_timestamp_group_per_batch(data, start, batch_size, seed):
+    """GraphMixer with DyGLib's time gaps reads every interaction before the scored time, inside a
+    merged batch too (as DyGLib's neighbour sampler): the same scores as the per-timestamp reference."""
+    segment = segment_from(data, min(start, data.num_events - 1))
+    sampler = UniformSampler(CATALOG, replace=True)
+    model = _query_graphmixer()
+    assert model.exact_history and not small_neural_model("graphmixer", N).exact_history
+    exact = evaluate(model, data, segment, Protocol(num_negatives=3, batch_size=batch_size, seed=seed), sampler=sampler)
+    reference = evaluate(model, data, segment, Protocol(num_negatives=3, batch_size=1, seed=seed, history="batch"),
+                         sampler=sampler)
+    assert exact.manifest["history"]["mode"] == "exact"
+    for key in ("score", "neg_score"):
+        torch.testing.assert_close(exact.records[key], reference.records[key], rtol=1e-5, atol=1e-6)
+    stale = evaluate(model, data, segment, Protocol(num_negatives=3, batch_size=batch_size, seed=seed, history="batch"),
+                     sampler=sampler)
+    if stale.manifest["history"]["same_batch_events"] == 0:  # no history inside a batch: nothing to differ
+        torch.testing.assert_close(stale.records["score"], exact.records["score"], rtol=1e-5, atol=1e-6)
+
+
+def test_query_graphmixer_warms_up_in_one_batch_and_trains_from_exact_history():
+    from tgeval.data.synthetic import generate_events
+    from tgeval.training.train import train_epoch
+
+    data = generate_events(400, N, seed=2, feature_dim=2)
+    warmed, fed = _query_graphmixer(msg_dim=2), _query_graphmixer(msg_dim=2)
+    warm_up(warmed, data, batch_size=1)  # one large batch (exact_history)
+    for batch in TimestampBatchLoader(data, batch_size=1):
+        fed.update(batch)
+    for key, value in fed.snapshot()["neighbors"].items():
+        assert torch.equal(torch.as_tensor(warmed.snapshot()["neighbors"][key]), torch.as_tensor(value)), key
+    sampler, split = UniformSampler(CATALOG), chronological_split(data)
+    trained = {}
+    for history in ("exact", "batch"):
+        model = _query_graphmixer(msg_dim=2).train()
+        train_epoch(model, data, split.train, sampler=sampler, loss="bce", history=history, batch_size=100,
+                    optimizer=torch.optim.SGD(model.parameters(), lr=0.5))
+        trained[history] = torch.cat([p.detach().flatten() for p in model.parameters()])
+    assert not torch.equal(trained["exact"], trained["batch"])  # the batch's earlier events were read
+    with pytest.raises(ValueError, match="cannot be trained from exact per-timestamp history"):
+        tgn = small_neural_model("tgn", N)
+        train_epoch(tgn, data, split.train, sampler=sampler, loss="bce", history="exact",
+                    optimizer=torch.optim.SGD(tgn.parameters(), lr=0.1))

@@ -91,6 +91,7 @@ class Occurrences:
             keys = keys.take(by_time)
         self.all_times = times  # non-decreasing: rank(x) = searchsorted(all_times, x)
         sorted_keys, order = torch.sort(keys, stable=True)
+        self.order = order  # int64 [M]: the input index (after the time sort) of each sorted occurrence
         self.keys = torch.cat([sorted_keys, sorted_keys.new_full((1,), PAD)])
         self.times = torch.cat([times.take(order), times.new_zeros(1)])
 

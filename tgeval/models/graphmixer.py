@@ -18,17 +18,31 @@ neighbour buffer is its state, snapshotted like memory):
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
 from torch import Tensor, nn
+from torch_geometric.data import TemporalData
 
+from tgeval.data.sorted_keys import Occurrences
 from tgeval.models.config import GraphMixerConfig
 from tgeval.models.layers import FixedTimeEncoder, MixerBlock
 from tgeval.models.neighbors import NeighborBuffer
 from tgeval.models.neural import NeuralLinkModel
 
 __all__ = ["GraphMixer"]
+
+
+@dataclass(frozen=True)
+class _BatchInteractions:
+    """A batch's events in canonical order, and its interactions indexed by node and time."""
+
+    occurrences: Occurrences  # keys: node ids of the entries (dst, src per event), times: the events'
+    src: Tensor
+    dst: Tensor
+    t: Tensor
+    msg: Tensor
 
 
 class GraphMixer(NeuralLinkModel):
@@ -56,6 +70,8 @@ class GraphMixer(NeuralLinkModel):
         elif node_dim:
             node_features = torch.zeros(num_nodes, node_dim)
         super().__init__(config, config.embedding_dim)
+        # an embedding at a query time can read every interaction before it, inside a batch too
+        self.exact_history = config.time_gap == "query"
         self.neighbors = NeighborBuffer(num_nodes, config.num_neighbors, config.msg_dim)
         self.time_enc = FixedTimeEncoder(config.time_dim)
         self.token = nn.Linear(config.msg_dim + config.time_dim, hidden_dim)
@@ -95,11 +111,45 @@ class GraphMixer(NeuralLinkModel):
                                       return_inverse=True)
         parts = []
         for start in range(0, pairs.size(1), self.embed_chunk):
-            ids, at = pairs[0, start:start + self.embed_chunk], pairs[1, start:start + self.embed_chunk]
-            neighbor, times, msg, valid = self.neighbors.recent(ids)
-            parts.append(self._encode(ids, neighbor, times, msg, valid, at[:, None]))
+            ids = pairs[0, start:start + self.embed_chunk].contiguous()
+            at = pairs[1, start:start + self.embed_chunk].contiguous()
+            parts.append(self._encode(ids, *self._recent_before(ids, at), at[:, None]))
         z = torch.cat(parts)[inverse]
         return self.decoder(z[:src.numel()], z[src.numel():])
+
+    def _recent_before(self, ids: Tensor, at: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The ``K`` most recent interactions of ``ids`` strictly before ``at`` (``[n]``), most
+        recent first, as :meth:`~tgeval.models.neighbors.NeighborBuffer.recent`: the buffer's,
+        and inside :meth:`within_batch` the batch's earlier ones before them (all more recent)."""
+        stored = self.neighbors.recent(ids)
+        earlier: Optional[_BatchInteractions] = self._earlier
+        if earlier is None or earlier.src.numel() == 0:
+            return stored
+        k = self.config.num_neighbors
+        occurrences = earlier.occurrences
+        start = torch.searchsorted(occurrences.keys, ids)
+        count = occurrences.count_before(ids, at)  # this batch's interactions of each node before `at`
+        back = torch.arange(k, device=ids.device)
+        valid = back[None, :] < count[:, None]
+        position = (start[:, None] + count[:, None] - 1 - back[None, :]).clamp(min=0)
+        entry = occurrences.order.take(position.clamp(max=occurrences.order.numel() - 1))
+        event, role = entry // 2, entry % 2  # entries alternate (dst's, src's) per event
+        neighbor = torch.where(role == 0, earlier.src.take(event), earlier.dst.take(event))
+        combined = [torch.cat([torch.where(valid, part, 0), rest], dim=1) for part, rest in
+                    ((neighbor, stored[0]), (earlier.t.take(event), stored[1]))]
+        msg = torch.cat([earlier.msg[event] * valid[..., None], stored[2]], dim=1)
+        valid_all = torch.cat([valid, stored[3]], dim=1)
+        keep = torch.argsort((~valid_all).to(torch.uint8), dim=1, stable=True)[:, :k]  # the first K valid
+        return (combined[0].gather(1, keep), combined[1].gather(1, keep),
+                msg.gather(1, keep[..., None].expand(-1, -1, msg.size(-1))), valid_all.gather(1, keep))
+
+    def _index_earlier(self, batch: TemporalData) -> "_BatchInteractions":
+        src, dst, t, msg = batch.src, batch.dst, batch.t, self.messages(batch)
+        order = self._canonical_order(src, dst, t, msg if getattr(batch, "msg", None) is not None else None)
+        src, dst, t, msg = src[order], dst[order], t[order], msg[order]
+        # each event is an interaction of its destination (with the source) and of its source, in event order
+        occurrences = Occurrences(torch.stack([dst, src], 1).view(-1), t.repeat_interleave(2), times_sorted=True)
+        return _BatchInteractions(occurrences, src, dst, t, msg)
 
     def _encode(self, rows: Tensor, neighbor: Tensor, t: Tensor, msg: Tensor, valid: Tensor,
                 reference: Tensor) -> Tensor:

@@ -28,7 +28,7 @@ from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
 from tgeval.atomic import check_writable, write_atomic
-from tgeval.choices import VAL_METRICS
+from tgeval.choices import VAL_METRICS, HistoryMode
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import fingerprint
 from tgeval.data.split import Split
@@ -102,7 +102,7 @@ def val_metrics(result: Result) -> dict[str, Optional[float]]:
 
 
 def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimizer, *, epochs: int,
-          patience: Optional[int], batch_size: int, num_negatives: int, seed: int, val_metric: str,
+          patience: Optional[int], batch_size: int, num_negatives: int, seed: int, history: str, val_metric: str,
           val_sampler: NegativeSampler, val_negatives: int, val_catalog: Optional[Catalog], extra: dict) -> dict:
     """The training specification recorded with checkpoints and results."""
     group = optimizer.param_groups[0]
@@ -113,6 +113,7 @@ def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimiz
         "optimizer": {"name": type(optimizer).__name__,
                       **{k: v for k, v in group.items() if k != "params" and isinstance(v, (int, float, tuple))}},
         "batch_size": batch_size,
+        "history": history,
         "seed": seed,
         "epochs": epochs,
         "patience": patience,
@@ -195,6 +196,7 @@ def fit(
     batch_size: int = 200,
     num_negatives: int = 1,
     seed: int = 0,
+    history: HistoryMode = "batch",
     val_metric: str = "ap",
     val_sampler: Optional[NegativeSampler] = None,
     val_negatives: Optional[int] = None,
@@ -241,8 +243,9 @@ def fit(
             ``score`` (checkpoints need a registered one).
         data: the whole time-sorted stream.
         split: its chronological split (``train`` and ``val`` are used).
-        sampler, loss, optimizer, batch_size, num_negatives, seed: as in
-            :func:`~tgeval.training.train.train_epoch`.
+        sampler, loss, optimizer, batch_size, num_negatives, seed, history: as in
+            :func:`~tgeval.training.train.train_epoch` (validation scores with ``evaluate``'s
+            default history, exact for models that allow it).
         epochs: number of epochs (at most).
         patience: epochs without improvement before stopping (``None``: train all epochs).
         val_metric: a key of :data:`VAL_METRICS` (``"all_entity_mrr"`` needs ``val_catalog``).
@@ -297,16 +300,17 @@ def fit(
     name = model_name(model) if checkpointing else type(model).__name__
     neural = cast(NeuralLinkModel, model)  # registered (checked above) wherever checkpoints are used
     training = _spec(sampler, loss, optimizer, epochs=epochs, patience=patience, batch_size=batch_size,
-                     num_negatives=num_negatives, seed=seed, val_metric=val_metric, val_sampler=val_sampler,
+                     num_negatives=num_negatives, seed=seed, history=history, val_metric=val_metric,
+                     val_sampler=val_sampler,
                      val_negatives=val_negatives, val_catalog=val_catalog, extra=spec or {})
     data_fingerprint = fingerprint(data)
 
-    history: list[dict] = []
+    records: list[dict] = []
     stopping = EarlyStopping(patience)
     best_parameters: Optional[dict] = None
     start = 0
     if resume is not None:
-        history, stopping, best_parameters, start = _resume(resume, neural, optimizer, training, data_fingerprint,
+        records, stopping, best_parameters, start = _resume(resume, neural, optimizer, training, data_fingerprint,
                                                             patience)
 
     folder = None if checkpoint_dir is None or not writes else Path(checkpoint_dir)
@@ -317,7 +321,7 @@ def fit(
         model.train()  # the same mode every epoch, whatever the caller or a resume left
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=loss, optimizer=optimizer,
                             batch_size=batch_size, num_negatives=num_negatives, seed=seed, epoch=epoch,
-                            distributed=distributed)
+                            history=history, distributed=distributed)
         trained_state = model.snapshot() if folder is not None else None  # history = the training segment only
         model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
         result = evaluate(model, data, split.val,
@@ -329,21 +333,21 @@ def fit(
             best_parameters = clone_state(parameters_of(model))
         record = {"epoch": epoch, **stats, "val": measured,
                   "val_events_per_second": result.performance["events_per_second"], "improved": improved}
-        history.append(json_safe(record))
+        records.append(json_safe(record))
         # every rank's generators (its own dropout stream): one gather, on every rank
         rngs = gather_objects(rng_state()) if distributed and checkpoint_dir is not None else None
         if folder is not None:
             for kind in ("best", "last") if improved else ("last",):
                 path = folder / f"{kind}.pt"
                 digest = save_checkpoint(path, neural, optimizer, epoch=epoch, data=data_fingerprint,
-                                         early_stopping=stopping.to_dict(), history=_untimed(history),
+                                         early_stopping=stopping.to_dict(), history=_untimed(records),
                                          training=training,
                                          best_parameters=None if improved else best_parameters,
                                          state=trained_state, state_training=True, rng=rngs)
                 files[kind] = {"path": str(path), "sha256": digest}
-            write_atomic(folder / TIMINGS_FILE, json.dumps(_timings(history), indent=1))
+            write_atomic(folder / TIMINGS_FILE, json.dumps(_timings(records), indent=1))
         if on_epoch is not None:
-            on_epoch(history[-1])
+            on_epoch(records[-1])
 
     if best_parameters is not None:
         load_parameters(model, best_parameters)
@@ -355,9 +359,9 @@ def fit(
         "val_metric": val_metric,
         "best_epoch": stopping.epoch,
         "best_value": stopping.value,
-        "epochs_run": len(history),
-        "stopped_early": stopping.stopped and len(history) < epochs,
-        "history": history,
+        "epochs_run": len(records),
+        "stopped_early": stopping.stopped and len(records) < epochs,
+        "history": records,
         "resumed_from": None if resume is None else str(resume),
         "checkpoints": files or None,
     }

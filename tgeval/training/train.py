@@ -63,6 +63,7 @@ from torch import Tensor
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
+from tgeval.choices import HISTORY_MODES, HistoryMode
 from tgeval.data.fingerprint import check_built_for, fingerprint
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
@@ -110,6 +111,7 @@ def train_epoch(
     epoch: int = 0,
     generator: Optional[torch.Generator] = None,
     allow_whole_stream: bool = False,
+    history: HistoryMode = "batch",
     distributed: bool = False,
 ) -> dict:
     r"""Train ``model`` for one epoch over ``data[start:end]`` in timestamp batches.
@@ -163,6 +165,10 @@ def train_epoch(
         epoch: epoch index, added to ``seed``.
         generator: overrides ``seed + epoch`` (its ``initial_seed()`` keys the draws).
         allow_whole_stream: train with a whole-stream sampler anyway.
+        history: what an event of a batch is scored from: ``"batch"``, the state at the batch
+            start (PyG's and TGB's loops; the default, for every model), or ``"exact"``, also the
+            batch's events before its timestamp (:meth:`~tgeval.models.base.TemporalLinkModel.within_batch`;
+            models with ``exact_history`` only), as DyGLib's neighbour sampler gives them.
         distributed: this process is one rank of the default ``torch.distributed`` group.
             Every rank replays every batch and updates the state with it (the state is
             replicated) and draws the same negatives (keyed by position); rank ``r`` of ``W``
@@ -192,6 +198,11 @@ def train_epoch(
         require_group()
     if num_negatives < 1:
         raise ValueError(f"num_negatives must be >= 1 for training, got {num_negatives}.")
+    if history not in HISTORY_MODES:
+        raise ValueError(f"history must be one of {HISTORY_MODES}, got {history!r}.")
+    if history == "exact" and not model.exact_history:
+        raise ValueError(f"{type(model).__name__} cannot be trained from exact per-timestamp history inside a batch "
+                         f"(exact_history is False): use history='batch'.")
     if getattr(sampler, "uses_whole_stream", False) and not allow_whole_stream:
         raise LeakageError(f"the {getattr(sampler, 'name', type(sampler).__name__)!r} sampler is defined with "
                            f"knowledge of the whole stream, so training with it uses future events. Use a "
@@ -240,8 +251,9 @@ def train_epoch(
                     None if neg.mask is None else neg.mask[lo:hi])
                 optimizer.zero_grad()
                 if hi > lo:
-                    scores = model.score(*scored_pairs(batch.src[lo:hi], batch.dst[lo:hi], batch.t[lo:hi],
-                                                       part)).view(hi - lo, 1 + k)
+                    with model.within_batch(batch) if history == "exact" else nullcontext():
+                        scores = model.score(*scored_pairs(batch.src[lo:hi], batch.dst[lo:hi], batch.t[lo:hi],
+                                                           part)).view(hi - lo, 1 + k)
                     pos_score, neg_score = scores[:, 0], scores[:, 1:]
                     options = {} if part.mask is None else {"neg_mask": part.mask}
                     if world == 1:
