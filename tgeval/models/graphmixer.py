@@ -94,11 +94,11 @@ class GraphMixer(NeuralLinkModel):
         return self.config.time_gap == "latest"
 
     def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
-        neighbor, t, msg, valid = self.neighbors.recent(rows)
         if not self.ranks_all_entities:
             raise TypeError("GraphMixer with time_gap='query' embeds a node at a query time, not once per batch: "
                             "it scores pairs (sampled metrics, training) but has no all-entity ranking; evaluate "
                             "it with catalog=None (--no-all-entity), or use time_gap='latest'.")
+        neighbor, t, msg, valid = self.neighbors.recent(rows)
         latest = torch.where(valid, t, torch.iinfo(torch.long).min).max(dim=1, keepdim=True).values
         return self._encode(rows, neighbor, t, msg, valid, latest)
 
