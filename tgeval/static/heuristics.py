@@ -30,7 +30,7 @@ from torch import Tensor
 
 from tgeval.choices import STATIC_HEURISTICS as HEURISTICS
 from tgeval.choices import StaticHeuristic as Heuristic
-from tgeval.data.sorted_keys import is_member
+from tgeval.data.sorted_keys import expand_ranges, is_member
 from tgeval.static.graph import StaticGraph
 
 __all__ = ["Heuristic", "HEURISTICS", "PairScorer", "Adjacency", "adjacency", "heuristic_scores", "score_pairs"]
@@ -123,11 +123,8 @@ def _common_neighbour_sums(adj: Adjacency, src: Tensor, dst: Tensor, weight: Ten
     for a, b in zip(bounds[:-1], bounds[1:]):
         if b <= a:
             continue
-        size = length[a:b].long()
         count = int(ends[b - 1] - (ends[a - 1] if a else 0))
-        owner = torch.repeat_interleave(torch.arange(b - a, dtype=dtype, device=src.device), size, output_size=count)
-        shift = lo[a:b] - (torch.cumsum(size, 0) - size).to(dtype)  # the first neighbour of each pair, minus its offset
-        index = torch.arange(count, dtype=dtype, device=src.device) + torch.index_select(shift, 0, owner)
+        owner, index = expand_ranges(lo[a:b], length[a:b].long(), total=count)
         hit = adj.contains(torch.index_select(col, 0, index) + torch.index_select(other[a:b], 0, owner))
         found = torch.nonzero(hit).flatten()
         w = torch.index_select(col, 0, torch.index_select(index, 0, found))
