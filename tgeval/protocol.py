@@ -34,8 +34,9 @@ class Protocol:
         replay: ``"online"`` (the model observes each batch after it was scored) or
             ``"fixed"`` (its state stays as at the segment start).
         history: online only: ``"exact"`` (every event scored from the events strictly before
-            its timestamp, inside a merged batch too; models with ``exact_history``, i.e. the
-            heuristics) or ``"batch"`` (from the state at the batch start: memory models, and
+            its timestamp, inside a merged batch too; models with ``exact_history``: the
+            heuristics, and GraphMixer with ``time_gap="query"``) or ``"batch"`` (from the state
+            at the batch start: memory models, and
             numbers comparable with TGB and DyGLib). ``None``: ``"exact"`` where the model
             allows it, else ``"batch"`` (the manifest's ``history`` records the mode used).
         num_negatives: ``K`` sampled negatives per positive (with a sampler).
