@@ -85,3 +85,24 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def sample_replay(sampler, data, k, seed, batch_size):
+    """Every timestamp batch's negatives (then the batch is observed), as the online engine draws
+    them: a list of :class:`~tgeval.samplers.base.Negatives`, or the ``SamplerError`` of a batch."""
+    import torch
+
+    from tgeval.errors import SamplerError
+    from tgeval.loader import TimestampBatchLoader
+
+    data = data.clone()
+    data.position = torch.arange(data.num_events)
+    out = []
+    for batch in TimestampBatchLoader(data, batch_size):
+        try:
+            out.append(sampler.sample(batch, k, torch.Generator().manual_seed(seed)))
+        except SamplerError as error:
+            out.append(error)
+        sampler.observe(batch)
+    return out
+

@@ -19,6 +19,7 @@ from tgeval.samplers.birth_death import (BIRTH_DEATH_NAMES, BirthDeathEdgeSample
                                          factories, lifetime_classes, node_lifetimes, pair_lifetimes, split_time)
 from tgeval.protocol import Protocol
 from tests.conftest import make_stream
+from tests.helpers import sample_replay
 from tests.strategies import streams
 
 # A hand-made stream (src, dst, t) whose lifetimes are known. t_split = 10 (its 0.5 quantile).
@@ -199,16 +200,6 @@ def check_batch(name, out, batch_events, classes_nodes, classes_pairs, k, replac
     return False, fallbacks, filled
 
 
-def replay(sampler, data, k, seed, batch_size):
-    data = data.clone()
-    data.position = torch.arange(data.num_events)
-    out = []
-    for batch in TimestampBatchLoader(data, batch_size):
-        try:
-            out.append(sampler.sample(batch, k, torch.Generator().manual_seed(seed)))
-        except SamplerError as error:
-            out.append(error)
-    return out
 
 
 def classes_of(data, t_split, directed):
@@ -253,7 +244,7 @@ def test_support_rules_errors_and_fallback_counts(data, name, k, replace, direct
     sampler = birth_death(name, data, t_split, num_nodes=16, catalog=Catalog("custom", torch.arange(16), None, 16),
                           directed=directed, replace=replace, fallback=fallback, short=short)
     events, nodes, pairs = classes_of(data, t_split, directed)
-    draws = replay(sampler, data, k, seed, batch_size)
+    draws = sample_replay(sampler, data, k, seed, batch_size)
     spans = list(TimestampBatchLoader(data, batch_size).spans())
     total, total_filled = 0, 0
     for (start, end), out in zip(spans, draws):
@@ -267,9 +258,9 @@ def test_support_rules_errors_and_fallback_counts(data, name, k, replace, direct
 
 @pytest.mark.parametrize("name", BIRTH_DEATH_NAMES)
 def test_same_seed_same_draws(name):
-    a = replay(birth_death(name, DATA, T_SPLIT, catalog=CATALOG, replace=True), DATA, 3, 4, 2)
-    b = replay(birth_death(name, DATA, T_SPLIT, catalog=CATALOG, replace=True), DATA, 3, 4, 2)
-    c = replay(birth_death(name, DATA, T_SPLIT, catalog=CATALOG, replace=True), DATA, 3, 5, 2)
+    a = sample_replay(birth_death(name, DATA, T_SPLIT, catalog=CATALOG, replace=True), DATA, 3, 4, 2)
+    b = sample_replay(birth_death(name, DATA, T_SPLIT, catalog=CATALOG, replace=True), DATA, 3, 4, 2)
+    c = sample_replay(birth_death(name, DATA, T_SPLIT, catalog=CATALOG, replace=True), DATA, 3, 5, 2)
 
     def flat(out):
         return torch.cat([out.src, out.dst], 1) if out.src is not None else out.dst

@@ -23,6 +23,7 @@ from tgeval.samplers.source_history import SourceHistorySampler
 from tgeval.samplers.time_available import TimeAvailableSampler
 from tgeval.samplers.uniform import UniformSampler
 from tests.conftest import make_stream
+from tests.helpers import sample_replay
 from tests.strategies import streams
 
 N = 16  # id bound; streams use ids < 8, so the uniform fallback pool always holds >= 8 items
@@ -106,17 +107,8 @@ def uniform_pool(u, t, batch, directed):
 
 
 def replay(sampler, data, k, seed, batch_size):
-    """Sample every batch (then observe it), as the online replay engine does: list of [B, K] or exceptions."""
-    data = data.clone()
-    data.position = torch.arange(data.num_events)
-    out = []
-    for batch in TimestampBatchLoader(data, batch_size):
-        try:
-            out.append(sampler.sample(batch, k, torch.Generator().manual_seed(seed)).dst)
-        except SamplerError as error:
-            out.append(error)
-        sampler.observe(batch)
-    return out
+    """Every batch's negative destinations ``[B, K]`` (or its ``SamplerError``), as the online engine draws them."""
+    return [x.dst if isinstance(x, Negatives) else x for x in sample_replay(sampler, data, k, seed, batch_size)]
 
 
 def check_rows(kind, rows, batch_events, history, everything, train_end, k, replace, directed, fallback, short):
@@ -525,12 +517,10 @@ def _negatives(negatives):
 
 
 def _replay_negatives(sampler, data, k, seed, batch_size):
-    """Every batch's negatives (then the batch is observed), as the online engine draws them."""
-    out = []
-    for batch in TimestampBatchLoader(data.clone(), batch_size):
-        out.append(_negatives(sampler.sample(batch, k, torch.Generator().manual_seed(seed))))
-        sampler.observe(batch)
-    return out
+    """Every batch's whole answer (:func:`_negatives`); a batch without negatives fails the test."""
+    draws = sample_replay(sampler, data, k, seed, batch_size)
+    assert all(isinstance(x, Negatives) for x in draws), draws
+    return [_negatives(x) for x in draws]
 
 
 @pytest.mark.parametrize("name", CONTEXT_BUILT)
