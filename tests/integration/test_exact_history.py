@@ -2,6 +2,7 @@
 timestamp (brute force over the whole stream); "batch" scores from the batch's start; memory
 models refuse "exact" and report their staleness; exact models warm up in one large batch."""
 
+import dataclasses
 from unittest import mock
 
 import pytest
@@ -85,7 +86,7 @@ def test_an_exact_pass_scores_consecutive_batches_in_one_step_unless_its_sampler
 
     def run(sampler, step_events=replay.EXACT_STEP_EVENTS, history=None):
         with mock.patch.object(replay, "EXACT_STEP_EVENTS", step_events):
-            return evaluate(EdgeBank(N), data, segment, Protocol(**{**protocol.to_dict(), "history": history}),
+            return evaluate(EdgeBank(N), data, segment, dataclasses.replace(protocol, history=history),
                             sampler=sampler, catalog=CATALOG)
 
     merged, alone = run(UniformSampler(CATALOG)), run(UniformSampler(CATALOG), step_events=0)
