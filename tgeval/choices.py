@@ -55,7 +55,7 @@ GNN_MODELS = ("gcn", "sage")
 Weighting = Literal["uniform", "degree"]
 #: endpoint weightings of :class:`tgeval.static.negatives.PairSampler` (uniform, degree-corrected)
 WEIGHTINGS: tuple[Weighting, ...] = get_args(Weighting)
-HeartHeuristic = Literal["cn", "ra"]
+HeartHeuristic = Literal["cn", "ra", "ppr"]
 #: heuristics that choose HeaRT hard negatives
 HEART_HEURISTICS: tuple[HeartHeuristic, ...] = get_args(HeartHeuristic)
 ShiftHeuristic = Literal["cn", "sp", "pa"]

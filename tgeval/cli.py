@@ -161,7 +161,8 @@ def _add_static_common(parser: argparse.ArgumentParser, out_help: str) -> None:
     parser.add_argument("--gnn-negatives", choices=WEIGHTINGS, default="uniform",
                         help="training negatives of the GNN baselines")
     parser.add_argument("--seed", type=int, default=0, help="edge split, caps and negatives")
-    parser.add_argument("--negatives", type=_heart_negatives, default=None, metavar="heart:cn|ra:M",
+    parser.add_argument("--negatives", type=_heart_negatives, default=None,
+                        metavar=f"heart:{'|'.join(HEART_HEURISTICS)}:M",
                         help="also rank each test edge against M HeaRT hard negatives (MRR, Hits@k)")
     parser.add_argument("--out", type=Path, required=True, help=out_help)
 

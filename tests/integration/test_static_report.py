@@ -111,7 +111,7 @@ def test_cli_shift_writes_shift_json(tmp_path, capsys):
     code = main(["static", str(tmp_path / "ml_x.csv"), "--format", "dgb", "--out", str(tmp_path / "plain")])
     assert code == 0
     code = main(["shift", str(tmp_path / "ml_x.csv"), "--format", "dgb", "--heuristic", "cn", "--thresholds", "0,2",
-                 "--inverse", "--caps", "none,,200", "--models", "pa,cn", "--C", "5", "--negatives", "heart:ra:8",
+                 "--inverse", "--caps", "none,,200", "--models", "pa,cn", "--C", "5", "--negatives", "heart:ppr:8",
                  "--out", str(out)])
     assert code == 0
     report = json.loads((out / "shift.json").read_text())
@@ -125,9 +125,10 @@ def test_cli_shift_writes_shift_json(tmp_path, capsys):
                         caps=(None, None, 200))
     assert p["sizes"] == split.counts["sizes"] and p["emd_train_test"] == pytest.approx(split.emd)
     heart = report["heart"]
-    assert heart["negatives"]["heuristic"] == "ra" and heart["negatives"]["per_positive"] == 8
+    assert heart["negatives"]["heuristic"] == "ppr" and heart["negatives"]["per_positive"] == 8
+    assert heart["negatives"]["ppr"] == {"alpha": 0.15, "tol": 1e-7, "steps": 104}
     adj = adjacency(split.train)
-    again = heart_ranking(adj, split.test, heart_negatives(adj, split.graph, split.test, 8, heuristic="ra", seed=0), "cn")
+    again = heart_ranking(adj, split.test, heart_negatives(adj, split.graph, split.test, 8, heuristic="ppr", seed=0), "cn")
     assert heart["methods"]["cn"] == pytest.approx(again) and set(heart["methods"]["pa"]) == {"mrr", "hits@1"}
     assert set(report["vcmpr_at_c"]) == {"pa", "cn"} and "EMD" in capsys.readouterr().out
     with pytest.raises(SystemExit):

@@ -5,7 +5,8 @@ neighbourhood heuristics, the recommendation check (top-C, VCMPR@C, RBO), struct
 ``PairSampler(graph, weighting="uniform" | "degree")``; ``heuristic_scores``; ``lognormal_sigma``
 and ``pa_auroc_analytic``; ``top_c``, ``vcmpr_per_node``, ``rank_biased_overlap``;
 ``shift_split`` (structural-shift splits by CN, shortest path or PA); ``heart_negatives`` and
-``heart_ranking`` (HeaRT-style hard negatives, MRR, Hits@k); ``train_link_gnn`` and ``with_gnns``
+``heart_ranking`` (HeaRT-style hard negatives, MRR, Hits@k); ``personalized_pagerank`` and
+``PageRankScorer`` (PPR, the third HeaRT heuristic); ``train_link_gnn`` and ``with_gnns``
 (GCN / GraphSAGE baselines); ``run_static`` writes what
 ``tgeval static`` and ``tgeval shift`` write.
 """
@@ -17,6 +18,7 @@ from tgeval.static.gnn import GNN_MODELS, GNNConfig, LinkGNN, TrainedGNN, train_
 from tgeval.static.heart import HEART_HEURISTICS, HeartNegatives, heart_negatives, heart_ranking
 from tgeval.static.heuristics import HEURISTICS, Adjacency, adjacency, heuristic_scores
 from tgeval.static.negatives import WEIGHTINGS, PairSampler
+from tgeval.static.ppr import PageRankScorer, personalized_pagerank
 from tgeval.static.recommend import agreement, method_ranking, rank_biased_overlap, top_c, vcmpr_per_node
 from tgeval.static.report import (BENCHMARKS, StaticBenchmark, benchmark_of, build_benchmark, heart_report,
                                   plot_degree_ccdf, run_static, static_report, with_gnns)
@@ -30,5 +32,6 @@ __all__ = [
     "BENCHMARKS", "StaticBenchmark", "benchmark_of", "build_benchmark", "plot_degree_ccdf", "run_static",
     "static_report", "SHIFT_HEURISTICS", "ShiftSplit", "link_scores", "shift_split", "shortest_path_lengths",
     "wasserstein_1d", "HEART_HEURISTICS", "HeartNegatives", "heart_negatives", "heart_ranking", "heart_report",
-    "GNN_MODELS", "GNNConfig", "LinkGNN", "TrainedGNN", "train_link_gnn", "with_gnns",
+    "GNN_MODELS", "GNNConfig", "LinkGNN", "TrainedGNN", "train_link_gnn", "with_gnns", "PageRankScorer",
+    "personalized_pagerank",
 ]

@@ -3,7 +3,8 @@ r"""HeaRT-style hard negatives: per positive, the top-scoring non-edges that kee
 For a positive :math:`(u, v)` and :math:`M` negatives, :math:`\lceil M/2 \rceil` negatives keep
 :math:`u` and corrupt :math:`v`, the other :math:`\lfloor M/2 \rfloor` keep :math:`v` and
 corrupt :math:`u`. The corrupting nodes of an endpoint :math:`x` are its top-scoring
-candidates :math:`w` under a heuristic (``"cn"`` or ``"ra"``) computed on the training graph,
+candidates :math:`w` under a heuristic (``"cn"``, ``"ra"``, or ``"ppr"``: :math:`\pi_x[w]`,
+:mod:`tgeval.static.ppr`) computed on the training graph,
 among the **non-edges** (:math:`w \ne x` and :math:`(x, w)` not an edge of the whole graph),
 ties in a seeded random order (:func:`~tgeval.static.recommend.top_c`). An endpoint with
 fewer than the needed non-edges raises :class:`~tgeval.errors.SamplerError`, unless
@@ -26,6 +27,7 @@ from tgeval.errors import SamplerError
 from tgeval.eval.metrics import TiePolicy, count_above_equal, hits_at_k, rank_from_counts
 from tgeval.static.graph import StaticGraph
 from tgeval.static.heuristics import Adjacency, Heuristic, PairScorer, score_pairs
+from tgeval.static.ppr import ALPHA, TOL, PageRankScorer, pagerank_steps
 from tgeval.static.recommend import top_c
 
 __all__ = ["HeartHeuristic", "HEART_HEURISTICS", "HeartNegatives", "heart_negatives", "heart_ranking"]
@@ -49,10 +51,13 @@ class HeartNegatives:
     seed: int
 
     def describe(self) -> dict:
-        return {"name": "heart", "heuristic": self.heuristic, "per_positive": int(self.pairs.size(2)),
-                "num_short_endpoints": self.num_short, "seed": self.seed,
-                "rule": "half keep each endpoint; the top-scoring non-edges of that endpoint under the heuristic on "
-                        "the training graph, ties in a seeded random order"}
+        out = {"name": "heart", "heuristic": self.heuristic, "per_positive": int(self.pairs.size(2)),
+               "num_short_endpoints": self.num_short, "seed": self.seed,
+               "rule": "half keep each endpoint; the top-scoring non-edges of that endpoint under the heuristic on "
+                       "the training graph, ties in a seeded random order"}
+        if self.heuristic == "ppr":
+            out["ppr"] = {"alpha": ALPHA, "tol": TOL, "steps": pagerank_steps(ALPHA, TOL)}
+        return out
 
 
 def _corruptions(adj: Adjacency, nodes: Tensor, k: int, heuristic: HeartHeuristic, graph: StaticGraph, seed: int,
@@ -69,7 +74,8 @@ def _corruptions(adj: Adjacency, nodes: Tensor, k: int, heuristic: HeartHeuristi
                            f"asked for on its side. Lower M, or pass replace=True (lists repeat cyclically).")
     if bool((available == 0).any()):
         raise SamplerError("a positive's endpoint has no non-edge at all: it cannot get hard negatives.")
-    top = top_c(adj, heuristic, distinct, k, exclude=graph.keys(), tie_seed=seed)
+    method = PageRankScorer(adj) if heuristic == "ppr" else heuristic
+    top = top_c(adj, method, distinct, k, exclude=graph.keys(), tie_seed=seed)
     cols = torch.arange(k, device=nodes.device)[None, :] % torch.clamp(available, max=k)[:, None]
     return top.gather(1, cols)[where], int(short.sum())
 

@@ -8,6 +8,7 @@ from tgeval.errors import SamplerError
 from tgeval.samplers.counter_rng import counter_uniform
 from tgeval.static import StaticGraph, adjacency, heuristic_scores, random_edge_split, top_c
 from tgeval.static.heart import heart_negatives, heart_ranking
+from tgeval.static.ppr import PageRankScorer
 from tgeval.static.recommend import _TIE_ROUND
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -23,13 +24,14 @@ def _python_top(adj, graph, method, x, k, seed):
     """Non-edges of x in the whole graph, by (score desc, tie key asc)."""
     n = graph.num_nodes
     edges = {tuple(e) for e in graph.edge_index.T.tolist()}
-    score = heuristic_scores(adj, torch.full((n,), x), torch.arange(n), method).tolist()
+    scorer = PageRankScorer(adj) if method == "ppr" else (lambda u, v: heuristic_scores(adj, u, v, method))
+    score = scorer(torch.full((n,), x), torch.arange(n)).tolist()  # PPR's own reference: test_static_ppr
     tie = counter_uniform(seed, x * n + torch.arange(n), _TIE_ROUND, 1)[:, 0].tolist()
     cands = [w for w in range(n) if w != x and (min(x, w), max(x, w)) not in edges]
     return sorted(cands, key=lambda w: (-score[w], tie[w]))[:k]
 
 
-@pytest.mark.parametrize("method", ["cn", "ra"])
+@pytest.mark.parametrize("method", ["cn", "ra", "ppr"])
 @pytest.mark.parametrize("seed", range(3))
 def test_heart_negatives_equal_plain_python(method, seed):
     split = _split(30, 0.2, seed)
@@ -44,7 +46,8 @@ def test_heart_negatives_equal_plain_python(method, seed):
         assert pairs[0, i, 4:].tolist() == _python_top(adj, split.graph, method, v, 3, seed)
     # top_c with the same exclusions and ties, in small blocks
     nodes = torch.arange(30)
-    got = top_c(adj, method, nodes, 5, exclude=split.graph.keys(), tie_seed=seed, budget=40)
+    got = top_c(adj, PageRankScorer(adj) if method == "ppr" else method, nodes, 5, exclude=split.graph.keys(),
+                tie_seed=seed, budget=40)
     for x in range(30):
         expected = _python_top(adj, split.graph, method, x, 5, seed)
         assert got[x].tolist() == expected + [-1] * (5 - len(expected))
