@@ -43,7 +43,21 @@ from the state at each batch's start. ``graphmixer-dyglib`` also reads every int
 the scored event inside its batch (``history="exact"`` in training and evaluation), as DyGLib's
 neighbour sampler does. Neither has all-entity ranking, so their MRR column is empty.
 
-Run: python benchmarks/reproduce_dyglib.py [--models tgn,dyrep,graphmixer,graphmixer-query,graphmixer-dyglib]
+Two more ablations move tgeval's DyRep and TGN toward DyGLib's (``models/MemoryModel.py``,
+``models/modules.py``):
+
+* ``dyrep-frozen``: DyRep whose partner attention and time encoding are never trained. DyGLib's
+  DyRep computes a message (with the partner's attention embedding and the time features) at
+  event time and stores it, and the memory bank is detached after every optimizer step, so the
+  loss reaches neither; only the RNN cell and the link predictor learn. tgeval's DyRep applies
+  messages inside scoring, so both are trained through the scores.
+* ``dyrep-dyglib``: the same, with DyGLib's time encoding, ``cos(w t)`` with fixed frequencies
+  ``w = 10 ** -linspace(0, 9, 100)`` and zero phase (``TimeEncoder``) instead of PyG's randomly
+  initialised ``Linear(1, 100)``.
+* ``tgn-dyglib-time``: TGN with DyGLib's time-encoding initialisation (still trained, as in DyGLib).
+
+Run: python benchmarks/reproduce_dyglib.py [--models tgn,dyrep,graphmixer,graphmixer-query,graphmixer-dyglib,
+     dyrep-frozen,dyrep-dyglib,tgn-dyglib-time]
      [--seeds 0,1,2] [--epochs 100] [--patience 20] [--threads 1] [--out dyglib.json]
 """
 
@@ -72,14 +86,32 @@ FEATURE_DIM = 172  # DataLoader.py: NODE_FEAT_DIM = EDGE_FEAT_DIM = 172
 PUBLISHED_AP = {"tgn": (0.9234, 0.0104), "dyrep": (0.6514, 0.0230), "graphmixer": (0.9325, 0.0057)}
 
 
+def dyglib_time_encoding(encoder: torch.nn.Module) -> None:
+    """DyGLib's ``TimeEncoder`` initialisation (``models/modules.py``): ``cos(w t + b)`` with
+    ``w = 1 / 10 ** linspace(0, 9, dim)`` and ``b = 0``, on PyG's ``TimeEncoder`` (same form)."""
+    dim = encoder.lin.out_features
+    with torch.no_grad():
+        encoder.lin.weight.copy_((1.0 / 10 ** torch.linspace(0, 9, dim, dtype=torch.float64)).float().view(dim, 1))
+        encoder.lin.bias.zero_()
+
+
 def build(name: str, num_nodes: int):
-    """The model with DyGLib's UCI settings (``load_link_prediction_best_configs``)."""
-    if name == "tgn":
-        return TGN(TGNConfig(num_nodes, msg_dim=FEATURE_DIM, memory_dim=FEATURE_DIM, time_dim=100,
-                             embedding_dim=FEATURE_DIM, num_neighbors=10, dropout=0.1))
-    if name == "dyrep":
-        return DyRep(DyRepConfig(num_nodes, msg_dim=FEATURE_DIM, memory_dim=FEATURE_DIM, time_dim=100,
-                                 num_neighbors=10, dropout=0.0))
+    """The model with DyGLib's UCI settings (``load_link_prediction_best_configs``), and the ablations."""
+    if name.startswith("tgn"):
+        model = TGN(TGNConfig(num_nodes, msg_dim=FEATURE_DIM, memory_dim=FEATURE_DIM, time_dim=100,
+                              embedding_dim=FEATURE_DIM, num_neighbors=10, dropout=0.1))
+        if name == "tgn-dyglib-time":
+            dyglib_time_encoding(model.memory.time_enc)  # shared with the attention's
+        return model
+    if name.startswith("dyrep"):
+        model = DyRep(DyRepConfig(num_nodes, msg_dim=FEATURE_DIM, memory_dim=FEATURE_DIM, time_dim=100,
+                                  num_neighbors=10, dropout=0.0))
+        if name == "dyrep-dyglib":
+            dyglib_time_encoding(model.memory.time_enc)
+        if name in ("dyrep-frozen", "dyrep-dyglib"):  # no gradient reaches them in DyGLib (module docstring)
+            model.memory.attention.requires_grad_(False)
+            model.memory.time_enc.requires_grad_(False)
+        return model
     # graphmixer-query / -dyglib: DyGLib's time gaps (each token's time is its gap to the query time,
     # models/GraphMixer.py)
     return GraphMixer(GraphMixerConfig(num_nodes, msg_dim=FEATURE_DIM, num_neighbors=20, time_dim=100,
@@ -125,7 +157,7 @@ def main() -> None:
             began = time.perf_counter()
             with tempfile.TemporaryDirectory() as folder:
                 run = fit(model, data, split, sampler=UniformSampler(train_dst), loss="bce",
-                          optimizer=torch.optim.Adam(model.parameters(), lr=1e-4), epochs=args.epochs,
+                          optimizer=torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-4), epochs=args.epochs,
                           patience=args.patience, batch_size=200, num_negatives=1, seed=seed, val_metric="ap",
                           val_sampler=UniformSampler(everything), val_negatives=1, checkpoint_dir=folder,
                           history=HISTORY.get(name, "batch"))
