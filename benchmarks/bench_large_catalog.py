@@ -24,7 +24,10 @@ cores shared with other work, so the 2-process figures depend on what else runs.
 
 Run: python benchmarks/bench_large_catalog.py [--sizes 100000 1000000 10000000] [--events 100] [--batch-size 20]
      [--speedup-items 1000000] [--speedup-events 600] [--speedup-batch-size 200] [--repeat 3]
-     [--parts scaling speedup]
+     [--parts scaling speedup] [--prefilter L]
+
+With ``--prefilter L`` the scaling part also times ``Protocol(prefilter=L)``, the approximate
+all-entity pass that scores only the ``L`` items with the highest candidate prior per step.
 """
 
 from __future__ import annotations
@@ -70,13 +73,14 @@ def _setting(items: int, events: int):
     return data, segment, model, catalog
 
 
-def _timed_pass(items: int, events: int, batch_size: int, distributed: bool = False) -> dict:
+def _timed_pass(items: int, events: int, batch_size: int, distributed: bool = False,
+                prefilter: int | None = None) -> dict:
     """One evaluation; per-batch marks from the progress callback."""
     data, segment, model, catalog = _setting(items, events)
     marks: list[float] = []
     begin = time.perf_counter()
     with progress.reporting(lambda done, total: marks.append(time.perf_counter())):
-        result = evaluate(model, data, segment, Protocol(batch_size=batch_size), catalog=catalog,
+        result = evaluate(model, data, segment, Protocol(batch_size=batch_size, prefilter=prefilter), catalog=catalog,
                           distributed=distributed)
     batch = result.records["batch"]
     sizes = torch.bincount(batch).tolist()
@@ -88,10 +92,10 @@ def _timed_pass(items: int, events: int, batch_size: int, distributed: bool = Fa
             "metrics": json.dumps(result.metrics, sort_keys=True)}
 
 
-def _child(items: int, events: int, batch_size: int) -> None:
+def _child(items: int, events: int, batch_size: int, prefilter: int | None) -> None:
     torch.set_num_threads(1)
     before = _rss_bytes()
-    out = _timed_pass(items, events, batch_size)
+    out = _timed_pass(items, events, batch_size, prefilter=prefilter)
     out.update(rss_before=before, rss_peak=_rss_bytes())
     out.pop("metrics")
     print(json.dumps(out))
@@ -117,15 +121,22 @@ def plot_scaling(sizes: list[int], ms_per_event: list[float], path: str) -> None
     print(f"wrote {path}")
 
 
-def scaling(sizes: list[int], events: int, batch_size: int, repeat: int, plot: str | None = None) -> None:
-    rows, best_ms = [], []
+def _child_runs(items: int, events: int, batch_size: int, repeat: int, prefilter: int | None) -> list[dict]:
+    """``repeat`` passes, each in a fresh subprocess (its peak RSS is its own)."""
+    extra = [] if prefilter is None else ["--prefilter", str(prefilter)]
+    runs = []
+    for _ in range(repeat):
+        done = subprocess.run([sys.executable, __file__, "--child", str(items), "--events", str(events),
+                               "--batch-size", str(batch_size), *extra], capture_output=True, text=True, check=True)
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return runs
+
+
+def scaling(sizes: list[int], events: int, batch_size: int, repeat: int, plot: str | None = None,
+            prefilter: int | None = None) -> None:
+    rows, best_ms, approx_rows = [], [], []
     for items in sizes:
-        runs = []
-        for _ in range(repeat):
-            done = subprocess.run([sys.executable, __file__, "--child", str(items), "--events", str(events),
-                                   "--batch-size", str(batch_size)],
-                                  capture_output=True, text=True, check=True)
-            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        runs = _child_runs(items, events, batch_size, repeat, None)
         steady = [r["steady_ms_per_event"] for r in runs]
         best_ms.append(min(steady))
         best = min(runs, key=lambda r: r["steady_ms_per_event"])
@@ -134,9 +145,16 @@ def scaling(sizes: list[int], events: int, batch_size: int, repeat: int, plot: s
                      f"{1e6 * min(steady) / items:.3f}", f"{min(r['pass_s'] for r in runs):.2f}",
                      f"{min(r['first_batch_s'] for r in runs):.2f}", f"{extra / 2**20:,.0f}",
                      f"{extra / items:.0f}", f"{best['events']} / {best['batches']}"])
+        if prefilter is not None:
+            approx = min(r["steady_ms_per_event"] for r in _child_runs(items, events, batch_size, repeat, prefilter))
+            approx_rows.append([f"{items:,}", f"{min(steady):.2f}", f"{approx:.3f}", f"{min(steady) / approx:.1f}x"])
     print(f"\nscaling (1 process, 1 thread, batch_size {batch_size}; best of {repeat} runs, median beside it)")
     print_table(["items N", "ms/event (best)", "ms/event (median)", "ns/event/item", "pass s", "first batch s",
                  "peak RSS - base MiB", "bytes/item", "events / batches"], rows)
+    if approx_rows:
+        print(f"\nAPPROXIMATE pre-filter, Protocol(prefilter={prefilter}) (steady state, best of {repeat}; its error "
+              f"is measured on real data by bench_prefilter.py)")
+        print_table(["items N", "exact ms/event", "pre-filtered ms/event", "speed-up"], approx_rows)
     if plot is not None:
         plot_scaling(sizes, best_ms, plot)
 
@@ -222,16 +240,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--parts", nargs="+", choices=("scaling", "speedup"), default=["scaling", "speedup"])
     parser.add_argument("--plot", default=None, help="write the scaling part's log-log plot to this PNG file")
+    parser.add_argument("--prefilter", type=int, default=None,
+                        help="scaling part: also time the approximate pre-filter with this L")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        _child(args.child, args.events, args.batch_size)
+        _child(args.child, args.events, args.batch_size, args.prefilter)
         return
     torch.set_num_threads(1)
     print_header("exact all-entity ranking of TGN over large catalogs, and 1 vs 2 gloo processes")
     print(f"reproduce: {command_line()}")
     if "scaling" in args.parts:
-        scaling(args.sizes, args.events, args.batch_size, args.repeat, args.plot)
+        scaling(args.sizes, args.events, args.batch_size, args.repeat, args.plot, args.prefilter)
     if "speedup" in args.parts:
         speedup(args.speedup_items, args.speedup_events, args.speedup_batch_size, args.repeat)
 

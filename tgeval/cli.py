@@ -255,6 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--all-entity", action=argparse.BooleanOptionalAction, default=True,
                     help="exact ranking against the whole catalog")
     ev.add_argument("--catalog", choices=CATALOG_KINDS, default="train")
+    ev.add_argument("--prefilter", type=int, default=None, metavar="L",
+                    help="APPROXIMATE all-entity ranking: score only the L catalog items with the highest "
+                         "candidate prior per step, counting the rest below the positive (ranks can only improve); "
+                         "neural models; the result says so")
     ev.add_argument("--uncovered", choices=UNCOVERED_RULES, default="rank",
                     help="positives outside the catalog (always counted)")
     ev.add_argument("--ties", choices=TIE_POLICIES, default="average")

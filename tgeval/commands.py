@@ -151,7 +151,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
         raise ValueError(f"--negatives must be >= 0 (0: no sampled metrics), got {args.negatives}.")
     protocol = Protocol(replay=args.protocol, history=args.history, num_negatives=args.negatives, ties=args.ties,
                         hits=args.hits, uncovered=args.uncovered, directed=args.directed, batch_size=args.batch_size,
-                        seed=args.seed)  # checks itself: before any work
+                        seed=args.seed, prefilter=args.prefilter)  # checks itself: before any work
     device, distributed = _process_device(args.device)  # devices and outputs are checked before any work
     main = is_main()
     for path, what in ((args.out, "--out"), (args.save_events, "--save-events")):

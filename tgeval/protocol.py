@@ -52,6 +52,12 @@ class Protocol:
         seed: seed of the negative sampler's generator.
         warm: reset the model and replay the events before the segment through ``update``
             first; ``False`` measures from the model's current state.
+        prefilter: ``None`` (exact all-entity ranking, the default) or ``L``: an **approximate**
+            all-entity pass that scores, per step, only the ``L`` catalog items with the highest
+            :meth:`~tgeval.models.base.TemporalLinkModel.candidate_prior` and counts the others
+            as below every positive, so a rank can only come out too good (never worse than
+            exact). For catalogs too large to score whole; measure its error against the
+            exact pass before trusting it. The metrics say so (``all_entity.approximate``).
     """
 
     replay: ReplayMode = "online"
@@ -64,6 +70,7 @@ class Protocol:
     batch_size: int = 200
     seed: int = 0
     warm: bool = True
+    prefilter: Optional[int] = None
 
     def __post_init__(self) -> None:
         for name, allowed in (("replay", REPLAY_MODES), ("ties", TIE_POLICIES), ("uncovered", UNCOVERED_RULES),
@@ -76,6 +83,9 @@ class Protocol:
         object.__setattr__(self, "hits", tuple(int(k) for k in self.hits))
         if any(k < 1 for k in self.hits):
             raise ValueError(f"Protocol.hits must hold k >= 1, got {self.hits}.")
+        if self.prefilter is not None and (isinstance(self.prefilter, bool) or int(self.prefilter) < 1):
+            raise ValueError(f"Protocol.prefilter must be None (exact ranking) or a number of items L >= 1, got "
+                             f"{self.prefilter!r}.")
         if self.num_negatives < 0 or self.batch_size < 1:
             raise ValueError(f"Protocol.num_negatives must be >= 0 and batch_size >= 1, got {self.num_negatives} "
                              f"and {self.batch_size}.")

@@ -53,6 +53,8 @@ def protocol_line(result: Result) -> str:
     m, p = result.manifest, result.manifest["protocol"]
     sampler = "none" if m["sampler"] is None else m["sampler"]["name"]
     catalog = "none (no all-entity pass)" if m["catalog"] is None else f"{m['catalog']['kind']} ({m['catalog']['size']})"
+    if m["catalog"] is not None and p.get("prefilter") is not None:
+        catalog += f", APPROXIMATE: top-{p['prefilter']} pre-filter per step (ranks optimistic)"
     history = m.get("history")
     replay = f"{p['replay']} replay" + ("" if history is None else f", history {history['mode']}")
     line = (f"{m['segment']['name']} segment, {m['segment']['num_events']} events; {replay}; "

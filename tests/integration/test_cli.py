@@ -325,3 +325,18 @@ def test_diagnose_membership_intervention_of_a_checkpoint(tmp_path, capsys):
     assert report["rows"]["base"]["mrr"] == pytest.approx(base, rel=1e-12)
     assert main([*argv[:5], "novelty", str(run / "last.pt"), "--out", str(out)]) == 2
     assert "--intervention takes 'membership CHECKPOINT'" in capsys.readouterr().err
+
+
+def test_cli_prefilter_is_approximate_and_says_so(snap_file, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["train", str(snap_file), "--format", "snap", "--model", "tgn", "--epochs", "1", "--memory-dim", "4",
+                 "--time-dim", "2", "--embedding-dim", "4", "--num-neighbors", "2", "--checkpoint-dir", str(run)]) == 0
+    out = tmp_path / "approx.json"
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", str(run / "best.pt"), "--negatives", "3",
+                 "--prefilter", "3", "--out", str(out)]) == 0
+    assert "APPROXIMATE: top-3 pre-filter" in capsys.readouterr().out
+    saved = json.loads(out.read_text())
+    assert saved["manifest"]["protocol"]["prefilter"] == 3
+    assert saved["metrics"]["all_entity"]["approximate"]["prefilter"] == 3
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--prefilter", "3"]) == 2
+    assert "offers no candidate_prior" in capsys.readouterr().err

@@ -205,7 +205,7 @@ def _subtract_pairs(above: Tensor, equal: Tensor, row: Tensor, values: Tensor, p
 
 def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: Tensor, catalog: Catalog,
                    plan: CandidatePlan, a: int, b: int, budget: int,
-                   shard: tuple[int, int] = (0, 1)) -> tuple[Tensor, Tensor, Tensor]:
+                   shard: tuple[int, int] = (0, 1), prefilter: Optional[int] = None) -> tuple[Tensor, Tensor, Tensor]:
     r"""Counts of events ``[a, b)`` of ``plan`` by scoring the catalog in blocks.
 
     ``src``, ``t``, ``pos_score`` are the ``[b - a]`` events themselves. Each block of at most
@@ -225,6 +225,10 @@ def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: 
     (a model that keeps per-batch work, such as the neural models' embedding cache, then
     evolves identically on every rank), but only the rank's own blocks are scored.
 
+    ``prefilter = L`` (approximate): the columns are instead the ``L`` items of the prefix with
+    the highest ``model.candidate_prior`` (ties to the earlier item), in catalog order, and only
+    they are counted (shards split them); every other item counts as below the positive.
+
     Returns:
         ``(above, equal, nan)``: int64 ``[b - a]`` and a bool scalar, whether any block held NaN.
     """
@@ -238,34 +242,58 @@ def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: 
         return above, equal, nan
     items = catalog.items[:width]
     scorer = model.candidate_scorer(src, t, items)
-    lo, hi = shard_range(width, *shard)
+    columns = None if prefilter is None else _top_columns(model, src, t, items, prefilter)
+    lo, hi = shard_range(width if columns is None else columns.numel(), *shard)
     if hi == lo:  # an empty shard (more ranks than items): nothing to count here
         return above, equal, nan
     tolerance = float(model.tie_tolerance)
     masked = catalog.available_from is not None  # later events may see more items than earlier ones
+    # where each catalog position sits among the scored columns (-1: not scored)
+    slot = None if columns is None else torch.full((width,), -1, dtype=torch.long, device=device).index_copy_(
+        0, columns, torch.arange(columns.numel(), device=device))
     cols = min(hi - lo, budget)
     rows = max(1, budget // cols)
     p = pos_score[:, None]
     for r0 in range(0, num_events, rows):
         r1 = min(r0 + rows, num_events)
         row, item = plan.pairs(a + r0, a + r1)  # at most rows x width pairs: bounded by the budget
-        col = catalog.position(item)
+        col = catalog.position(item) if slot is None else slot[catalog.position(item)]
         for c0 in range(lo, hi, cols):
             c1 = min(c0 + cols, hi)
-            scores = scorer(slice(r0, r1), slice(c0, c1))
+            block = slice(c0, c1) if columns is None else columns[c0:c1]
+            scores = scorer(slice(r0, r1), block)
             nan = nan | torch.isnan(scores).any()
             gt, eq = _compare(scores, p[r0:r1], tolerance)
             if masked:
-                valid = torch.arange(c0, c1, device=device) < plan.num_available[a + r0:a + r1, None]
+                position = torch.arange(c0, c1, device=device) if columns is None else columns[c0:c1]
+                valid = position < plan.num_available[a + r0:a + r1, None]
                 gt, eq = gt & valid, eq & valid
             block_above, block_equal = gt.sum(1), eq.sum(1)
-            inside = None if (c0 == 0 and c1 == width) else (col >= c0) & (col < c1)
+            inside = None if (c0 == 0 and c1 == width and columns is None) else (col >= c0) & (col < c1)
             local = (col - c0).clamp(0, c1 - c0 - 1) if inside is not None else col - c0
             values = scores.reshape(-1).take(row * (c1 - c0) + local)
             _subtract_pairs(block_above, block_equal, row, values, pos_score[r0:r1], tolerance, inside)
             above[r0:r1] += block_above
             equal[r0:r1] += block_equal
     return above, equal, nan
+
+
+def _top_columns(model: TemporalLinkModel, src: Tensor, t: Tensor, items: Tensor, top: int) -> Tensor:
+    """Catalog positions of the ``top`` items with the highest prior, ascending: int64 ``[min(top, C)]``."""
+    prior = model.candidate_prior(src, t, items)
+    if prior is None:
+        raise ValueError(f"{type(model).__name__} offers no candidate_prior, so the approximate pre-filter "
+                         f"(Protocol(prefilter=L)) cannot choose candidates. Use exact ranking (prefilter=None).")
+    if top >= items.numel():
+        return torch.arange(items.numel(), device=items.device)
+    # linear time (no sort of the catalog): every item above the L-th prior, then the earliest of
+    # those equal to it (a NaN prior counts as the lowest); one host read per step
+    prior = torch.nan_to_num(prior, nan=float("-inf"))
+    kth = torch.topk(prior, top, sorted=False).values.min()
+    above = prior > kth
+    tied = torch.nonzero(prior == kth).flatten()
+    fill = top - int(above.sum())
+    return torch.sort(torch.cat([torch.nonzero(above).flatten(), tied[:fill]])).values
 
 
 def _subtract_groups(above: Tensor, equal: Tensor, group: Tensor, pair_group: Tensor, values: Tensor, pos: Tensor,
@@ -312,7 +340,7 @@ def shortcut_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score:
 
 def all_entity_counts(model: TemporalLinkModel, src: Tensor, dst: Tensor, t: Tensor, pos_score: Tensor,
                       catalog: Catalog, *, candidate_budget: int = 2**22, use_shortcut: bool = True,
-                      directed: bool = True) -> RankCounts:
+                      directed: bool = True, prefilter: Optional[int] = None) -> RankCounts:
     """Count catalog candidates above / equal to each positive, for one timestamp batch.
 
     Args:
@@ -325,6 +353,8 @@ def all_entity_counts(model: TemporalLinkModel, src: Tensor, dst: Tensor, t: Ten
             shortcuts only; tests compare it with the chunked path).
         directed: if ``False``, an event ``(a, b, t)`` also makes ``a`` a simultaneous
             positive of source ``b`` (see :mod:`tgeval.data.exclusions`).
+        prefilter: ``L`` for the approximate count over the ``L`` items with the highest
+            ``model.candidate_prior`` (:func:`chunked_counts`; no shortcut), ``None``: exact.
 
     Raises:
         ValueError: if a score is NaN.
@@ -335,13 +365,14 @@ def all_entity_counts(model: TemporalLinkModel, src: Tensor, dst: Tensor, t: Ten
     plan = plan_candidates(src, dst, t, catalog, directed=directed)
     size = src.numel()
     counts = None
-    if use_shortcut:
+    if use_shortcut and prefilter is None:
         pairs = plan.shortcut_pairs(0, size)
         pair_scores = model.score(src[pairs.row], pairs.item, t[pairs.row])
         check_no_nan(pair_scores, "scores of excluded candidates")
         counts = shortcut_counts(model, src, t, pos_score, catalog, pairs, pair_scores)
     if counts is None:
-        above, equal, nan = chunked_counts(model, src, t, pos_score, catalog, plan, 0, size, candidate_budget)
+        above, equal, nan = chunked_counts(model, src, t, pos_score, catalog, plan, 0, size, candidate_budget,
+                                           prefilter=prefilter)
         if bool(nan):
             raise ValueError("the model returned NaN candidate scores: ranks would be meaningless. "
                              "Check the model for numerical problems before evaluating.")

@@ -147,10 +147,16 @@ def _checked_stream(model: TemporalLinkModel, data: TemporalData, segment: Segme
 
 def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segment, *,
                     sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
-                    uncovered: str) -> TemporalData:
+                    uncovered: str, prefilter: Optional[int] = None) -> TemporalData:
     """Validate the arguments of :func:`evaluate` (the protocol checks itself); return the validated stream."""
     if sampler is None and catalog is None:
         raise ValueError("nothing to measure: pass a `sampler` (sampled metrics), a `catalog` (all-entity), or both.")
+    if prefilter is not None and catalog is None:
+        raise ValueError(f"Protocol(prefilter={prefilter}) pre-filters the all-entity pass, but no catalog was given. "
+                         f"Pass a catalog, or leave prefilter=None.")
+    if prefilter is not None and type(model).candidate_prior is TemporalLinkModel.candidate_prior:
+        raise TypeError(f"{type(model).__name__} offers no candidate_prior, so Protocol(prefilter={prefilter}) cannot "
+                        f"choose candidates. Use exact ranking (prefilter=None), or implement candidate_prior.")
     if num_negatives < 1 and sampler is not None:
         raise ValueError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
     if catalog is not None and not model.ranks_all_entities:
@@ -343,7 +349,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
             sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
             generator: torch.Generator, candidate_budget: int, use_shortcut: bool,
             check_state: Union[bool, Literal["deep"]], directed: bool, exact: bool,
-            shard: tuple[int, int] = (0, 1)) -> tuple[dict[str, Tensor], list[float], float]:
+            shard: tuple[int, int] = (0, 1), prefilter: Optional[int] = None) -> tuple[dict[str, Tensor], list[float], float]:
     """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``
     (with ``exact``, each step is scored inside ``model.within_batch(step)``).
 
@@ -356,6 +362,9 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     it counts all-entity candidates only in its catalog shard (:func:`chunked_counts`), keeps
     a model shortcut's counts on rank 0 only (zeros elsewhere), and the per-event counts are
     summed over the ranks with one ``all_reduce`` at the end of the pass.
+
+    ``prefilter = L``: the approximate all-entity pass (:class:`~tgeval.protocol.Protocol`),
+    which counts only the ``L`` items with the highest prior in each step (:func:`chunked_counts`).
 
     Work that does not depend on scores (candidate plans, negatives of history-free samplers,
     the queries of each score call) is prepared once per window of steps; each step then has
@@ -374,7 +383,8 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     model_keys = [key for key in keys if key not in ("e_id", "position")]  # engine bookkeeping, for samplers
     records = _Records(num_events, k, device)
     candidate_nan = torch.zeros(max(len(steps) - 1, 1), dtype=torch.bool, device=device)  # per step
-    shortcut = use_shortcut and catalog is not None and type(model).catalog_counts is not TemporalLinkModel.catalog_counts
+    shortcut = use_shortcut and catalog is not None and prefilter is None \
+        and type(model).catalog_counts is not TemporalLinkModel.catalog_counts
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     start_time = time.perf_counter()
@@ -416,7 +426,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                                 model, src, t, pos, catalog, pairs, scores[size * (1 + k):])
                             if counts is None:
                                 above, equal, nan = chunked_counts(model, src, t, pos, catalog, plan, a, z,
-                                                                   candidate_budget, shard)
+                                                                   candidate_budget, shard, prefilter)
                                 candidate_nan[b] = nan
                             elif shard[0] == 0:  # exact, cheap, counted whole: once, on rank 0
                                 above, equal = counts
@@ -550,7 +560,7 @@ def evaluate(
     if not protocol.warm and model.training:
         _warn_mode_switch(model)
     data = _checked_inputs(model, data, segment, sampler=sampler, num_negatives=num_negatives, catalog=catalog,
-                           uncovered=uncovered)
+                           uncovered=uncovered, prefilter=protocol.prefilter)
     device = data.src.device
     if catalog is not None and catalog.device != device:
         catalog = catalog.to(device)
@@ -582,10 +592,16 @@ def evaluate(
                                           num_negatives=num_negatives, catalog=catalog, generator=generator,
                                           candidate_budget=candidate_budget, use_shortcut=use_shortcut,
                                           check_state=check_state, directed=directed,
-                                          exact=history == "exact", shard=(rank, world))
+                                          exact=history == "exact", shard=(rank, world),
+                                          prefilter=protocol.prefilter)
     records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(),
                    t=events.t.cpu(), stratum=strata.cpu())
     metrics = summarize(records, ties=ties, hits=hits, uncovered=uncovered)
+    if protocol.prefilter is not None and "all_entity" in metrics:
+        metrics["all_entity"]["approximate"] = {
+            "prefilter": protocol.prefilter,
+            "rule": "per step, only the L catalog items with the highest candidate_prior were scored; the others "
+                    "counted as below every positive, so ranks can only be better than exact"}
     lat = torch.tensor(latencies, dtype=torch.float64)
     performance = {
         "events_per_second": segment.num_events / elapsed if elapsed > 0 else float("inf"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Union
 
 import torch
 from torch import Tensor, nn
@@ -25,7 +25,7 @@ __all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding
 
 #: ``scorer(events, candidates) -> [b, c]`` for a slice of a batch's events and a slice of
 #: the candidate list given to :meth:`TemporalLinkModel.candidate_scorer`.
-CandidateScorer = Callable[[slice, slice], Tensor]
+CandidateScorer = Callable[[slice, Union[slice, Tensor]], Tensor]
 
 
 class TemporalLinkModel(nn.Module):
@@ -136,7 +136,8 @@ class TemporalLinkModel(nn.Module):
         """Prepare all-entity scoring of a batch against ``candidates`` (``[C]``).
 
         Returns a function of ``(event_slice, candidate_slice)`` giving the ``[b, c]`` score
-        block for ``src[event_slice]`` against ``candidates[candidate_slice]``, from the
+        block for ``src[event_slice]`` against ``candidates[candidate_slice]`` (the candidate
+        index is a slice, or an int64 tensor of positions under ``Protocol(prefilter=L)``), from the
         current state, changing nothing; the engine asks for blocks of bounded size. Override
         it to compute per-batch work once, e.g.::
 
@@ -153,6 +154,15 @@ class TemporalLinkModel(nn.Module):
         if callable(embed) and callable(decode):
             return embedding_scorer(embed, decode, src, candidates)
         return pairwise_scorer(self.score, src, t, candidates)
+
+    def candidate_prior(self, src: Tensor, t: Tensor, candidates: Tensor) -> Optional[Tensor]:
+        """Optional: one source-independent score per candidate (``[C]``) for a step whose sources
+        are ``src``, from the current state, changing nothing; larger means more likely to
+        outrank a positive. Only ``Protocol(prefilter=L)``, the approximate all-entity pass,
+        uses it: it scores the ``L`` candidates with the highest prior. ``None`` (the default):
+        not offered, and such a pass is refused.
+        """
+        return None
 
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
@@ -208,7 +218,7 @@ def pairwise_scorer(score: Callable[[Tensor, Tensor, Tensor], Tensor], src: Tens
     """A candidate scorer that expands each block into its ``b * c`` pairs ``(src[i], candidates[j],
     t[i])`` and calls ``score`` on them once: what a model offers no faster path for."""
 
-    def scores(ev: slice, cand: slice) -> Tensor:
+    def scores(ev: slice, cand: Union[slice, Tensor]) -> Tensor:
         rows, cols, times = src[ev], candidates[cand], t[ev]
         b, c = rows.numel(), cols.numel()
         return score(rows.repeat_interleave(c), cols.repeat(b), times.repeat_interleave(c)).view(b, c)
@@ -245,7 +255,7 @@ def embedding_scorer(embed: Callable[[Tensor], Tensor], decode: Callable[[Tensor
             out = decode(rows.repeat_interleave(c, 0), cols.repeat(b, 1)).view(b, c)
         return out.reshape(rows.size(0), cols.size(0))
 
-    def scores(ev: slice, cand: slice) -> Tensor:
+    def scores(ev: slice, cand: Union[slice, Tensor]) -> Tensor:
         rows, cols = z_src[ev], z_cand[cand]
         step = max(1, EMBEDDING_BLOCK // max(1, cols.size(0) * max(1, cols.size(1))))
         parts = [block(rows[r:r + step], cols) for r in range(0, rows.size(0), step)]

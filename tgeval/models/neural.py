@@ -27,7 +27,7 @@ Data without event features (no ``msg`` field) gets a message of one zero column
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
@@ -240,6 +240,17 @@ class NeuralLinkModel(TemporalLinkModel):
         z = self.embed(torch.cat([src, dst]))
         return self.decoder(z[:src.numel()], z[src.numel():])
 
+    def _candidate_terms(self, src: Tensor, candidates: Tensor) -> tuple[Tensor, Tensor]:
+        """Decoder terms ``(source [B, H], target [C, H])``: from the evaluation cache when it applies,
+        else with candidates embedded :attr:`embed_chunk` at a time."""
+        terms = self._cached_scorer(src, candidates) if self._caching() and candidates.numel() else None
+        if terms is not None:
+            return terms
+        source = self.decoder.source_terms(self.embed(src))
+        parts = [self.decoder.target_terms(self.embed(candidates[i:i + self.embed_chunk]))
+                 for i in range(0, candidates.numel(), self.embed_chunk)]
+        return source, torch.cat(parts) if parts else source.new_zeros((0, source.size(1)))
+
     def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
         """Embed the sources and every candidate once; chunks then only combine decoder terms.
 
@@ -248,16 +259,18 @@ class NeuralLinkModel(TemporalLinkModel):
         their decoder terms (``[C, H]``) are kept, so peak memory does not grow with the catalog
         beyond them.
         """
-        terms = self._cached_scorer(src, candidates) if self._caching() and candidates.numel() else None
-        if terms is None:
-            source = self.decoder.source_terms(self.embed(src))
-            parts = [self.decoder.target_terms(self.embed(candidates[i:i + self.embed_chunk]))
-                     for i in range(0, candidates.numel(), self.embed_chunk)]
-            target = torch.cat(parts) if parts else source.new_zeros((0, source.size(1)))
-        else:
-            source, target = terms
-        scores: Callable[[slice, slice], Tensor] = lambda ev, cand: self.decoder.combine(source[ev], target[cand])
+        source, target = self._candidate_terms(src, candidates)
+        scores: CandidateScorer = lambda ev, cand: self.decoder.combine(source[ev], target[cand])
         return scores
+
+    def candidate_prior(self, src: Tensor, t: Tensor, candidates: Tensor) -> Optional[Tensor]:
+        r"""Each candidate's score against the step's **mean source term**: with the decoder
+        :math:`s(u, c) = w^\top \mathrm{relu}(a_u + b_c) + w_0`, the prior is
+        :math:`w^\top \mathrm{relu}(\bar a + b_c) + w_0`, :math:`\bar a` the mean of the
+        sources' :math:`a_u`: ``[C]``, one decoder row, from the same (cached) terms as
+        :meth:`candidate_scorer`."""
+        source, target = self._candidate_terms(src, candidates)
+        return self.decoder.combine(source.mean(0, keepdim=True), target)[0]
 
     # -- state ------------------------------------------------------------------------
     def messages(self, batch: TemporalData) -> Tensor:

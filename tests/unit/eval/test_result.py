@@ -67,7 +67,7 @@ def test_save_load_round_trip_and_manifest(tmp_path):
         assert key in manifest, key
     assert manifest["protocol"] == {"replay": "online", "history": None, "num_negatives": 2, "ties": "average",
                                     "hits": [1, 3, 10], "uncovered": "rank", "directed": True, "batch_size": 200,
-                                    "seed": 0, "warm": True}  # the Protocol as it is
+                                    "seed": 0, "warm": True, "prefilter": None}  # the Protocol as it is
     assert manifest["history"]["mode"] == "exact"  # the mode used: EdgeBank scores from exact history
     assert manifest["data"]["fingerprint"].startswith("sha256:")
     assert manifest["negatives_checksum"].startswith("sha256:")
