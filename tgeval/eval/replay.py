@@ -349,7 +349,8 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
             sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
             generator: torch.Generator, candidate_budget: int, use_shortcut: bool,
             check_state: Union[bool, Literal["deep"]], directed: bool, exact: bool,
-            shard: tuple[int, int] = (0, 1), prefilter: Optional[int] = None) -> tuple[dict[str, Tensor], list[float], float]:
+            shard: tuple[int, int] = (0, 1),
+            prefilter: Optional[int] = None) -> tuple[dict[str, Tensor], list[float], float]:
     """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``
     (with ``exact``, each step is scored inside ``model.within_batch(step)``).
 

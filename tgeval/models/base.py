@@ -23,8 +23,9 @@ from tgeval.state import State, initial_buffers, reset_of, restore_into, snapsho
 __all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer", "time_store",
            "check_node_ids"]
 
-#: ``scorer(events, candidates) -> [b, c]`` for a slice of a batch's events and a slice of
-#: the candidate list given to :meth:`TemporalLinkModel.candidate_scorer`.
+#: ``scorer(events, candidates) -> [b, c]`` for a slice of a batch's events and a slice (or,
+#: under the approximate pre-filter, an int64 tensor of positions) of the candidate list given
+#: to :meth:`TemporalLinkModel.candidate_scorer`.
 CandidateScorer = Callable[[slice, Union[slice, Tensor]], Tensor]
 
 
