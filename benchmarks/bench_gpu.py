@@ -111,9 +111,10 @@ def _setting(name: str, args) -> tuple[TemporalData, str, Split, int, Catalog]:
     return data, how, split, num_nodes, build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
 
 
-def _evaluate(model, data, segment, catalog, device, warm=True):
+def _evaluate(model, data, segment, catalog, device, warm=True, prefilter=None):
     sampler = UniformSampler(catalog.to(device))
-    return evaluate(model.to(device), data.to(device), segment, Protocol(num_negatives=K, batch_size=BATCH, warm=warm),
+    return evaluate(model.to(device), data.to(device), segment,
+                    Protocol(num_negatives=K, batch_size=BATCH, warm=warm, prefilter=prefilter),
                     sampler=sampler, catalog=catalog.to(device))
 
 
@@ -123,9 +124,11 @@ def cuda_equals_cpu(args, device) -> None:
     print(f"\n-- 1. CUDA = CPU on {how}: test segment {split.test.num_events} events, K = {K}, "
           f"'train' catalog {catalog.size} items")
     rows = []
-    for name, make in models(num_nodes, args.quick).items():
-        cpu = _evaluate(make(), data, split.test, catalog, "cpu")
-        gpu = _evaluate(make(), data, split.test, catalog, device)
+    cases = [(name, make, None) for name, make in models(num_nodes, args.quick).items()]
+    cases.append(("TGN, prefilter=100 (approximate)", models(num_nodes, args.quick)["TGN"], 100))
+    for name, make, prefilter in cases:
+        cpu = _evaluate(make(), data, split.test, catalog, "cpu", prefilter=prefilter)
+        gpu = _evaluate(make(), data, split.test, catalog, device, prefilter=prefilter)
         tolerance = make().tie_tolerance
         worst = 0.0  # in tie bands for the float32 models, absolute (must be 0) for the exact heuristics
         for key in ("score", "neg_score"):
