@@ -1,8 +1,8 @@
 """The approximate all-entity pre-filter (``Protocol(prefilter=L)``) against exact ranking, on real data.
 
 Per dataset (UCI, Wikipedia; 70/15/15 chronological split, no features: a message of one zero
-column): TGN at its registry defaults trained ``--epochs`` epochs (BCE, Adam 1e-4, batches of
-200, one uniform 'train'-catalog negative, seed 0), then the test segment evaluated all-entity
+column): TGN at its registry defaults trained ``--epochs`` epochs as in ``models_table.py`` (BCE,
+Adam 1e-4, batches of 200, one uniform 'train'-catalog negative, seed 0), then the test segment evaluated all-entity
 over the 'train' catalog (no sampler), exactly and with each ``L`` of ``--tops``. Reported per
 ``L``: MRR (micro, average ties) exact and approximate and their difference, the fraction of
 events whose rank changed (``above`` or ``equal`` differ), the largest rank ratio, and the
@@ -21,16 +21,13 @@ import json
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 from _common import command_line, print_header, print_table
-from bench_tgn_train import BATCH_SIZE, LR, num_nodes_of
+from bench_tgn_train import BATCH_SIZE
+from models_table import prepared, trained
 
-from tgeval import build_catalog, chronological_split, evaluate
+from tgeval import evaluate
 from tgeval.atomic import write_atomic
-from tgeval.data.datasets import load_dataset
 from tgeval.eval.metrics import rank_from_counts
-from tgeval.models import registry
 from tgeval.protocol import Protocol
-from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
 
 
 def main() -> None:
@@ -46,16 +43,8 @@ def main() -> None:
     report: dict = {"command": command_line(), "runs": {}}
     rows = []
     for dataset in args.datasets.split(","):
-        data, _ = load_dataset(dataset)
-        data.msg = torch.zeros(data.num_events, 1)
-        split = chronological_split(data, (0.70, 0.15, 0.15))
-        catalog = build_catalog(data, "train", train_end=split.train.end)
-        torch.manual_seed(0)
-        model = registry.build("tgn", num_nodes=num_nodes_of(data))
-        optimizer = torch.optim.Adam(model.parameters(), lr=LR)
-        for epoch in range(args.epochs):
-            train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
-                        batch_size=BATCH_SIZE, num_negatives=1, seed=0, epoch=epoch)
+        data, split, catalog = prepared(dataset)
+        model = trained("tgn", data, split, catalog, 0, args.epochs)[0]
         exact = evaluate(model, data, split.test, Protocol(batch_size=BATCH_SIZE), catalog=catalog)
         exact_rank = rank_from_counts(exact.records["above"], exact.records["equal"], ties="average")
         exact_mrr = exact.metrics["all_entity"]["mrr"]["micro"]

@@ -45,18 +45,34 @@ from tgeval.training.train import train_epoch
 LABELS = {"tgn": "TGN", "dyrep": "DyRep", "graphmixer": "GraphMixer"}
 
 
-def run_one(name: str, data, split, catalog, seed: int, epochs: int, negatives: int) -> dict:
-    """Train one model and measure it under both protocols (module docstring)."""
+def prepared(dataset: str):
+    """``(data, split, catalog)``: a shared dataset without features (one zero message column), its
+    70/15/15 chronological split and 'train' catalog."""
+    data, _ = load_dataset(dataset)
+    data.msg = torch.zeros(data.num_events, 1)
+    split = chronological_split(data, (0.70, 0.15, 0.15))
+    return data, split, build_catalog(data, "train", train_end=split.train.end)
+
+
+def trained(name: str, data, split, catalog, seed: int, epochs: int):
+    """``(model, training seconds, losses)``: the registered model ``name`` at its defaults after
+    ``epochs`` epochs of ``train_epoch`` (module docstring)."""
     torch.manual_seed(seed)
     model = registry.build(name, num_nodes=num_nodes_of(data))
     optimizer = torch.optim.Adam(model.parameters(), lr=LR)
-    sampler = UniformSampler(catalog)
     seconds, losses = 0.0, []
     for epoch in range(epochs):
-        fit = train_epoch(model, data, split.train, sampler=sampler, loss="bce", optimizer=optimizer,
+        fit = train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
                           batch_size=BATCH_SIZE, num_negatives=1, seed=seed, epoch=epoch)
         seconds += fit["seconds"]
         losses.append(fit["loss"])
+    return model, seconds, losses
+
+
+def run_one(name: str, data, split, catalog, seed: int, epochs: int, negatives: int) -> dict:
+    """Train one model and measure it under both protocols (module docstring)."""
+    model, seconds, losses = trained(name, data, split, catalog, seed, epochs)
+    sampler = UniformSampler(catalog)
     replay(model, data, split.val)  # the reference protocol continues training's state through validation
     reference = evaluate(model, data, split.test, Protocol(warm=False, num_negatives=1, batch_size=BATCH_SIZE,
                                                            seed=seed), sampler=sampler)
@@ -98,10 +114,7 @@ def main() -> None:
     report: dict = {"command": command_line(), "epochs": args.epochs, "negatives": args.negatives, "runs": {}}
     rows = []
     for dataset in args.datasets.split(","):
-        data, _ = load_dataset(dataset)
-        data.msg = torch.zeros(data.num_events, 1)
-        split = chronological_split(data, (0.70, 0.15, 0.15))
-        catalog = build_catalog(data, "train", train_end=split.train.end)
+        data, split, catalog = prepared(dataset)
         for name in args.models.split(","):
             runs = []
             for seed in seeds:
