@@ -14,7 +14,8 @@ models and loops. Each setting names its source in DyGLib's code:
 * training (``utils/load_configs.py``, ``get_link_prediction_args``): batch 200, Adam with
   learning rate 1e-4, binary cross-entropy, at most 100 epochs, early stopping with patience 20
   on validation AP (DyGLib requires AP *and* AUROC not to drop; here validation AP alone, the
-  global one);
+  global one). DyGLib validates from the state training left; ``fit`` validates from the
+  rebuilt state unless ``--val-state training`` (``fit(val_state="training")``);
 * models (``load_link_prediction_best_configs``, UCI entries): TGN 10 neighbours, one attention
   layer, dropout 0.1, memory and embedding width 172 (the node feature width), time encoding
   100; DyRep 10 neighbours, dropout 0.0, memory 172; GraphMixer 20 neighbours, 2 mixer layers,
@@ -58,7 +59,7 @@ Two more ablations move tgeval's DyRep and TGN toward DyGLib's (``models/MemoryM
 
 Run: python benchmarks/reproduce_dyglib.py [--models tgn,dyrep,graphmixer,graphmixer-query,graphmixer-dyglib,
      dyrep-frozen,dyrep-dyglib,tgn-dyglib-time]
-     [--seeds 0,1,2] [--epochs 100] [--patience 20] [--threads 1] [--out dyglib.json]
+     [--seeds 0,1,2] [--epochs 100] [--patience 20] [--threads 1] [--val-state rebuilt|training] [--out dyglib.json]
 """
 
 from __future__ import annotations
@@ -137,6 +138,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=100)
     parser.add_argument("--patience", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--val-state", choices=("rebuilt", "training"), default="rebuilt",
+                        help="the state early stopping validates from: tgeval's rebuilt state (the figures so far) "
+                             "or the state training left, as DyGLib does (fit(val_state='training'))")
     parser.add_argument("--out", default="dyglib.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -160,7 +164,7 @@ def main() -> None:
                           optimizer=torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-4), epochs=args.epochs,
                           patience=args.patience, batch_size=200, num_negatives=1, seed=seed, val_metric="ap",
                           val_sampler=UniformSampler(everything), val_negatives=1, checkpoint_dir=folder,
-                          history=HISTORY.get(name, "batch"))
+                          history=HISTORY.get(name, "batch"), val_state=args.val_state)
                 ckpt = load_checkpoint(Path(folder) / "best.pt", data=data)
             replay(ckpt.model, data, split.val)  # DyGLib: validation continues the training state
             history = HISTORY.get(name, "batch") if model.exact_history else None

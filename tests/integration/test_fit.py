@@ -8,7 +8,9 @@ from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, DyRep, GraphMixer, message_dim
-from tgeval.samplers import UniformSampler
+from tgeval.eval.replay import evaluate
+from tgeval.protocol import Protocol
+from tgeval.samplers import HistoricalSampler, UniformSampler
 from tgeval.state import clone_state, first_difference
 from tgeval.training.checkpoint import CheckpointError, load_checkpoint
 from tgeval.training.fit import TIMING_KEYS, fit
@@ -143,6 +145,38 @@ def test_bad_arguments(data):
         run(TGN, data, val_metric="all_entity_mrr")
     with pytest.raises(ValueError, match="patience"):
         run(TGN, data, patience=0)
+    with pytest.raises(ValueError, match="val_state"):
+        run(TGN, data, val_state="continued")
+    split = chronological_split(data)
+    with pytest.raises(ValueError, match="history-free"):
+        run(TGN, data, val_state="training", val_sampler=HistoricalSampler(
+            NUM_NODES, catalog=build_catalog(data, "train", train_end=split.train.end)))
+
+
+def test_validation_from_the_training_state_is_evaluate_without_warm_up(data, tmp_path):
+    """val_state='training' scores validation from the state each epoch's training left (DyGLib's
+    validation): the same numbers as train_epoch then evaluate(warm=False), by hand; the default
+    rebuilds the state, which gives other numbers for a memory model."""
+    model, history = run(TGN, data, epochs=2, val_state="training", checkpoint_dir=tmp_path)
+    assert history["training"]["validation"]["state"].startswith("the state training left")
+    torch.manual_seed(0)
+    again = small_neural_model(TGN, NUM_NODES, message_dim(data))
+    split = chronological_split(data)
+    sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end))
+    optimizer = torch.optim.Adam(again.parameters(), lr=0.01)
+    by_hand = []
+    for epoch in range(2):
+        again.train()
+        train_epoch(again, data, split.train, sampler=sampler, loss="bce", optimizer=optimizer, batch_size=100,
+                    num_negatives=2, seed=0, epoch=epoch)
+        again.eval()
+        result = evaluate(again, data, split.val, Protocol(num_negatives=2, batch_size=100, seed=0, warm=False),
+                          sampler=sampler)
+        by_hand.append(result.metrics["sampled"]["ap"]["global"])
+    assert [record["val"]["ap"] for record in history["history"]] == by_hand
+    _, rebuilt = run(TGN, data, epochs=2)
+    assert [record["val"]["ap"] for record in rebuilt["history"]] != by_hand
+    assert load_checkpoint(tmp_path / "last.pt").model.snapshot()["neighbors"]["num_inserted"] == split.train.end
 
 
 @pytest.mark.parametrize("cls", [TGN, GraphMixer])

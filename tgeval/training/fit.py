@@ -47,6 +47,10 @@ from tgeval.training.train import train_epoch
 
 __all__ = ["fit", "EarlyStopping", "VAL_METRICS", "val_metrics", "check_new_run"]
 
+#: the states validation can score from, as the training specification records them
+VAL_STATES = {"rebuilt": "rebuilt (Protocol(warm=True))",
+              "training": "the state training left (Protocol(warm=False))"}
+
 #: the files of a run in a checkpoint folder
 RUN_FILES = ("last.pt", "best.pt")
 
@@ -103,7 +107,8 @@ def val_metrics(result: Result) -> dict[str, Optional[float]]:
 
 def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimizer, *, epochs: int,
           patience: Optional[int], batch_size: int, num_negatives: int, seed: int, history: str, val_metric: str,
-          val_sampler: NegativeSampler, val_negatives: int, val_catalog: Optional[Catalog], extra: dict) -> dict:
+          val_sampler: NegativeSampler, val_negatives: int, val_catalog: Optional[Catalog], val_state: str,
+          extra: dict) -> dict:
     """The training specification recorded with checkpoints and results."""
     group = optimizer.param_groups[0]
     return json_safe({
@@ -118,7 +123,7 @@ def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimiz
         "epochs": epochs,
         "patience": patience,
         "validation": {"metric": val_metric, "aggregation": VAL_METRICS[val_metric][2], "protocol": "online",
-                       "state": "rebuilt (Protocol(warm=True))", "sampler": val_sampler.describe(),
+                       "state": VAL_STATES[val_state], "sampler": val_sampler.describe(),
                        "num_negatives": val_negatives,
                        "catalog": None if val_catalog is None else val_catalog.describe()},
         **extra,
@@ -201,6 +206,7 @@ def fit(
     val_sampler: Optional[NegativeSampler] = None,
     val_negatives: Optional[int] = None,
     val_catalog: Optional[Catalog] = None,
+    val_state: str = "rebuilt",
     checkpoint_dir: Union[str, os.PathLike, None] = None,
     resume: Union[str, os.PathLike, None] = None,
     overwrite: bool = False,
@@ -214,7 +220,8 @@ def fit(
     the start, negatives keyed by ``seed + e``), then :func:`~tgeval.eval.replay.evaluate`
     over ``split.val`` (online protocol, ``val_negatives`` negatives per positive from
     ``val_sampler`` drawn with ``seed`` — the same negatives every epoch — and an all-entity
-    pass when ``val_catalog`` is given). The epoch improves when its ``val_metric`` is
+    pass when ``val_catalog`` is given), from the rebuilt state or, with
+    ``val_state="training"``, from the state the epoch's training left. The epoch improves when its ``val_metric`` is
     strictly larger than the best so far; its parameters are then kept (in memory and in
     ``best.pt``). Training stops after ``patience`` epochs without improvement (``None``:
     never early). Validation runs in eval mode (no dropout, also in the warm-up's updates).
@@ -252,6 +259,12 @@ def fit(
         val_sampler: validation negatives (default: ``sampler``).
         val_negatives: ``K`` of validation (default: ``num_negatives``).
         val_catalog: catalog of an all-entity validation pass (default: none).
+        val_state: the state validation scores from: ``"rebuilt"`` (reset and rebuilt from the
+            training events with the epoch's final weights, ``evaluate``'s default) or
+            ``"training"`` (the state the epoch's training left, ``Protocol(warm=False)``:
+            DyGLib's and PyG's validation). For memory models the two can disagree widely
+            (README, *Why the rebuilt protocol is so noisy*). ``"training"`` needs a
+            history-free ``val_sampler``: nothing warms a sampler's history up there.
         checkpoint_dir: folder of ``last.pt`` and ``best.pt`` (``None``: no files).
         resume: a ``last.pt`` to continue from.
         overwrite: replace a run already in ``checkpoint_dir`` (otherwise refused, unless resuming).
@@ -291,6 +304,12 @@ def fit(
         raise ValueError(f"epochs and patience must be >= 1, got epochs={epochs}, patience={patience}.")
     val_sampler = sampler if val_sampler is None else val_sampler
     val_negatives = num_negatives if val_negatives is None else val_negatives
+    if val_state not in VAL_STATES:
+        raise ValueError(f"val_state must be one of {tuple(VAL_STATES)}, got {val_state!r}.")
+    if val_state == "training" and not val_sampler.history_free:
+        raise ValueError(f"val_state='training' validates from the state training left, where nothing warms the "
+                         f"history of {val_sampler.describe().get('name')!r} up: use a history-free val_sampler "
+                         f"(e.g. UniformSampler), or val_state='rebuilt'.")
     if distributed:
         require_group()
     writes = not distributed or is_main()
@@ -301,8 +320,8 @@ def fit(
     neural = cast(NeuralLinkModel, model)  # registered (checked above) wherever checkpoints are used
     training = _spec(sampler, loss, optimizer, epochs=epochs, patience=patience, batch_size=batch_size,
                      num_negatives=num_negatives, seed=seed, history=history, val_metric=val_metric,
-                     val_sampler=val_sampler,
-                     val_negatives=val_negatives, val_catalog=val_catalog, extra=spec or {})
+                     val_sampler=val_sampler, val_negatives=val_negatives, val_catalog=val_catalog,
+                     val_state=val_state, extra=spec or {})
     data_fingerprint = fingerprint(data)
 
     records: list[dict] = []
@@ -325,7 +344,8 @@ def fit(
         trained_state = model.snapshot() if folder is not None else None  # history = the training segment only
         model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
         result = evaluate(model, data, split.val,
-                          Protocol(replay="online", num_negatives=val_negatives, batch_size=batch_size, seed=seed),
+                          Protocol(replay="online", num_negatives=val_negatives, batch_size=batch_size, seed=seed,
+                                   warm=val_state == "rebuilt"),
                           sampler=val_sampler, catalog=val_catalog, distributed=distributed)
         measured = val_metrics(result)
         improved = stopping.step(epoch, measured.get(val_metric))
