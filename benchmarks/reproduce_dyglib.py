@@ -76,6 +76,7 @@ from _common import print_header, print_table
 
 from tgeval import build_catalog, chronological_split, evaluate, load_checkpoint, replay
 from tgeval.atomic import write_atomic
+from tgeval.choices import VAL_STATES
 from tgeval.data.catalog import Catalog
 from tgeval.data.datasets import load_dataset
 from tgeval.models import DyRep, DyRepConfig, GraphMixer, GraphMixerConfig, TGN, TGNConfig
@@ -138,7 +139,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=100)
     parser.add_argument("--patience", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--val-state", choices=("rebuilt", "training"), default="rebuilt",
+    parser.add_argument("--val-state", choices=VAL_STATES, default="rebuilt",
                         help="the state early stopping validates from: tgeval's rebuilt state (the figures so far) "
                              "or the state training left, as DyGLib does (fit(val_state='training'))")
     parser.add_argument("--out", default="dyglib.json")
@@ -161,7 +162,8 @@ def main() -> None:
             began = time.perf_counter()
             with tempfile.TemporaryDirectory() as folder:
                 run = fit(model, data, split, sampler=UniformSampler(train_dst), loss="bce",
-                          optimizer=torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-4), epochs=args.epochs,
+                          optimizer=torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-4),
+                          epochs=args.epochs,
                           patience=args.patience, batch_size=200, num_negatives=1, seed=seed, val_metric="ap",
                           val_sampler=UniformSampler(everything), val_negatives=1, checkpoint_dir=folder,
                           history=HISTORY.get(name, "batch"), val_state=args.val_state)

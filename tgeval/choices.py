@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal, Optional, get_args
 
 __all__ = ["DUPLICATE_RULES", "CATALOG_KINDS", "TiePolicy", "TIE_POLICIES", "ReplayMode", "REPLAY_MODES",
-           "HistoryMode", "HISTORY_MODES", "UncoveredRule", "UNCOVERED_RULES", "VAL_METRICS", "DEFAULT_SWEEP",
+           "HistoryMode", "HISTORY_MODES", "UncoveredRule", "UNCOVERED_RULES", "VAL_METRICS", "ValState", "VAL_STATES", "DEFAULT_SWEEP",
            "StaticHeuristic", "STATIC_HEURISTICS", "GNN_MODELS", "Weighting", "WEIGHTINGS", "HeartHeuristic",
            "HEART_HEURISTICS", "ShiftHeuristic", "SHIFT_HEURISTICS", "flag"]
 
@@ -42,6 +42,10 @@ VAL_METRICS: dict[str, tuple[str, str, str]] = {
     "mrr": ("sampled", "mrr", "micro"),
     "all_entity_mrr": ("all_entity", "mrr", "micro"),
 }
+ValState = Literal["rebuilt", "training"]
+"""The state :func:`~tgeval.training.fit.fit` validates from: rebuilt with the epoch's final
+weights, or the one its training left."""
+VAL_STATES: tuple[str, ...] = get_args(ValState)
 
 DEFAULT_SWEEP: tuple[Optional[int], ...] = (1, 5, 20, 50, 100, None)
 """Default sample sizes of :func:`~tgeval.eval.expected.k_sweep`; ``None`` is the full catalog."""

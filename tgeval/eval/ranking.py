@@ -282,7 +282,7 @@ def _top_columns(model: TemporalLinkModel, src: Tensor, t: Tensor, items: Tensor
     """Catalog positions of the ``top`` items with the highest prior, ascending: int64 ``[min(top, C)]``."""
     prior = model.candidate_prior(src, t, items)
     if prior is None:
-        raise ValueError(f"{type(model).__name__} offers no candidate_prior, so the approximate pre-filter "
+        raise TypeError(f"{type(model).__name__} offers no candidate_prior, so the approximate pre-filter "
                          f"(Protocol(prefilter=L)) cannot choose candidates. Use exact ranking (prefilter=None).")
     if top >= items.numel():
         return torch.arange(items.numel(), device=items.device)

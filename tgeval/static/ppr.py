@@ -66,9 +66,9 @@ def personalized_pagerank(adj: Adjacency, sources: Tensor, *, alpha: float = ALP
     out = torch.empty(sources.numel(), n, dtype=torch.float64, device=device)
     if sources.numel() == 0:
         return out
-    inverse = torch.where(adj.degree > 0, 1.0 / adj.degree.clamp(min=1.0), torch.zeros_like(adj.degree))
-    walk = torch.sparse_coo_tensor(adj.matrix.indices(), inverse[adj.col], (n, n), is_coalesced=True,
-                                   check_invariants=False)  # A D^-1: column w scaled by 1 / k_w
+    # A D^-1: the entry (v, w) of an edge is 1 / k_w (every w here has k_w >= 1)
+    walk = torch.sparse_coo_tensor(adj.matrix.indices(), 1.0 / adj.degree[adj.col], (n, n), is_coalesced=True,
+                                   check_invariants=False)
     dangling = torch.nonzero(adj.degree == 0).flatten()
     width = max(1, min(sources.numel(), budget // max(n, 1)))
     for s0 in range(0, sources.numel(), width):

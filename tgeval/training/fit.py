@@ -28,7 +28,7 @@ from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
 from tgeval.atomic import check_writable, write_atomic
-from tgeval.choices import VAL_METRICS, HistoryMode
+from tgeval.choices import VAL_METRICS, VAL_STATES, HistoryMode, ValState
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import fingerprint
 from tgeval.data.split import Split
@@ -47,9 +47,9 @@ from tgeval.training.train import train_epoch
 
 __all__ = ["fit", "EarlyStopping", "VAL_METRICS", "val_metrics", "check_new_run"]
 
-#: the states validation can score from, as the training specification records them
-VAL_STATES = {"rebuilt": "rebuilt (Protocol(warm=True))",
-              "training": "the state training left (Protocol(warm=False))"}
+#: how the training specification records each validation state
+_VAL_STATE_RECORDS = {"rebuilt": "rebuilt (Protocol(warm=True))",
+                      "training": "the state training left (Protocol(warm=False))"}
 
 #: the files of a run in a checkpoint folder
 RUN_FILES = ("last.pt", "best.pt")
@@ -107,7 +107,7 @@ def val_metrics(result: Result) -> dict[str, Optional[float]]:
 
 def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimizer, *, epochs: int,
           patience: Optional[int], batch_size: int, num_negatives: int, seed: int, history: str, val_metric: str,
-          val_sampler: NegativeSampler, val_negatives: int, val_catalog: Optional[Catalog], val_state: str,
+          val_sampler: NegativeSampler, val_negatives: int, val_catalog: Optional[Catalog], val_state: ValState,
           extra: dict) -> dict:
     """The training specification recorded with checkpoints and results."""
     group = optimizer.param_groups[0]
@@ -123,7 +123,7 @@ def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimiz
         "epochs": epochs,
         "patience": patience,
         "validation": {"metric": val_metric, "aggregation": VAL_METRICS[val_metric][2], "protocol": "online",
-                       "state": VAL_STATES[val_state], "sampler": val_sampler.describe(),
+                       "state": _VAL_STATE_RECORDS[val_state], "sampler": val_sampler.describe(),
                        "num_negatives": val_negatives,
                        "catalog": None if val_catalog is None else val_catalog.describe()},
         **extra,
@@ -206,7 +206,7 @@ def fit(
     val_sampler: Optional[NegativeSampler] = None,
     val_negatives: Optional[int] = None,
     val_catalog: Optional[Catalog] = None,
-    val_state: str = "rebuilt",
+    val_state: ValState = "rebuilt",
     checkpoint_dir: Union[str, os.PathLike, None] = None,
     resume: Union[str, os.PathLike, None] = None,
     overwrite: bool = False,
@@ -221,10 +221,10 @@ def fit(
     over ``split.val`` (online protocol, ``val_negatives`` negatives per positive from
     ``val_sampler`` drawn with ``seed`` — the same negatives every epoch — and an all-entity
     pass when ``val_catalog`` is given), from the rebuilt state or, with
-    ``val_state="training"``, from the state the epoch's training left. The epoch improves when its ``val_metric`` is
-    strictly larger than the best so far; its parameters are then kept (in memory and in
-    ``best.pt``). Training stops after ``patience`` epochs without improvement (``None``:
-    never early). Validation runs in eval mode (no dropout, also in the warm-up's updates).
+    ``val_state="training"``, from the state the epoch's training left. The epoch improves when
+    its ``val_metric`` is strictly larger than the best so far; its parameters are then kept
+    (in memory and in ``best.pt``). Training stops after ``patience`` epochs without
+    improvement (``None``: never early). Validation runs in eval mode (no dropout, also in the warm-up's updates).
     At the end the model holds the best epoch's parameters and a reset state, in eval mode
     (evaluation replays the history).
 
@@ -305,7 +305,7 @@ def fit(
     val_sampler = sampler if val_sampler is None else val_sampler
     val_negatives = num_negatives if val_negatives is None else val_negatives
     if val_state not in VAL_STATES:
-        raise ValueError(f"val_state must be one of {tuple(VAL_STATES)}, got {val_state!r}.")
+        raise ValueError(f"val_state must be one of {VAL_STATES}, got {val_state!r}.")
     if val_state == "training" and not val_sampler.history_free:
         raise ValueError(f"val_state='training' validates from the state training left, where nothing warms the "
                          f"history of {val_sampler.describe().get('name')!r} up: use a history-free val_sampler "
