@@ -55,8 +55,10 @@ class TableModel(StatelessModel):
         return self.table[src, dst]
 
 
-def brute_force_counts(score_fn, src, dst, t, catalog_items, available_from=None, directed=True):
-    """Per-event (above, equal, num_candidates) by looping over every candidate."""
+def brute_force_counts(score_fn, src, dst, t, catalog_items, available_from=None, directed=True, scored=None):
+    """Per-event (above, equal, num_candidates) by looping over every candidate; ``scored``: the
+    catalog positions that count towards above / equal (``None``: all; candidates are counted
+    either way)."""
     out = []
     events = list(zip(src.tolist(), dst.tolist(), t.tolist()))
     for u, v, s in events:
@@ -71,6 +73,8 @@ def brute_force_counts(score_fn, src, dst, t, catalog_items, available_from=None
             if c == u or c in simultaneous:
                 continue
             count += 1
+            if scored is not None and k not in scored:
+                continue
             q = float(score_fn(u, c, s))
             above += q > p
             equal += q == p
