@@ -157,7 +157,7 @@ def test_validation_from_the_training_state_is_evaluate_without_warm_up(data, tm
     """val_state='training' scores validation from the state each epoch's training left (DyGLib's
     validation): the same numbers as train_epoch then evaluate(warm=False), by hand; the default
     rebuilds the state, which gives other numbers for a memory model."""
-    model, history = run(TGN, data, epochs=2, val_state="training", checkpoint_dir=tmp_path)
+    _, history = run(TGN, data, epochs=2, val_state="training", checkpoint_dir=tmp_path)
     assert history["training"]["validation"]["state"].startswith("the state training left")
     torch.manual_seed(0)
     again = small_neural_model(TGN, NUM_NODES, message_dim(data))
