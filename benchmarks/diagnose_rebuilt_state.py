@@ -26,10 +26,9 @@ import argparse
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 from _common import print_header, print_table
-from reproduce_dyglib import FEATURE_DIM, build, distinct
+from reproduce_dyglib import build, dyglib_setting
 
-from tgeval import chronological_split, evaluate
-from tgeval.data.datasets import load_dataset
+from tgeval import evaluate
 from tgeval.eval.replay import warm_up
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
@@ -37,13 +36,9 @@ from tgeval.training.train import train_epoch
 
 
 def run(lr: float, epochs: int) -> list[list]:
-    data, info = load_dataset("uci")
-    data.msg = torch.zeros(data.num_events, FEATURE_DIM)
-    split = chronological_split(data, (0.70, 0.15, 0.15))
-    everything = distinct(data.dst, info.num_nodes, "every destination of the stream")
-    train_dst = distinct(data.dst[: split.train.end], info.num_nodes, "training destinations")
+    data, split, num_nodes, everything, train_dst = dyglib_setting()
     torch.manual_seed(0)
-    model = build("tgn", info.num_nodes)
+    model = build("tgn", num_nodes)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     rows = []
     for epoch in range(epochs):

@@ -132,6 +132,18 @@ def distinct(ids: torch.Tensor, num_nodes: int, rule: str) -> Catalog:
     return Catalog("custom", items, None, num_nodes, {"rule": rule})
 
 
+def dyglib_setting():
+    """``(data, split, num_nodes, every destination, training destinations)``: UCI as DyGLib loads it
+    (zero features of width 172), its 70/15/15 split, and the catalogs of DyGLib's evaluation
+    negatives and of the training negatives (module docstring)."""
+    data, info = load_dataset("uci")
+    data.msg = torch.zeros(data.num_events, FEATURE_DIM)  # zero features, padded to 172
+    split = chronological_split(data, (0.70, 0.15, 0.15))
+    everything = distinct(data.dst, info.num_nodes, "every distinct destination of the stream (DyGLib's full_data)")
+    train_dst = distinct(data.dst[: split.train.end], info.num_nodes, "distinct destinations of the training segment")
+    return data, split, info.num_nodes, everything, train_dst
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="tgn,dyrep,graphmixer")
@@ -146,12 +158,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print_header("DyGLib's transductive protocol on UCI, beside tgeval's")
-    data, info = load_dataset("uci")
-    data.msg = torch.zeros(data.num_events, FEATURE_DIM)  # zero features, padded to 172
-    split = chronological_split(data, (0.70, 0.15, 0.15))
-    num_nodes = info.num_nodes
-    everything = distinct(data.dst, num_nodes, "every distinct destination of the stream (DyGLib's full_data)")
-    train_dst = distinct(data.dst[: split.train.end], num_nodes, "distinct destinations of the training segment")
+    data, split, num_nodes, everything, train_dst = dyglib_setting()
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
     report: dict = {"command": _common.command_line(), "runs": {}}
     rows = []
