@@ -56,9 +56,17 @@ Two more ablations move tgeval's DyRep and TGN toward DyGLib's (``models/MemoryM
   ``w = 10 ** -linspace(0, 9, 100)`` and zero phase (``TimeEncoder``) instead of PyG's randomly
   initialised ``Linear(1, 100)``.
 * ``tgn-dyglib-time``: TGN with DyGLib's time-encoding initialisation (still trained, as in DyGLib).
+* ``tgn-dyglib``: TGN's attention as DyGLib's (``GraphAttentionEmbedding`` in
+  ``models/modules.py``, called from ``MemoryModel.compute_node_temporal_embeddings``): each
+  neighbour's time feature encodes the *query* time minus the interaction's time
+  (``time_gap="query"``; PyG's recipe, tgeval's default, encodes the neighbour's last memory
+  update minus it), and the neighbours are every interaction before the query time, the earlier
+  events of its own batch included (``NeighborSampler.get_historical_neighbors``), while the
+  memory stays as of the batch start (``history="neighbors"``, in training and evaluation). A
+  node is embedded per scored pair, so it has no all-entity ranking.
 
 Run: python benchmarks/reproduce_dyglib.py [--models tgn,dyrep,graphmixer,graphmixer-query,graphmixer-dyglib,
-     dyrep-frozen,dyrep-dyglib,tgn-dyglib-time]
+     dyrep-frozen,dyrep-dyglib,tgn-dyglib-time,tgn-dyglib]
      [--seeds 0,1,2] [--epochs 100] [--patience 20] [--threads 1] [--val-state rebuilt|training] [--out dyglib.json]
 """
 
@@ -101,7 +109,8 @@ def build(name: str, num_nodes: int):
     """The model with DyGLib's UCI settings (``load_link_prediction_best_configs``), and the ablations."""
     if name.startswith("tgn"):
         model = TGN(TGNConfig(num_nodes, msg_dim=FEATURE_DIM, memory_dim=FEATURE_DIM, time_dim=100,
-                              embedding_dim=FEATURE_DIM, num_neighbors=10, dropout=0.1))
+                              embedding_dim=FEATURE_DIM, num_neighbors=10, dropout=0.1,
+                              time_gap="query" if name == "tgn-dyglib" else "latest"))
         if name == "tgn-dyglib-time":
             dyglib_time_encoding(model.memory.time_enc)  # shared with the attention's
         return model
@@ -123,8 +132,9 @@ def build(name: str, num_nodes: int):
 
 #: what an event of a batch is scored from, in training and evaluation: the batch-start state,
 #: except for graphmixer-dyglib, which reads every interaction before the event's time, inside
-#: its batch too, as DyGLib's neighbour sampler (utils/utils.py, NeighborSampler.get_historical_neighbors)
-HISTORY = {"graphmixer-dyglib": "exact"}
+#: its batch too, as DyGLib's neighbour sampler (utils/utils.py, NeighborSampler.get_historical_neighbors),
+#: and tgn-dyglib, whose neighbours do so while its memory stays as of the batch start
+HISTORY = {"graphmixer-dyglib": "exact", "tgn-dyglib": "neighbors"}
 
 
 def distinct(ids: torch.Tensor, num_nodes: int, rule: str) -> Catalog:
@@ -173,10 +183,12 @@ def main() -> None:
                           epochs=args.epochs,
                           patience=args.patience, batch_size=200, num_negatives=1, seed=seed, val_metric="ap",
                           val_sampler=UniformSampler(everything), val_negatives=1, checkpoint_dir=folder,
-                          history=HISTORY.get(name, "batch"), val_state=args.val_state)
+                          history=HISTORY.get(name, "batch"), val_state=args.val_state,
+                          on_epoch=lambda record: print(f"    {name}, seed {seed}, epoch {record['epoch']}: validation "
+                                                        f"AP {record['val']['ap']:.4f}", flush=True))
                 ckpt = load_checkpoint(Path(folder) / "best.pt", data=data)
             replay(ckpt.model, data, split.val)  # DyGLib: validation continues the training state
-            history = HISTORY.get(name, "batch") if model.exact_history else None
+            history = HISTORY.get(name, "batch")
             continued = evaluate(ckpt.model, data, split.test,
                                  Protocol(warm=False, num_negatives=1, seed=seed, history=history),
                                  sampler=UniformSampler(everything))

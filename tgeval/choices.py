@@ -28,7 +28,7 @@ ReplayMode = Literal["online", "fixed"]
 """Whether the state follows the evaluated segment (online: each batch is observed after it was
 scored) or stays as at its start (fixed)."""
 REPLAY_MODES: tuple[str, ...] = get_args(ReplayMode)
-HistoryMode = Literal["exact", "batch"]
+HistoryMode = Literal["exact", "batch", "neighbors"]
 """What an event of a merged batch is scored from under online replay (``tgeval.eval.replay``)."""
 HISTORY_MODES: tuple[str, ...] = get_args(HistoryMode)
 UncoveredRule = Literal["rank", "exclude", "error"]

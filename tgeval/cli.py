@@ -244,8 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "segment start")
     ev.add_argument("--history", choices=HISTORY_MODES, default=None,
                     help="online: 'exact' (each event sees every earlier timestamp, inside its batch too; the "
-                         "default for the heuristics) or 'batch' (the history at the batch start, as TGB and DyGLib; "
-                         "memory models)")
+                         "default for the heuristics), 'batch' (the history at the batch start, as TGB and DyGLib; "
+                         "memory models) or 'neighbors' (batch-start memory, neighbour lists with the batch's "
+                         "earlier events: TGN with --time-gap query, as DyGLib's TGN)")
     ev.add_argument("--split", type=_ratios, default=(0.70, 0.15, 0.15), help="train,val,test fractions")
     ev.add_argument("--segment", choices=("val", "test"), default="test")
     ev.add_argument("--sampler", default="uniform",

@@ -35,10 +35,12 @@ class Protocol:
             ``"fixed"`` (its state stays as at the segment start).
         history: online only: ``"exact"`` (every event scored from the events strictly before
             its timestamp, inside a merged batch too; models with ``exact_history``: the
-            heuristics, and GraphMixer with ``time_gap="query"``) or ``"batch"`` (from the state
-            at the batch start: memory models, and
-            numbers comparable with TGB and DyGLib). ``None``: ``"exact"`` where the model
-            allows it, else ``"batch"`` (the manifest's ``history`` records the mode used).
+            heuristics, and GraphMixer with ``time_gap="query"``), ``"batch"`` (from the state
+            at the batch start: memory models, and numbers comparable with TGB and DyGLib) or
+            ``"neighbors"`` (the batch-start memory, neighbour lists that also hold the batch's
+            earlier events: TGN with ``time_gap="query"``, as DyGLib's TGN). ``None``: ``"exact"``
+            where the model allows it, else ``"batch"`` (the manifest's ``history`` records the
+            mode used).
         num_negatives: ``K`` sampled negatives per positive (with a sampler).
         ties: how negatives scoring like the positive count: ``"average"``,
             ``"pessimistic"`` or ``"optimistic"``.

@@ -108,8 +108,9 @@ def test_neural_cli_errors_exit_2(files, tmp_path, capsys):
     assert "corrupted" in capsys.readouterr().err
 
 
-def test_graphmixer_with_query_time_gaps_trains_and_evaluates_sampled_only(files, tmp_path, capsys):
-    trained = train(files["snap"], "snap", "graphmixer", tmp_path, "--time-gap", "query")
+@pytest.mark.parametrize("name", ["graphmixer", "tgn"])
+def test_models_with_query_time_gaps_train_and_evaluate_sampled_only(name, files, tmp_path, capsys):
+    trained = train(files["snap"], "snap", name, tmp_path, "--time-gap", "query")
     assert trained["manifest"]["model"]["time_gap"] == "query" and "all_entity" not in trained["metrics"]
     assert "cannot rank a whole catalog" in capsys.readouterr().out
     checkpoint = str(tmp_path / "best.pt")
@@ -117,3 +118,9 @@ def test_graphmixer_with_query_time_gaps_trains_and_evaluates_sampled_only(files
     assert "cannot rank a whole catalog" in capsys.readouterr().err
     sampled = evaluate(files["snap"], "snap", checkpoint, tmp_path / "test.json", "--no-all-entity")
     assert sampled["manifest"]["model"]["time_gap"] == "query" and 0 < sampled["metrics"]["sampled"]["mrr"]["micro"]
+    history = {"graphmixer": "exact", "tgn": "batch"}[name]  # each one's default
+    assert sampled["manifest"]["history"]["mode"] == history
+    if name == "tgn":  # DyGLib's neighbours: asked for
+        again = evaluate(files["snap"], "snap", checkpoint, tmp_path / "neighbors.json", "--no-all-entity",
+                         "--history", "neighbors")
+        assert again["manifest"]["history"]["mode"] == "neighbors"

@@ -248,3 +248,48 @@ def test_query_graphmixer_warms_up_in_one_batch_and_trains_from_exact_history():
         tgn = small_neural_model("tgn", N)
         train_epoch(tgn, data, split.train, sampler=sampler, loss="bce", history="exact",
                     optimizer=torch.optim.SGD(tgn.parameters(), lr=0.1))
+
+
+def test_tgn_with_query_time_gaps_reads_the_batch_as_neighbours_with_a_stale_memory():
+    """history="neighbors" (DyGLib's TGN): a batch's earlier events are neighbours, the memory stays
+    as of the batch start. The manifest counts those events as stale; with one timestamp group per
+    batch it is the "batch" pass; training reads them too; every other model refuses it."""
+    from tgeval.data.synthetic import generate_events
+    from tgeval.training.train import train_epoch
+
+    data = generate_events(400, N, seed=2, feature_dim=2)
+    split, sampler = chronological_split(data), UniformSampler(CATALOG)
+    torch.manual_seed(0)
+    model = small_neural_model("tgn", N, 2, time_gap="query").eval()
+    assert model.batch_neighbors and not model.exact_history and not model.ranks_all_entities
+
+    def run(history, batch_size=200, on=model):
+        return evaluate(on, data, split.test, Protocol(num_negatives=3, batch_size=batch_size, history=history),
+                        sampler=sampler)
+
+    neighbors = run("neighbors")
+    same = neighbors.manifest["history"]["same_batch_events"]
+    assert same > 0 and neighbors.manifest["history"] == {
+        "mode": "neighbors", "same_batch_events": same, "same_batch_fraction": same / (split.test.end - split.test.start),
+        "stale_events": same}
+    assert not torch.equal(neighbors.records["score"], run("batch").records["score"])  # the batch was read
+    assert run(None).manifest["history"]["mode"] == "batch"  # not exact: "batch" unless asked
+    for key in ("score", "neg_score"):  # nothing earlier inside a one-timestamp batch
+        assert torch.equal(run("neighbors", batch_size=1).records[key], run("batch", batch_size=1).records[key])
+    with pytest.raises(ValueError, match="cannot score from exact per-timestamp history"):
+        run("exact")
+    for other in (small_neural_model("tgn", N, 2), _query_graphmixer(msg_dim=2), EdgeBank(N)):
+        with pytest.raises(ValueError, match="batch_neighbors is False"):
+            run("neighbors", on=other)
+
+    trained = {}
+    for history in ("neighbors", "batch"):
+        torch.manual_seed(0)
+        tgn = small_neural_model("tgn", N, 2, time_gap="query")
+        train_epoch(tgn, data, split.train, sampler=sampler, loss="bce", history=history, batch_size=100,
+                    optimizer=torch.optim.SGD(tgn.parameters(), lr=0.5))
+        trained[history] = torch.cat([p.detach().flatten() for p in tgn.parameters()])
+    assert not torch.equal(trained["neighbors"], trained["batch"])
+    with pytest.raises(ValueError, match="batch_neighbors is False"):
+        train_epoch(_query_graphmixer(msg_dim=2), data, split.train, sampler=sampler, loss="bce",
+                    history="neighbors", optimizer=torch.optim.SGD(tgn.parameters(), lr=0.1))

@@ -16,10 +16,12 @@ The order score -> record -> update lives here and nowhere else::
 Under ``"fixed"`` the state stays as it was at the start of the segment. Under ``"online"``,
 ``history`` says what an event of a merged batch is scored from: ``"exact"`` (the default for
 models with :attr:`~tgeval.models.base.TemporalLinkModel.exact_history`: every event strictly
-before its timestamp, inside the batch too) or ``"batch"`` (the state at the batch start, as
-TGB and DyGLib do, and the only choice for memory models); the manifest counts the events
-that have history inside their batch. An ``"exact"`` pass does not depend on the batching,
-so unless its sampler has history it scores and feeds consecutive whole batches as one step
+before its timestamp, inside the batch too), ``"batch"`` (the state at the batch start, as
+TGB does, and the default for memory models) or ``"neighbors"`` (a memory model's neighbour
+lists also hold the batch's earlier events, its memory stays as of the batch start: DyGLib's
+TGN, models with ``batch_neighbors``); the manifest counts the events that have history
+inside their batch, and those of them scored stale. An ``"exact"`` pass does not depend on
+the batching, so unless its sampler has history it scores and feeds consecutive whole batches as one step
 (at most EXACT_STEP_EVENTS events); every other pass steps batch by batch. A step has fixed
 shapes known on the host and reads nothing back from the device, so on a GPU it never
 waits for the device (the window's preparation reads a few sizes once).
@@ -348,11 +350,12 @@ class _Window:
 def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int], *, online: bool,
             sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
             generator: torch.Generator, candidate_budget: int, use_shortcut: bool,
-            check_state: Union[bool, Literal["deep"]], directed: bool, exact: bool,
+            check_state: Union[bool, Literal["deep"]], directed: bool, history: Optional[str],
             shard: tuple[int, int] = (0, 1),
             prefilter: Optional[int] = None) -> tuple[dict[str, Tensor], list[float], float]:
     """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``
-    (with ``exact``, each step is scored inside ``model.within_batch(step)``).
+    (under ``history`` ``"exact"`` or ``"neighbors"``, each step is scored inside
+    ``model.within_batch(step)``).
 
     A step is one batch, except in an exact pass whose sampler has no history (or that has
     no sampler): its numbers do not depend on how the events are batched, so consecutive
@@ -376,6 +379,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     """
     device = events.src.device
     num_events, num_batches = events.num_events, len(boundaries) - 1
+    exact, within = history == "exact", history in ("exact", "neighbors")
     step_limit = EXACT_STEP_EVENTS if exact and (sampler is None or sampler.history_free) else 0
     steps = [first for first, _ in _windows(boundaries, step_limit)] + [num_batches]  # first batch of each step
     step_bounds = [boundaries[b] for b in steps]
@@ -413,10 +417,10 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                         queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
                                            window.pairs[j])
                     src, t = data.src[a:z], data.t[a:z]
-                    batch = _slice(data, model_keys, a, z) if online else None  # exact => online
+                    batch = _slice(data, model_keys, a, z) if online else None  # within => online
                     guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
                         else nullcontext()
-                    with model.within_batch(batch) if exact else nullcontext(), guard:
+                    with model.within_batch(batch) if within else nullcontext(), guard:
                         scores = model.score(*queries)
                         block = scores[:size * (1 + k)].view(size, 1 + k)
                         records.write_scores(step_bounds[b], block)
@@ -469,22 +473,20 @@ def _history_mode(model: TemporalLinkModel, replay: str, history: Optional[str])
     protocol refuses a ``history`` there)."""
     if replay == "fixed":
         return None
-    if history == "exact" and not model.exact_history:
-        raise ValueError(f"{type(model).__name__} cannot score from exact per-timestamp history inside a merged "
-                         f"batch (its state is as of the batch start): use history='batch' (the staleness is "
-                         f"reported), or batch_size=1 for one timestamp group per batch.")
     if history is None:
         return "exact" if model.exact_history else "batch"
+    model.check_history(history)
     return history
 
 
 def _history_record(history: str, src: Tensor, dst: Tensor, t: Tensor, bounds: Tensor) -> dict:
     """The manifest's ``history``: the mode and the events with history inside their batch
-    (scored from it under ``"exact"``, without it, i.e. stale, under ``"batch"``)."""
+    (scored from it under ``"exact"``; stale under ``"batch"``, and under ``"neighbors"``, whose
+    memory misses it)."""
     count = int(same_batch_history(src, dst, t, bounds).sum())
     return {"mode": history, "same_batch_events": count,
             "same_batch_fraction": count / t.numel() if t.numel() else 0.0,
-            "stale_events": count if history == "batch" else 0}
+            "stale_events": count if history != "exact" else 0}
 
 
 def _negative_records(negatives: Negatives) -> dict[str, Tensor]:
@@ -593,7 +595,7 @@ def evaluate(
                                           num_negatives=num_negatives, catalog=catalog, generator=generator,
                                           candidate_budget=candidate_budget, use_shortcut=use_shortcut,
                                           check_state=check_state, directed=directed,
-                                          exact=history == "exact", shard=(rank, world),
+                                          history=history, shard=(rank, world),
                                           prefilter=protocol.prefilter)
     records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(),
                    t=events.t.cpu(), stratum=strata.cpu())

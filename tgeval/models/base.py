@@ -72,6 +72,13 @@ class TemporalLinkModel(nn.Module):
     #: inside a batch by design and keep ``False``.
     exact_history: bool = False
 
+    #: ``True`` when, inside :meth:`within_batch`, the model's *neighbour lists* also hold the
+    #: batch's events strictly before each query's time while the rest of its state (a memory)
+    #: stays as of the batch start (``history="neighbors"``, DyGLib's neighbour sampler beside
+    #: its batch-start memory): TGN with ``time_gap="query"``. Not exact history: the memory is
+    #: stale inside the batch, so such a model keeps :attr:`exact_history` ``False``.
+    batch_neighbors: bool = False
+
     #: ``False`` for a model that cannot rank a whole catalog (its node embeddings depend on the
     #: scored pair, e.g. GraphMixer with ``time_gap="query"``): :func:`~tgeval.evaluate` then
     #: refuses a ``catalog`` before any work, and only sampled metrics are measured.
@@ -118,8 +125,9 @@ class TemporalLinkModel(nn.Module):
     @contextmanager
     def within_batch(self, batch: TemporalData) -> Iterator[None]:
         """Score from the state plus the events of ``batch`` (time-sorted) strictly before each
-        query's time, for models with :attr:`exact_history`; the state does not change."""
-        if not self.exact_history:
+        query's time, for models with :attr:`exact_history` (or, in their neighbour lists,
+        :attr:`batch_neighbors`); the state does not change."""
+        if not (self.exact_history or self.batch_neighbors):
             raise TypeError(f"{type(self).__name__} cannot score from exact per-timestamp history inside a batch "
                             f"(exact_history is False): evaluate it with history='batch'.")
         self._earlier = self._index_earlier(batch)
@@ -130,8 +138,23 @@ class TemporalLinkModel(nn.Module):
 
     def _index_earlier(self, batch: TemporalData) -> Any:
         """What :meth:`score` needs of a batch's events inside :meth:`within_batch` (models with
-        :attr:`exact_history` implement it and read it back as ``self._earlier``)."""
+        :attr:`exact_history` or :attr:`batch_neighbors` implement it and read it back as
+        ``self._earlier``)."""
         raise NotImplementedError
+
+    def check_history(self, history: str, action: str = "score") -> None:
+        """Raise ``ValueError`` when the model cannot be scored (``action``: ``"score"``, ``"be
+        trained"``) under ``history``: ``"exact"`` needs :attr:`exact_history`, ``"neighbors"``
+        :attr:`batch_neighbors`; ``"batch"`` fits every model."""
+        name = type(self).__name__
+        if history == "exact" and not self.exact_history:
+            raise ValueError(f"{name} cannot {action} from exact per-timestamp history inside a merged batch (its "
+                             f"state is as of the batch start): use history='batch' (the staleness is reported), "
+                             f"or batch_size=1 for one timestamp group per batch.")
+        if history == "neighbors" and not self.batch_neighbors:
+            raise ValueError(f"{name} has no neighbour lists that read a batch's earlier events (batch_neighbors is "
+                             f"False): history='neighbors' is for TGN with time_gap='query'; use "
+                             f"{'exact' if self.exact_history else 'batch'}.")
 
     def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
         """Prepare all-entity scoring of a batch against ``candidates`` (``[C]``).

@@ -83,6 +83,11 @@ class TGNConfig(ModelConfig):
         memory_dim, time_dim, embedding_dim: widths of memory, time encoding and embedding.
         num_neighbors: recent interactions attended to per node.
         dropout: attention dropout.
+        time_gap: what a neighbour's time encodes: ``"latest"``, the neighbour's last update
+            minus the interaction's time (PyG's recipe; an embedding per node and batch: exact,
+            cheap all-entity ranking), or ``"query"``, the scored event's time minus the
+            interaction's, as DyGLib's TGN (an embedding per scored pair: sampled metrics and
+            training only; with ``history="neighbors"`` the batch's earlier events are neighbours).
     """
 
     memory_dim: int = 100
@@ -90,6 +95,7 @@ class TGNConfig(ModelConfig):
     embedding_dim: int = 100
     num_neighbors: int = 10
     dropout: float = 0.1
+    time_gap: Literal["latest", "query"] = "latest"
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,8 @@ class DyRepMemory(TensorMemory):
         reach = positions(self.neighbors.reach(mask), sizes[1])
         neighbor, t, msg, valid = self.neighbors.recent(ids)
         local = torch.searchsorted(reach, neighbor).clamp(max=max(reach.numel() - 1, 0))  # invalid slots: any row
-        h = self.attention(self.memory[reach], self.last_update[reach], torch.searchsorted(reach, ids), local,
-                           t, msg, valid)
+        h = self.attention(self.memory[reach], torch.searchsorted(reach, ids), local,
+                           self.last_update[reach][local] - t, msg, valid)
         return h[torch.searchsorted(ids, partner)]
 
     def update_state(self, src: Tensor, dst: Tensor, t: Tensor, raw_msg: Tensor, *,

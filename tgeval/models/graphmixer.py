@@ -18,31 +18,17 @@ neighbour buffer is its state, snapshotted like memory):
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Optional
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.data import TemporalData
 
-from tgeval.data.sorted_keys import Occurrences
 from tgeval.models.config import GraphMixerConfig
 from tgeval.models.layers import FixedTimeEncoder, MixerBlock
 from tgeval.models.neighbors import NeighborBuffer
 from tgeval.models.neural import NeuralLinkModel
 
 __all__ = ["GraphMixer"]
-
-
-@dataclass(frozen=True)
-class _BatchInteractions:
-    """A batch's events in canonical order, and its interactions indexed by node and time."""
-
-    occurrences: Occurrences  # keys: node ids of the entries (dst, src per event), times: the events'
-    src: Tensor
-    dst: Tensor
-    t: Tensor
-    msg: Tensor
 
 
 class GraphMixer(NeuralLinkModel):
@@ -89,67 +75,16 @@ class GraphMixer(NeuralLinkModel):
     def stateful_parts(self) -> dict[str, nn.Module]:
         return {"neighbors": self.neighbors}
 
-    @property
-    def ranks_all_entities(self) -> bool:  # type: ignore[override]
-        return self.config.time_gap == "latest"
-
     def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
-        if not self.ranks_all_entities:
-            raise TypeError("GraphMixer with time_gap='query' embeds a node at a query time, not once per batch: "
-                            "it scores pairs (sampled metrics, training) but has no all-entity ranking; evaluate "
-                            "it with catalog=None (--no-all-entity), or use time_gap='latest'.")
         neighbor, t, msg, valid = self.neighbors.recent(rows)
         latest = torch.where(valid, t, torch.iinfo(torch.long).min).max(dim=1, keepdim=True).values
         return self._encode(rows, neighbor, t, msg, valid, latest)
 
-    def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
-        """``dec(z_src, z_dst)`` ``[B]``; with ``time_gap="query"`` each distinct (node, time) of
-        the call is embedded at that time, in chunks of :attr:`embed_chunk`."""
-        if self.config.time_gap == "latest":
-            return super().score(src, dst, t)
-        pairs, inverse = torch.unique(torch.stack([torch.cat([src, dst]), torch.cat([t, t])]), dim=1,
-                                      return_inverse=True)
-        parts = []
-        for start in range(0, pairs.size(1), self.embed_chunk):
-            ids = pairs[0, start:start + self.embed_chunk].contiguous()
-            at = pairs[1, start:start + self.embed_chunk].contiguous()
-            parts.append(self._encode(ids, *self._recent_before(ids, at), at[:, None]))
-        z = torch.cat(parts)[inverse]
-        return self.decoder(z[:src.numel()], z[src.numel():])
-
-    def _recent_before(self, ids: Tensor, at: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """The ``K`` most recent interactions of ``ids`` strictly before ``at`` (``[n]``), most
-        recent first, as :meth:`~tgeval.models.neighbors.NeighborBuffer.recent`: the buffer's,
-        and inside :meth:`within_batch` the batch's earlier ones before them (all more recent)."""
-        stored = self.neighbors.recent(ids)
-        earlier: Optional[_BatchInteractions] = self._earlier
-        if earlier is None or earlier.src.numel() == 0:
-            return stored
-        k = self.config.num_neighbors
-        occurrences = earlier.occurrences
-        start = torch.searchsorted(occurrences.keys, ids)
-        count = occurrences.count_before(ids, at)  # this batch's interactions of each node before `at`
-        back = torch.arange(k, device=ids.device)
-        valid = back[None, :] < count[:, None]
-        position = (start[:, None] + count[:, None] - 1 - back[None, :]).clamp(min=0)
-        entry = occurrences.order.take(position.clamp(max=occurrences.order.numel() - 1))
-        event, role = entry // 2, entry % 2  # entries alternate (dst's, src's) per event
-        neighbor = torch.where(role == 0, earlier.src.take(event), earlier.dst.take(event))
-        combined = [torch.cat([torch.where(valid, part, 0), rest], dim=1) for part, rest in
-                    ((neighbor, stored[0]), (earlier.t.take(event), stored[1]))]
-        msg = torch.cat([earlier.msg[event] * valid[..., None], stored[2]], dim=1)
-        valid_all = torch.cat([valid, stored[3]], dim=1)
-        keep = torch.argsort((~valid_all).to(torch.uint8), dim=1, stable=True)[:, :k]  # the first K valid
-        return (combined[0].gather(1, keep), combined[1].gather(1, keep),
-                msg.gather(1, keep[..., None].expand(-1, -1, msg.size(-1))), valid_all.gather(1, keep))
-
-    def _index_earlier(self, batch: TemporalData) -> "_BatchInteractions":
-        src, dst, t, msg = batch.src, batch.dst, batch.t, self.messages(batch)
-        order = self._canonical_order(src, dst, t, msg if getattr(batch, "msg", None) is not None else None)
-        src, dst, t, msg = src[order], dst[order], t[order], msg[order]
-        # each event is an interaction of its destination (with the source) and of its source, in event order
-        occurrences = Occurrences(torch.stack([dst, src], 1).view(-1), t.repeat_interleave(2), times_sorted=True)
-        return _BatchInteractions(occurrences, src, dst, t, msg)
+    def embed_at(self, ids: Tensor, at: Tensor) -> Tensor:
+        """With ``time_gap="query"``: each node of ``ids`` embedded from its ``K`` most recent
+        interactions before ``at`` (``[n]``; inside :meth:`within_batch` the batch's earlier ones
+        too), gaps taken to ``at``."""
+        return self._encode(ids, *self.neighbors.recent_before(ids, at, self._earlier), at[:, None])
 
     def _encode(self, rows: Tensor, neighbor: Tensor, t: Tensor, msg: Tensor, valid: Tensor,
                 reference: Tensor) -> Tensor:

@@ -2,7 +2,8 @@ r"""Layers shared by the neural reference models (SPEC §8).
 
 * :class:`GraphAttentionEmbedding` — TGN's temporal graph attention: PyG's
   ``TransformerConv`` over each node's recent neighbours, edge features
-  :math:`[\phi(\tau_j - t_e) \,\|\, x_e]` (neighbour's last update minus event time).
+  :math:`[\phi(\Delta t) \,\|\, x_e]` (PyG's recipe: the neighbour's last update minus the
+  event time; DyGLib's: the query time minus the event time).
 * :class:`LinkDecoder` — :math:`s(u, v) = w^\top \mathrm{relu}(W_s z_u + W_d z_v + b) + c`,
   factorised: :meth:`~LinkDecoder.source_terms` and :meth:`~LinkDecoder.target_terms`
   are computed once per node, :meth:`~LinkDecoder.combine` only adds, rectifies and
@@ -30,12 +31,13 @@ __all__ = ["GraphAttentionEmbedding", "LinkDecoder", "FixedTimeEncoder", "MixerB
 class GraphAttentionEmbedding(nn.Module):
     r"""Two-head ``TransformerConv`` over each centre's neighbour slots; ``out_dim`` must be even.
 
-    ``forward(x [m, in_dim], last_update [m], centre [n], neighbor [n, K], t [n, K], msg [n, K, R],
-    valid [n, K]) -> [n, out_dim]``: ``centre`` and ``neighbor`` are rows of ``x``; the graph has
-    an edge neighbour -> centre for every valid slot, with edge features
-    :math:`[\phi(\tau_j - t_e) \| x_e]` (:math:`\tau_j` the neighbour's last update). Invalid
-    slots feed a padding node whose output is dropped, so every shape is fixed (no host
-    synchronisation) and the graph is the star subgraph PyG's ``LastNeighborLoader`` builds.
+    ``forward(x [m, in_dim], centre [n], neighbor [n, K], dt [n, K], msg [n, K, R], valid [n, K])
+    -> [n, out_dim]``: ``centre`` and ``neighbor`` are distinct rows of ``x`` (a node embedded at
+    several query times has a row of ``x`` per time); the graph has an edge neighbour -> centre
+    for every valid slot, with edge features :math:`[\phi(\Delta t) \| x_e]` (the caller's
+    time gaps ``dt``). Invalid slots feed a padding node whose output is dropped, so every shape
+    is fixed (no host synchronisation) and the graph is the star subgraph PyG's
+    ``LastNeighborLoader`` builds.
     """
 
     #: drop the padding edges of empty slots before the attention: ``None`` (the default) drops
@@ -52,19 +54,17 @@ class GraphAttentionEmbedding(nn.Module):
         self.conv = TransformerConv(in_dim, out_dim // 2, heads=2, dropout=dropout,
                                     edge_dim=msg_dim + time_enc.out_channels)
 
-    def forward(self, x: Tensor, last_update: Tensor, centre: Tensor, neighbor: Tensor, t: Tensor, msg: Tensor,
-                valid: Tensor) -> Tensor:
+    def forward(self, x: Tensor, centre: Tensor, neighbor: Tensor, dt: Tensor, msg: Tensor, valid: Tensor) -> Tensor:
         n, k = valid.shape
         m = x.size(0)
         padded = torch.cat([x, x.new_zeros(1, x.size(1))])
         source = neighbor.reshape(n * k)
         target = torch.where(valid.reshape(n * k), centre.repeat_interleave(k), m)  # invalid slots -> padding
-        t_flat, msg_flat = t.reshape(n * k), msg.reshape(n * k, msg.size(-1))
+        dt_flat, msg_flat = dt.reshape(n * k), msg.reshape(n * k, msg.size(-1))
         if self.compact or (self.compact is None and x.device.type == "cpu"):
             keep = valid.reshape(n * k).nonzero().view(-1)
-            source, target, t_flat, msg_flat = source[keep], target[keep], t_flat[keep], msg_flat[keep]
-        rel_t = self.time_enc((last_update[source] - t_flat).to(x.dtype))
-        edge_attr = torch.cat([rel_t, msg_flat], dim=-1)
+            source, target, dt_flat, msg_flat = source[keep], target[keep], dt_flat[keep], msg_flat[keep]
+        edge_attr = torch.cat([self.time_enc(dt_flat.to(x.dtype)), msg_flat], dim=-1)
         return self.conv(padded, torch.stack([source, target]), edge_attr)[centre]
 
 

@@ -9,16 +9,37 @@ future), and all of it is part of :meth:`NeighborBuffer.snapshot`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import LastNeighborLoader
 
+from tgeval.data.sorted_keys import Occurrences
 from tgeval.models.base import time_store
 from tgeval.state import State, clone_state
 
-__all__ = ["NeighborBuffer"]
+__all__ = ["NeighborBuffer", "BatchInteractions"]
+
+
+@dataclass(frozen=True)
+class BatchInteractions:
+    """The events of a batch being scored (canonical order), indexed by node and time: what
+    :meth:`NeighborBuffer.recent_before` adds to the stored interactions."""
+
+    occurrences: Occurrences  # keys: node ids of the entries (dst, src per event), times: the events'
+    src: Tensor
+    dst: Tensor
+    t: Tensor
+    msg: Tensor
+
+    @classmethod
+    def of(cls, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor) -> "BatchInteractions":
+        """From time-sorted events ``[B]`` and messages ``[B, R]``: each event is an interaction of
+        its destination (with the source) and of its source, in event order."""
+        return cls(Occurrences(torch.stack([dst, src], 1).view(-1), t.repeat_interleave(2), times_sorted=True),
+                   src, dst, t, msg)
 
 
 class NeighborBuffer(nn.Module):
@@ -164,6 +185,31 @@ class NeighborBuffer(nn.Module):
             msg = self.event_msg[safe] * valid[..., None]
         neighbor = torch.where(valid, self.loader.neighbors[n_id], 0)
         return neighbor, t, msg, valid
+
+    def recent_before(self, ids: Tensor, at: Tensor, earlier: Optional[BatchInteractions]
+                      ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The ``K`` most recent interactions of ``ids`` strictly before ``at`` (``[n]``), most
+        recent first, as :meth:`recent`: the stored ones, and the ``earlier`` batch's before
+        ``at`` ahead of them (all more recent than the stored ones)."""
+        stored = self.recent(ids)
+        if earlier is None or earlier.src.numel() == 0:
+            return stored
+        k, occurrences = self.size, earlier.occurrences
+        start = torch.searchsorted(occurrences.keys, ids)
+        count = occurrences.count_before(ids, at)  # the batch's interactions of each node before `at`
+        back = torch.arange(k, device=ids.device)
+        valid = back[None, :] < count[:, None]
+        position = (start[:, None] + count[:, None] - 1 - back[None, :]).clamp(min=0)
+        entry = occurrences.order.take(position.clamp(max=occurrences.order.numel() - 1))
+        event, role = entry // 2, entry % 2  # entries alternate (dst's, src's) per event
+        neighbor = torch.where(role == 0, earlier.src.take(event), earlier.dst.take(event))
+        combined = [torch.cat([torch.where(valid, part, 0), rest], dim=1) for part, rest in
+                    ((neighbor, stored[0]), (earlier.t.take(event), stored[1]))]
+        msg = torch.cat([earlier.msg[event] * valid[..., None], stored[2]], dim=1)
+        valid_all = torch.cat([valid, stored[3]], dim=1)
+        keep = torch.argsort((~valid_all).to(torch.uint8), dim=1, stable=True)[:, :k]  # the first K valid
+        return (combined[0].gather(1, keep), combined[1].gather(1, keep),
+                msg.gather(1, keep[..., None].expand(-1, -1, msg.size(-1))), valid_all.gather(1, keep))
 
     def snapshot(self) -> State:
         n, e_id = self._num_inserted, self.loader.e_id

@@ -38,6 +38,7 @@ from tgeval.errors import DataFormatError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel
 from tgeval.models.layers import LinkDecoder
 from tgeval.models.memory import TensorMemory
+from tgeval.models.neighbors import BatchInteractions
 from tgeval.state import State
 
 __all__ = ["NeuralLinkModel", "message_dim"]
@@ -125,6 +126,16 @@ class NeuralLinkModel(TemporalLinkModel):
         """Submodules holding the state, each with ``reset_state`` / ``snapshot`` / ``restore``."""
         raise NotImplementedError
 
+    def embed_at(self, ids: Tensor, at: Tensor) -> Tensor:
+        """Embeddings ``[n, D]`` of nodes ``ids`` at query times ``at`` (``[n]``), for a model
+        whose embeddings depend on the query time (``config.time_gap == "query"``)."""
+        raise NotImplementedError
+
+    @property
+    def ranks_all_entities(self) -> bool:  # type: ignore[override]
+        """``False`` with ``config.time_gap == "query"``: a node is then embedded per scored pair."""
+        return getattr(self.config, "time_gap", "latest") == "latest"
+
     # -- embeddings ---------------------------------------------------------------------
     def _mask(self, ids: Tensor) -> Tensor:
         mask = torch.zeros(self.num_nodes, dtype=torch.bool, device=ids.device)
@@ -143,6 +154,10 @@ class NeuralLinkModel(TemporalLinkModel):
     def _embed_mask(self, mask: Tensor, sizes: Optional[list[int]] = None) -> tuple[Tensor, Tensor]:
         """``(rows, z)``: the sorted nodes of a bool mask and their embeddings, in calls of at most
         :attr:`embed_chunk` nodes; ``sizes`` (its count, then :meth:`row_sizes`) if already read."""
+        if not self.ranks_all_entities:
+            raise TypeError(f"{type(self).__name__} with time_gap='query' embeds a node at a query time, not once per "
+                            f"batch: it scores pairs (sampled metrics, training) but has no all-entity ranking; "
+                            f"evaluate it with catalog=None (--no-all-entity), or use time_gap='latest'.")
         if sizes is None:
             sizes = host_ints(mask.sum(), *self.row_sizes(mask))
         rows = positions(mask, sizes[0])
@@ -236,8 +251,17 @@ class NeuralLinkModel(TemporalLinkModel):
 
     # -- scoring ----------------------------------------------------------------------
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
-        """``dec(z_src, z_dst)`` ``[B]``; every node is embedded once per call."""
-        z = self.embed(torch.cat([src, dst]))
+        """``dec(z_src, z_dst)`` ``[B]``; every node is embedded once per call, or, for a model
+        without all-entity ranking, every distinct (node, time) of the call at that time
+        (:meth:`embed_at`, in chunks of :attr:`embed_chunk`)."""
+        ids = torch.cat([src, dst])
+        if self.ranks_all_entities:
+            z = self.embed(ids)
+        else:
+            pairs, inverse = torch.unique(torch.stack([ids, torch.cat([t, t])]), dim=1, return_inverse=True)
+            z = torch.cat([self.embed_at(pairs[0, i:i + self.embed_chunk].contiguous(),
+                                         pairs[1, i:i + self.embed_chunk].contiguous())
+                           for i in range(0, pairs.size(1), self.embed_chunk)])[inverse]
         return self.decoder(z[:src.numel()], z[src.numel():])
 
     def _candidate_terms(self, src: Tensor, candidates: Tensor) -> tuple[Tensor, Tensor]:
@@ -321,6 +345,11 @@ class NeuralLinkModel(TemporalLinkModel):
         for key in reversed(keys):  # stable sorts, last key first: lexicographic order
             order = order[torch.argsort(key[order], stable=True)]
         return order
+
+    def _index_earlier(self, batch: TemporalData) -> BatchInteractions:
+        src, dst, t, msg = batch.src, batch.dst, batch.t, self.messages(batch)
+        order = self._canonical_order(src, dst, t, msg if getattr(batch, "msg", None) is not None else None)
+        return BatchInteractions.of(src[order], dst[order], t[order], msg[order])
 
     def reset_state(self) -> None:
         self._cache = None

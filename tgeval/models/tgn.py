@@ -5,7 +5,12 @@ r"""TGN (Rossi et al., 2020) on PyG's temporal modules (SPEC §8).
   mean of the messages at the latest timestamp.
 * Embedding: :class:`~tgeval.models.layers.GraphAttentionEmbedding` over each node's
   ``num_neighbors`` most recent interactions
-  (:class:`~tgeval.models.neighbors.NeighborBuffer`), with the memory as node features.
+  (:class:`~tgeval.models.neighbors.NeighborBuffer`), with the memory as node features and
+  time gaps :math:`\tau_j - t_e` (the neighbour's last update minus the event time, PyG's
+  recipe). With ``time_gap="query"`` the gaps are :math:`t - t_e` to the scored event's time
+  :math:`t`, and the neighbours include the batch's events before :math:`t` under
+  ``history="neighbors"``, as DyGLib's TGN (its memory stays as of the batch start): a node is
+  then embedded per scored pair, so there is no all-entity ranking.
 * Decoder: :class:`~tgeval.models.layers.LinkDecoder`.
 
 The defaults are the recipe of PyG's ``examples/tgn.py``: memory, time and embedding
@@ -20,7 +25,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import IdentityMessage
 
-from tgeval.device import positions
+from tgeval.device import host_ints, positions
 from tgeval.models.config import TGNConfig
 from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.models.memory import TensorMemory
@@ -46,6 +51,8 @@ class TGN(NeuralLinkModel):
         self.memory = TensorMemory(c.num_nodes, c.msg_dim, c.memory_dim, c.time_dim,
                                    IdentityMessage(c.msg_dim, c.memory_dim, c.time_dim))
         self.neighbors = NeighborBuffer(c.num_nodes, c.num_neighbors, c.msg_dim)
+        # an embedding at a query time reads the batch's earlier events as neighbours (memory stays stale)
+        self.batch_neighbors = c.time_gap == "query"
         self.gnn = GraphAttentionEmbedding(c.memory_dim, c.embedding_dim, c.msg_dim, self.memory.time_enc, c.dropout)
 
     @property
@@ -61,7 +68,24 @@ class TGN(NeuralLinkModel):
         memory, last_update = self.memory._get_updated_memory(reach, sizes[1:])
         neighbor, t, msg, valid = self.neighbors.recent(rows)
         local = torch.searchsorted(reach, neighbor).clamp(max=max(reach.numel() - 1, 0))  # invalid slots: any row
-        return self.gnn(memory, last_update, torch.searchsorted(reach, rows), local, t, msg, valid)
+        return self.gnn(memory, torch.searchsorted(reach, rows), local, last_update[local] - t, msg, valid)
+
+    def embed_at(self, ids: Tensor, at: Tensor) -> Tensor:
+        """With ``time_gap="query"``: attention over the ``K`` most recent interactions of each node
+        of ``ids`` before ``at`` (``[n]``; inside :meth:`within_batch` the batch's earlier ones too),
+        time gaps ``at - t_e``, with the memories (as of the batch start) of the nodes and their
+        neighbours."""
+        neighbor, t, msg, valid = self.neighbors.recent_before(ids, at, self._earlier)
+        mask = self._mask(ids)
+        mask[torch.where(valid, neighbor, ids[:, None])] = True
+        count, *sizes = host_ints(mask.sum(), *self.memory.message_sizes(mask))
+        reach = positions(mask, count)
+        memory = self.memory._get_updated_memory(reach, sizes)[0]
+        local = torch.searchsorted(reach, neighbor).clamp(max=reach.numel() - 1)  # invalid slots: any row
+        # one row per (node, time) after the reach's rows: a node queried at two times is two centres
+        centres = torch.arange(reach.numel(), reach.numel() + ids.numel(), device=ids.device)
+        x = torch.cat([memory, memory[torch.searchsorted(reach, ids)]])
+        return self.gnn(x, centres, local, at[:, None] - t, msg, valid)
 
     def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, touched: Optional[Tensor] = None) -> None:
         nodes, sizes = self._batch_nodes(src, dst, touched, self.memory)

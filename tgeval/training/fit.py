@@ -252,7 +252,8 @@ def fit(
         split: its chronological split (``train`` and ``val`` are used).
         sampler, loss, optimizer, batch_size, num_negatives, seed, history: as in
             :func:`~tgeval.training.train.train_epoch` (validation scores with ``evaluate``'s
-            default history, exact for models that allow it).
+            default history, exact for models that allow it, or with ``"neighbors"`` when
+            training used it).
         epochs: number of epochs (at most).
         patience: epochs without improvement before stopping (``None``: train all epochs).
         val_metric: a key of :data:`VAL_METRICS` (``"all_entity_mrr"`` needs ``val_catalog``).
@@ -345,7 +346,8 @@ def fit(
         model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
         result = evaluate(model, data, split.val,
                           Protocol(replay="online", num_negatives=val_negatives, batch_size=batch_size, seed=seed,
-                                   warm=val_state == "rebuilt"),
+                                   warm=val_state == "rebuilt",
+                                   history="neighbors" if history == "neighbors" else None),
                           sampler=val_sampler, catalog=val_catalog, distributed=distributed)
         measured = val_metrics(result)
         improved = stopping.step(epoch, measured.get(val_metric))

@@ -168,7 +168,10 @@ def train_epoch(
         history: what an event of a batch is scored from: ``"batch"``, the state at the batch
             start (PyG's and TGB's loops; the default, for every model), or ``"exact"``, also the
             batch's events before its timestamp (:meth:`~tgeval.models.base.TemporalLinkModel.within_batch`;
-            models with ``exact_history`` only), as DyGLib's neighbour sampler gives them.
+            models with ``exact_history`` only), as DyGLib's neighbour sampler gives them, or
+            ``"neighbors"``, those events in the neighbour lists of a memory model whose memory
+            stays as of the batch start (``batch_neighbors``: TGN with ``time_gap="query"``, as
+            DyGLib's TGN).
         distributed: this process is one rank of the default ``torch.distributed`` group.
             Every rank replays every batch and updates the state with it (the state is
             replicated) and draws the same negatives (keyed by position); rank ``r`` of ``W``
@@ -200,9 +203,7 @@ def train_epoch(
         raise ValueError(f"num_negatives must be >= 1 for training, got {num_negatives}.")
     if history not in HISTORY_MODES:
         raise ValueError(f"history must be one of {HISTORY_MODES}, got {history!r}.")
-    if history == "exact" and not model.exact_history:
-        raise ValueError(f"{type(model).__name__} cannot be trained from exact per-timestamp history inside a batch "
-                         f"(exact_history is False): use history='batch'.")
+    model.check_history(history, "be trained")
     if getattr(sampler, "uses_whole_stream", False) and not allow_whole_stream:
         raise LeakageError(f"the {getattr(sampler, 'name', type(sampler).__name__)!r} sampler is defined with "
                            f"knowledge of the whole stream, so training with it uses future events. Use a "
@@ -251,7 +252,7 @@ def train_epoch(
                     None if neg.mask is None else neg.mask[lo:hi])
                 optimizer.zero_grad()
                 if hi > lo:
-                    with model.within_batch(batch) if history == "exact" else nullcontext():
+                    with model.within_batch(batch) if history != "batch" else nullcontext():
                         scores = model.score(*scored_pairs(batch.src[lo:hi], batch.dst[lo:hi], batch.t[lo:hi],
                                                            part)).view(hi - lo, 1 + k)
                     pos_score, neg_score = scores[:, 0], scores[:, 1:]

@@ -3,6 +3,8 @@
 Small widths (memory / embedding 12, 3 neighbours) keep every test fast on a CPU.
 """
 
+import contextlib
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -518,3 +520,56 @@ def test_graphmixer_query_time_gaps(stream):
     assert result.metrics["sampled"]["mrr"]["micro"] > 0
     with pytest.raises(ValueError, match=r"time_gap must be one of \['latest', 'query'\]"):
         make("graphmixer", time_gap="now")
+
+
+def _interactions(events, node):
+    """``(neighbour, t, msg)`` of every interaction of ``node`` in ``events`` (canonical order
+    ``(t, src, dst, msg)``, an event of two roles once per role), most recent first."""
+    order = sorted(range(events.num_events), key=lambda i: (int(events.t[i]), int(events.src[i]), int(events.dst[i]),
+                                                            events.msg[i].tolist()))
+    found = []
+    for i in order:
+        for centre, other in ((int(events.dst[i]), int(events.src[i])), (int(events.src[i]), int(events.dst[i]))):
+            if centre == node:
+                found.append((other, int(events.t[i]), events.msg[i]))
+    return found[::-1]
+
+
+def test_tgn_query_time_gaps_attend_to_the_interactions_before_the_query_time():
+    """TGN with time_gap="query" (DyGLib's TGN): a node at time t attends to its K most recent
+    interactions strictly before t, inside within_batch the batch's earlier ones too, with time
+    gaps t - t_e and the memories as of the batch start: the attention built by hand from the raw
+    events, one query at a time. A pair's score does not depend on the other pairs of the call."""
+    data = generate_events(300, N, seed=0, feature_dim=2)
+    torch.manual_seed(0)
+    model = make("tgn", msg_dim=2, time_gap="query").eval()
+    feed(model, data[:150])
+    batch = data[150:200]
+    k = model.config.num_neighbors
+    ids = torch.cat([batch.src, batch.dst, torch.arange(N)])
+    at = torch.cat([batch.t, batch.t, torch.full((N,), int(batch.t[0]))])
+    everyone = torch.ones(N, dtype=torch.bool)
+    with torch.no_grad():
+        sizes = [int(v) for v in model.memory.message_sizes(everyone)]
+        memory = model.memory._get_updated_memory(torch.arange(N), sizes)[0]  # as of the batch start
+        for inside in (False, True):
+            with model.within_batch(batch) if inside else contextlib.nullcontext():
+                got = model.embed_at(ids, at)
+            seen = data[:200] if inside else data[:150]  # the stored events, and the batch's
+            for i in range(ids.numel()):
+                recent = [e for e in _interactions(seen, int(ids[i])) if e[1] < int(at[i])][:k]
+                x = torch.cat([memory, memory[ids[i]][None]])
+                edges = torch.tensor([[v for v, _, _ in recent], [N] * len(recent)], dtype=torch.long).view(2, -1)
+                gaps = torch.tensor([int(at[i]) - s for _, s, _ in recent], dtype=torch.float32)
+                msg = torch.stack([m for _, _, m in recent]) if recent else torch.zeros(0, 2)
+                edge_attr = torch.cat([model.gnn.time_enc(gaps), msg], dim=-1)
+                expected = model.gnn.conv(x, edges, edge_attr)[N]
+                torch.testing.assert_close(got[i], expected, rtol=1e-5, atol=1e-6)
+        src, dst, t = batch.src, batch.dst, batch.t
+        with model.within_batch(batch):
+            whole = model.score(src, dst, t)
+            one = torch.cat([model.score(src[i:i + 1], dst[i:i + 1], t[i:i + 1]) for i in range(src.numel())])
+        torch.testing.assert_close(one, whole, rtol=1e-5, atol=1e-6)
+    assert model.batch_neighbors and not model.exact_history and not model.ranks_all_entities
+    with pytest.raises(TypeError, match="time_gap='query'.*catalog=None"):
+        model.embed(torch.arange(N))
