@@ -55,6 +55,9 @@ Two more ablations move tgeval's DyRep and TGN toward DyGLib's (``models/MemoryM
 * ``dyrep-dyglib``: the same, with DyGLib's time encoding, ``cos(w t)`` with fixed frequencies
   ``w = 10 ** -linspace(0, 9, 100)`` and zero phase (``TimeEncoder``) instead of PyG's randomly
   initialised ``Linear(1, 100)``.
+* ``dyrep-dyglib-event``: the same, with the partner's attention embedding computed when the
+  event is observed and stored with the message (``partner_embedding="event"``), as DyGLib's
+  ``compute_new_node_raw_messages`` does, instead of when the message is applied.
 * ``tgn-dyglib-time``: TGN with DyGLib's time-encoding initialisation (still trained, as in DyGLib).
 * ``tgn-dyglib``: TGN's attention as DyGLib's (``GraphAttentionEmbedding`` in
   ``models/modules.py``, called from ``MemoryModel.compute_node_temporal_embeddings``): each
@@ -66,7 +69,7 @@ Two more ablations move tgeval's DyRep and TGN toward DyGLib's (``models/MemoryM
   node is embedded per scored pair, so it has no all-entity ranking.
 
 Run: python benchmarks/reproduce_dyglib.py [--models tgn,dyrep,graphmixer,graphmixer-query,graphmixer-dyglib,
-     dyrep-frozen,dyrep-dyglib,tgn-dyglib-time,tgn-dyglib]
+     dyrep-frozen,dyrep-dyglib,dyrep-dyglib-event,tgn-dyglib-time,tgn-dyglib]
      [--seeds 0,1,2] [--epochs 100] [--patience 20] [--threads 1] [--val-state rebuilt|training] [--out dyglib.json]
 """
 
@@ -116,10 +119,11 @@ def build(name: str, num_nodes: int):
         return model
     if name.startswith("dyrep"):
         model = DyRep(DyRepConfig(num_nodes, msg_dim=FEATURE_DIM, memory_dim=FEATURE_DIM, time_dim=100,
-                                  num_neighbors=10, dropout=0.0))
-        if name == "dyrep-dyglib":
+                                  num_neighbors=10, dropout=0.0,
+                                  partner_embedding="event" if name == "dyrep-dyglib-event" else "applied"))
+        if name.startswith("dyrep-dyglib"):
             dyglib_time_encoding(model.memory.time_enc)
-        if name in ("dyrep-frozen", "dyrep-dyglib"):  # no gradient reaches them in DyGLib (module docstring)
+        if name != "dyrep":  # no gradient reaches them in DyGLib (module docstring)
             model.memory.attention.requires_grad_(False)
             model.memory.time_enc.requires_grad_(False)
         return model

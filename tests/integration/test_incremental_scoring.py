@@ -39,14 +39,19 @@ def _assert_within_band(got, expected, tolerance):
     assert bool(((got - expected).abs() <= band).all()), float((got - expected).abs().max())
 
 
-@settings(max_examples=25, deadline=None)
-@given(name=st.sampled_from(NAMES), seed=st.integers(0, 10_000), batch_size=st.integers(1, 30),
+#: the models and the variants whose dirty sets differ (DyRep's stored partner embedding)
+VARIANTS = [(name, {}) for name in NAMES] + [("dyrep", {"partner_embedding": "event"})]
+
+
+@settings(max_examples=30, deadline=None)
+@given(variant=st.sampled_from(VARIANTS), seed=st.integers(0, 10_000), batch_size=st.integers(1, 30),
        num_candidates=st.integers(1, N), start=st.integers(0, 60))
-def test_incremental_scores_equal_full_recomputation(name, seed, batch_size, num_candidates, start):
+def test_incremental_scores_equal_full_recomputation(variant, seed, batch_size, num_candidates, start):
+    name, options = variant
     data = generate_events(160, N, seed=seed, feature_dim=2 if seed % 2 else 0)
     torch.manual_seed(seed)
-    incremental = small_neural_model(name, N, msg_dim=2 if seed % 2 else 1).eval()
-    full = small_neural_model(name, N, msg_dim=2 if seed % 2 else 1).eval()
+    incremental = small_neural_model(name, N, msg_dim=2 if seed % 2 else 1, **options).eval()
+    full = small_neural_model(name, N, msg_dim=2 if seed % 2 else 1, **options).eval()
     full.load_state_dict(incremental.state_dict())
     items = torch.randperm(N, generator=torch.Generator().manual_seed(seed))[:num_candidates]
     catalog = items.clone()

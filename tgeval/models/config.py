@@ -107,12 +107,18 @@ class DyRepConfig(ModelConfig):
         time_dim: time encoding width.
         num_neighbors: recent interactions attended to per partner.
         dropout: attention dropout.
+        partner_embedding: when a message's attention embedding of the partner is computed:
+            ``"applied"``, when the message is applied (inside scoring, from the partner's state
+            then: the attention is trained through the scores), or ``"event"``, when the event
+            is observed, from the partner's state before the event's batch, and stored with the
+            message, as DyGLib's DyRep (no gradient reaches the attention then).
     """
 
     memory_dim: int = 100
     time_dim: int = 100
     num_neighbors: int = 10
     dropout: float = 0.1
+    partner_embedding: Literal["applied", "event"] = "applied"
 
     def __post_init__(self) -> None:
         super().__post_init__()

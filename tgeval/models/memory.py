@@ -74,11 +74,13 @@ class TensorMemory(TGNMemory):
 
     #: the whole state is in registered buffers (the scoring guard's version check covers it)
     state_in_registered_tensors = True
+    #: columns stored after the raw message of each pending message (:meth:`stored_messages`)
+    stored_extra = 0
 
     pending_node: Tensor       # int64 [P]   node that receives the message
     pending_partner: Tensor    # int64 [P]   the other endpoint of the event
     pending_t: Tensor          # int64 / float64 [P]   event time (the kind of the stream's time)
-    pending_msg: Tensor        # float [P, R] raw event message
+    pending_msg: Tensor        # float [P, R + stored_extra] raw event message (+ what a subclass stores with it)
     pending_from_src: Tensor   # bool  [P]   node was the event's source (msg_s_module) or destination
     last_update: Tensor        # int64 / float64 [num_nodes]   PyG's buffer, promoted for float time
 
@@ -100,7 +102,8 @@ class TensorMemory(TGNMemory):
         self.register_buffer("pending_node", empty, persistent=False)
         self.register_buffer("pending_partner", empty.clone(), persistent=False)
         self.register_buffer("pending_t", empty.clone(), persistent=False)
-        self.register_buffer("pending_msg", self.memory.new_empty((0, self.raw_msg_dim)), persistent=False)
+        self.register_buffer("pending_msg", self.memory.new_empty((0, self.raw_msg_dim + self.stored_extra)),
+                             persistent=False)
         self.register_buffer("pending_from_src", torch.empty(0, dtype=torch.bool, device=device), persistent=False)
 
     def _member(self, n_id: Tensor) -> Tensor:
@@ -121,6 +124,17 @@ class TensorMemory(TGNMemory):
         ``sizes``: the host values of :meth:`message_sizes` after the first."""
         return self.memory[partner]
 
+    def stored_messages(self, src: Tensor, dst: Tensor, raw_msg: Tensor, nodes: Tensor) -> tuple[Tensor, Tensor]:
+        """What the batch's events store as the pending messages of their sources and of their
+        destinations (``[B, R + stored_extra]`` each), once the batch's nodes ``nodes`` have
+        applied their earlier messages: the raw message for both."""
+        return raw_msg, raw_msg
+
+    def message_inputs(self, stored: Tensor, partner: Tensor, sizes: list[int]) -> tuple[Tensor, Tensor]:
+        """``(raw message [M, R], partner representation [M, memory_dim])`` of pending messages
+        from what they stored: the raw message, and :meth:`partner_state` now."""
+        return stored, self.partner_state(partner, sizes)
+
     def _get_updated_memory(self, n_id: Tensor, sizes: Optional[list[int]] = None) -> tuple[Tensor, Tensor]:
         """Memory ``[n, D]`` and last-update times ``[n]`` of the sorted unique nodes ``n_id``,
         with their pending messages applied (without storing the result).
@@ -135,10 +149,11 @@ class TensorMemory(TGNMemory):
             sizes = host_ints(*self.message_sizes(mask))
         sel = positions(member, sizes[0])
         node, partner, t = self.pending_node[sel], self.pending_partner[sel], self.pending_t[sel]
-        raw, from_src = self.pending_msg[sel], self.pending_from_src[sel]
+        raw, z_partner = self.message_inputs(self.pending_msg[sel], partner, sizes[1:])
+        from_src = self.pending_from_src[sel]
         memory, last_update = self.memory[n_id], self.last_update[n_id]
         t_enc = self.time_enc((t - self.last_update[node]).to(raw.dtype))
-        z_node, z_partner = self.memory[node], self.partner_state(partner, sizes[1:])
+        z_node = self.memory[node]
         msg = torch.where(from_src[:, None], self.msg_s_module(z_node, z_partner, raw, t_enc),
                           self.msg_d_module(z_node, z_partner, raw, t_enc))
         size = n_id.numel()
@@ -175,7 +190,7 @@ class TensorMemory(TGNMemory):
         self.pending_node = torch.cat([self.pending_node[keep], src, dst])
         self.pending_partner = torch.cat([self.pending_partner[keep], dst, src])
         self.pending_t = torch.cat([self.pending_t[keep], t, t])
-        self.pending_msg = torch.cat([self.pending_msg[keep], raw_msg, raw_msg])
+        self.pending_msg = torch.cat([self.pending_msg[keep], *self.stored_messages(src, dst, raw_msg, nodes)])
         flags = torch.ones(src.numel(), dtype=torch.bool, device=src.device)
         self.pending_from_src = torch.cat([self.pending_from_src[keep], flags, ~flags])
 

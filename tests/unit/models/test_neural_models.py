@@ -485,6 +485,57 @@ def test_graphmixer_copies_the_callers_node_features():
     assert torch.equal(x, kept) and model.node_features.eq(0).all()
 
 
+def test_dyrep_partner_embedding_at_the_event(stream):
+    """DyRep(partner_embedding="event") (DyGLib's): the partner's attention embedding is computed
+    when the event is observed and stored with the message, so a node's embedding no longer moves
+    when its partner's neighbourhood changes later, as it does when the embedding is computed on
+    applying the message; no gradient reaches the attention. The state contract holds: scoring
+    changes nothing, the state does not depend on the mode, and a restored state scores alike
+    (the evaluation cache: tests/integration/test_incremental_scoring.py)."""
+    torch.manual_seed(0)
+    event = make("dyrep", partner_embedding="event")
+    applied = make("dyrep")
+    applied.load_state_dict(event.state_dict())
+    width = event.config.msg_dim + event.config.memory_dim
+    u, v, w = 0, 1, 2
+    first = TemporalData(src=torch.tensor([u]), dst=torch.tensor([v]), t=torch.tensor([10]))
+    later = TemporalData(src=torch.tensor([v, w]), dst=torch.tensor([w, 3]), t=torch.tensor([20, 20]))  # v moves on
+    moved = {}
+    with torch.no_grad():
+        for name, model in (("event", event), ("applied", applied)):
+            feed(model, stream[:100])
+            model.update(first)
+            before = model.embed(torch.tensor([u]))
+            model.update(later)  # u is not in it: its pending message from `first` is still to apply
+            moved[name] = not torch.equal(before, model.embed(torch.tensor([u])))
+    assert moved == {"event": False, "applied": True}
+    assert event.memory.pending_msg.size(1) == width and applied.memory.pending_msg.size(1) == event.config.msg_dim
+
+    model = warmed("dyrep", stream, partner_embedding="event")
+    src, dst, t = queries(stream)
+    with no_state_change(model, deep=True):
+        model.train()
+        model.score(src, dst, t).sum().backward()
+    assert all(p.grad is None or not p.grad.any() for p in model.memory.attention.conv.parameters())
+    other = make("dyrep", partner_embedding="event")
+    other.load_state_dict(model.state_dict())
+    model.reset_state()
+    other.reset_state()
+    model.train()
+    other.eval()
+    feed(model, stream[:150])
+    feed(other, stream[:150])
+    assert first_difference(model.snapshot(), other.snapshot()) is None
+    model.eval()
+    state = model.snapshot()
+    with torch.no_grad():
+        scores = model.score(src, dst, t)
+        feed(model, stream[150:200])
+        model.restore(state)
+        assert first_difference(state, model.snapshot()) is None
+        torch.testing.assert_close(model.score(src, dst, t), scores)
+
+
 def test_graphmixer_query_time_gaps(stream):
     """time_gap="query" (DyGLib's): a token's time is the gap to the scored event's time. When both
     endpoints' latest interaction is the scored time itself, the gaps, and so the scores, are those
