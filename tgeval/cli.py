@@ -19,7 +19,7 @@ from typing import Any, Literal, Optional, Sequence, get_args, get_origin
 
 from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS, HEART_HEURISTICS, HISTORY_MODES,
                             REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES, UNCOVERED_RULES,
-                            VAL_METRICS, WEIGHTINGS, flag)
+                            VAL_METRICS, VAL_STATES, WEIGHTINGS, flag)
 from tgeval.data import formats
 from tgeval.errors import TGEvalError
 from tgeval.models import registry
@@ -294,6 +294,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="validation metric of early stopping and of the best epoch")
     tr.add_argument("--val-negatives", type=int, default=20,
                     help="K uniform negatives per positive in validation (per epoch and the final result)")
+    tr.add_argument("--history", choices=HISTORY_MODES, default=None,
+                    help="what a training event is scored from: 'batch' (the state at the batch start, the default), "
+                         "'exact' (also the batch's earlier events: GraphMixer with --time-gap query) or 'neighbors' "
+                         "(those events as neighbours, the memory as of the batch start: TGN with --time-gap query); "
+                         "validation uses 'neighbors' too when training did")
+    tr.add_argument("--val-state", choices=VAL_STATES, default=None,
+                    help="the state each epoch's validation scores from: 'rebuilt' from the history with the epoch's "
+                         "weights (the default, tgeval's protocol) or 'training', the state training left (DyGLib's, "
+                         "PyG's)")
     for key, (kind, defaults) in hyperparameter_flags().items():
         by_default: dict[Any, list[str]] = {}
         for name, default in defaults.items():

@@ -47,7 +47,7 @@ from tgeval.samplers.base import NegativeSampler
 from tgeval.static.gnn import GNNConfig, train_link_gnn
 from tgeval.static.graph import static_graph
 from tgeval.training.checkpoint import Checkpoint, load_checkpoint, seed_all
-from tgeval.training.fit import check_new_run, fit
+from tgeval.training.fit import check_new_run, fit, validation_history
 from tgeval.training.train import train_epoch
 
 __all__ = ["evaluate_command", "train_command", "run_command"]
@@ -303,7 +303,7 @@ def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog
 
 
 #: train options for the neural models only (with their config fields, :func:`~tgeval.cli.hyperparameter_flags`)
-NEURAL_ONLY = ("patience", "checkpoint_dir", "resume")
+NEURAL_ONLY = ("patience", "checkpoint_dir", "resume", "history", "val_state")
 
 
 def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
@@ -353,7 +353,8 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
                    val_metric=args.val_metric, val_sampler=UniformSampler(catalog), val_negatives=args.val_negatives,
                    val_catalog=catalog if all_entity else None, checkpoint_dir=args.checkpoint_dir,
                    resume=args.resume, overwrite=args.overwrite, spec={"sampler_spec": args.sampler},
-                   on_epoch=report, distributed=distributed)
+                   on_epoch=report, distributed=distributed, history=args.history or "batch",
+                   val_state=args.val_state or "rebuilt")
     for kind, entry in (training["checkpoints"] or {}).items():
         print(f"wrote {entry['path']} ({kind})")
     print(f"best epoch {training['best_epoch']} (val {args.val_metric} {format_number(training['best_value'])}); "
@@ -396,8 +397,9 @@ def _train(args: argparse.Namespace, device: torch.device, distributed: bool) ->
                        _train_neural(args, data, split, num_nodes, sampler, catalog, distributed))
     if not model.ranks_all_entities:
         print(f"{args.model} with these options cannot rank a whole catalog: validation measures sampled metrics only")
+    history = validation_history(model, args.history or "batch")  # as fit validates
     result = _measure(model, data, split.val, Protocol(num_negatives=args.val_negatives, batch_size=args.batch_size,
-                                                       seed=args.seed),
+                                                       seed=args.seed, history=history),
                       str(args.data), split, None, sampler=UniformSampler(catalog),
                       catalog=catalog if model.ranks_all_entities else None, distributed=distributed)
     result.manifest["training"] = training

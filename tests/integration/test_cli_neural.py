@@ -120,7 +120,15 @@ def test_models_with_query_time_gaps_train_and_evaluate_sampled_only(name, files
     assert sampled["manifest"]["model"]["time_gap"] == "query" and 0 < sampled["metrics"]["sampled"]["mrr"]["micro"]
     history = {"graphmixer": "exact", "tgn": "batch"}[name]  # each one's default
     assert sampled["manifest"]["history"]["mode"] == history
-    if name == "tgn":  # DyGLib's neighbours: asked for
+    if name == "tgn":  # DyGLib's TGN: neighbours inside a batch, validation from the state training left
         again = evaluate(files["snap"], "snap", checkpoint, tmp_path / "neighbors.json", "--no-all-entity",
                          "--history", "neighbors")
         assert again["manifest"]["history"]["mode"] == "neighbors"
+        dyglib = train(files["snap"], "snap", name, tmp_path / "dyglib", "--time-gap", "query", "--history",
+                       "neighbors", "--val-state", "training")
+        spec = dyglib["manifest"]["training"]["training"]
+        assert spec["history"] == "neighbors" and spec["validation"]["history"] == "neighbors"
+        assert spec["validation"]["state"].startswith("the state training left")
+        assert dyglib["manifest"]["history"]["mode"] == "neighbors"
+        assert main(["train", str(files["snap"]), "--format", "snap", "--model", "tgn", "--history", "neighbors"]) == 2
+        assert "batch_neighbors is False" in capsys.readouterr().err

@@ -45,7 +45,7 @@ from tgeval.training.checkpoint import CheckpointError, load_checkpoint, model_n
 from tgeval.training.losses import LossFn
 from tgeval.training.train import train_epoch
 
-__all__ = ["fit", "EarlyStopping", "VAL_METRICS", "val_metrics", "check_new_run"]
+__all__ = ["fit", "EarlyStopping", "VAL_METRICS", "val_metrics", "validation_history", "check_new_run"]
 
 #: how the training specification records each validation state
 _VAL_STATE_RECORDS = {"rebuilt": "rebuilt (Protocol(warm=True))",
@@ -105,10 +105,16 @@ def val_metrics(result: Result) -> dict[str, Optional[float]]:
     return out
 
 
+def validation_history(model: TemporalLinkModel, history: str) -> str:
+    """The ``history`` validation scores with after training under ``history``: ``"neighbors"``
+    when training used it, else ``evaluate``'s default (``"exact"`` for models that allow it)."""
+    return "neighbors" if history == "neighbors" else "exact" if model.exact_history else "batch"
+
+
 def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimizer, *, epochs: int,
           patience: Optional[int], batch_size: int, num_negatives: int, seed: int, history: str, val_metric: str,
           val_sampler: NegativeSampler, val_negatives: int, val_catalog: Optional[Catalog], val_state: ValState,
-          extra: dict) -> dict:
+          val_history: str, extra: dict) -> dict:
     """The training specification recorded with checkpoints and results."""
     group = optimizer.param_groups[0]
     return json_safe({
@@ -123,7 +129,8 @@ def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimiz
         "epochs": epochs,
         "patience": patience,
         "validation": {"metric": val_metric, "aggregation": VAL_METRICS[val_metric][2], "protocol": "online",
-                       "state": _VAL_STATE_RECORDS[val_state], "sampler": val_sampler.describe(),
+                       "state": _VAL_STATE_RECORDS[val_state], "history": val_history,
+                       "sampler": val_sampler.describe(),
                        "num_negatives": val_negatives,
                        "catalog": None if val_catalog is None else val_catalog.describe()},
         **extra,
@@ -322,7 +329,7 @@ def fit(
     training = _spec(sampler, loss, optimizer, epochs=epochs, patience=patience, batch_size=batch_size,
                      num_negatives=num_negatives, seed=seed, history=history, val_metric=val_metric,
                      val_sampler=val_sampler, val_negatives=val_negatives, val_catalog=val_catalog,
-                     val_state=val_state, extra=spec or {})
+                     val_state=val_state, val_history=validation_history(model, history), extra=spec or {})
     data_fingerprint = fingerprint(data)
 
     records: list[dict] = []
@@ -346,8 +353,7 @@ def fit(
         model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
         result = evaluate(model, data, split.val,
                           Protocol(replay="online", num_negatives=val_negatives, batch_size=batch_size, seed=seed,
-                                   warm=val_state == "rebuilt",
-                                   history="neighbors" if history == "neighbors" else None),
+                                   warm=val_state == "rebuilt", history=validation_history(model, history)),
                           sampler=val_sampler, catalog=val_catalog, distributed=distributed)
         measured = val_metrics(result)
         improved = stopping.step(epoch, measured.get(val_metric))
