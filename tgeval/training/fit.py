@@ -105,7 +105,7 @@ def val_metrics(result: Result) -> dict[str, Optional[float]]:
     return out
 
 
-def validation_history(model: TemporalLinkModel, history: str) -> str:
+def validation_history(model: TemporalLinkModel, history: str) -> HistoryMode:
     """The ``history`` validation scores with after training under ``history``: ``"neighbors"``
     when training used it, else ``evaluate``'s default (``"exact"`` for models that allow it)."""
     return "neighbors" if history == "neighbors" else "exact" if model.exact_history else "batch"
