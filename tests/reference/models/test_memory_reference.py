@@ -258,7 +258,7 @@ def test_dense_star_attention_equals_attention_over_pygs_subgraph(seed, compact)
         expected = attention.conv(x[n_id], edge_index, torch.cat([rel_t, event_msg[e_id]], dim=-1))
         expected = expected[torch.searchsorted(n_id, query)]
         neighbor, t, msg, valid = buffer.recent(query)
-        got = attention(x, last_update, query, neighbor, t, msg, valid)  # rows of x: the node ids
+        got = attention(x, query, neighbor, last_update[neighbor] - t, msg, valid)  # rows of x: the node ids
     assert bool(valid.any()) and not bool(valid.all())  # both full and partly empty slot rows
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
 
