@@ -14,8 +14,8 @@ models and loops. Each setting names its source in DyGLib's code:
 * training (``utils/load_configs.py``, ``get_link_prediction_args``): batch 200, Adam with
   learning rate 1e-4, binary cross-entropy, at most 100 epochs, early stopping with patience 20
   on validation AP (DyGLib requires AP *and* AUROC not to drop; here validation AP alone, the
-  global one). DyGLib validates from the state training left; ``fit`` validates from the
-  rebuilt state unless ``--val-state training`` (``fit(val_state="training")``);
+  global one). DyGLib validates from the state training left, and so does this script
+  (``fit(val_state="training")``; ``--val-state rebuilt`` for ``fit``'s default, tgeval's);
 * models (``load_link_prediction_best_configs``, UCI entries): TGN 10 neighbours, one attention
   layer, dropout 0.1, memory and embedding width 172 (the node feature width), time encoding
   100; DyRep 10 neighbours, dropout 0.0, memory 172; GraphMixer 20 neighbours, 2 mixer layers,
@@ -70,7 +70,7 @@ Two more ablations move tgeval's DyRep and TGN toward DyGLib's (``models/MemoryM
 
 Run: python benchmarks/reproduce_dyglib.py [--models tgn,dyrep,graphmixer,graphmixer-query,graphmixer-dyglib,
      dyrep-frozen,dyrep-dyglib,dyrep-dyglib-event,tgn-dyglib-time,tgn-dyglib]
-     [--seeds 0,1,2] [--epochs 100] [--patience 20] [--threads 1] [--val-state rebuilt|training] [--out dyglib.json]
+     [--seeds 0,1,2] [--epochs 100] [--patience 20] [--threads 1] [--val-state training|rebuilt] [--out dyglib.json]
 """
 
 from __future__ import annotations
@@ -165,9 +165,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=100)
     parser.add_argument("--patience", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--val-state", choices=VAL_STATES, default="rebuilt",
-                        help="the state early stopping validates from: tgeval's rebuilt state (the figures so far) "
-                             "or the state training left, as DyGLib does (fit(val_state='training'))")
+    parser.add_argument("--val-state", choices=VAL_STATES, default="training",
+                        help="the state early stopping validates from: the state training left, as DyGLib does "
+                             "(fit(val_state='training'), the default), or tgeval's rebuilt state")
     parser.add_argument("--out", default="dyglib.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
