@@ -270,8 +270,8 @@ def test_tgn_with_query_time_gaps_reads_the_batch_as_neighbours_with_a_stale_mem
     neighbors = run("neighbors")
     same = neighbors.manifest["history"]["same_batch_events"]
     assert same > 0 and neighbors.manifest["history"] == {
-        "mode": "neighbors", "same_batch_events": same, "same_batch_fraction": same / (split.test.end - split.test.start),
-        "stale_events": same}
+        "mode": "neighbors", "same_batch_events": same,
+        "same_batch_fraction": same / (split.test.end - split.test.start), "stale_events": same}
     assert not torch.equal(neighbors.records["score"], run("batch").records["score"])  # the batch was read
     assert run(None).manifest["history"]["mode"] == "batch"  # not exact: "batch" unless asked
     for key in ("score", "neg_score"):  # nothing earlier inside a one-timestamp batch
@@ -290,6 +290,7 @@ def test_tgn_with_query_time_gaps_reads_the_batch_as_neighbours_with_a_stale_mem
                     optimizer=torch.optim.SGD(tgn.parameters(), lr=0.5))
         trained[history] = torch.cat([p.detach().flatten() for p in tgn.parameters()])
     assert not torch.equal(trained["neighbors"], trained["batch"])
+    mixer = _query_graphmixer(msg_dim=2)
     with pytest.raises(ValueError, match="batch_neighbors is False"):
-        train_epoch(_query_graphmixer(msg_dim=2), data, split.train, sampler=sampler, loss="bce",
-                    history="neighbors", optimizer=torch.optim.SGD(tgn.parameters(), lr=0.1))
+        train_epoch(mixer, data, split.train, sampler=sampler, loss="bce", history="neighbors",
+                    optimizer=torch.optim.SGD(mixer.parameters(), lr=0.1))
