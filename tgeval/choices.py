@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Literal, Optional, get_args
 
 __all__ = ["DUPLICATE_RULES", "CATALOG_KINDS", "TiePolicy", "TIE_POLICIES", "ReplayMode", "REPLAY_MODES",
-           "HistoryMode", "HISTORY_MODES", "UncoveredRule", "UNCOVERED_RULES", "VAL_METRICS", "ValState", "VAL_STATES", "DEFAULT_SWEEP",
-           "StaticHeuristic", "STATIC_HEURISTICS", "GNN_MODELS", "Weighting", "WEIGHTINGS", "HeartHeuristic",
-           "HEART_HEURISTICS", "ShiftHeuristic", "SHIFT_HEURISTICS", "flag"]
+           "HistoryMode", "HISTORY_MODES", "UncoveredRule", "UNCOVERED_RULES", "VAL_METRICS", "ValState", "VAL_STATES",
+           "DEFAULT_SWEEP", "StaticHeuristic", "STATIC_HEURISTICS", "GNN_MODELS", "Weighting", "WEIGHTINGS",
+           "HeartHeuristic", "HEART_HEURISTICS", "ShiftHeuristic", "SHIFT_HEURISTICS", "flag"]
 
 #: what :func:`~tgeval.data.io.read_events` does with duplicate events (``ReadInfo.num_duplicates``)
 DUPLICATE_RULES = ("keep", "drop")

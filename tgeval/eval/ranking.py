@@ -283,7 +283,7 @@ def _top_columns(model: TemporalLinkModel, src: Tensor, t: Tensor, items: Tensor
     prior = model.candidate_prior(src, t, items)
     if prior is None:
         raise TypeError(f"{type(model).__name__} offers no candidate_prior, so the approximate pre-filter "
-                         f"(Protocol(prefilter=L)) cannot choose candidates. Use exact ranking (prefilter=None).")
+                        f"(Protocol(prefilter=L)) cannot choose candidates. Use exact ranking (prefilter=None).")
     if top >= items.numel():
         return torch.arange(items.numel(), device=items.device)
     # linear time (no sort of the catalog): every item above the L-th prior, then the earliest of

@@ -231,7 +231,8 @@ def fit(
     ``val_state="training"``, from the state the epoch's training left. The epoch improves when
     its ``val_metric`` is strictly larger than the best so far; its parameters are then kept
     (in memory and in ``best.pt``). Training stops after ``patience`` epochs without
-    improvement (``None``: never early). Validation runs in eval mode (no dropout, also in the warm-up's updates).
+    improvement (``None``: never early). Validation runs in eval mode (no dropout, also in the
+    warm-up's updates).
     At the end the model holds the best epoch's parameters and a reset state, in eval mode
     (evaluation replays the history).
 
@@ -326,10 +327,11 @@ def fit(
         check_new_run(checkpoint_dir, resume=resume is not None, overwrite=overwrite)
     name = model_name(model) if checkpointing else type(model).__name__
     neural = cast(NeuralLinkModel, model)  # registered (checked above) wherever checkpoints are used
+    val_history = validation_history(model, history)
     training = _spec(sampler, loss, optimizer, epochs=epochs, patience=patience, batch_size=batch_size,
                      num_negatives=num_negatives, seed=seed, history=history, val_metric=val_metric,
                      val_sampler=val_sampler, val_negatives=val_negatives, val_catalog=val_catalog,
-                     val_state=val_state, val_history=validation_history(model, history), extra=spec or {})
+                     val_state=val_state, val_history=val_history, extra=spec or {})
     data_fingerprint = fingerprint(data)
 
     records: list[dict] = []
@@ -353,7 +355,7 @@ def fit(
         model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
         result = evaluate(model, data, split.val,
                           Protocol(replay="online", num_negatives=val_negatives, batch_size=batch_size, seed=seed,
-                                   warm=val_state == "rebuilt", history=validation_history(model, history)),
+                                   warm=val_state == "rebuilt", history=val_history),
                           sampler=val_sampler, catalog=val_catalog, distributed=distributed)
         measured = val_metrics(result)
         improved = stopping.step(epoch, measured.get(val_metric))
