@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 from tgeval.models import registry
-from tgeval.models.base import TemporalLinkModel
+from tgeval.models.base import TemporalLinkModel, pairwise_scorer
 
 
 def small_neural_model(kind, num_nodes, msg_dim=1, subclass=None, node_features=None, **options):
@@ -53,6 +53,9 @@ class TableModel(StatelessModel):
 
     def score(self, src, dst, t):
         return self.table[src, dst]
+
+    def candidate_scorer(self, src, t, candidates):  # a lookup per pair: pair by pair is its fast path
+        return pairwise_scorer(self.score, src, t, candidates)
 
 
 def brute_force_counts(score_fn, src, dst, t, catalog_items, available_from=None, directed=True, scored=None):

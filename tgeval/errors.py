@@ -20,6 +20,7 @@ __all__ = [
     "DistributedError",
     "StaticGraphError",
     "UndefinedMetricWarning",
+    "SlowPathWarning",
 ]
 
 
@@ -90,3 +91,7 @@ class StaticGraphError(TGEvalError, ValueError):
 
 class UndefinedMetricWarning(UserWarning):
     """A metric is undefined for its input (e.g. AUROC with one class); it returns ``nan``."""
+
+
+class SlowPathWarning(UserWarning):
+    """A computation runs on a slow fallback path; the message gives its expected cost and the fix."""

@@ -25,6 +25,8 @@ so peak memory does not grow with ``events x catalog``.
 
 from __future__ import annotations
 
+import time
+import warnings
 from dataclasses import dataclass
 from typing import Optional
 
@@ -37,11 +39,12 @@ from tgeval.data.exclusions import build_exclusions
 from tgeval.data.sorted_keys import expand_ranges
 from tgeval.device import positions
 from tgeval.distributed import shard as shard_range
+from tgeval.errors import SlowPathWarning
 from tgeval.eval.metrics import tie_band
-from tgeval.models.base import TemporalLinkModel
+from tgeval.models.base import TemporalLinkModel, scores_pair_by_pair
 
-__all__ = ["RankCounts", "CandidatePlan", "ShortcutPairs", "PAIR_LIMIT", "plan_candidates", "all_entity_counts",
-           "chunked_counts", "shortcut_counts", "check_no_nan"]
+__all__ = ["RankCounts", "CandidatePlan", "ShortcutPairs", "PairwiseNotice", "PAIR_LIMIT", "plan_candidates",
+           "all_entity_counts", "chunked_counts", "shortcut_counts", "check_no_nan"]
 
 
 @dataclass
@@ -177,6 +180,50 @@ def plan_candidates(src: Tensor, dst: Tensor, t: Tensor, catalog: Catalog, *, di
                          excl.num_nodes, excl.group, first, excl.count, leader, host)
 
 
+class PairwiseNotice:
+    """Says once per all-entity pass, with a :class:`~tgeval.errors.SlowPathWarning`, that ``model`` is
+    scored pair by pair (:func:`~tgeval.models.base.scores_pair_by_pair`), with the pass's cost and the
+    fix; silent for any other model.
+
+    The warning comes after the pass's first :func:`chunked_counts` step that scored pairs: the cost
+    is the pairs the pass scores (``num_events`` x the catalog items, or the ``prefilter`` columns, of
+    this rank's shard; fewer for items not yet available) and their time at that step's rate.
+    """
+
+    def __init__(self, model: TemporalLinkModel, num_events: int, catalog: Catalog,
+                 prefilter: Optional[int] = None, shard: tuple[int, int] = (0, 1)) -> None:
+        self.pending = scores_pair_by_pair(model)
+        self.model_name = type(model).__name__
+        columns = catalog.size if prefilter is None else min(prefilter, catalog.size)
+        lo, hi = shard_range(columns, *shard)
+        self.num_events, self.columns = num_events, hi - lo
+        self.began = 0.0
+
+    def start(self) -> None:
+        """Mark the start of a step's scoring (only while the warning is pending)."""
+        if self.pending:
+            self.began = time.perf_counter()
+
+    def finish(self, scored: int, device: torch.device) -> None:
+        """After a step that scored ``scored`` pairs on ``device``: warn, the first time (one device
+        synchronisation, for the step's time)."""
+        if not self.pending or scored == 0:
+            return
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        rate = scored / max(time.perf_counter() - self.began, 1e-9)
+        self.pending = False
+        total = self.num_events * self.columns
+        warnings.warn(
+            f"{self.model_name} has no fast all-entity path, so this pass scores every (event, candidate) pair "
+            f"through score(): up to {self.num_events:,} events x {self.columns:,} catalog items = {total:,} pairs, "
+            f"about {total / rate:,.1f} s at the first step's {rate:,.0f} pairs/s. Fix: define embed(nodes) -> "
+            f"[n, D] (from the state only) and decode(z_src, z_dst), and the engine embeds each node once per "
+            f"batch; or override candidate_scorer(src, t, candidates). A model whose score costs a lookup per pair "
+            f"says so by overriding candidate_scorer to return pairwise_scorer(self.score, src, t, candidates).",
+            SlowPathWarning, stacklevel=2)
+
+
 def check_no_nan(scores: Tensor, what: str) -> None:
     """Raise ``ValueError`` if ``scores`` holds NaN (a NaN would silently rank first)."""
     if bool(torch.isnan(scores).any()):
@@ -205,7 +252,8 @@ def _subtract_pairs(above: Tensor, equal: Tensor, row: Tensor, values: Tensor, p
 
 def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: Tensor, catalog: Catalog,
                    plan: CandidatePlan, a: int, b: int, budget: int,
-                   shard: tuple[int, int] = (0, 1), prefilter: Optional[int] = None) -> tuple[Tensor, Tensor, Tensor]:
+                   shard: tuple[int, int] = (0, 1), prefilter: Optional[int] = None,
+                   notice: Optional[PairwiseNotice] = None) -> tuple[Tensor, Tensor, Tensor]:
     r"""Counts of events ``[a, b)`` of ``plan`` by scoring the catalog in blocks.
 
     ``src``, ``t``, ``pos_score`` are the ``[b - a]`` events themselves. Each block of at most
@@ -229,6 +277,8 @@ def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: 
     the highest ``model.candidate_prior`` (ties to the earlier item), in catalog order, and only
     they are counted (shards split them); every other item counts as below the positive.
 
+    ``notice``: the pass's :class:`PairwiseNotice`, told how long this step's scoring took.
+
     Returns:
         ``(above, equal, nan)``: int64 ``[b - a]`` and a bool scalar, whether any block held NaN.
     """
@@ -241,6 +291,8 @@ def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: 
     if width == 0 or num_events == 0:
         return above, equal, nan
     items = catalog.items[:width]
+    if notice is not None:
+        notice.start()
     scorer = model.candidate_scorer(src, t, items)
     columns = None if prefilter is None else _top_columns(model, src, t, items, prefilter)
     lo, hi = shard_range(width if columns is None else columns.numel(), *shard)
@@ -275,6 +327,8 @@ def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: 
             _subtract_pairs(block_above, block_equal, row, values, pos_score[r0:r1], tolerance, inside)
             above[r0:r1] += block_above
             equal[r0:r1] += block_equal
+    if notice is not None:
+        notice.finish(num_events * (hi - lo), device)
     return above, equal, nan
 
 

@@ -50,7 +50,8 @@ from tgeval.data.validate import per_event_keys, permute_events, validate
 from tgeval.distributed import check_same, rank_and_world, require_group, state_digest
 from tgeval.errors import CatalogError
 from tgeval.eval.metrics import count_above_equal
-from tgeval.eval.ranking import ShortcutPairs, check_no_nan, chunked_counts, plan_candidates, shortcut_counts
+from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_no_nan, chunked_counts, plan_candidates,
+                                 shortcut_counts)
 from tgeval.eval.result import Result, summarize
 from tgeval.loader import TimestampBatchLoader, same_batch_history, timestamp_batch_boundaries
 from tgeval.models.base import TemporalLinkModel, check_node_ids
@@ -390,6 +391,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     candidate_nan = torch.zeros(max(len(steps) - 1, 1), dtype=torch.bool, device=device)  # per step
     shortcut = use_shortcut and catalog is not None and prefilter is None \
         and type(model).catalog_counts is not TemporalLinkModel.catalog_counts
+    notice = None if catalog is None else PairwiseNotice(model, num_events, catalog, prefilter, shard)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     start_time = time.perf_counter()
@@ -431,7 +433,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                                 model, src, t, pos, catalog, pairs, scores[size * (1 + k):])
                             if counts is None:
                                 above, equal, nan = chunked_counts(model, src, t, pos, catalog, plan, a, z,
-                                                                   candidate_budget, shard, prefilter)
+                                                                   candidate_budget, shard, prefilter, notice)
                                 candidate_nan[b] = nan
                             elif shard[0] == 0:  # exact, cheap, counted whole: once, on rank 0
                                 above, equal = counts

@@ -20,8 +20,8 @@ from tgeval.data.catalog import Catalog
 from tgeval.errors import TemporalDataError
 from tgeval.state import State, initial_buffers, reset_of, restore_into, snapshot_of
 
-__all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer", "time_store",
-           "check_node_ids"]
+__all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer", "scores_pair_by_pair",
+           "time_store", "check_node_ids"]
 
 #: ``scorer(events, candidates) -> [b, c]`` for a slice of a batch's events and a slice (or,
 #: under the approximate pre-filter, an int64 tensor of positions) of the candidate list given
@@ -172,11 +172,12 @@ class TemporalLinkModel(nn.Module):
         Without an override, a model with ``embed(nodes)`` (embeddings ``[n, D]`` of sorted
         distinct node ids from the current state) and ``decode(z_src, z_dst)`` gets exactly that
         (:func:`embedding_scorer`); any other model is scored pair by pair through :meth:`score`
-        (:func:`pairwise_scorer`).
+        (:func:`pairwise_scorer`; the evaluation pass then warns once with its cost, see
+        :func:`scores_pair_by_pair`).
         """
-        embed, decode = getattr(self, "embed", None), getattr(self, "decode", None)
-        if callable(embed) and callable(decode):
-            return embedding_scorer(embed, decode, src, candidates)
+        methods = _embedding_methods(self)
+        if methods is not None:
+            return embedding_scorer(*methods, src, candidates)
         return pairwise_scorer(self.score, src, t, candidates)
 
     def candidate_prior(self, src: Tensor, t: Tensor, candidates: Tensor) -> Optional[Tensor]:
@@ -235,6 +236,19 @@ class TemporalLinkModel(nn.Module):
 
 #: most ``rows x candidates x width`` activations one block of :func:`embedding_scorer` holds
 EMBEDDING_BLOCK = 2**22
+
+
+def scores_pair_by_pair(model: TemporalLinkModel) -> bool:
+    """Whether ``model``'s all-entity scoring falls back to :func:`pairwise_scorer`: it keeps the default
+    :meth:`~TemporalLinkModel.candidate_scorer` and lacks a callable ``embed`` or ``decode``, so every
+    (event, candidate) pair goes through ``score`` (which recomputes per pair what depends on one node)."""
+    return type(model).candidate_scorer is TemporalLinkModel.candidate_scorer and _embedding_methods(model) is None
+
+
+def _embedding_methods(model: TemporalLinkModel) -> Optional[tuple[Callable, Callable]]:
+    """``(model.embed, model.decode)`` when both are callable, else ``None``."""
+    embed, decode = getattr(model, "embed", None), getattr(model, "decode", None)
+    return (embed, decode) if callable(embed) and callable(decode) else None
 
 
 def pairwise_scorer(score: Callable[[Tensor, Tensor, Tensor], Tensor], src: Tensor, t: Tensor,

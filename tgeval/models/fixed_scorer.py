@@ -16,7 +16,7 @@ from typing import Callable, Optional
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.models.base import TemporalLinkModel
+from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer
 
 __all__ = ["FixedScorerModel"]
 
@@ -41,6 +41,10 @@ class FixedScorerModel(TemporalLinkModel):
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         return self.scorer(src, dst)
+
+    def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
+        """Pair by pair on purpose: ``scorer`` is a function of pairs (e.g. a fitted GNN's lookups)."""
+        return pairwise_scorer(self.score, src, t, candidates)
 
     def update(self, batch: TemporalData) -> None:
         """Nothing: the history is fixed when the scorer was fitted."""

@@ -27,7 +27,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import PAD, Occurrences
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
-from tgeval.models.base import TemporalLinkModel, time_store
+from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer, time_store
 from tgeval.state import State, clone_state
 
 __all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity"]
@@ -46,6 +46,10 @@ class _BufferState(TemporalLinkModel):
     def restore(self, state: State) -> None:
         for key in self._state_keys:
             setattr(self, key, clone_state(state[key]).to(getattr(self, key).device))
+
+    def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
+        """Pair by pair on purpose: a score is a few lookups per pair, as cheap as any factorised path."""
+        return pairwise_scorer(self.score, src, t, candidates)
 
 
 class EdgeBank(_BufferState):
