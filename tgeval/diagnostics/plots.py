@@ -8,6 +8,10 @@ rasterised scatter whose marker size and alpha shrink with the number of points,
 points stay readable and the file stays small. For bipartite data the nodes are drawn in two
 panels, sources (users) and destinations (items).
 
+Every plot shows its time axes through :func:`time_axis` (dates, durations or the stream's own
+numbers, never raw seconds with a ``1e9`` offset) and puts its legend outside the axes with
+:func:`legend_outside`, so no legend covers data.
+
 matplotlib is imported lazily, through its object-oriented API with the Agg canvas (no
 ``pyplot``, no change of the global backend). Files are written atomically.
 """
@@ -16,8 +20,11 @@ from __future__ import annotations
 
 import io
 import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Literal, Optional, Sequence, Union
 
+import numpy as np
 import torch
 from torch_geometric.data import TemporalData
 
@@ -25,7 +32,8 @@ from tgeval.atomic import write_atomic
 from tgeval.diagnostics.novelty import NoveltySeries
 from tgeval.samplers.birth_death import CLASSES, Lifetimes, node_lifetimes, pair_lifetimes
 
-__all__ = ["is_bipartite", "birth_death_panels", "plot_birth_death", "plot_novelty"]
+__all__ = ["is_bipartite", "birth_death_panels", "plot_birth_death", "plot_novelty", "TimeAxis", "time_axis",
+           "duration_unit", "legend_outside"]
 
 Number = Union[int, float]
 PathLike = Union[str, "os.PathLike[str]"]
@@ -43,6 +51,106 @@ def _matplotlib() -> tuple[Any, Any]:
         raise ImportError("tgeval plots need matplotlib, which is not installed. Install it with "
                           "`pip install matplotlib`.") from error
     return Figure, FigureCanvasAgg
+
+
+#: Times inside this range are read as Unix seconds (1973-03-03 to 2099-12-04 UTC) and shown as dates.
+UNIX_SECONDS = (1e8, 4.1e9)
+#: Times of magnitude below this are shown as they are: no unit can be read from them (snapshot indices, years).
+PLAIN_BELOW = 1e4
+_UNITS = (("days", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0))
+
+
+def duration_unit(seconds: float) -> tuple[str, float]:
+    """``(name, seconds per unit)`` a duration reads best in: the largest of days, h, min in which it is at
+    least 2, else s (``duration_unit(7200) == ("h", 3600.0)``)."""
+    return next(((name, size) for name, size in _UNITS if abs(seconds) >= 2 * size), ("s", 1.0))
+
+
+@dataclass(frozen=True)
+class TimeAxis:
+    """How the times of one plot axis are shown; made by :func:`time_axis`.
+
+    Attributes:
+        kind: ``"date"`` (UTC dates), ``"duration"`` (time since ``t = 0`` in ``unit``) or ``"plain"``.
+        unit: ``"UTC"``, the duration unit (``s``, ``min``, ``h``, ``days``) or ``""``.
+        scale: seconds per ``unit`` (1 for ``"date"`` and ``"plain"``).
+    """
+
+    kind: Literal["date", "duration", "plain"]
+    unit: str
+    scale: float
+
+    @property
+    def label(self) -> str:
+        """The axis label's description of the times, with the reading it assumes."""
+        return {"date": "UTC date (from Unix seconds)",
+                "duration": f"{self.unit} since t = 0 (times as seconds)",
+                "plain": "the stream's own time units"}[self.kind]
+
+    def values(self, t: Any) -> np.ndarray:
+        """Positions of times ``t`` (array-like, any shape) on the axis: matplotlib date numbers, ``t / scale``,
+        or ``t``."""
+        t = np.asarray(t, dtype=np.float64)
+        if self.kind == "date":
+            from matplotlib.dates import date2num
+
+            return date2num(np.datetime64("1970-01-01T00:00:00")) + t / 86400.0
+        return t / self.scale
+
+    def text(self, t: float) -> str:
+        """One time as words: ``2004-04-15 05:56 UTC``, ``26.62 days`` or ``42``."""
+        if self.kind == "date":
+            return datetime.fromtimestamp(float(t), timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        return f"{float(t) / self.scale:.4g}" + (f" {self.unit}" if self.kind == "duration" else "")
+
+    def apply(self, axis: Any, what: str = "time") -> None:
+        """Give a matplotlib ``Axis`` (``ax.xaxis``) ticks and a label for values from :meth:`values`;
+        ``what`` starts the label."""
+        if self.kind == "date":
+            from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+
+            locator = AutoDateLocator(tz=timezone.utc)
+            axis.set_major_locator(locator)
+            axis.set_major_formatter(ConciseDateFormatter(locator, tz=timezone.utc))
+        else:
+            from matplotlib.ticker import ScalarFormatter
+
+            formatter = ScalarFormatter(useOffset=False)
+            formatter.set_scientific(False)
+            axis.set_major_formatter(formatter)
+        axis.set_label_text(f"{what}: {self.label}")
+        if self.kind == "date" and axis.axis_name == "x":  # clear of the date offset (``2004-May``) at the right
+            axis.label.set(x=0.0, horizontalalignment="left")
+
+
+def time_axis(lo: float, hi: float) -> TimeAxis:
+    """How to show times in ``[lo, hi]``. The rule, in order:
+
+    1. ``UNIX_SECONDS[0] <= lo`` and ``hi <= UNIX_SECONDS[1]``: Unix seconds, shown as UTC dates;
+    2. ``max(|lo|, |hi|) < PLAIN_BELOW``: small numbers with no unit to read (snapshot indices, years,
+       a synthetic clock), shown as they are;
+    3. otherwise seconds since ``t = 0`` (the relative clocks of Wikipedia, Reddit, UCI, TGB), shown as
+       durations in the :func:`duration_unit` of ``max(|lo|, |hi|)``.
+    """
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+        raise ValueError(f"a time axis needs finite lo <= hi, got [{lo}, {hi}].")
+    if UNIX_SECONDS[0] <= lo and hi <= UNIX_SECONDS[1]:
+        return TimeAxis("date", "UTC", 1.0)
+    largest = max(abs(lo), abs(hi))
+    if largest < PLAIN_BELOW:
+        return TimeAxis("plain", "", 1.0)
+    return TimeAxis("duration", *duration_unit(largest))
+
+
+def legend_outside(ax: Any, **options: Any) -> Any:
+    """A legend to the right of ``ax``, outside the axes so that it covers no data, with opaque keys (faint
+    scatter points stay readable); ``options`` go to ``ax.legend``. Lay the figure out afterwards
+    (``tight_layout``) to make room."""
+    legend = ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8, **options)
+    for handle in legend.legend_handles:
+        if handle is not None:
+            handle.set_alpha(1.0)
+    return legend
 
 
 def is_bipartite(data: TemporalData) -> bool:
@@ -83,7 +191,7 @@ def _save(fig: Any, canvas_type: Any, path: PathLike, dpi: int) -> None:
 
 
 def plot_birth_death(path: PathLike, panels: Sequence[tuple[str, Lifetimes]], t_split: Number, *,
-                     title: str = "", dpi: int = 110) -> None:
+                     title: str = "", dpi: int = 110) -> Any:
     """Write a Birth–Death diagram (one subplot per panel) as a PNG at ``path``.
 
     Args:
@@ -93,6 +201,9 @@ def plot_birth_death(path: PathLike, panels: Sequence[tuple[str, Lifetimes]], t_
         title: the figure title.
         dpi: resolution.
 
+    Returns:
+        matplotlib.figure.Figure: the drawn figure (already written).
+
     Raises:
         ImportError: matplotlib is not installed.
         ValueError: ``panels`` is empty.
@@ -100,12 +211,15 @@ def plot_birth_death(path: PathLike, panels: Sequence[tuple[str, Lifetimes]], t_
     if not panels:
         raise ValueError("panels must hold at least one (title, lifetimes) pair.")
     figure_type, canvas_type = _matplotlib()
-    fig = figure_type(figsize=(max(7.0, 5.4 * len(panels)), 5.2))
+    fig = figure_type(figsize=(max(8.0, 6.6 * len(panels)), 5.2))
     split = float(t_split)
+    times = torch.cat([torch.tensor([split], dtype=torch.float64)]
+                      + [torch.cat([lt.birth, lt.death]).cpu().double() for _, lt in panels])
+    axis = time_axis(float(times.min()), float(times.max()))
     for i, (name, lt) in enumerate(panels):
         ax = fig.add_subplot(1, len(panels), i + 1)
         codes = lt.classes(split).cpu()
-        birth, death = lt.birth.cpu().double().numpy(), lt.death.cpu().double().numpy()
+        birth, death = axis.values(lt.birth.cpu().double()), axis.values(lt.death.cpu().double())
         n = max(int(codes.numel()), 1)
         size = min(12.0, max(0.3, 3e4 / n))
         alpha = min(0.8, max(0.04, 3e3 / n))
@@ -113,36 +227,38 @@ def plot_birth_death(path: PathLike, panels: Sequence[tuple[str, Lifetimes]], t_
             mask = (codes == code).numpy()
             ax.scatter(death[mask], birth[mask], s=size, alpha=alpha, c=_COLOURS[cls], linewidths=0,
                        rasterized=True, label=f"{_NAMES[cls]} ({int(mask.sum())})")
+        at = float(axis.values(split))
         if birth.size:
-            low, high = float(min(birth.min(), split)), float(max(death.max(), split))
+            low, high = float(min(birth.min(), at)), float(max(death.max(), at))
             ax.plot([low, high], [low, high], color="0.6", linewidth=0.8, linestyle=":")
-        ax.axvline(split, color="k", linewidth=0.9, linestyle="--")
-        ax.axhline(split, color="k", linewidth=0.9, linestyle="--")
-        ax.tick_params(axis="x", labelrotation=30)
-        ax.set_xlabel("death (time of last event)")
-        ax.set_ylabel("birth (time of first event)")
+        ax.axvline(at, color="k", linewidth=0.9, linestyle="--")
+        ax.axhline(at, color="k", linewidth=0.9, linestyle="--")
+        axis.apply(ax.xaxis, "death (last event)")
+        axis.apply(ax.yaxis, "birth (first event)")
         ax.set_title(f"{name}: {int(codes.numel())}")
-        legend = ax.legend(loc="upper left", fontsize=8, markerscale=max(1.0, 4.0 / size ** 0.5), frameon=True)
-        for handle in legend.legend_handles:
-            if handle is not None:
-                handle.set_alpha(1.0)
-    fig.suptitle(title or f"Birth-Death diagram, t_split = {split:g}", fontsize=9)
+        legend_outside(ax, markerscale=max(1.0, 4.0 / size ** 0.5))
+    fig.suptitle(title or f"Birth-Death diagram, t_split = {axis.text(split)}", fontsize=9)
     fig.tight_layout()
     _save(fig, canvas_type, path, dpi)
+    return fig
 
 
 def plot_novelty(path: PathLike, series: NoveltySeries, *, t_split: Optional[Number] = None, title: str = "",
-                 bins: int = 200, dpi: int = 110) -> None:
+                 bins: int = 200, dpi: int = 110) -> Any:
     r"""Write the novelty time series as a PNG: :math:`\nu_t` per timestamp (light points) and its
-    mean weighted by :math:`|E_t|` in ``bins`` equal time bins (line); ``t_split`` is drawn if given."""
+    mean weighted by :math:`|E_t|` in ``bins`` equal time bins (line); ``t_split`` is drawn if given.
+    Returns the drawn figure (already written)."""
     figure_type, canvas_type = _matplotlib()
-    fig = figure_type(figsize=(8.0, 3.6))
+    fig = figure_type(figsize=(9.0, 3.6))
     ax = fig.add_subplot(1, 1, 1)
     t = series.t.cpu().double()
     nu = series.novelty.cpu()
+    ends = [float(t.min()), float(t.max())] if t.numel() else []
+    ends += [] if t_split is None else [float(t_split)]
+    axis = time_axis(min(ends), max(ends)) if ends else TimeAxis("plain", "", 1.0)
     if t.numel():
-        ax.scatter(t.numpy(), nu.numpy(), s=2, alpha=min(0.5, max(0.03, 2e3 / t.numel())), c="0.5", linewidths=0,
-                   rasterized=True, label="per timestamp")
+        ax.scatter(axis.values(t), nu.numpy(), s=2, alpha=min(0.5, max(0.03, 2e3 / t.numel())), c="0.5",
+                   linewidths=0, rasterized=True, label="per timestamp")
         lo, hi = float(t.min()), float(t.max())
         edges = torch.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1, dtype=torch.float64)
         which = torch.bucketize(t, edges[1:-1], right=True)
@@ -150,17 +266,15 @@ def plot_novelty(path: PathLike, series: NoveltySeries, *, t_split: Optional[Num
         new = torch.bincount(which, weights=series.num_new_pairs.cpu().double(), minlength=bins)
         keep = size > 0
         centres = (edges[:-1] + edges[1:]) / 2
-        ax.plot(centres[keep].numpy(), (new[keep] / size[keep]).numpy(), color="#d62728", linewidth=1.2,
-                label=f"new / distinct pairs in {bins} time bins")
+        ax.plot(axis.values(centres[keep]), (new[keep] / size[keep]).numpy(), color="#d62728", linewidth=1.2,
+                label=f"new / distinct pairs\nin {bins} time bins")
     if t_split is not None:
-        ax.axvline(float(t_split), color="k", linewidth=0.9, linestyle="--", label="t_split")
+        ax.axvline(float(axis.values(float(t_split))), color="k", linewidth=0.9, linestyle="--", label="t_split")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("time")
+    axis.apply(ax.xaxis)
     ax.set_ylabel("novelty  |E_t \\ E_<t| / |E_t|")
-    legend = ax.legend(loc="center right", fontsize=8, markerscale=3.0)
-    for handle in legend.legend_handles:
-        if handle is not None:
-            handle.set_alpha(1.0)
+    legend_outside(ax, markerscale=3.0)
     ax.set_title(title or "novelty ratio", fontsize=10)
     fig.tight_layout()
     _save(fig, canvas_type, path, dpi)
+    return fig

@@ -278,16 +278,19 @@ def write_time_profile_csv(path: PathLike, profile: TimeProfile) -> None:
     write_atomic(path, buffer.getvalue())
 
 
-def plot_time_profile(path: PathLike, profile: TimeProfile, *, title: str = "", dpi: int = 110) -> None:
+def plot_time_profile(path: PathLike, profile: TimeProfile, *, title: str = "", dpi: int = 110) -> Any:
     """Write the profile as a PNG (atomically): mean ranks per bin centre on a log scale, the
     positives' rank as a black line and each sampler's negatives as a coloured line (dashed:
-    the positives' sampled rank against that sampler); empty bins leave gaps."""
-    from tgeval.diagnostics.plots import _matplotlib, _save
+    the positives' sampled rank against that sampler); empty bins leave gaps. The time axis follows
+    :func:`~tgeval.diagnostics.plots.time_axis`; the legend is outside the axes. Returns the drawn
+    figure (already written)."""
+    from tgeval.diagnostics.plots import _matplotlib, _save, legend_outside, time_axis
 
     figure_type, canvas_type = _matplotlib()
-    fig = figure_type(figsize=(8.0, 3.8))
+    fig = figure_type(figsize=(9.5, 3.8))
     ax = fig.add_subplot(1, 1, 1)
-    centres = ((profile.t_start + profile.t_end) / 2).numpy()
+    axis = time_axis(float(profile.t_start[0]), float(profile.t_end[-1]))
+    centres = axis.values((profile.t_start + profile.t_end) / 2)
     ax.plot(centres, profile.pos_rank.numpy(), color="k", linewidth=1.4, marker=".",
             label=f"positives ({profile.pos_rank_kind.replace('_', '-')} rank)")
     colours = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
@@ -301,9 +304,10 @@ def plot_time_profile(path: PathLike, profile: TimeProfile, *, title: str = "", 
               if bool(torch.isfinite(v).any())]
     if finite:
         ax.set_yscale("log")
-    ax.set_xlabel("time")
+    axis.apply(ax.xaxis)
     ax.set_ylabel(f"mean rank ({profile.ties} ties)")
-    ax.legend(loc="best", fontsize=8)
+    legend_outside(ax)
     ax.set_title(title or f"time profile of ranks ({profile.bins} bins)", fontsize=10)
     fig.tight_layout()
     _save(fig, canvas_type, path, dpi)
+    return fig
