@@ -14,7 +14,7 @@ import tgeval
 from tgeval import LeakageError, Segment, TimestampBatchLoader, no_state_change
 from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, registry
-from tgeval.models.base import TemporalLinkModel
+from tgeval.models.base import pairwise_scorer
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference, state_parts
 from tgeval.training.checkpoint import load_checkpoint, save_checkpoint
@@ -169,8 +169,8 @@ def test_derived_candidate_scorer_equals_pairwise_scores(stream, monkeypatch, br
     feed(model, data[:300])
     src, t, candidates = data.src[300:340], data.t[300:340], catalog.items
     with torch.no_grad():
-        pairwise = TemporalLinkModel.candidate_scorer(model, src, t, candidates)(slice(None), slice(None))
-        monkeypatch.setattr("tgeval.models.base.EMBEDDING_BLOCK", 64)  # many row blocks
+        pairwise = pairwise_scorer(model.score, src, t, candidates)(slice(None), slice(None))
+        monkeypatch.setattr("tgeval.models.base.EMBEDDING_BLOCK", 64)  # many blocks
         derived = model.candidate_scorer(src, t, candidates)
         full = derived(slice(None), slice(None))
         part = derived(slice(5, 17), slice(3, 11))
