@@ -1,11 +1,18 @@
 """How results are shown: the protocol line and the table the commands print, and ``tgeval report``, one
 self-contained HTML page of a results folder.
 
-The page holds the protocol line, the main table with time-block bootstrap intervals of each
-model's all-entity MRR, the K-sweep plot with Kendall's τ, the time profile of ranks, the strata
-bars, the Birth–Death diagrams when the folder holds ``diagnose`` output, and every manifest in a
-collapsible block. Images are embedded as ``data:`` PNGs; the page loads nothing else. Files of
-the folder that are not results are listed with the reason, never dropped silently.
+The page is titled with the data's name (paths in it cut to their last component; the folder's name
+when no result names its data). Results are grouped by the events they were evaluated on (data
+fingerprint, segment name and range): each segment has its own section, headed by its name, event
+range and time span, with its protocol lines, its Models table (time-block bootstrap intervals of
+each model's all-entity MRR), its K-sweep with Kendall's τ, its time profile of ranks and its strata
+bars. Results of different segments are never in one table or one plot, so they are never ranked
+against each other. Then come the Birth–Death diagrams when the folder holds ``diagnose`` output,
+and every manifest in a collapsible block. Every plot has a caption in words that names its
+protocol, time axes as dates or durations (:func:`~tgeval.diagnostics.plots.time_axis`) and its
+legend outside the axes. Long names wrap, so the page never scrolls sideways. Images are embedded as
+``data:`` PNGs; the page loads nothing else. Files of the folder that are not results are listed
+with the reason, never dropped silently.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from torch import Tensor
 
 from tgeval.atomic import write_atomic
 from tgeval.diagnostics.compare import compare, k_label, load_events
+from tgeval.diagnostics.plots import duration_unit, legend_outside, short_name, time_axis
 from tgeval.diagnostics.time_profile import time_profile
 from tgeval.eval.result import STRATA, Result
 from tgeval.eval.stats import block_bootstrap_difference
@@ -34,13 +42,20 @@ __all__ = ["protocol_line", "protocol_lines", "format_table", "format_number", "
 PathLike = Union[str, "os.PathLike[str]"]
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em; max-width: 1100px; color: #222; }
+h1, h2, h3, p, li, summary, figcaption { overflow-wrap: anywhere; }
+.wide { overflow-x: auto; }
+section { border-top: 2px solid #ccc; margin-top: 2em; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
-pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.8em; white-space: pre-wrap;
+      overflow-wrap: anywhere; }
+figure { margin: 1em 0; } figcaption { color: #444; font-size: 0.9em; max-width: 60em; }
 img { max-width: 100%; } .note { color: #666; font-size: 0.9em; }
 """
+#: Segment names as words in the section headings.
+_SEGMENT_WORDS = {"train": "Training", "val": "Validation", "test": "Test"}
 
 
 def format_number(value: Optional[float], digits: int = 4) -> str:
@@ -123,18 +138,18 @@ def _strata_basis(result: Result) -> str:
     return "all_entity" if "all_entity" in result.metrics else "sampled"
 
 
-def _png(figure: Any) -> str:
-    """A matplotlib figure as an ``<img>`` with a base64 PNG."""
+def _png(figure: Any, alt: str, caption: str) -> str:
+    """A matplotlib figure as a ``<figure>`` with a base64 PNG and its caption."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
-    return _img(buffer.getvalue(), "plot")
+    return f"<figure>{_img(buffer.getvalue(), alt)}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
 def _img(png: bytes, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
 
 
-def _figure(width: float = 7.0, height: float = 3.6) -> tuple[Any, Any]:
+def _figure(width: float = 8.5, height: float = 3.6) -> tuple[Any, Any]:
     from tgeval.diagnostics.plots import _matplotlib
 
     figure_type, canvas_type = _matplotlib()
@@ -172,9 +187,64 @@ def _interval(table: dict[str, Tensor], uncovered: str) -> tuple[float, float]:
     return iv.low, iv.high
 
 
+def _title(results: dict[str, Result], folder: Path) -> str:
+    """The data's name(s) of the results (:func:`~tgeval.diagnostics.plots.short_name`), else the folder's name."""
+    names = dict.fromkeys(short_name(r.manifest["data"].get("name") or "") for r in results.values())
+    return ", ".join(name for name in names if name) or folder.resolve().name
+
+
+def _by_segment(results: dict[str, Result]) -> list[list[str]]:
+    """Names of the results grouped by the events they were evaluated on (data fingerprint, segment name and
+    range); groups in order of the data's first appearance, then of the segment's start."""
+    groups: dict[tuple, list[str]] = {}
+    for name, result in results.items():
+        seg = result.manifest["segment"]
+        groups.setdefault((result.manifest["data"]["fingerprint"], seg["start"], seg["end"], seg["name"]),
+                          []).append(name)
+    data = list(dict.fromkeys(key[0] for key in groups))
+    return [groups[key] for key in sorted(groups, key=lambda key: (data.index(key[0]), *key[1:]))]
+
+
+def _segment_heading(result: Result, with_data: bool) -> str:
+    """``<h2>`` and a note: the segment's name, event range and time span (and the data when the folder holds
+    several)."""
+    seg, data = result.manifest["segment"], result.manifest["data"]
+    heading = f"{_SEGMENT_WORDS.get(seg['name'], seg['name'])} segment: events [{seg['start']}, {seg['end']})"
+    if with_data:
+        heading += f" of {short_name(data.get('name') or 'unnamed data')} (fingerprint {data['fingerprint'][:12]})"
+    axis = time_axis(seg["t_first"], seg["t_last"])
+    span = seg["t_last"] - seg["t_first"]
+    unit, size = duration_unit(span)
+    length = f"{span:g} time units" if axis.kind == "plain" else f"{span / size:.3g} {unit}"
+    return (f"<h2>{html.escape(heading)}</h2><p class=\"note\">{seg['num_events']} events from "
+            f"{html.escape(axis.text(seg['t_first']))} to {html.escape(axis.text(seg['t_last']))} ({length}). Every "
+            f"row and plot of this section was measured on these events; results of other segments have their "
+            f"own sections and are never ranked against these.</p>")
+
+
+def _sampled_words(result: Result) -> str:
+    """The sampled pass's protocol in words: ``uniform, K=20``."""
+    m = result.manifest
+    return "no sampled pass" if m["sampler"] is None else f"{m['sampler']['name']}, K={m['protocol']['num_negatives']}"
+
+
+def _catalog_words(result: Result) -> str:
+    """The all-entity pass's catalog in words: ``train catalog, 1,459 destinations``."""
+    c = result.manifest["catalog"]
+    return "no all-entity pass" if c is None else f"{c['kind']} catalog, {c['size']:,} destinations"
+
+
+def _shared(results: dict[str, Result], words: Any) -> str:
+    """``words(result)`` when every result agrees, else a pointer to the protocol lines."""
+    found = {words(r) for r in results.values()}
+    return found.pop() if len(found) == 1 else "per row: see the protocol lines"
+
+
 def _main_table(results: dict[str, Result], tables: dict[str, dict[str, Tensor]]) -> str:
-    rows = ["<tr><th>model</th><th>sampled MRR</th><th>all-entity MRR</th><th>95% interval (time blocks)</th>"
-            "<th>macro MRR</th><th>Hits@10</th><th>AP</th><th>uncovered</th></tr>"]
+    sampled, catalog = _shared(results, _sampled_words), _shared(results, _catalog_words)
+    head = ("model", f"sampled MRR ({sampled})", f"all-entity MRR ({catalog})", "95% interval (time blocks)",
+            "macro all-entity MRR", "all-entity Hits@10", f"AP ({sampled})", "uncovered positives")
+    rows = ["<tr>" + "".join(f"<th>{html.escape(cell)}</th>" for cell in head) + "</tr>"]
     for name, result in results.items():
         m = result.metrics
         full = m.get("all_entity", {})
@@ -187,54 +257,85 @@ def _main_table(results: dict[str, Result], tables: dict[str, dict[str, Tensor]]
             interval, format_number(full.get("mrr", {}).get("macro")), format_number(full.get("hits@10", {}).get("micro")),
             format_number(m.get("sampled", {}).get("ap", {}).get("global")),
             full.get("coverage", {}).get("uncovered", "–"))) + "</tr>")
-    return "<table>" + "".join(rows) + "</table>"
+    return '<div class="wide"><table>' + "".join(rows) + "</table></div>"
 
 
-def _k_sweep(report: dict) -> str:
+def _k_sweep_figure(report: dict) -> Any:
     sweep = report["k_sweep"]
     labels = [k_label(k) for k in sweep["K"]]
     fig, ax = _figure()
     for name in sweep["models"]:
         ax.plot(labels, sweep["mrr"][name], marker="o", label=name)
-    ax.set_xlabel("K sampled negatives (expected, from the exact ranks)")
-    ax.set_ylabel("MRR")
-    ax.legend(fontsize=8)
+    ax.set_xlabel("K, the number of negatives drawn uniformly from the catalog (full: the whole catalog)")
+    ax.set_ylabel(f"expected MRR ({report['ties']} ties)")
+    legend_outside(ax)
     fig.tight_layout()
-    taus = ", ".join(f"K={k}: {t:.2f}" if t == t else f"K={k}: n/a" for k, t in zip(labels, sweep["kendall_tau"]))
-    return _png(fig) + f'<p class="note">Kendall τ of each K\'s model order with the full catalog\'s: {taus}</p>'
+    return fig
 
 
-def _time_profile(tables: dict[str, dict[str, Tensor]]) -> str:
-    """Mean all-entity rank of each model's positives in 30 equal time bins of the segment."""
+def _k_sweep(report: dict, result: Result) -> str:
+    labels = [k_label(k) for k in report["k_sweep"]["K"]]
+    taus = "none (one model has no order to compare)" if len(report["models"]) < 2 else ", ".join(
+        f"K={k}: {t:.2f}" if t == t else f"K={k}: n/a" for k, t in zip(labels, report["k_sweep"]["kendall_tau"]))
+    caption = (f"The MRR each model would get if its positives were ranked against K negatives drawn uniformly "
+               f"from the catalog ({_catalog_words(result)}) instead of against all of it: the expected value, "
+               f"computed exactly from the all-entity ranks, {report['ties']} ties. Lines that cross mean that "
+               f"the K chosen changes which model looks better. Kendall's τ between each K's order of the models "
+               f"and the whole catalog's: {taus}.")
+    return _png(_k_sweep_figure(report), "K-sweep plot", caption)
+
+
+def _time_profile_figure(tables: dict[str, dict[str, Tensor]], bins: int = 30) -> Any:
+    """Mean all-entity rank of each model's positives in ``bins`` equal time bins of the segment."""
     t = next(iter(tables.values()))["t"]
     span = (float(t.min()), float(t.max()))
-    fig, ax = _figure(8.0, 3.8)
+    axis = time_axis(*span)
+    fig, ax = _figure(9.0, 3.8)
     for name, table in tables.items():
-        profile = time_profile(table, bins=30, t_range=span)
-        ax.plot(((profile.t_start + profile.t_end) / 2).numpy(), profile.pos_rank.numpy(), marker=".", label=name)
+        profile = time_profile(table, bins=bins, t_range=span)
+        ax.plot(axis.values((profile.t_start + profile.t_end) / 2), profile.pos_rank.numpy(), marker=".",
+                label=name)
     ax.set_yscale("log")
-    ax.set_xlabel("time")
-    ax.set_ylabel("mean all-entity rank of the positives")
-    ax.legend(fontsize=8)
+    axis.apply(ax.xaxis)
+    ax.set_ylabel("mean all-entity rank\nof the positives")
+    legend_outside(ax)
     fig.tight_layout()
-    return _png(fig)
+    return fig
 
 
-def _strata(results: dict[str, Result]) -> str:
+def _time_profile(tables: dict[str, dict[str, Tensor]], result: Result) -> str:
+    caption = (f"How each model's ranking changes through the segment: the mean rank of the true destination "
+               f"among all catalog destinations ({_catalog_words(result)}, {result.manifest['protocol']['ties']} "
+               f"ties; 1 is best, log scale) in 30 equal time bins. A line that climbs means the model ranks later "
+               f"events worse.")
+    return _png(_time_profile_figure(tables), "time profile plot", caption)
+
+
+def _strata_figure(results: dict[str, Result]) -> Any:
     fig, ax = _figure()
     width = 0.8 / max(len(results), 1)
     for i, (name, result) in enumerate(results.items()):
         basis = _strata_basis(result)
         values = [result.metrics["strata"][s].get(basis, {}).get("mrr", {}).get("micro") for s in STRATA]
         values = [math.nan if v is None else v for v in values]  # undefined: no bar, not a zero
-        ax.bar([j + i * width for j in range(len(STRATA))], values, width=width, label=name)
+        what = "all-entity" if basis == "all_entity" else _sampled_words(result)
+        ax.bar([j + i * width for j in range(len(STRATA))], values, width=width, label=f"{name} ({what})")
     first = next(iter(results.values()))
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(STRATA))])
-    ax.set_xticklabels([f"{s} (n={first.metrics['strata'][s]['count']})" for s in STRATA])
-    ax.set_ylabel("MRR (all-entity where measured)")
-    ax.legend(fontsize=8)
+    ax.set_xticklabels([f"{s}\n(n={first.metrics['strata'][s]['count']})" for s in STRATA])
+    ax.set_ylabel("MRR")
+    legend_outside(ax)
     fig.tight_layout()
-    return _png(fig)
+    return fig
+
+
+def _strata(results: dict[str, Result]) -> str:
+    first = next(iter(results.values()))
+    caption = (f"MRR on three kinds of events, relative to the events before the segment: pairs seen before "
+               f"(repeated), new pairs of known nodes, and events with a node never seen; n is the number of events "
+               f"of each kind. Each bar is the model's all-entity MRR ({_catalog_words(first)}) where it was "
+               f"measured, else its sampled MRR, as its legend entry says; no bar: no event of that kind.")
+    return _png(_strata_figure(results), "strata bar chart", caption)
 
 
 def _birth_death(folder: Path) -> str:
@@ -242,31 +343,49 @@ def _birth_death(folder: Path) -> str:
     images = [_img((folder / name).read_bytes(), name)
               for name in ("birth_death_nodes.png", "birth_death_pairs.png", "novelty.png") if (folder / name).is_file()]
     lt = report["lifetimes"]
-    return (f'<p>t_split = {lt["t_split"]:g} (test ratio {lt["test_ratio"]:g}); surprise: nodes '
+    split = time_axis(lt["t_split"], lt["t_split"]).text(lt["t_split"])
+    return (f'<p>t_split = {html.escape(split)} (test ratio {lt["test_ratio"]:g}); surprise: nodes '
             f'{lt["nodes"]["surprise"]:.1%}, pairs {lt["pairs"]["surprise"]:.1%}</p>' + "".join(images))
+
+
+def _segment_section(results: dict[str, Result], tables: dict[str, dict[str, Tensor]], comparison: Optional[dict],
+                     with_data: bool) -> str:
+    """The section of one segment's results: heading, protocol lines, Models table and plots."""
+    first = next(iter(results.values()))
+    parts = ["<section>", _segment_heading(first, with_data),
+             f"<p>{html.escape(protocol_lines(list(results.items()))).replace(chr(10), '<br>')}</p>",
+             "<h3>Models</h3>", _main_table(results, tables)]
+    with_events = {name: tables[name] for name in results if name in tables and "above" in tables[name]}
+    if with_events:
+        if comparison is None or set(comparison["models"]) != set(with_events):
+            comparison = compare(with_events)
+        parts += ["<h3>K-sweep</h3>", _k_sweep(comparison, first), "<h3>Time profile</h3>",
+                  _time_profile(with_events, first)]
+    else:
+        parts.append('<p class="note">The K-sweep and the time profile need per-event files with all-entity ranks '
+                     '(`--save-events` with the all-entity pass); none of these results has one.</p>')
+    parts += ["<h3>Strata</h3>", _strata(results), "</section>"]
+    return "\n".join(parts)
 
 
 def build_report(folder: PathLike, comparison: Optional[dict] = None) -> str:
     """The HTML page of the results in ``folder`` (see the module docstring).
 
-    ``comparison``: :func:`~tgeval.diagnostics.compare.compare` of the folder's results that have
-    per-event files, when the caller has computed it (else computed here)."""
+    ``comparison``: :func:`~tgeval.diagnostics.compare.compare` of the per-event files of one segment's
+    results, when the caller has computed it; used for the segment whose results with all-entity ranks are
+    exactly its models (every other segment's is computed here)."""
     folder = Path(folder)
     results, tables, skipped = _load(folder)
     if not results:
         raise ValueError(f"{folder}: no result JSON (from `tgeval evaluate --out` or `tgeval run`) to report.")
-    first = next(iter(results.values()))
-    parts = [f"<h1>tgeval report: {html.escape(str(first.manifest['data'].get('name') or folder.name))}</h1>",
-             f"<p>{html.escape(protocol_lines(list(results.items()))).replace(chr(10), '<br>')}</p>"]
-    parts += ["<h2>Models</h2>", _main_table(results, tables)]
-    with_events = {name: table for name, table in tables.items() if "above" in table}
-    if with_events:
-        comparison = compare(with_events) if comparison is None else comparison
-        parts += ["<h2>K-sweep</h2>", _k_sweep(comparison), "<h2>Time profile</h2>", _time_profile(with_events)]
-    else:
-        parts.append('<p class="note">The K-sweep and the time profile need per-event files with all-entity ranks '
-                     '(`--save-events` with the all-entity pass); none of these results has one.</p>')
-    parts += ["<h2>Strata</h2>", _strata(results)]
+    title = _title(results, folder)
+    groups = _by_segment(results)
+    several_data = len({r.manifest["data"]["fingerprint"] for r in results.values()}) > 1
+    parts = [f"<h1>{html.escape(title)}</h1>",
+             f'<p class="note">tgeval report of the results folder {html.escape(folder.resolve().name)}: '
+             f'{len(results)} results on {len(groups)} segment(s), one section each.</p>']
+    parts += [_segment_section({name: results[name] for name in group}, tables, comparison, several_data)
+              for group in groups]
     if (folder / "diagnose.json").is_file():
         parts += ["<h2>Birth–Death</h2>", _birth_death(folder)]
     parts.append("<h2>Manifests</h2>")
@@ -276,7 +395,8 @@ def build_report(folder: PathLike, comparison: Optional[dict] = None) -> str:
     if skipped:
         parts.append("<h2>Files not reported</h2><ul>" + "".join(
             f"<li>{html.escape(name)}: {html.escape(why)}</li>" for name, why in skipped) + "</ul>")
-    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>tgeval report</title>"
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}: tgeval report</title>"
             f"<style>{_STYLE}</style></head><body>" + "\n".join(parts) + "</body></html>\n")
 
 

@@ -1,6 +1,7 @@
 """`tgeval report`: one self-contained HTML page of a results folder, checked by parsing it (every
 image is an embedded PNG that decodes, nothing is loaded from elsewhere, the numbers are the
-results') and, where Chromium is installed, by loading it in a headless browser."""
+results', each segment has its own section and table, the title is the data's name) and, where
+Chromium is installed, by loading it in a headless browser (no horizontal overflow)."""
 
 import base64
 import io
@@ -15,13 +16,19 @@ import pytest
 
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
+from tgeval.report import build_report
+
+
+#: a data file in a deep folder, both with long names: the page must show neither the path nor overflow
+LONG_NAME = "interactions_of_a_dataset_with_an_unusually_long_name_that_has_no_spaces_" + "x" * 60 + ".txt"
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     folder = tmp_path_factory.mktemp("report")
     data = generate_events(num_events=2000, num_nodes=100, seed=3)
-    events = folder / "events.txt"
+    events = folder / ("a_folder_with_a_long_name_" * 6) / ("and_another_one_" * 8) / LONG_NAME
+    events.parent.mkdir(parents=True)
     events.write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(),
                                                                   data.t.tolist())))
     out = folder / "results"
@@ -30,6 +37,8 @@ def results(tmp_path_factory):
                      str(out / f"{model}.json"), "--save-events", str(out / f"{model}.csv")]) == 0
     assert main(["evaluate", str(events), "--format", "snap", "--model", "popularity", "--out",
                  str(out / "popularity.json")]) == 0  # no per-event file: in the table, not in the K-sweep
+    assert main(["evaluate", str(events), "--format", "snap", "--model", "node-memory", "--segment", "val",
+                 "--out", str(out / "memory_val.json"), "--save-events", str(out / "memory_val.csv")]) == 0
     assert main(["diagnose", str(events), "--format", "snap", "--out", str(out)]) == 0
     (out / "notes.json").write_text(json.dumps({"comment": "not a result"}))
     assert main(["report", str(out), "--out", str(folder / "report.html")]) == 0
@@ -50,7 +59,7 @@ def test_the_page_is_self_contained_and_every_image_decodes(results):
     parser = _Tags()
     parser.feed(page)
     images = [attrs["src"] for tag, attrs in parser.tags if tag == "img"]
-    assert len(images) == 6  # K-sweep, time profile, strata, two Birth-Death diagrams, novelty
+    assert len(images) == 9  # per segment K-sweep, time profile, strata; two Birth-Death diagrams, novelty
     for src in images:
         assert src.startswith("data:image/png;base64,")
         pixels = matplotlib.image.imread(io.BytesIO(base64.b64decode(src.split(",", 1)[1])), format="png")
@@ -67,10 +76,59 @@ def test_the_page_holds_the_results_numbers_and_manifests(results):
         mrr = result["metrics"]["all_entity"]["mrr"]["micro"]
         assert re.search(rf"<td>{model}</td><td>[^<]*</td><td>{mrr:.4f}</td>", page)
         assert f"<summary>{model}</summary>" in page
-    assert page.count("<td>[0.") == 2  # intervals for the two results with per-event files
+    assert page.count("<td>[0.") == 3  # intervals for the three results with per-event files
     assert "notes.json: not a result JSON" in page  # listed, not dropped
     assert "diagnose.json" not in page.split("Files not reported")[-1]
     assert "test segment" in page and "Kendall" in page and "surprise" in page
+
+
+def _sections(page):
+    """The page's segment sections, in order."""
+    return re.findall(r"<section>(.*?)</section>", page, flags=re.S)
+
+
+def test_each_segment_has_its_own_section_and_results_of_segments_are_never_ranked_together(results):
+    out, page = results
+    val, test = (json.loads((out / f"{name}.json").read_text())["manifest"]["segment"]
+                 for name in ("memory_val", "edgebank"))
+    sections = _sections(page)
+    assert len(sections) == 2 and page.count("<table>") == 2  # one Models table per segment
+    for section, segment, word, models in ((sections[0], val, "Validation", ["memory_val"]),
+                                           (sections[1], test, "Test", ["edgebank", "pa", "popularity"])):
+        assert f"<h2>{word} segment: events [{segment['start']}, {segment['end']})</h2>" in section
+        assert f"{segment['num_events']} events from {segment['t_first']:g} to {segment['t_last']:g}" in section
+        assert section.count("<table>") == 1 and re.findall(r"<tr><td>([^<]*)</td>", section) == models
+        assert section.count("<figure>") == 3  # its own K-sweep, time profile and strata
+        assert section.count("Kendall") == 1  # the K-sweep's model order is of this segment's models only
+    assert "memory_val" not in sections[1] and "edgebank" not in sections[0]
+
+
+def test_the_title_is_the_data_name_and_no_path(results):
+    out, page = results
+    full = json.loads((out / "edgebank.json").read_text())["manifest"]["data"]["name"]
+    assert full.endswith("/" + LONG_NAME)  # the CLI records the path it read
+    assert re.search(r"<h1>(.*?)</h1>", page).group(1) == LONG_NAME
+    assert re.search(r"<title>(.*?)</title>", page).group(1) == f"{LONG_NAME}: tgeval report"
+    assert full not in page.split("<h2>Manifests</h2>")[0]  # the full path only in the manifests
+
+
+def test_captions_and_headers_name_the_protocol(results):
+    _, page = results
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", page, flags=re.S)
+    assert len(captions) == 6 and all("ties" in c or "sampled MRR" in c for c in captions)
+    assert all("train catalog" in c for c in captions)  # every plot names the catalog its ranks are against
+    assert "<th>sampled MRR (uniform, K=20)</th>" in page and "<th>all-entity MRR (train catalog, " in page
+
+
+@pytest.mark.parametrize("name, title", [(None, "report"), ("", "report"), ("/data/tgb/ml_uci.csv", "ml_uci.csv")])
+def test_the_title_falls_back_to_the_folder_name_and_cuts_paths(results, tmp_path, name, title):
+    out, _ = results
+    folder = tmp_path / "report"
+    folder.mkdir()
+    result = json.loads((out / "popularity.json").read_text())
+    result["manifest"]["data"]["name"] = name
+    (folder / "popularity.json").write_text(json.dumps(result))
+    assert re.search(r"<h1>(.*?)</h1>", build_report(folder)).group(1) == title
 
 
 def test_an_empty_folder_is_a_clear_error(tmp_path, capsys):
@@ -80,7 +138,7 @@ def test_an_empty_folder_is_a_clear_error(tmp_path, capsys):
 
 @pytest.mark.skipif(not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")),
                     reason="no Chromium on this machine (the page is checked by parsing it instead)")
-def test_chromium_renders_the_page(results, tmp_path):
+def test_chromium_renders_the_page_without_horizontal_overflow(results, tmp_path):
     browser = next(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b))
     out, _ = results
     shot = tmp_path / "page.png"
@@ -90,35 +148,39 @@ def test_chromium_renders_the_page(results, tmp_path):
     assert shot.is_file(), done.stderr
     assert "Uncaught" not in done.stderr and "Failed to load resource" not in done.stderr
     assert matplotlib.image.imread(shot).std() > 0  # a non-blank screenshot
-    # every image decodes in the browser itself: a probe appended to a copy of the page counts them after load
+    # every image decodes in the browser itself and nothing is wider than the window: a probe appended to a copy
+    # of the page counts them after load
     page = (out.parent / "report.html").read_text(encoding="utf-8")
-    assert _undecoded_images(browser, page, tmp_path / "probe.html") == (page.count("<img "), 0)
-    broken = '<img src="data:image/png;base64,iVBORw0KGgoAAAAbad">'  # the probe can fail: a damaged PNG
-    assert _undecoded_images(browser, page.replace("</body>", broken + "</body>"), tmp_path / "broken.html") == (
-        page.count("<img ") + 1, 1)
+    assert _probe(browser, page, tmp_path / "probe.html") == (page.count("<img "), 0, 0)
+    broken = '<img src="data:image/png;base64,iVBORw0KGgoAAAAbad"><div style="width: 3000px">wide</div>'
+    images, undecoded, overflow = _probe(browser, page.replace("</body>", broken + "</body>"), tmp_path / "b.html")
+    assert (images, undecoded) == (page.count("<img ") + 1, 1) and overflow > 0  # the probe can fail
 
 
 _PROBE = """<script>window.addEventListener("load", () => {
   const images = [...document.images], bad = images.filter(i => !(i.complete && i.naturalWidth > 0)).length;
+  const root = document.documentElement, overflow = root.scrollWidth - root.clientWidth;
   const out = document.createElement("pre");
-  out.textContent = "tgeval-probe images " + images.length + " undecoded " + bad;
+  out.textContent = "tgeval-probe images " + images.length + " undecoded " + bad + " overflow " + overflow;
   document.body.appendChild(out);
 });</script>"""
 
 
-def _undecoded_images(browser, page, path):
-    """(images, images the browser could not decode) of ``page``, loaded in headless Chromium."""
+def _probe(browser, page, path):
+    """(images, images the browser could not decode, pixels of horizontal overflow) of ``page``, loaded in
+    headless Chromium in a 1000-pixel-wide window."""
     path.write_text(page.replace("</body>", _PROBE + "</body>"), encoding="utf-8")
     done = subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox", "--dump-dom",
-                           "--virtual-time-budget=10000", path.as_uri()], capture_output=True, text=True, timeout=120)
-    found = re.search(r"tgeval-probe images (\d+) undecoded (\d+)", done.stdout)
+                           "--window-size=1000,2000", "--virtual-time-budget=10000", path.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    found = re.search(r"tgeval-probe images (\d+) undecoded (\d+) overflow (-?\d+)", done.stdout)
     assert found, done.stderr
-    return int(found.group(1)), int(found.group(2))
+    return tuple(int(value) for value in found.groups())
 
 
 def test_results_without_an_all_entity_pass_or_negatives_are_reported(results, tmp_path):
     out, _ = results
-    events = out.parent / "events.txt"
+    events = json.loads((out / "edgebank.json").read_text())["manifest"]["data"]["name"]  # the path read
     folder = tmp_path / "partial"
     assert main(["evaluate", str(events), "--format", "snap", "--model", "edgebank", "--no-all-entity",
                  "--out", str(folder / "sampled.json"), "--save-events", str(folder / "sampled.csv")]) == 0

@@ -21,7 +21,8 @@ from tgeval.data.split import chronological_split
 from tgeval.diagnostics.lifetimes import SURPRISE_RATIOS, lifetime_summary, surprise_table
 from tgeval.diagnostics.novelty import novelty_series, novelty_summary, segment_strata_shares
 from tgeval.errors import SplitError
-from tgeval.diagnostics.plots import birth_death_panels, is_bipartite, plot_birth_death, plot_novelty
+from tgeval.diagnostics.plots import (birth_death_panels, is_bipartite, plot_birth_death, plot_novelty, short_name,
+                                     time_axis)
 from tgeval.samplers.birth_death import split_time
 from tgeval.eval.result import json_safe
 
@@ -70,14 +71,14 @@ def diagnose(data: TemporalData, out: PathLike, *, test_ratio: float = 0.15, dir
                    zip(series.t.tolist(), series.novelty.tolist(), series.num_pairs.tolist(),
                        series.num_new_pairs.tolist()))
     write_atomic(folder / "novelty.csv", "t,novelty,distinct_pairs,new_pairs\n" + rows)
-    label = f"{name}: " if name else ""
+    label, when = f"{short_name(name)}: " if name else "", time_axis(t_split, t_split).text(t_split)
     plot_birth_death(folder / "birth_death_nodes.png",
                      birth_death_panels(data, kind="nodes", bipartite=bip), t_split,
-                     title=f"{label}Birth-Death diagram of nodes, t_split = {t_split:g} (test ratio {test_ratio:g})")
+                     title=f"{label}Birth-Death diagram of nodes, t_split = {when} (test ratio {test_ratio:g})")
     plot_birth_death(folder / "birth_death_pairs.png",
                      birth_death_panels(data, kind="pairs", directed=directed, num_nodes=num_nodes), t_split,
                      title=f"{label}Birth-Death diagram of {'directed' if directed else 'undirected'} pairs, "
-                           f"t_split = {t_split:g}")
+                           f"t_split = {when}")
     plot_novelty(folder / "novelty.png", series, t_split=t_split, title=f"{label}novelty ratio per timestamp")
     report: dict[str, Any] = {
         "data": {"name": name, "events": int(data.src.numel()), "directed": directed, "bipartite": bip,

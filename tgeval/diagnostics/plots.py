@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal, Optional, Sequence, Union
@@ -33,7 +34,7 @@ from tgeval.diagnostics.novelty import NoveltySeries
 from tgeval.samplers.birth_death import CLASSES, Lifetimes, node_lifetimes, pair_lifetimes
 
 __all__ = ["is_bipartite", "birth_death_panels", "plot_birth_death", "plot_novelty", "TimeAxis", "time_axis",
-           "duration_unit", "legend_outside"]
+           "duration_unit", "legend_outside", "short_name"]
 
 Number = Union[int, float]
 PathLike = Union[str, "os.PathLike[str]"]
@@ -140,6 +141,12 @@ def time_axis(lo: float, hi: float) -> TimeAxis:
     if largest < PLAIN_BELOW:
         return TimeAxis("plain", "", 1.0)
     return TimeAxis("duration", *duration_unit(largest))
+
+
+def short_name(name: str) -> str:
+    """A data name fit for a title: every path in it cut to its last component
+    (``/data/uci/ml_uci.csv`` -> ``ml_uci.csv``)."""
+    return re.sub(r"\S*[/\\]\S*", lambda m: re.split(r"[/\\]", m.group().rstrip("/\\"))[-1] or m.group(), name)
 
 
 def legend_outside(ax: Any, **options: Any) -> Any:

@@ -11,8 +11,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from tgeval.data.synthetic import generate_events
+from tgeval.diagnostics import cli as diagnostics_cli
 from tgeval.diagnostics.novelty import novelty_series
-from tgeval.diagnostics.plots import (birth_death_panels, duration_unit, plot_birth_death, plot_novelty, time_axis)
+from tgeval.diagnostics.plots import (birth_death_panels, duration_unit, plot_birth_death, plot_novelty, short_name,
+                                     time_axis)
+from tgeval.samplers.birth_death import split_time
 from tgeval.diagnostics.time_profile import plot_time_profile, time_profile
 
 COLLEGEMSG = (1_082_008_561, 1_098_744_742)  # Unix seconds of CollegeMsg's first and last message
@@ -121,3 +124,22 @@ def test_the_time_profile_plot_keeps_its_legend_off_the_data(tmp_path):
     fig = plot_time_profile(tmp_path / "profile.png", time_profile({"uniform": records}, bins=20))
     assert_legends_outside(fig)
     assert fig.axes[0].get_xlabel() == "time: days since t = 0 (times as seconds)"
+
+
+@pytest.mark.parametrize("name, short", [("tgbl-wiki", "tgbl-wiki"), ("/data/tgb/ml_uci.csv", "ml_uci.csv"),
+                                         ("C:\\data\\ml_uci.csv", "ml_uci.csv"), ("folder/", "folder"),
+                                         ("CollegeMsg from pkg: /home/u/x/CollegeMsg.txt",
+                                          "CollegeMsg from pkg: CollegeMsg.txt")])
+def test_short_names_cut_paths_to_their_last_component(name, short):
+    assert short_name(name) == short
+
+
+def test_diagnose_titles_name_the_file_and_date_the_split(stream, tmp_path, monkeypatch):
+    titles = []
+    real = diagnostics_cli.plot_birth_death  # the real plot runs; its titles are recorded on the way
+    monkeypatch.setattr(diagnostics_cli, "plot_birth_death", lambda *a, **k: titles.append(k["title"]) or real(*a, **k))
+    diagnostics_cli.diagnose(stream, tmp_path, name="/a/long/folder/CollegeMsg.txt")
+    when = time_axis(*COLLEGEMSG).text(split_time(stream, 0.15))
+    assert when.startswith("2004-") and titles == [
+        f"CollegeMsg.txt: Birth-Death diagram of nodes, t_split = {when} (test ratio 0.15)",
+        f"CollegeMsg.txt: Birth-Death diagram of directed pairs, t_split = {when}"]
