@@ -32,7 +32,7 @@ from torch import Tensor
 
 from tgeval.atomic import write_atomic
 from tgeval.diagnostics.compare import compare, k_label, load_events
-from tgeval.diagnostics.plots import duration_unit, legend_outside, short_name, time_axis
+from tgeval.diagnostics.plots import duration_unit, legend_outside, rank_axis, short_name, time_axis
 from tgeval.diagnostics.time_profile import time_profile
 from tgeval.eval.result import STRATA, Result
 from tgeval.eval.stats import block_bootstrap_difference
@@ -291,11 +291,11 @@ def _time_profile_figure(tables: dict[str, dict[str, Tensor]], bins: int = 30) -
     span = (float(t.min()), float(t.max()))
     axis = time_axis(*span)
     fig, ax = _figure(9.0, 3.8)
-    for name, table in tables.items():
-        profile = time_profile(table, bins=bins, t_range=span)
+    profiles = {name: time_profile(table, bins=bins, t_range=span) for name, table in tables.items()}
+    for name, profile in profiles.items():
         ax.plot(axis.values((profile.t_start + profile.t_end) / 2), profile.pos_rank.numpy(), marker=".",
                 label=name)
-    ax.set_yscale("log")
+    rank_axis(ax, [profile.pos_rank for profile in profiles.values()])
     axis.apply(ax.xaxis)
     ax.set_ylabel("mean all-entity rank\nof the positives")
     legend_outside(ax)
@@ -306,7 +306,7 @@ def _time_profile_figure(tables: dict[str, dict[str, Tensor]], bins: int = 30) -
 def _time_profile(tables: dict[str, dict[str, Tensor]], result: Result) -> str:
     caption = (f"How each model's ranking changes through the segment: the mean rank of the true destination "
                f"among all catalog destinations ({_catalog_words(result)}, {result.manifest['protocol']['ties']} "
-               f"ties; 1 is best, log scale) in 30 equal time bins. A line that climbs means the model ranks later "
+               f"ties; 1 is best) in 30 equal time bins. A line that climbs means the model ranks later "
                f"events worse.")
     return _png(_time_profile_figure(tables), "time profile plot", caption)
 

@@ -16,7 +16,10 @@ import pytest
 
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
-from tgeval.report import build_report
+from tgeval.diagnostics.compare import compare, load_events
+from tgeval.eval.result import Result
+from tgeval.report import _k_sweep_figure, _strata_figure, _time_profile_figure, build_report
+from tests.plot_checks import assert_legends_outside
 
 
 #: a data file in a deep folder, both with long names: the page must show neither the path nor overflow
@@ -129,6 +132,14 @@ def test_the_title_falls_back_to_the_folder_name_and_cuts_paths(results, tmp_pat
     result["manifest"]["data"]["name"] = name
     (folder / "popularity.json").write_text(json.dumps(result))
     assert re.search(r"<h1>(.*?)</h1>", build_report(folder)).group(1) == title
+
+
+def test_the_report_plots_keep_their_legends_off_the_data(results):
+    out, _ = results
+    tables = {name: load_events(out / f"{name}.json") for name in ("edgebank", "pa")}
+    for fig in (_k_sweep_figure(compare(tables)), _time_profile_figure(tables),
+                _strata_figure({name: Result.load(out / f"{name}.json") for name in ("edgebank", "pa", "popularity")})):
+        assert_legends_outside(fig)
 
 
 def test_an_empty_folder_is_a_clear_error(tmp_path, capsys):

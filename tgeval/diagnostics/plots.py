@@ -34,7 +34,7 @@ from tgeval.diagnostics.novelty import NoveltySeries
 from tgeval.samplers.birth_death import CLASSES, Lifetimes, node_lifetimes, pair_lifetimes
 
 __all__ = ["is_bipartite", "birth_death_panels", "plot_birth_death", "plot_novelty", "TimeAxis", "time_axis",
-           "duration_unit", "legend_outside", "short_name"]
+           "duration_unit", "legend_outside", "short_name", "rank_axis"]
 
 Number = Union[int, float]
 PathLike = Union[str, "os.PathLike[str]"]
@@ -114,11 +114,7 @@ class TimeAxis:
             axis.set_major_locator(locator)
             axis.set_major_formatter(ConciseDateFormatter(locator, tz=timezone.utc))
         else:
-            from matplotlib.ticker import ScalarFormatter
-
-            formatter = ScalarFormatter(useOffset=False)
-            formatter.set_scientific(False)
-            axis.set_major_formatter(formatter)
+            axis.set_major_formatter(_plain_formatter())
         axis.set_label_text(f"{what}: {self.label}")
         if self.kind == "date" and axis.axis_name == "x":  # clear of the date offset (``2004-May``) at the right
             axis.label.set(x=0.0, horizontalalignment="left")
@@ -141,6 +137,29 @@ def time_axis(lo: float, hi: float) -> TimeAxis:
     if largest < PLAIN_BELOW:
         return TimeAxis("plain", "", 1.0)
     return TimeAxis("duration", *duration_unit(largest))
+
+
+def _plain_formatter() -> Any:
+    """Tick labels as plain numbers: no offset, no scientific notation."""
+    from matplotlib.ticker import ScalarFormatter
+
+    formatter = ScalarFormatter(useOffset=False)
+    formatter.set_scientific(False)
+    return formatter
+
+
+def rank_axis(ax: Any, ranks: Sequence[torch.Tensor]) -> None:
+    """Make the y axis of ``ax`` fit the finite values of ``ranks``: a log scale labelled 1, 10, 100, 1,000
+    when they span a decade or more, else a linear one; plain numbers either way (never 2.5 × 10^1)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    finite = torch.cat([r[torch.isfinite(r)].double().flatten() for r in ranks] + [torch.zeros(0).double()])
+    if finite.numel() and float(finite.max()) >= 10 * float(finite.min()) > 0:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.yaxis.set_major_formatter(_plain_formatter())
 
 
 def short_name(name: str) -> str:

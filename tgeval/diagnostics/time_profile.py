@@ -279,12 +279,12 @@ def write_time_profile_csv(path: PathLike, profile: TimeProfile) -> None:
 
 
 def plot_time_profile(path: PathLike, profile: TimeProfile, *, title: str = "", dpi: int = 110) -> Any:
-    """Write the profile as a PNG (atomically): mean ranks per bin centre on a log scale, the
-    positives' rank as a black line and each sampler's negatives as a coloured line (dashed:
-    the positives' sampled rank against that sampler); empty bins leave gaps. The time axis follows
-    :func:`~tgeval.diagnostics.plots.time_axis`; the legend is outside the axes. Returns the drawn
-    figure (already written)."""
-    from tgeval.diagnostics.plots import _matplotlib, _save, legend_outside, time_axis
+    """Write the profile as a PNG (atomically): mean ranks per bin centre, the positives' rank as a
+    black line and each sampler's negatives as a coloured line (dashed: the positives' sampled rank
+    against that sampler); empty bins leave gaps. The axes follow
+    :func:`~tgeval.diagnostics.plots.time_axis` and :func:`~tgeval.diagnostics.plots.rank_axis`; the
+    legend is outside them. Returns the drawn figure (already written)."""
+    from tgeval.diagnostics.plots import _matplotlib, _save, legend_outside, rank_axis, time_axis
 
     figure_type, canvas_type = _matplotlib()
     fig = figure_type(figsize=(9.5, 3.8))
@@ -300,10 +300,7 @@ def plot_time_profile(path: PathLike, profile: TimeProfile, *, title: str = "", 
         if name in profile.pos_sampled_rank and profile.pos_rank_kind != "sampled":
             ax.plot(centres, profile.pos_sampled_rank[name].numpy(), color=colour, linewidth=0.9, linestyle="--",
                     label=f"positives vs {name} (sampled rank)")
-    finite = [v for v in [profile.pos_rank, *profile.neg_rank.values(), *profile.pos_sampled_rank.values()]
-              if bool(torch.isfinite(v).any())]
-    if finite:
-        ax.set_yscale("log")
+    rank_axis(ax, [profile.pos_rank, *profile.neg_rank.values(), *profile.pos_sampled_rank.values()])
     axis.apply(ax.xaxis)
     ax.set_ylabel(f"mean rank ({profile.ties} ties)")
     legend_outside(ax)

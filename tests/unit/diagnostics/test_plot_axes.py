@@ -13,9 +13,10 @@ from matplotlib.figure import Figure
 from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics import cli as diagnostics_cli
 from tgeval.diagnostics.novelty import novelty_series
-from tgeval.diagnostics.plots import (birth_death_panels, duration_unit, plot_birth_death, plot_novelty, short_name,
-                                     time_axis)
+from tgeval.diagnostics.plots import (birth_death_panels, duration_unit, plot_birth_death, plot_novelty, rank_axis,
+                                     short_name, time_axis)
 from tgeval.samplers.birth_death import split_time
+from tests.plot_checks import assert_legends_outside
 from tgeval.diagnostics.time_profile import plot_time_profile, time_profile
 
 COLLEGEMSG = (1_082_008_561, 1_098_744_742)  # Unix seconds of CollegeMsg's first and last message
@@ -74,20 +75,6 @@ def test_a_time_axis_needs_finite_ordered_ends():
             time_axis(lo, hi)
 
 
-def assert_legends_outside(fig):
-    """Every legend of ``fig`` is disjoint from every axes box (it covers no data) and inside the figure."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
-    assert legends
-    page = fig.bbox
-    for legend in legends:
-        box = legend.get_window_extent(renderer)
-        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1
-        for ax in fig.axes:
-            assert not box.overlaps(ax.get_window_extent(renderer)), "a legend covers an axes"
-
-
 @pytest.fixture(scope="module")
 def stream():
     data = generate_events(num_events=3000, num_nodes=120, seed=5)
@@ -143,3 +130,23 @@ def test_diagnose_titles_name_the_file_and_date_the_split(stream, tmp_path, monk
     assert when.startswith("2004-") and titles == [
         f"CollegeMsg.txt: Birth-Death diagram of nodes, t_split = {when} (test ratio 0.15)",
         f"CollegeMsg.txt: Birth-Death diagram of directed pairs, t_split = {when}"]
+
+
+def _rank_labels(ranks):
+    """(y scale, y tick labels) of ranks drawn with rank_axis."""
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot(np.arange(ranks.numel()), ranks.numpy())
+    rank_axis(ax, [ranks, torch.tensor([float("nan")])])  # NaN (empty bins) is left out
+    fig.canvas.draw()
+    return ax.get_yscale(), [t.get_text() for t in ax.get_yticklabels() + ax.yaxis.get_minorticklabels()
+                             if t.get_text()]
+
+
+def test_rank_axes_show_plain_numbers():
+    scale, labels = _rank_labels(torch.linspace(1.0, 5000.0, 50))  # four decades: log, labelled at powers of 10
+    assert scale == "log" and {"1", "10", "100", "1,000"} <= set(labels)
+    assert all(re.fullmatch(r"[\d,.]+", label) for label in labels)
+    scale, labels = _rank_labels(torch.linspace(24.9, 25.4, 50))  # less than a decade: linear, no 2.5 x 10^1
+    assert scale == "linear" and "25.0" in labels and all(re.fullmatch(r"\d+\.\d+", label) for label in labels)
