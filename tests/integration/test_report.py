@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 from html.parser import HTMLParser
 
 import matplotlib.image
@@ -140,6 +141,21 @@ def test_the_report_plots_keep_their_legends_off_the_data(results):
     for fig in (_k_sweep_figure(compare(tables)), _time_profile_figure(tables),
                 _strata_figure({name: Result.load(out / f"{name}.json") for name in ("edgebank", "pa", "popularity")})):
         assert_legends_outside(fig)
+
+
+def test_results_of_two_data_sets_get_their_own_sections_named_by_their_data(tmp_path):
+    folder = tmp_path / "two"
+    for name, seed in (("first.txt", 1), ("second.txt", 2)):
+        data = generate_events(num_events=600, num_nodes=100, seed=seed)
+        (tmp_path / name).write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(),
+                                                                              data.t.tolist())))
+        assert main(["evaluate", str(tmp_path / name), "--format", "snap", "--model", "popularity", "--out",
+                     str(folder / f"{Path(name).stem}.json")]) == 0
+    page = build_report(folder)
+    assert re.search(r"<h1>(.*?)</h1>", page).group(1) == "first.txt, second.txt"
+    sections = _sections(page)  # the same segment name and range, but other events: never one table
+    assert len(sections) == 2 and [re.findall(r"<tr><td>([^<]*)</td>", s) for s in sections] == [["first"], ["second"]]
+    assert " of first.txt (fingerprint " in sections[0] and " of second.txt (fingerprint " in sections[1]
 
 
 def test_an_empty_folder_is_a_clear_error(tmp_path, capsys):
