@@ -158,6 +158,14 @@ def test_results_of_two_data_sets_get_their_own_sections_named_by_their_data(tmp
     assert " of first.txt (fingerprint " in sections[0] and " of second.txt (fingerprint " in sections[1]
 
 
+def test_a_given_comparison_serves_the_segment_of_its_models_only(results):
+    out, page = results
+    comparison = compare({name: load_events(out / f"{name}.json") for name in ("edgebank", "pa")})
+    comparison["k_sweep"]["kendall_tau"] = [0.25] * len(comparison["k_sweep"]["K"])  # as `tgeval run` passes it
+    val, test = _sections(build_report(out, comparison))
+    assert "K=1: 0.25" in test and val == _sections(page)[0]  # the validation segment's is computed
+
+
 def test_an_empty_folder_is_a_clear_error(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "r.html")]) == 2
     assert "no result JSON" in capsys.readouterr().err and not (tmp_path / "r.html").exists()
