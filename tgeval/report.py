@@ -253,8 +253,9 @@ def _main_table(results: dict[str, Result], tables: dict[str, dict[str, Tensor]]
             low, high = _interval(tables[name], result.manifest["protocol"]["uncovered"])
             interval = f"[{low:.4f}, {high:.4f}]"
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in (
-            name, format_number(m.get("sampled", {}).get("mrr", {}).get("micro")), format_number(full.get("mrr", {}).get("micro")),
-            interval, format_number(full.get("mrr", {}).get("macro")), format_number(full.get("hits@10", {}).get("micro")),
+            name, format_number(m.get("sampled", {}).get("mrr", {}).get("micro")),
+            format_number(full.get("mrr", {}).get("micro")), interval, format_number(full.get("mrr", {}).get("macro")),
+            format_number(full.get("hits@10", {}).get("micro")),
             format_number(m.get("sampled", {}).get("ap", {}).get("global")),
             full.get("coverage", {}).get("uncovered", "–"))) + "</tr>")
     return '<div class="wide"><table>' + "".join(rows) + "</table></div>"

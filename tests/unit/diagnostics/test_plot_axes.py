@@ -107,7 +107,8 @@ def test_the_time_profile_plot_keeps_its_legend_off_the_data(tmp_path):
     records = {"event": torch.arange(n), "t": torch.arange(n, dtype=torch.float64) * 6000.0 + 2.3e6,
                "above": torch.randint(0, 50, (n,), generator=g), "equal": torch.zeros(n, dtype=torch.long),
                "score": torch.rand(n, generator=g), "neg_score": torch.rand(n, 5, generator=g),
-               "sampled_above": torch.randint(0, 5, (n,), generator=g), "sampled_equal": torch.zeros(n, dtype=torch.long)}
+               "sampled_above": torch.randint(0, 5, (n,), generator=g),
+               "sampled_equal": torch.zeros(n, dtype=torch.long)}
     fig = plot_time_profile(tmp_path / "profile.png", time_profile({"uniform": records}, bins=20))
     assert_legends_outside(fig)
     assert fig.axes[0].get_xlabel() == "time: days since t = 0 (times as seconds)"
