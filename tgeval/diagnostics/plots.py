@@ -8,9 +8,10 @@ rasterised scatter whose marker size and alpha shrink with the number of points,
 points stay readable and the file stays small. For bipartite data the nodes are drawn in two
 panels, sources (users) and destinations (items).
 
-Every plot shows its time axes through :func:`time_axis` (dates, durations or the stream's own
-numbers, never raw seconds with a ``1e9`` offset) and puts its legend outside the axes with
-:func:`legend_outside`, so no legend covers data.
+The helpers every tgeval plot shares (these files, the time profile, ``tgeval report``): time axes
+through :func:`time_axis` (dates, durations or the stream's own numbers, never raw seconds with a
+``1e9`` offset), rank axes through :func:`rank_axis` (plain numbers), legends outside the axes with
+:func:`legend_outside` (no legend covers data), and data names cut to a title with :func:`short_name`.
 
 matplotlib is imported lazily, through its object-oriented API with the Agg canvas (no
 ``pyplot``, no change of the global backend). Files are written atomically.
