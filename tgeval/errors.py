@@ -14,6 +14,8 @@ __all__ = [
     "NegativesFileError",
     "DataMismatchError",
     "LeakageError",
+    "HiddenStateError",
+    "ModelCapabilityError",
     "CheckpointError",
     "OutputPathError",
     "DeviceError",
@@ -21,6 +23,7 @@ __all__ = [
     "StaticGraphError",
     "UndefinedMetricWarning",
     "SlowPathWarning",
+    "UntrainedModelWarning",
 ]
 
 
@@ -65,6 +68,18 @@ class LeakageError(TGEvalError):
     depended on events that were not yet allowed."""
 
 
+class HiddenStateError(LeakageError):
+    """A model changed state that tgeval's ``snapshot`` / ``restore`` / ``reset_state`` do not
+    cover (a plain Python container, a numpy array, an unregistered tensor, a number), so it
+    would be carried silently from one run into the next; the message names the attribute."""
+
+
+class ModelCapabilityError(TGEvalError, TypeError):
+    """A model is asked for something it cannot do: all-entity ranking from embeddings that depend
+    on the scored pair, an approximate pre-filter without a ``candidate_prior``, exact history
+    inside a batch without ``exact_history``. The message names what it can do instead."""
+
+
 class CheckpointError(TGEvalError, ValueError):
     """A checkpoint cannot be used: not a checkpoint, corrupted, of an unknown model, or
     written for other data, another model configuration or another training specification."""
@@ -95,3 +110,8 @@ class UndefinedMetricWarning(UserWarning):
 
 class SlowPathWarning(UserWarning):
     """A computation runs on a slow fallback path; the message gives its expected cost and the fix."""
+
+
+class UntrainedModelWarning(UserWarning):
+    """A model with parameters is evaluated as it was built (never trained, nor loaded from a
+    checkpoint of a trained model): its numbers are those of random weights."""

@@ -1,4 +1,4 @@
-"""State of temporal models: the ``Stateful`` protocol, state discovery, snapshots and the scoring guard (SPEC §2).
+"""State of temporal models: the ``Stateful`` protocol, state discovery, snapshots and the guards (SPEC §2).
 
 A *state* is a nested ``dict`` of tensors (and plain Python values) holding everything a
 model has learned from the event history — memory, last-update times, neighbour buffers,
@@ -13,30 +13,48 @@ and their plain attributes and finds
   last updates, message stores; ``LastNeighborLoader``: neighbour and event-id tables and the
   event counter); users register adapters for their own classes with
   :func:`register_state_adapter`;
-* every other registered buffer (buffers may change size as events arrive).
+* every other registered buffer (buffers may change size as events arrive), except *scratch*
+  (:func:`scratch_names`: a class's ``state_scratch``, an adapter's ``scratch``) and the
+  running statistics of normalisation layers (``BatchNorm``: trained, like parameters).
 
 :func:`snapshot_of`, :func:`restore_into` and :func:`reset_of` apply to all of them; they are
 the default ``snapshot`` / ``restore`` / ``reset_state`` of
 :class:`~tgeval.models.base.TemporalLinkModel`, so a model built from PyG's modules needs no
-state code. :func:`no_state_change` watches the same parts.
+state code.
+
+**What discovery cannot see is refused.** State kept in a plain attribute (a ``dict`` of seen
+pairs, a list, a numpy array, an unregistered tensor, a number; in the model, a submodule or
+a plain object they hold) would be left as it is by the state methods and carried from one
+run into the next. The engine feeds events through :func:`checked_update` and resets through
+:func:`checked_reset`, which raise :class:`~tgeval.errors.HiddenStateError` naming the
+attribute when such a value changes; :func:`no_state_change` (the scoring guard) watches
+discovered state and every plain attribute alike.
 """
 
 from __future__ import annotations
 
+import functools
+import types
+import zlib
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Callable, Iterator, Mapping, Optional, Protocol, runtime_checkable
 
+import numpy as np
 import torch
 from torch import Tensor, nn
+from torch.nn.modules.batchnorm import _NormBase
 from torch_geometric.nn.models.tgn import LastNeighborLoader, TGNMemory
 
-from tgeval.errors import LeakageError
+from tgeval.errors import HiddenStateError, LeakageError
 
 __all__ = ["State", "Stateful", "StateAdapter", "Part", "register_state_adapter", "state_adapter", "state_parts",
            "state_buffer_names", "parameters_of", "load_parameters", "snapshot_of", "restore_into",
            "initial_buffers", "reset_of", "clone_state", "first_difference",
-           "checksum", "no_state_change"]
+           "checksum", "parameters_checksum", "no_state_change", "scratch_names", "checked_update",
+           "checked_reset"]
 
 State = dict[str, Any]
 
@@ -185,6 +203,25 @@ def _has_state_methods(obj: Any) -> bool:
     return all(callable(getattr(obj, name, None)) for name in ("snapshot", "restore", "reset_state"))
 
 
+def scratch_names(obj: Any) -> frozenset[str]:
+    """Names of ``obj``'s attributes and buffers that are scratch space, not state: written while
+    scoring or updating and never read by a later call (PyG's ``assoc`` index vectors). Declared
+    by the class attribute ``state_scratch`` (a tuple of names, on any module or object) or by
+    the ``scratch`` of its :class:`StateAdapter`. Scratch is not snapshot, restored or reset,
+    and the guards ignore it."""
+    adapter = state_adapter(obj)
+    return frozenset(getattr(obj, "state_scratch", ())) | frozenset(adapter.scratch if adapter is not None else ())
+
+
+def _state_buffers(module: nn.Module) -> tuple[str, ...]:
+    """The module's own registered buffers that hold state: not scratch, and none of a
+    normalisation layer's running statistics (trained, not history)."""
+    if isinstance(module, _NormBase):
+        return ()
+    scratch = scratch_names(module)
+    return tuple(name for name, buffer in module._buffers.items() if buffer is not None and name not in scratch)
+
+
 @dataclass(frozen=True)
 class Part:
     """One place that holds state inside a model.
@@ -233,12 +270,13 @@ def state_parts(model: nn.Module) -> list[Part]:
             return
         if not isinstance(obj, nn.Module):
             return
-        names = tuple(name for name, buffer in obj._buffers.items() if buffer is not None)
+        names = _state_buffers(obj)
         if names:
             parts.append(Part(path, obj, "buffers", names=names))
         children = [(name, child) for name, child in obj._modules.items() if child is not None]
         children += [(name, value) for name, value in vars(obj).items()
-                     if not name.startswith("_") and not isinstance(value, (nn.Module, Tensor))
+                     if type(value) not in _PLAIN and not name.startswith("_")
+                     and not isinstance(value, (nn.Module, Tensor))
                      and (state_adapter(value) is not None or _has_state_methods(value))]
         for name, child in children:
             visit(child, f"{path}.{name}" if path else name)
@@ -284,6 +322,15 @@ def load_parameters(model: nn.Module, parameters: Mapping[str, Tensor]) -> None:
     if missing or result.unexpected_keys:
         raise RuntimeError(f"the parameters do not fit {type(model).__name__}: missing {missing}, unexpected "
                            f"{sorted(result.unexpected_keys)}.")
+
+
+def parameters_checksum(model: nn.Module) -> Optional[int]:
+    """One number that changes with any parameter of ``model`` (the sum of their :func:`checksum`,
+    one host read), ``None`` for a model without parameters."""
+    params = list(model.parameters())
+    if not params:
+        return None
+    return int(torch.stack([checksum(p) for p in params]).sum())
 
 
 def snapshot_of(model: nn.Module) -> State:
@@ -354,24 +401,119 @@ def checksum(tensor: Tensor) -> Tensor:
     return (bits * (weight | 1)).sum()
 
 
-# -- the guard --------------------------------------------------------------------------------
-_SCALARS = (int, float, bool, str, type(None))
+# -- fingerprints -----------------------------------------------------------------------------
+#: values compared by value: immutable Python and numpy scalars
+_PLAIN = frozenset({int, float, bool, complex, str, bytes, type(None), np.bool_, np.int8, np.int16, np.int32,
+                    np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.float16, np.float32, np.float64})
+#: objects taken by identity, never followed through their attributes
+_OPAQUE = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
+           functools.partial, torch.device, torch.dtype, torch.Generator, Tensor, np.ndarray, Mapping, list,
+           tuple, set, frozenset, deque)
+#: deepest container nesting, or chain of plain objects, that is fingerprinted (deeper: by identity)
+_MAX_DEPTH = 16
+#: attributes every module has (torch's bookkeeping) and the engine's own on TemporalLinkModel
+_INTERNAL = frozenset(vars(nn.Module())) | {"_initial_buffers", "_initial_parameters", "_earlier"}
+#: packages whose objects are taken as they are: the private attributes of their modules are their
+#: own bookkeeping (PyG's attention scratch, hooks, inspectors), their other objects are compared by
+#: identity; their modules' public attributes are still watched (a user's value set on a bare ``nn.Module``)
+_LIBRARIES = frozenset({"torch", "torch_geometric", "numpy", "typing", "inspect", "functools", "collections"})
 
 
-def _fingerprint(value: Any) -> Any:
-    """Cheap identity of a live state tree: tensors by object and in-place version, containers by
-    their elements' fingerprints, Python scalars by value, other objects by identity."""
-    if isinstance(value, Tensor):
-        return (id(value), value._version)
-    if isinstance(value, Mapping):
-        return ("map", tuple(value.keys()), tuple(map(_fingerprint, value.values())))
-    if isinstance(value, (list, tuple)):
-        return ("seq", tuple(map(_fingerprint, value)))
-    if isinstance(value, _SCALARS):
-        return value
-    return ("object", id(value))
+def _library(obj: Any) -> bool:
+    return type(obj).__module__.partition(".")[0] in _LIBRARIES
 
 
+class _Fingerprints:
+    """Cheap fingerprints of live values, compared with ``==`` before and after a call.
+
+    Tensors by object and in-place version counter (``deep``: by :func:`checksum`); numpy
+    arrays by a CRC-32 of their bytes (``deep``: the bytes); containers whose elements are
+    Python or numpy scalars (or tuples of them) by those elements, referenced at C speed and so
+    compared exactly; other containers element by element; plain objects through their
+    attributes; anything else by identity. Objects whose ``id`` is in ``covered`` (state parts
+    watched otherwise) are left out. Every object taken by identity is kept referenced while
+    the fingerprints live, so no ``id`` is reused in between.
+    """
+
+    def __init__(self, covered: frozenset[int] = frozenset(), deep: bool = False) -> None:
+        self.covered, self.deep, self.keep = covered, deep, []
+        self._seen: set[int] = set()
+
+    def attributes(self, root: Any) -> dict[str, Any]:
+        """The fingerprint of every plain attribute reachable from ``root`` through its submodules
+        and the plain objects it holds, by dotted path; scratch (:func:`scratch_names`) and
+        torch's module bookkeeping are left out."""
+        out: dict[str, Any] = {}
+        self._attributes(root, "", out, 0)
+        return out
+
+    def _attributes(self, obj: Any, path: str, out: dict[str, Any], depth: int) -> None:
+        if id(obj) in self._seen or id(obj) in self.covered or not hasattr(obj, "__dict__"):
+            return
+        self._seen.add(id(obj))
+        skip = scratch_names(obj) | (_INTERNAL if isinstance(obj, nn.Module) else frozenset())
+        library = _library(obj)
+        for name, value in vars(obj).items():
+            if name not in skip and not (library and name.startswith("_")):
+                where = f"{path}.{name}" if path else name
+                if isinstance(value, nn.Module) or (depth < _MAX_DEPTH and self._plain_object(value)):
+                    self._attributes(value, where, out, depth + 1)
+                else:
+                    out[where] = self.value(value, depth + 1)
+        if isinstance(obj, nn.Module):
+            for name, child in obj._modules.items():
+                if child is not None:
+                    self._attributes(child, f"{path}.{name}" if path else name, out, depth)
+
+    @staticmethod
+    def _plain_object(value: Any) -> bool:
+        """An object followed through its attributes: one with a ``__dict__``, of a class of none
+        of the :data:`_LIBRARIES`, and no container, tensor or callable."""
+        return hasattr(value, "__dict__") and not isinstance(value, _OPAQUE) and not _library(value)
+
+    def _identity(self, value: Any) -> tuple:
+        self.keep.append(value)
+        return ("object", id(value))
+
+    def value(self, value: Any, depth: int = 0) -> Any:
+        """The fingerprint of one value (a Python scalar is its own)."""
+        kind = type(value)
+        if kind in _PLAIN:
+            return value
+        if isinstance(value, Tensor):
+            if self.deep:
+                return ("tensor", value.dtype, tuple(value.shape), int(checksum(value)))
+            self.keep.append(value)
+            return ("tensor", id(value), value._version)
+        if depth > _MAX_DEPTH or id(value) in self.covered or isinstance(value, nn.Module):
+            return self._identity(value)
+        if isinstance(value, np.ndarray):
+            if value.dtype.hasobject:
+                return ("array", value.shape, self._elements(tuple(value.ravel().tolist()), depth))
+            data = np.ascontiguousarray(value)
+            return ("array", data.dtype.str, data.shape, data.tobytes() if self.deep else zlib.crc32(data))
+        if isinstance(value, Mapping):
+            return ("map", kind, self._elements(tuple(value.keys()), depth),
+                    self._elements(tuple(value.values()), depth))
+        if isinstance(value, (list, tuple, deque)):
+            return ("seq", kind, self._elements(tuple(value), depth))
+        if isinstance(value, (set, frozenset)):
+            items = tuple(value)
+            return ("set", frozenset(items) if set(map(type, items)) <= _PLAIN
+                    else frozenset(self.value(item, depth + 1) for item in items))
+        if self._plain_object(value):
+            fields = vars(value)
+            return ("object", kind, tuple(fields), self._elements(tuple(fields.values()), depth))
+        return self._identity(value)
+
+    def _elements(self, items: tuple, depth: int) -> tuple:
+        kinds = set(map(type, items))
+        if kinds <= _PLAIN or (kinds == {tuple} and set(map(type, chain.from_iterable(items))) <= _PLAIN):
+            return items  # compared by value, element by element, at C speed
+        return tuple(self.value(item, depth + 1) for item in items)
+
+
+# -- the guards -------------------------------------------------------------------------------
 def _leaves(value: Any, path: str, tensors: dict[str, Tensor], scalars: dict[str, Any]) -> None:
     """Collect the tensors and the Python scalars of a nested state by path, in order."""
     if isinstance(value, Tensor):
@@ -420,26 +562,35 @@ def _discovers(model: Any) -> bool:
     return bool(getattr(model, "state_discovery", False))
 
 
-def _watch(model: Any) -> tuple[dict, list[Part]]:
-    """``(fingerprints, parts)``: identity and version of every registered parameter and buffer
-    (adapters' scratch buffers left out) and of the live state of discovered adapter parts."""
-    if not isinstance(model, nn.Module):
-        return {}, []
-    parts = state_parts(model) if _discovers(model) else []
-    scratch = {f"{part.path}.{name}" if part.path else name
-               for part in parts if part.kind == "adapter" for name in part.adapter.scratch}  # type: ignore[union-attr]
-    named = list(model.named_parameters()) + list(model.named_buffers())
-    out: dict = {name: (tensor, tensor._version) for name, tensor in named if name not in scratch}
+def _watch(model: Any, deep: bool = False) -> tuple[dict, list[Part], _Fingerprints]:
+    """``(fingerprints, parts, prints)``: identity and version of every registered parameter and
+    buffer (scratch, and a normalisation layer's running statistics while it trains, left out),
+    the live state of every discovered adapter part, and the fingerprint of every plain
+    attribute (:class:`_Fingerprints`, ``deep`` for its tensors; ``prints`` keeps its objects)."""
+    is_module = isinstance(model, nn.Module)
+    parts = state_parts(model) if is_module and _discovers(model) else []
+    prints = _Fingerprints(frozenset(id(part.obj) for part in parts if part.kind != "buffers"), deep)
+    out: dict = {}
+    if is_module:
+        ignored = {f"{path}.{name}" if path else name for path, module in model.named_modules()
+                   for name in scratch_names(module) | (set(module._buffers) if isinstance(module, _NormBase)
+                                                        and module.training else set())}
+        for name, tensor in chain(model.named_parameters(), model.named_buffers()):
+            if name not in ignored:
+                out[name] = (tensor, tensor._version)
     for part in parts:
         if part.kind == "adapter":
             fingerprint = part.adapter.fingerprint  # type: ignore[union-attr]
-            out[f"state of {part.path}"] = fingerprint(part.obj) if fingerprint else _fingerprint(part.live())
-    return out, parts
+            out[f"state of {part.path}"] = fingerprint(part.obj) if fingerprint else prints.value(part.live())
+    out.update(prints.attributes(model))
+    return out, parts, prints
 
 
 def _changed(before: dict, after: dict) -> Optional[str]:
-    if set(before) != set(after):
-        return f"registered tensors (keys {sorted(set(before) ^ set(after))})"
+    """The first entry that was added, removed or changed, or ``None``."""
+    for name in chain(before, after):
+        if name not in before or name not in after:
+            return name
     for name, value in before.items():
         now = after[name]
         if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], Tensor):
@@ -479,38 +630,87 @@ def no_state_change(model: Stateful, what: str = "scoring", *, deep: Optional[bo
     version counter afterwards; for a model using state discovery (the default state methods
     of :class:`~tgeval.models.base.TemporalLinkModel`) the same holds for the live state of
     every part found through an adapter (e.g. PyG's ``TGNMemory`` message stores: keys and
-    entry objects; ``LastNeighborLoader``'s tables and counter). **Deep**: the full state is
-    compared, ``model.snapshot()`` before and after for a model with its own state methods, or
-    device-side :func:`checksum` of every discovered tensor (one host read of the result).
+    entry objects; ``LastNeighborLoader``'s tables and counter); and every plain attribute
+    reachable from the model outside those parts (in any submodule or plain object: containers,
+    numpy arrays, unregistered tensors, numbers) must keep its fingerprint: tensors by identity
+    and version, arrays by a CRC-32 of their bytes, containers of scalars by their elements.
+    **Deep**: the full state is compared, ``model.snapshot()`` before and after for a model
+    with its own state methods, or device-side :func:`checksum` of every discovered tensor (one
+    host read of the result); ``deep=True`` also fingerprints plain tensors by checksum and
+    arrays by their bytes.
 
     The deep check runs by default unless the first one covers the whole state: a model
     declaring ``state_in_registered_tensors = True``, or a discovering model whose objects with
     their own state methods declare it (tgeval's neighbour buffer and memory do). Writes that
-    bypass autograd's version counter (through ``tensor.data`` or a numpy view) are only
-    caught by the deep check (``deep=True``).
+    bypass autograd's version counter (through ``tensor.data`` or a numpy view of a tensor) are
+    only caught by the deep check (``deep=True``).
 
-    **Limit.** The guard sees what state discovery or ``snapshot()`` sees, nothing else: a
-    Python list, dict or number kept as a plain attribute (outside the model's ``snapshot()``,
-    or of a class without a :class:`StateAdapter`) can change while scoring unnoticed. Keep
-    state in registered buffers, register an adapter for its class, or cover it in
-    ``snapshot()``.
+    Scratch (:func:`scratch_names`, e.g. PyG's ``assoc`` vectors) is ignored, and so are a
+    normalisation layer's running statistics while it is in training mode.
 
     Example:
         >>> with no_state_change(model):          # doctest: +SKIP
         ...     scores = model.score(src, dst, t)
     """
-    before, parts = _watch(model)
+    before, parts, _kept = _watch(model, deep is True)  # _kept: no id reused before the comparison
     if deep is None:
         deep = not _watchable(model, parts)
     deep_before = _deep_view(model, parts) if deep else None
     yield
-    after, _ = _watch(model)
+    after, _, _ = _watch(model, deep is True)
     where = _changed(before, after)
     if where is None and deep:
         where = _deep_difference(deep_before, _deep_view(model, parts))
     if where is not None:
         raise LeakageError(
             f"{type(model).__name__} changed `{where}` while {what}. Scoring must be a pure "
-            f"function of the state: move state updates into `update()`, which the replay engine "
-            f"calls only after a timestamp batch is scored."
+            f"function of the state: move state updates into `update()`, which the engine calls only "
+            f"after a timestamp batch is scored. Scratch space that no later call reads (an index "
+            f"vector such as PyG's `assoc`) is declared on the class that owns it: "
+            f"`state_scratch = ({where.rsplit('.', 1)[-1]!r},)`."
         )
+
+
+# -- state outside discovery ----------------------------------------------------------------------
+def _hidden(model: Any) -> Optional[tuple[dict, _Fingerprints]]:
+    """Fingerprints of the plain attributes of a model whose state is discovered, the discovered
+    parts left out; ``None`` for a model with its own state methods (its state is its own)."""
+    if not (isinstance(model, nn.Module) and _discovers(model)):
+        return None
+    prints = _Fingerprints(frozenset(id(part.obj) for part in state_parts(model) if part.kind != "buffers"))
+    return prints.attributes(model), prints
+
+
+def _check_hidden(model: Any, before: Optional[tuple[dict, _Fingerprints]], action: str) -> None:
+    after = _hidden(model)
+    where = None if before is None or after is None else _changed(before[0], after[0])
+    if where is None:
+        return
+    name = type(model).__name__
+    raise HiddenStateError(
+        f"{name}.{action}() changed `{where}`, which is not state tgeval can see: {name}'s snapshot(), "
+        f"restore() and reset_state() (state discovery: registered buffers, objects with their own state "
+        f"methods, classes with a StateAdapter) leave it as it is, so one run's events would be carried into "
+        f"the next. Fix it one of three ways: (1) keep it in a registered buffer, "
+        f"`self.register_buffer({where.rsplit('.', 1)[-1]!r}, tensor, persistent=False)`; (2) register a "
+        f"`tgeval.state.StateAdapter` for its class with `tgeval.state.register_state_adapter`; (3) override "
+        f"snapshot(), restore() and reset_state() to cover it. If it is scratch that no later call reads, "
+        f"name it in `state_scratch` on the class that owns it.")
+
+
+def checked_update(model: Any, batch: Any) -> None:
+    """``model.update(batch)``, then :class:`~tgeval.errors.HiddenStateError` if the call changed a
+    plain attribute that state discovery does not cover (anything :func:`no_state_change`
+    fingerprints outside the discovered parts; a model with its own ``snapshot`` is trusted).
+    Costs one walk over the model's attributes before and after."""
+    before = _hidden(model)
+    model.update(batch)
+    _check_hidden(model, before, "update")
+
+
+def checked_reset(model: Any) -> None:
+    """``model.reset_state()``, checked as :func:`checked_update`: a ``reset_state`` that clears a
+    plain attribute shows state that ``snapshot`` and ``restore`` would not carry."""
+    before = _hidden(model)
+    model.reset_state()
+    _check_hidden(model, before, "reset_state")

@@ -42,7 +42,10 @@ class DotModel(StatelessModel):
 
 
 class RecordingModel(DotModel):
-    """Stateful: counts the events it was updated with and logs every call."""
+    """Stateful: counts the events it was updated with (its own state methods cover the count)
+    and logs every call (scratch: a record for the test, never read by the model)."""
+
+    state_scratch = ("log",)
 
     def __init__(self, log):
         super().__init__()
@@ -62,6 +65,12 @@ class RecordingModel(DotModel):
     def reset_state(self):
         self.log.append(("reset",))
         self.seen, self.last_t = 0, None
+
+    def snapshot(self):
+        return {"seen": self.seen, "last_t": self.last_t}
+
+    def restore(self, state):
+        self.seen, self.last_t = state["seen"], state["last_t"]
 
 
 class RecordingSampler(UniformSampler):
@@ -171,13 +180,15 @@ def test_order_and_state_reset_at_each_epoch_start(data):
 
 
 class MemoryModel(DotModel):
-    """Memory computed by a learned module in ``update``; ``detach_state`` optional."""
+    """Memory (a registered buffer) computed by a learned module in ``update``; ``detach_state`` optional."""
+
+    state_scratch = ("log",)
 
     def __init__(self, log, with_detach):
         super().__init__()
         self.log = log
         self.lin = nn.Linear(8, 8)
-        self.memory = torch.zeros(NUM_NODES, 8)
+        self.register_buffer("memory", torch.zeros(NUM_NODES, 8), persistent=False)
         if with_detach:
             self.detach_state = self._detach
 

@@ -72,7 +72,7 @@ from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives
 from tgeval.samplers.historical import PairHistorySampler
 from tgeval.samplers.source_history import SourceHistorySampler
 from tgeval.samplers.uniform import UniformSampler
-from tgeval.state import State, no_state_change
+from tgeval.state import State, checked_update, no_state_change
 
 __all__ = ["SeenSampler", "UnseenSampler", "PoolSample", "MembershipReplay", "FactorialCell", "MembershipFactorial",
            "membership_factorial", "BetaStar", "beta_star", "fit_membership_beta", "pair_membership"]
@@ -357,7 +357,7 @@ class MembershipReplay:
                 for batch in TimestampBatchLoader(self.events, self.batch_size):
                     yield batch
                     if self.online:
-                        self.model.update(batch)
+                        checked_update(self.model, batch)
                         self.seen.observe(batch)
                         self.unseen.observe(batch)
         finally:

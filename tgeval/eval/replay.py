@@ -44,11 +44,11 @@ from tgeval import progress, provenance
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import check_built_for, fingerprint
 from tgeval.data.groups import canonical_order
-from tgeval.data.split import Segment, check_whole_groups
+from tgeval.data.split import Segment, Split, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.validate import per_event_keys, permute_events, validate
 from tgeval.distributed import check_same, rank_and_world, require_group, state_digest
-from tgeval.errors import CatalogError
+from tgeval.errors import CatalogError, ModelCapabilityError, SplitError, UntrainedModelWarning
 from tgeval.eval.metrics import count_above_equal
 from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_no_nan, chunked_counts, plan_candidates,
                                  shortcut_counts)
@@ -57,7 +57,7 @@ from tgeval.loader import TimestampBatchLoader, same_batch_history, timestamp_ba
 from tgeval.models.base import TemporalLinkModel, check_node_ids
 from tgeval.protocol import Protocol
 from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, negatives_checksum, scored_pairs
-from tgeval.state import no_state_change
+from tgeval.state import checked_reset, checked_update, no_state_change
 
 __all__ = ["evaluate", "warm_up", "replay"]
 
@@ -75,7 +75,7 @@ def _feed(model: TemporalLinkModel, events: TemporalData, batch_size: int, sampl
     large = max(batch_size, WARM_UP_EVENTS)
     with torch.no_grad():
         for batch in TimestampBatchLoader(events, large if model.exact_history else batch_size):
-            model.update(batch)
+            checked_update(model, batch)
         if sampler is not None:
             for batch in TimestampBatchLoader(events, large if sampler.observe_batch_invariant else batch_size):
                 sampler.observe(batch)
@@ -95,7 +95,7 @@ def _eval_mode(model: TemporalLinkModel) -> Iterator[None]:
 def warm_up(model: TemporalLinkModel, history: TemporalData, *, batch_size: int = 200,
             sampler: Optional[NegativeSampler] = None) -> None:
     """Reset ``model`` (and ``sampler``) and feed ``history`` through ``update`` in timestamp batches."""
-    model.reset_state()
+    checked_reset(model)
     if sampler is not None:
         sampler.reset_state()
     _feed(model, history, batch_size, sampler)
@@ -139,6 +139,10 @@ def replay(model: TemporalLinkModel, data: TemporalData, segment: Segment, *, ba
 
 def _checked_stream(model: TemporalLinkModel, data: TemporalData, segment: Segment) -> TemporalData:
     """The validated stream, its ids within the model's, on the model's device, ``segment`` of whole groups."""
+    if not isinstance(segment, Segment):
+        hint = ("a Split holds three segments: pass one of them, e.g. `split.test` or `split.val`"
+                if isinstance(segment, Split) else "pass a Segment, e.g. `chronological_split(data).test`")
+        raise SplitError(f"the segment to replay must be a tgeval Segment, got {type(segment).__name__}: {hint}.")
     data = validate(data)  # typed errors for unsorted / non-finite t, negative ids, length mismatches
     check_node_ids(model, data)
     if model.device != data.src.device:
@@ -158,14 +162,15 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
         raise ValueError(f"Protocol(prefilter={prefilter}) pre-filters the all-entity pass, but no catalog was given. "
                          f"Pass a catalog, or leave prefilter=None.")
     if prefilter is not None and type(model).candidate_prior is TemporalLinkModel.candidate_prior:
-        raise TypeError(f"{type(model).__name__} offers no candidate_prior, so Protocol(prefilter={prefilter}) cannot "
-                        f"choose candidates. Use exact ranking (prefilter=None), or implement candidate_prior.")
+        raise ModelCapabilityError(f"{type(model).__name__} offers no candidate_prior, so Protocol(prefilter={prefilter}) "
+                                   f"cannot choose candidates. Use exact ranking (prefilter=None), or implement "
+                                   f"candidate_prior.")
     if num_negatives < 1 and sampler is not None:
         raise ValueError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
     if catalog is not None and not model.ranks_all_entities:
-        raise TypeError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog (its embeddings "
-                        f"depend on the scored pair): evaluate it with catalog=None (--no-all-entity), sampled "
-                        f"metrics only.")
+        raise ModelCapabilityError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog (its "
+                                   f"embeddings depend on the scored pair): evaluate it with catalog=None "
+                                   f"(--no-all-entity), sampled metrics only.")
     data = _checked_stream(model, data, segment)
     if catalog is not None and catalog.num_nodes < model.num_nodes:  # ids are < model.num_nodes already
         largest = int(torch.maximum(data.src.max(), data.dst.max()))
@@ -441,7 +446,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                                 above, equal = torch.zeros_like(counts[0]), torch.zeros_like(counts[1])
                             records.write_counts(step_bounds[b], above=above, equal=equal)
                     if batch is not None and online:
-                        model.update(batch)
+                        checked_update(model, batch)
                         if sampler is not None and not sampler.history_free:
                             sampler.observe(_slice(data, keys, a, z))
                     clock.mark()
@@ -549,11 +554,19 @@ def evaluate(
 
     Raises:
         TemporalDataError / SplitError: invalid data, ids ``>= model.num_nodes``, a segment
-            that cuts a timestamp group.
+            that cuts a timestamp group, a ``Split`` (or anything else) where a ``Segment`` belongs.
         DataMismatchError: a segment, catalog or sampler built from other events than the
             ones ``data`` starts with (their recorded ``built_from``).
         CatalogError: a catalog for fewer ids than the stream's, or positives outside it
             under ``uncovered="error"``.
+        ModelCapabilityError: a catalog for a model that cannot rank one, a pre-filter for a
+            model without ``candidate_prior``.
+        LeakageError: the model changed its state while scoring (``check_state``);
+            :class:`~tgeval.errors.HiddenStateError` when its ``update`` or ``reset_state``
+            changed state that its state methods do not cover.
+
+    Warns:
+        UntrainedModelWarning: the model has parameters and they are as it was built.
         DistributedError: ``distributed=True`` without a process group, or ranks that
             disagree on the data, the model's parameters and state, or the options.
     """
@@ -566,6 +579,11 @@ def evaluate(
         _warn_mode_switch(model)
     data = _checked_inputs(model, data, segment, sampler=sampler, num_negatives=num_negatives, catalog=catalog,
                            uncovered=uncovered, prefilter=protocol.prefilter)
+    if model.as_built():
+        warnings.warn(f"{type(model).__name__} is evaluated with the parameters it was built with (never trained, "
+                      f"nor loaded from a trained checkpoint): these are the numbers of random weights. Train it "
+                      f"first (tgeval.fit, train_epoch, `tgeval train`) or load a trained checkpoint.",
+                      UntrainedModelWarning, stacklevel=2)
     device = data.src.device
     if catalog is not None and catalog.device != device:
         catalog = catalog.to(device)

@@ -17,8 +17,8 @@ from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.errors import TemporalDataError
-from tgeval.state import State, initial_buffers, reset_of, restore_into, snapshot_of
+from tgeval.errors import ModelCapabilityError, TemporalDataError
+from tgeval.state import State, initial_buffers, parameters_checksum, reset_of, restore_into, snapshot_of
 
 __all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer", "scores_pair_by_pair",
            "time_store", "check_node_ids"]
@@ -92,8 +92,9 @@ class TemporalLinkModel(nn.Module):
         self.num_nodes = int(num_nodes)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Record whether the subclass keeps the discovered state, and capture the initial values
-        of its buffers right after construction (what the default :meth:`reset_state` returns to)."""
+        """Record whether the subclass keeps the discovered state, and capture right after
+        construction the initial values of its buffers (what the default :meth:`reset_state`
+        returns to) and the checksum of its parameters (:meth:`as_built` compares with it)."""
         super().__init_subclass__(**kwargs)
         cls.state_discovery = cls.snapshot is TemporalLinkModel.snapshot
         init = cls.__dict__.get("__init__")
@@ -103,10 +104,19 @@ class TemporalLinkModel(nn.Module):
         @functools.wraps(init)
         def __init__(self: TemporalLinkModel, *args: Any, **kw: Any) -> None:
             init(self, *args, **kw)
-            if type(self).__init__ is __init__ and type(self).reset_state is TemporalLinkModel.reset_state:
-                self._initial_buffers = initial_buffers(self)  # the most derived class has finished building
+            if type(self).__init__ is not __init__:
+                return  # a base class's __init__: the most derived class has not finished building
+            self._initial_parameters = parameters_checksum(self)
+            if type(self).reset_state is TemporalLinkModel.reset_state:
+                self._initial_buffers = initial_buffers(self)
 
         cls.__init__ = __init__  # type: ignore[assignment]
+
+    def as_built(self) -> bool:
+        """Whether the model has parameters and they are still those it was built with (never
+        trained nor loaded): :func:`~tgeval.evaluate` then warns that it measures random weights."""
+        initial = getattr(self, "_initial_parameters", None)
+        return initial is not None and parameters_checksum(self) == initial
 
     def forward(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         """:meth:`score` (every PyG module is callable)."""
@@ -128,8 +138,8 @@ class TemporalLinkModel(nn.Module):
         query's time, for models with :attr:`exact_history` (or, in their neighbour lists,
         :attr:`batch_neighbors`); the state does not change."""
         if not (self.exact_history or self.batch_neighbors):
-            raise TypeError(f"{type(self).__name__} cannot score from exact per-timestamp history inside a batch "
-                            f"(exact_history is False): evaluate it with history='batch'.")
+            raise ModelCapabilityError(f"{type(self).__name__} cannot score from exact per-timestamp history inside a "
+                                       f"batch (exact_history is False): evaluate it with history='batch'.")
         self._earlier = self._index_earlier(batch)
         try:
             yield

@@ -34,7 +34,7 @@ from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.device import host_ints, positions
-from tgeval.errors import DataFormatError
+from tgeval.errors import DataFormatError, ModelCapabilityError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel
 from tgeval.models.layers import LinkDecoder
 from tgeval.models.memory import TensorMemory
@@ -88,6 +88,9 @@ class NeuralLinkModel(TemporalLinkModel):
     #: keep embeddings across batches in evaluation (memory: one ``[num_nodes, D]`` float array
     #: and the candidates' ``[C, H]`` decoder terms); ``False`` embeds afresh in every call
     incremental = True
+    #: the embedding cache is derived from the state and parameters (and dropped when they change),
+    #: not state: the guards ignore it (:func:`~tgeval.state.scratch_names`)
+    state_scratch = ("_cache",)
 
     def __init__(self, config: Any, embedding_dim: int) -> None:
         super().__init__(config.num_nodes)
@@ -155,9 +158,10 @@ class NeuralLinkModel(TemporalLinkModel):
         """``(rows, z)``: the sorted nodes of a bool mask and their embeddings, in calls of at most
         :attr:`embed_chunk` nodes; ``sizes`` (its count, then :meth:`row_sizes`) if already read."""
         if not self.ranks_all_entities:
-            raise TypeError(f"{type(self).__name__} with time_gap='query' embeds a node at a query time, not once per "
-                            f"batch: it scores pairs (sampled metrics, training) but has no all-entity ranking; "
-                            f"evaluate it with catalog=None (--no-all-entity), or use time_gap='latest'.")
+            raise ModelCapabilityError(f"{type(self).__name__} with time_gap='query' embeds a node at a query time, not once per "
+                                       f"batch: it scores pairs (sampled metrics, training) but has no all-entity "
+                                       f"ranking; evaluate it with catalog=None (--no-all-entity), or use "
+                                       f"time_gap='latest'.")
         if sizes is None:
             sizes = host_ints(mask.sum(), *self.row_sizes(mask))
         rows = positions(mask, sizes[0])

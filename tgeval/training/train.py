@@ -75,6 +75,7 @@ from tgeval.eval.replay import warm_up
 from tgeval.loader import TimestampBatchLoader, check_time_sorted
 from tgeval.models.base import TemporalLinkModel, check_node_ids
 from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, scored_pairs
+from tgeval.state import checked_update, no_state_change
 from tgeval.training.losses import LossFn, check_built_in, get_loss, term_count
 
 __all__ = ["train_epoch", "resolve_range"]
@@ -113,6 +114,7 @@ def train_epoch(
     allow_whole_stream: bool = False,
     history: HistoryMode = "batch",
     distributed: bool = False,
+    check_state: bool = True,
 ) -> dict:
     r"""Train ``model`` for one epoch over ``data[start:end]`` in timestamp batches.
 
@@ -183,6 +185,11 @@ def train_epoch(
             ``optimizer.step()``, so the parameters stay equal on every rank and equal one
             process's up to the order of sums. Dropout masks are drawn per rank: with
             dropout, a run is a different random run, not the same one.
+        check_state: run each batch's scoring under :func:`~tgeval.state.no_state_change` (identity
+            and version checks only, no copy), so a model that changes its state while scoring
+            stops with :class:`LeakageError` naming what changed, instead of training on a leak
+            (or failing in ``backward`` with "Trying to backward through the graph a second
+            time"); and feed each batch through :func:`~tgeval.state.checked_update`.
 
     Returns:
         dict: ``loss`` (mean batch loss weighted by batch size, a float), ``num_batches``,
@@ -193,7 +200,9 @@ def train_epoch(
         SplitError: for an empty range, one outside ``data``, or one cutting a timestamp group.
         TemporalDataError: if ``data`` is not time-sorted or holds ids ``>= model.num_nodes``.
         ValueError: for ``num_negatives < 1`` or an unknown loss name.
-        LeakageError: for a whole-stream sampler without ``allow_whole_stream=True``.
+        LeakageError: for a whole-stream sampler without ``allow_whole_stream=True``, or a model
+            that changes its state while scoring (``check_state``).
+        HiddenStateError: ``update`` changed state that tgeval's state methods do not cover.
         DataMismatchError: a segment cut from other data.
         DistributedError: ``distributed=True`` without a process group.
     """
@@ -231,6 +240,7 @@ def train_epoch(
     stream.position = torch.arange(data.num_events, device=device)
     loader = TimestampBatchLoader(stream[start:end], batch_size)
     detach = getattr(model, "detach_state", None)
+    update = checked_update if check_state else type(model).update
 
     warm_up(model, stream[:start], batch_size=batch_size, sampler=sampler)
     was_training = model.training
@@ -252,7 +262,9 @@ def train_epoch(
                     None if neg.mask is None else neg.mask[lo:hi])
                 optimizer.zero_grad()
                 if hi > lo:
-                    with model.within_batch(batch) if history != "batch" else nullcontext():
+                    with model.within_batch(batch) if history != "batch" else nullcontext(), \
+                            no_state_change(model, "computing a training batch's scores", deep=False) if check_state \
+                            else nullcontext():
                         scores = model.score(*scored_pairs(batch.src[lo:hi], batch.dst[lo:hi], batch.t[lo:hi],
                                                            part)).view(hi - lo, 1 + k)
                     pos_score, neg_score = scores[:, 0], scores[:, 1:]
@@ -270,11 +282,11 @@ def train_epoch(
                 optimizer.step()
                 total = total + value.detach() * size
                 if detach is not None:
-                    model.update(batch)
+                    update(model, batch)
                     detach()
                 else:
                     with torch.no_grad():
-                        model.update(batch)
+                        update(model, batch)
                 sampler.observe(batch)
     finally:
         model.train(was_training)

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tgeval import build_catalog, chronological_split, evaluate
+from tgeval import ModelCapabilityError, build_catalog, chronological_split, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.synthetic import generate_events
 from tgeval.eval.ranking import all_entity_counts, chunked_counts, plan_candidates
@@ -122,7 +122,7 @@ def test_prefilter_refuses_what_it_cannot_do():
         Protocol(prefilter=0)
     with pytest.raises(ValueError, match="no catalog"):
         evaluate(model, data, split.test, Protocol(prefilter=5), sampler=UniformSampler(catalog))
-    with pytest.raises(TypeError, match="candidate_prior"):
+    with pytest.raises(ModelCapabilityError, match="candidate_prior"):
         evaluate(EdgeBank(40), data, split.test, Protocol(prefilter=5), catalog=catalog)
     test = data[split.test.start:split.test.end]
     with pytest.raises(TypeError, match="candidate_prior"):  # the one-batch function refuses as well

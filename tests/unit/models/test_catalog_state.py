@@ -98,7 +98,8 @@ def test_guard_catches_parameter_change():
 
 
 class _ListState(EdgeBank):
-    """State partly outside registered tensors (a Python list), so only the snapshot sees it."""
+    """State partly outside registered tensors (a Python list): the guard's attribute fingerprints
+    see it, and so does the comparison of snapshots."""
 
     state_in_registered_tensors = False
 
@@ -114,8 +115,12 @@ class _ListState(EdgeBank):
         return super().score(src, dst, t)
 
 
-def test_guard_compares_snapshots_of_state_outside_tensors():
+def test_guard_sees_state_outside_tensors():
     model = _ListState()
+    with pytest.raises(LeakageError, match=r"_ListState changed `log`"):
+        with no_state_change(model):
+            model.score(torch.tensor([1]), torch.tensor([2]), torch.tensor([5]))
+    model.state_scratch = ("log",)  # hidden from the fingerprints: the snapshots still differ
     with pytest.raises(LeakageError, match=r"_ListState changed `state.log`"):
         with no_state_change(model):
             model.score(torch.tensor([1]), torch.tensor([2]), torch.tensor([5]))

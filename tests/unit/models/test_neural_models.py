@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch_geometric.data import TemporalData
 
-from tgeval import DataFormatError, LeakageError, TimestampBatchLoader, build_catalog, chronological_split, \
-    deterministic, evaluate, no_state_change
+from tgeval import DataFormatError, LeakageError, ModelCapabilityError, TimestampBatchLoader, build_catalog, \
+    chronological_split, deterministic, evaluate, no_state_change
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.data.synthetic import generate_events
@@ -563,9 +563,9 @@ def test_graphmixer_query_time_gaps(stream):
         torch.testing.assert_close(one.flatten(), query.score(src, dst, later), rtol=1e-6, atol=1e-6)
     catalog, test = Catalog("custom", torch.arange(N), None, N), chronological_split(stream).test
     assert latest.ranks_all_entities and not query.ranks_all_entities
-    with pytest.raises(TypeError, match="cannot rank a whole catalog.*catalog=None"):
+    with pytest.raises(ModelCapabilityError, match="cannot rank a whole catalog.*catalog=None"):
         evaluate(query, stream, test, catalog=catalog)  # refused before any work
-    with pytest.raises(TypeError, match="time_gap='query'.*catalog=None"):
+    with pytest.raises(ModelCapabilityError, match="time_gap='query'.*catalog=None"):
         query.embed(torch.arange(N))
     result = evaluate(query, stream, test, Protocol(num_negatives=3), sampler=UniformSampler(catalog))
     assert result.metrics["sampled"]["mrr"]["micro"] > 0
@@ -622,5 +622,5 @@ def test_tgn_query_time_gaps_attend_to_the_interactions_before_the_query_time():
             one = torch.cat([model.score(src[i:i + 1], dst[i:i + 1], t[i:i + 1]) for i in range(src.numel())])
         torch.testing.assert_close(one, whole, rtol=1e-5, atol=1e-6)
     assert model.batch_neighbors and not model.exact_history and not model.ranks_all_entities
-    with pytest.raises(TypeError, match="time_gap='query'.*catalog=None"):
+    with pytest.raises(ModelCapabilityError, match="time_gap='query'.*catalog=None"):
         model.embed(torch.arange(N))
