@@ -23,7 +23,16 @@ from typing import Optional
 from tgeval.choices import (HISTORY_MODES, REPLAY_MODES, TIE_POLICIES, UNCOVERED_RULES, HistoryMode, ReplayMode,
                             TiePolicy, UncoveredRule)
 
-__all__ = ["Protocol"]
+__all__ = ["Protocol", "DEFAULT_NEGATIVES", "DEFAULT_VAL_NEGATIVES", "metric_name"]
+
+#: ``K`` of a sampler that has no width of its own (a fixed-negatives file's default ``K`` is its width)
+DEFAULT_NEGATIVES = 20
+#: ``K`` of the default validation protocol, shared by :func:`~tgeval.training.fit.fit` and ``tgeval train``: uniform
+#: negatives from the training catalog, one per positive (the protocol of validation AP in TGN's and DyGLib's work)
+DEFAULT_VAL_NEGATIVES = 1
+
+#: how :func:`metric_name` writes each metric
+_LABELS = {"ap": "AP", "auroc": "AUROC", "mrr": "MRR", "mean_rank": "mean rank"}
 
 
 @dataclass(frozen=True)
@@ -41,7 +50,8 @@ class Protocol:
             earlier events: TGN with ``time_gap="query"``, as DyGLib's TGN). ``None``: ``"exact"``
             where the model allows it, else ``"batch"`` (the manifest's ``history`` records the
             mode used).
-        num_negatives: ``K`` sampled negatives per positive (with a sampler).
+        num_negatives: ``K`` sampled negatives per positive (with a sampler); a fixed-negatives
+            sampler serves one ``K``, its file's width unless fewer were chosen, and refuses another.
         ties: how negatives scoring like the positive count: ``"average"``,
             ``"pessimistic"`` or ``"optimistic"``.
         hits: the ``k`` of Hits@k.
@@ -64,7 +74,7 @@ class Protocol:
 
     replay: ReplayMode = "online"
     history: Optional[HistoryMode] = None
-    num_negatives: int = 20
+    num_negatives: int = DEFAULT_NEGATIVES
     ties: TiePolicy = "average"
     hits: tuple[int, ...] = (1, 3, 10)
     uncovered: UncoveredRule = "rank"
@@ -95,3 +105,35 @@ class Protocol:
     def to_dict(self) -> dict:
         """The fields as JSON values (``hits`` a list): what the manifest records."""
         return {**asdict(self), "hits": list(self.hits)}
+
+
+def metric_name(part: str, metric: str, *, num_negatives: int = 0, sampler: Optional[dict] = None,
+                catalog: Optional[dict] = None) -> str:
+    """A metric's name with the protocol it was measured under: the one way tgeval prints and saves it.
+
+    Args:
+        part: ``"sampled"`` (against ``K`` sampled negatives per positive) or ``"all_entity"``
+            (against a catalog), as in ``Result.metrics``.
+        metric: ``"ap"``, ``"auroc"``, ``"mrr"``, ``"mean_rank"`` or ``"hits@k"``.
+        num_negatives: ``K`` (sampled metrics).
+        sampler: the sampler's ``describe()`` (sampled metrics); a fixed-negatives sampler that
+            serves fewer columns than it stores is named with both.
+        catalog: the catalog's ``describe()`` (all-entity metrics).
+
+    Example:
+        >>> metric_name("sampled", "ap", num_negatives=1, sampler={"name": "uniform"})
+        'AP (K=1, uniform)'
+        >>> metric_name("all_entity", "mrr", catalog={"kind": "train", "size": 1459})
+        'all-entity MRR (catalog train, 1,459 items)'
+    """
+    label = _LABELS.get(metric, metric.replace("hits@", "Hits@"))
+    if part == "all_entity":
+        if catalog is None:
+            raise ValueError(f"the all-entity {label} is measured against a catalog: pass catalog (its describe()).")
+        return f"all-entity {label} (catalog {catalog['kind']}, {catalog['size']:,} items)"
+    if part != "sampled" or sampler is None:
+        raise ValueError(f"metric_name takes part 'sampled' (with sampler, its describe()) or 'all_entity' (with "
+                         f"catalog), got part={part!r} and sampler={sampler!r}.")
+    stored = sampler.get("stored_num_negatives")
+    width = f" of {stored} stored" if stored is not None and stored != num_negatives else ""
+    return f"{label} (K={num_negatives}{width}, {sampler['name']})"

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import sha256_of, write_atomic, write_atomic_group
+from tgeval.protocol import metric_name
 from tgeval.eval.metrics import (
     TiePolicy,
     auroc,
@@ -151,6 +152,15 @@ class Result:
     manifest: dict
     performance: dict = field(default_factory=dict)
     records: Optional[dict[str, Tensor]] = None
+
+    def metric_name(self, part: str, metric: str) -> str:
+        """``metrics[part][metric]``'s name with the protocol it was measured under, from the manifest
+        (:func:`~tgeval.protocol.metric_name`): e.g. ``result.metric_name("sampled", "mrr")`` is
+        ``"MRR (K=20, uniform)"``, ``result.metric_name("all_entity", "mrr")`` is
+        ``"all-entity MRR (catalog train, 1,459 items)"``."""
+        m = self.manifest
+        return metric_name(part, metric, num_negatives=m["protocol"]["num_negatives"], sampler=m["sampler"],
+                           catalog=m["catalog"])
 
     def to_dict(self) -> dict:
         return json_safe({"manifest": self.manifest, "metrics": self.metrics, "performance": self.performance})
