@@ -28,11 +28,15 @@ is refused with a :class:`~tgeval.errors.NegativesFileError` naming it, before a
 
 :class:`FixedNegativeSampler` serves the stored negatives by event (``batch.e_id``, tgeval
 files) or by the ``(src, dst, t)`` key (TGB files; duplicate events share one row). It is
-stateless, ignores the generator, and returns the first ``K`` stored columns.
+stateless and ignores the generator. A file defines its protocol: the sampler serves every stored
+column (``K`` = the file's width) unless fewer are chosen explicitly (``num_negatives=``, or
+:meth:`FixedNegativeSampler.first`), which ``describe()`` records; a request for another ``K`` is
+refused, never cut.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
@@ -274,9 +278,12 @@ class FixedNegativeSampler(NegativeSampler):
     Args:
         negatives: what :func:`load_negatives` or :func:`read_tgb_negatives` returned.
         path: where it came from (recorded by :meth:`describe`).
+        num_negatives: serve only the first ``K`` stored columns (``None``: all of them, the
+            file's protocol).
 
-    Raises (from :meth:`sample`):
-        SamplerError: ``K`` larger than the stored columns.
+    Raises:
+        SamplerError: ``num_negatives`` outside ``[1, stored columns]``; from :meth:`sample`, a
+            request for another ``K`` than the one served.
         NegativesFileError: a positive has no stored negatives, or the stored positive at its
             index differs from the batch's (other data).
     """
@@ -284,8 +291,11 @@ class FixedNegativeSampler(NegativeSampler):
     name = "fixed"
     history_free = True  # a lookup per event
 
-    def __init__(self, negatives: StoredNegatives, *, path: Optional[PathLike] = None) -> None:
+    def __init__(self, negatives: StoredNegatives, *, path: Optional[PathLike] = None,
+                 num_negatives: Optional[int] = None) -> None:
         self.negatives = negatives
+        #: the ``K`` this sampler serves: the first ``num_negatives`` stored columns
+        self.num_negatives = self._served(num_negatives)
         self.path = None if path is None else str(path)
         self._checksum = negatives.header.get("checksum") or negatives.checksum()
         self._row_of_event: Optional[Tensor] = None
@@ -302,21 +312,41 @@ class FixedNegativeSampler(NegativeSampler):
             self._row_keys, self._key_rows = torch.sort(pair_rank * self._times.numel() + time_rank)
 
     @classmethod
-    def from_file(cls, path: PathLike, *, data: Optional[TemporalData] = None) -> "FixedNegativeSampler":
-        """:func:`load_negatives` (verified against ``data`` when given), as a sampler."""
-        return cls(load_negatives(path, data), path=path)
+    def from_file(cls, path: PathLike, *, data: Optional[TemporalData] = None,
+                  num_negatives: Optional[int] = None) -> "FixedNegativeSampler":
+        """:func:`load_negatives` (verified against ``data`` when given), as a sampler of its first
+        ``num_negatives`` columns (``None``: all)."""
+        return cls(load_negatives(path, data), path=path, num_negatives=num_negatives)
 
     @property
-    def num_negatives(self) -> int:
-        """Stored columns: the largest ``K`` this sampler serves."""
+    def stored_num_negatives(self) -> int:
+        """Stored columns: the file's width, the largest ``K`` this sampler can serve."""
         return self.negatives.num_negatives
+
+    def _served(self, num_negatives: Optional[int]) -> int:
+        if num_negatives is None:
+            return self.stored_num_negatives
+        if isinstance(num_negatives, bool) or not 1 <= int(num_negatives) <= self.stored_num_negatives:
+            raise SamplerError(f"the fixed negatives hold {self.stored_num_negatives} negatives per positive, so "
+                               f"num_negatives must lie in [1, {self.stored_num_negatives}], got {num_negatives!r}.")
+        return int(num_negatives)
+
+    def first(self, num_negatives: int) -> "FixedNegativeSampler":
+        """The same negatives, serving only their first ``num_negatives`` columns (an explicit
+        choice, recorded by :meth:`describe`); the stored tensors are shared."""
+        out = copy.copy(self)
+        out.num_negatives = self._served(num_negatives)
+        return out
 
     def describe(self) -> dict:
         h = self.negatives.header
+        cut = self.num_negatives < self.stored_num_negatives
         out = {"name": self.name, "path": self.path, "checksum": self._checksum,
-               "stored_num_negatives": self.num_negatives, "source": h.get("source"),
+               "num_negatives": self.num_negatives, "stored_num_negatives": self.stored_num_negatives,
+               "source": h.get("source"),
                "keyed_by": "event index (e_id)" if self._row_of_event is not None else "(src, dst, t)",
-               "rule": "first K stored columns; the generator is not used"}
+               "rule": (f"the first {self.num_negatives} of the {self.stored_num_negatives} stored columns, chosen "
+                        f"explicitly" if cut else "every stored column") + "; the generator is not used"}
         for key in ("content_checksum", "file_sha256", "data_fingerprint", "events_fingerprint", "sampler", "seed",
                     "segment",
                     "protocol", "batch_size", "num_padded_rows", "num_padded_slots", "num_masked_collisions",
@@ -382,9 +412,14 @@ class FixedNegativeSampler(NegativeSampler):
         k = int(num_negatives)
         if k < 0:
             raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
-        if k > self.num_negatives:
-            raise SamplerError(f"the fixed negatives hold {self.num_negatives} negatives per positive, "
-                               f"{k} were requested. Pass num_negatives <= {self.num_negatives}.")
+        if k != self.num_negatives:
+            stored = self.stored_num_negatives
+            serves = (f"all {stored} stored" if self.num_negatives == stored
+                      else f"the first {self.num_negatives} of {stored} stored")
+            raise SamplerError(
+                f"the fixed negatives serve K={self.num_negatives} per positive ({serves}), but K={k} was requested "
+                f"(Protocol.num_negatives). Ask for K={self.num_negatives}, or choose the first {k} explicitly "
+                f"(at most {stored}): sampler.first({k}), or num_negatives={k} when loading the file.")
         device = batch.src.device
         rows = self._rows(batch)
         stored = self.negatives
@@ -434,7 +469,7 @@ def load_tgb_pickle(path: PathLike) -> Any:
 
 
 def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Literal["mask", "keep"] = "mask",
-                       directed: bool = True) -> FixedNegativeSampler:
+                       directed: bool = True, num_negatives: Optional[int] = None) -> FixedNegativeSampler:
     r"""Read a Temporal Graph Benchmark evaluation negatives file for the events of ``data``.
 
     The file is a pickled ``dict`` mapping ``(src, dst, t)`` (ints / numpy ints, ``t`` as in
@@ -457,6 +492,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
         data: the evaluated events (e.g. the test segment), validated here.
         collisions: ``"mask"`` or ``"keep"``.
         directed: pair definition for simultaneous positives.
+        num_negatives: serve only the first ``K`` columns (``None``: every column, the file's protocol).
 
     Returns:
         FixedNegativeSampler: keyed by ``(src, dst, t)``, with masks; ``describe()`` reports
@@ -530,7 +566,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     header["checksum"] = negatives_checksum(data.src[order], data.dst[order], data.t[order], neg_t[scored],
                                             None, mask[scored])
     stored = StoredNegatives(src=src, dst=dst, t=t, neg=neg_t, neg_mask=mask, header=header)
-    return FixedNegativeSampler(stored, path=path)
+    return FixedNegativeSampler(stored, path=path, num_negatives=num_negatives)
 
 
 def _collisions(src: Tensor, dst: Tensor, t: Tensor, neg: Tensor, data: TemporalData, directed: bool) -> Tensor:

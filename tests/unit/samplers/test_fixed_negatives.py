@@ -65,13 +65,25 @@ def test_round_trip_is_bit_exact_and_evaluates_identically(setup):
     assert desc["sampler"]["name"] == "uniform" and desc["seed"] == 3
 
 
-def test_fewer_columns_and_too_many(setup):
+def test_a_file_is_never_cut(setup):
+    """The file's width is its K: another K is refused, fewer columns are an explicit choice, recorded."""
     data, split, catalog, path, stored = setup
     fixed = FixedNegativeSampler.from_file(path)
-    small = evaluate(EdgeBank(N), data, split.test, Protocol(num_negatives=2), sampler=fixed)
-    assert torch.equal(small.records["neg"], stored.neg[:, :2])
-    with pytest.raises(SamplerError, match=f"hold {K} negatives"):
-        evaluate(EdgeBank(N), data, split.test, Protocol(num_negatives=K + 1), sampler=fixed)
+    assert fixed.num_negatives == fixed.stored_num_negatives == K
+    for k in (2, K + 1):
+        with pytest.raises(SamplerError, match=f"serve K={K} per positive \\(all {K} stored\\), but K={k}"):
+            evaluate(EdgeBank(N), data, split.test, Protocol(num_negatives=k), sampler=fixed)
+    for small in (fixed.first(2), FixedNegativeSampler.from_file(path, num_negatives=2)):
+        result = evaluate(EdgeBank(N), data, split.test, Protocol(num_negatives=2), sampler=small)
+        assert torch.equal(result.records["neg"], stored.neg[:, :2])
+        described = result.manifest["sampler"]
+        assert (described["num_negatives"], described["stored_num_negatives"]) == (2, K)
+        assert described["rule"].startswith(f"the first 2 of the {K} stored columns, chosen explicitly")
+        assert result.metric_name("sampled", "mrr") == f"MRR (K=2 of {K} stored, fixed)"
+    assert fixed.num_negatives == K  # first() leaves the sampler it was called on as it is
+    for bad in (0, K + 1, True):
+        with pytest.raises(SamplerError, match=f"num_negatives must lie in \\[1, {K}\\]"):
+            fixed.first(bad)
 
 
 def test_positive_without_negatives_is_named(setup):
@@ -188,7 +200,7 @@ def test_tgb_checksum_is_the_manifests(tmp_path):
     sampler = read_tgb_negatives(path, test)
     whole = evaluate(model, data, segment, Protocol(num_negatives=4), sampler=sampler).manifest
     assert whole["negatives_checksum"] == whole["sampler"]["checksum"] == sampler.describe()["checksum"]
-    fewer = evaluate(model, data, segment, Protocol(num_negatives=3), sampler=sampler).manifest
+    fewer = evaluate(model, data, segment, Protocol(num_negatives=3), sampler=sampler.first(3)).manifest
     assert fewer["negatives_checksum"] != whole["negatives_checksum"]
 
 
