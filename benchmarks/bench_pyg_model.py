@@ -31,7 +31,8 @@ import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, apply_common_args, head_segment, load_wikipedia, median, print_header, print_table
+from _common import (add_common_args, apply_common_args, head_segment, load_wikipedia, median, print_header,
+                     print_table)
 from torch_geometric.data import TemporalData
 from torch_geometric.loader import TemporalDataLoader
 
