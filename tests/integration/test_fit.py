@@ -9,7 +9,8 @@ from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, DyRep, GraphMixer, message_dim
 from tgeval.eval.replay import evaluate
-from tgeval.protocol import Protocol
+from tgeval.loader import TimestampBatchLoader
+from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol
 from tgeval.samplers import HistoricalSampler, UniformSampler
 from tgeval.state import clone_state, first_difference
 from tgeval.training.checkpoint import CheckpointError, load_checkpoint
@@ -30,17 +31,22 @@ class Interrupted(Exception):
     pass
 
 
-def run(cls, data, *, epochs=4, seed=0, lr=0.01, num_negatives=2, stop_after=None, log=None, **kwargs):
-    """Build a small model (seeded) and fit it; ``stop_after`` simulates a crash after that epoch,
-    ``log`` collects the parameters (not the state buffers) after every epoch."""
+def run(cls, data, *, epochs=4, seed=0, lr=0.01, num_negatives=2, stop_after=None, log=None, sampler=None,
+        on_epoch=None, **kwargs):
+    """Build a small model (seeded) and fit it (training negatives: ``sampler``, default uniform); ``stop_after``
+    simulates a crash after that epoch, ``log`` collects the parameters (not the state buffers) after every epoch,
+    ``on_epoch`` is called with each record."""
     torch.manual_seed(seed)
     model = small_neural_model(cls, NUM_NODES, message_dim(data))
     split = chronological_split(data)
-    sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end))
+    sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end)) if sampler is None else sampler
+    user_on_epoch = on_epoch
 
     def on_epoch(record):
         if log is not None:
             log.append(parameters(model))
+        if user_on_epoch is not None:
+            user_on_epoch(record)
         if record["epoch"] == stop_after:
             raise Interrupted
 
@@ -170,8 +176,8 @@ def test_validation_from_the_training_state_is_evaluate_without_warm_up(data, tm
         train_epoch(again, data, split.train, sampler=sampler, loss="bce", optimizer=optimizer, batch_size=100,
                     num_negatives=2, seed=0, epoch=epoch)
         again.eval()
-        result = evaluate(again, data, split.val, Protocol(num_negatives=2, batch_size=100, seed=0, warm=False),
-                          sampler=sampler)
+        result = evaluate(again, data, split.val, Protocol(num_negatives=DEFAULT_VAL_NEGATIVES, batch_size=100, seed=0,
+                                                           warm=False), sampler=sampler)  # fit's default protocol
         by_hand.append(result.metrics["sampled"]["ap"]["global"])
     assert [record["val"]["ap"] for record in history["history"]] == by_hand
     _, rebuilt = run(TGN, data, epochs=2)
@@ -253,3 +259,64 @@ def test_resume_at_two_threads_is_within_the_stated_tolerance(cls, data, tmp_pat
     gap = lambda a, b: max(float((a[k].double() - b[k].double()).abs().max()) for k in a)  # noqa: E731
     assert gap(parameters(full), parameters(resumed)) <= RESUME_TOLERANCE_THREADS
     assert gap(parameters(full), parameters(other_seed)) > 100 * RESUME_TOLERANCE_THREADS  # the check can fail
+
+
+def test_default_validation_protocol_is_named_and_recorded(data, tmp_path):
+    """Validation defaults to K=1 uniform negatives from the training catalog (``tgeval train``'s default too),
+    whatever the training sampler and K; each metric's name carries it, in the specification and each epoch."""
+    split = chronological_split(data)
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=NUM_NODES)
+    records = []
+    _, history = run(TGN, data, epochs=1, num_negatives=3, sampler=HistoricalSampler(NUM_NODES, catalog=catalog),
+                     checkpoint_dir=tmp_path, on_epoch=records.append)
+    validation = history["training"]["validation"]
+    assert validation["num_negatives"] == DEFAULT_VAL_NEGATIVES == 1
+    assert validation["sampler"]["name"] == "uniform" and validation["sampler"]["catalog"] == catalog.describe()
+    names = {"ap": "AP (K=1, uniform)", "auroc": "AUROC (K=1, uniform)", "mrr": "MRR (K=1, uniform)"}
+    assert validation["names"] == names and records[0]["val_names"] == names
+    assert load_checkpoint(tmp_path / "last.pt").training["validation"] == validation
+    # the same numbers as evaluate with that protocol by hand
+    by_hand = evaluate(load_checkpoint(tmp_path / "best.pt").model, data, split.val,
+                       Protocol(num_negatives=1, batch_size=100), sampler=UniformSampler(catalog))
+    assert records[0]["val"]["ap"] == by_hand.metrics["sampled"]["ap"]["global"]
+    catalog_names = run(TGN, data, epochs=1, val_catalog=catalog)[1]["training"]["validation"]["names"]
+    assert catalog_names["all_entity_mrr"] == f"all-entity MRR (catalog train, {catalog.size:,} items)"
+
+
+def _historical_counts(data, end, batch_size, k):
+    """Pairs seen, events, empty pools and short pools (fewer than ``k`` valid items) of the historical sampler
+    over ``data[:end]``, by hand: a source's pool is the destinations of its earlier batches, minus itself and
+    its destinations in the batch."""
+    seen, empty, short = {}, 0, 0
+    for batch in TimestampBatchLoader(data[:end], batch_size):
+        events = list(zip(batch.src.tolist(), batch.dst.tolist(), batch.t.tolist()))
+        for s, _, _ in events:
+            valid = seen.get(s, set()) - {s} - {d for s2, d, _ in events if s2 == s}
+            empty += not valid
+            short += 0 < len(valid) < k
+        for s, d, _ in events:
+            seen.setdefault(s, set()).add(d)
+    return {"num_pairs": sum(len(v) for v in seen.values()), "num_events": end, "num_fallback_events": empty,
+            "num_short_events": short}
+
+
+def test_checkpoints_record_the_training_samplers_real_counts(data, tmp_path):
+    """Each epoch's record (and so each checkpoint) holds the training sampler's counts over that epoch's
+    training, not those of a sampler before training; the specification holds its options only."""
+    split = chronological_split(data)
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=NUM_NODES)
+    _, history = run(TGN, data, epochs=2, sampler=HistoricalSampler(NUM_NODES, catalog=catalog),
+                     checkpoint_dir=tmp_path)
+    expected = _historical_counts(data, split.train.end, 100, k=2)
+    assert expected["num_fallback_events"] > 0 and expected["num_short_events"] > 0  # the counts are not trivial
+    for record in history["history"]:
+        assert {key: record["sampler"][key] for key in expected} == expected
+    ckpt = load_checkpoint(tmp_path / "last.pt")
+    assert ckpt.describe()["sampler_counts"] == history["history"][1]["sampler"]
+    assert ckpt.training["sampler"]["name"] == "historical" and "num_events" not in ckpt.training["sampler"]
+    # a loaded checkpoint's model says what trained it, until training changes its parameters
+    model = ckpt.model
+    assert model.checkpoint_record["training"] == ckpt.training and model.checkpoint_record["epoch"] == 1
+    fit(model, data, split, sampler=UniformSampler(catalog), loss="bce", epochs=1, batch_size=100,
+        optimizer=torch.optim.Adam(model.parameters(), lr=0.01))
+    assert model.checkpoint_record is None

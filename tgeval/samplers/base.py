@@ -19,7 +19,30 @@ from tgeval.data.fingerprint import tensor_checksum
 from tgeval.state import State
 
 __all__ = ["NegativeSampler", "Negatives", "SampledNegatives", "as_negatives", "concat_negatives",
-           "negatives_checksum", "scored_pairs"]
+           "negatives_checksum", "scored_pairs", "COUNTERS", "split_counters"]
+
+#: the counts in the built-in samplers' :meth:`~NegativeSampler.describe` that follow what the sampler has seen
+#: (events drawn for, fallbacks, short pools, filled slots, cross-component duplicates, pairs in its pool): they
+#: restart at :meth:`~NegativeSampler.reset_state`; every other entry describes how the sampler draws
+COUNTERS = ("num_events", "num_fallback_events", "num_short_events", "num_filled_slots", "num_cross_duplicates",
+            "num_pairs")
+
+
+def split_counters(described: dict) -> tuple[dict, dict]:
+    """A sampler's ``describe()`` as ``(options, counters)``: the entries of :data:`COUNTERS` apart,
+    a mixture's ``components`` split the same way (its counters then list each component's).
+
+    Example:
+        >>> split_counters({"name": "uniform", "replace": False, "num_fallback_events": 3})
+        ({'name': 'uniform', 'replace': False}, {'num_fallback_events': 3})
+    """
+    options = {key: value for key, value in described.items() if key not in COUNTERS}
+    counters = {key: value for key, value in described.items() if key in COUNTERS}
+    if isinstance(described.get("components"), list):
+        parts = [split_counters(component) for component in described["components"]]
+        options["components"] = [part[0] for part in parts]
+        counters["components"] = [part[1] for part in parts]
+    return options, counters
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,12 @@ from tgeval.provenance import versions
 from tgeval.state import State, load_parameters, parameters_of
 
 __all__ = ["CheckpointError", "Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "seed_all",
-           "rng_state", "set_rng_state"]
+           "rng_state", "set_rng_state", "CHECKPOINT_RECORD"]
+
+#: the attribute of a model loaded by :func:`load_checkpoint` that holds its checkpoint's record
+#: (:meth:`Checkpoint.describe`), for result manifests; :func:`~tgeval.training.fit.fit` sets it to ``None``
+#: (training changes the parameters the record describes)
+CHECKPOINT_RECORD = "checkpoint_record"
 
 FORMAT_VERSION = 2  # 2: the generator states of every process (1: of one)
 _MAGIC = b"TGEVAL-CHECKPOINT"
@@ -240,11 +245,16 @@ class Checkpoint:
         set_rng_state(self.rng[rank])
 
     def describe(self) -> dict:
-        """What a result manifest records about the checkpoint."""
+        """What a result manifest records about the checkpoint: file, model, epoch, the training
+        specification (sampler and options, loss, ``K``, epochs, seed, validation protocol), the
+        training sampler's counts over the checkpoint's epoch (``sampler_counts``; ``None`` when
+        its history lacks them), the data fingerprint, early stopping and versions."""
+        record = next((r for r in self.history if r.get("epoch") == self.epoch), {})
         return {"path": self.path, "sha256": self.sha256, "model": self.name,
                 "config": dataclasses.asdict(self.model.config),
-                "epoch": self.epoch, "training": self.training, "data_fingerprint": self.data_fingerprint,
-                "early_stopping": self.early_stopping, "versions": self.versions}
+                "epoch": self.epoch, "training": self.training, "sampler_counts": record.get("sampler"),
+                "data_fingerprint": self.data_fingerprint, "early_stopping": self.early_stopping,
+                "versions": self.versions}
 
 
 #: the entries every checkpoint payload holds (``state_training`` is optional: older files lack it)
@@ -301,7 +311,9 @@ def load_checkpoint(
 
     Returns:
         Checkpoint: with the model's parameters and state snapshot restored, in eval mode
-        (the random generators are not touched; call :meth:`Checkpoint.restore_rng`).
+        (the random generators are not touched; call :meth:`Checkpoint.restore_rng`). The
+        model carries the checkpoint's :meth:`Checkpoint.describe` as ``model.checkpoint_record``
+        (:data:`CHECKPOINT_RECORD`): the provenance a result of it records.
 
     Raises:
         FileNotFoundError: no such file.
@@ -329,8 +341,10 @@ def load_checkpoint(
     load_parameters(model, payload["parameters"])
     model.restore(payload["state"])
     model.eval()
-    return Checkpoint(model=model, name=name, optimizer=payload["optimizer"], rng=payload["rng"],
-                      epoch=payload["epoch"], early_stopping=payload["early_stopping"], history=payload["history"],
-                      training=payload["training"], best_parameters=payload["best_parameters"],
-                      data_fingerprint=payload["data_fingerprint"], versions=payload["versions"], path=path,
-                      sha256=digest)
+    checkpoint = Checkpoint(model=model, name=name, optimizer=payload["optimizer"], rng=payload["rng"],
+                            epoch=payload["epoch"], early_stopping=payload["early_stopping"],
+                            history=payload["history"], training=payload["training"],
+                            best_parameters=payload["best_parameters"], data_fingerprint=payload["data_fingerprint"],
+                            versions=payload["versions"], path=path, sha256=digest)
+    setattr(model, CHECKPOINT_RECORD, json_safe(checkpoint.describe()))
+    return checkpoint

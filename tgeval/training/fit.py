@@ -29,7 +29,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.atomic import check_writable, write_atomic
 from tgeval.choices import VAL_METRICS, VAL_STATES, HistoryMode, ValState
-from tgeval.data.catalog import Catalog
+from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.fingerprint import fingerprint
 from tgeval.data.split import Split
 from tgeval.distributed import gather_objects, is_main, require_group
@@ -38,14 +38,17 @@ from tgeval.eval.replay import evaluate
 from tgeval.eval.result import Result, json_safe
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.neural import NeuralLinkModel
-from tgeval.protocol import Protocol
-from tgeval.samplers.base import NegativeSampler
+from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol, metric_name
+from tgeval.samplers.base import NegativeSampler, split_counters
+from tgeval.samplers.uniform import UniformSampler
 from tgeval.state import clone_state, load_parameters, parameters_of
-from tgeval.training.checkpoint import CheckpointError, load_checkpoint, model_name, rng_state, save_checkpoint
+from tgeval.training.checkpoint import (CHECKPOINT_RECORD, CheckpointError, load_checkpoint, model_name, rng_state,
+                                       save_checkpoint)
 from tgeval.training.losses import LossFn
 from tgeval.training.train import train_epoch
 
-__all__ = ["fit", "EarlyStopping", "VAL_METRICS", "val_metrics", "validation_history", "check_new_run"]
+__all__ = ["fit", "EarlyStopping", "VAL_METRICS", "val_metrics", "val_names", "validation_history", "check_new_run",
+           "default_val_sampler"]
 
 #: how the training specification records each validation state
 _VAL_STATE_RECORDS = {"rebuilt": "rebuilt (Protocol(warm=True))",
@@ -105,6 +108,23 @@ def val_metrics(result: Result) -> dict[str, Optional[float]]:
     return out
 
 
+def val_names(sampler: NegativeSampler, num_negatives: int, catalog: Optional[Catalog]) -> dict[str, str]:
+    """Each :data:`VAL_METRICS` measured with these validation negatives (and all-entity pass, with
+    ``catalog``), named with its protocol (:func:`~tgeval.protocol.metric_name`), e.g.
+    ``{"ap": "AP (K=1, uniform)"}``."""
+    described = sampler.describe()
+    return {name: metric_name(part, metric, num_negatives=num_negatives, sampler=described,
+                              catalog=None if catalog is None else catalog.describe())
+            for name, (part, metric, _) in VAL_METRICS.items() if part == "sampled" or catalog is not None}
+
+
+def default_val_sampler(model: TemporalLinkModel, data: TemporalData, split: Split) -> UniformSampler:
+    """The validation negatives of :func:`fit` and ``tgeval train`` unless chosen: uniform over the
+    training catalog (every destination of ``split.train``), :data:`~tgeval.protocol.DEFAULT_VAL_NEGATIVES` per
+    positive."""
+    return UniformSampler(build_catalog(data, "train", train_end=split.train.end, num_nodes=model.num_nodes))
+
+
 def validation_history(model: TemporalLinkModel, history: str) -> HistoryMode:
     """The ``history`` validation scores with after training under ``history``: ``"neighbors"``
     when training used it, else ``evaluate``'s default (``"exact"`` for models that allow it)."""
@@ -118,7 +138,7 @@ def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimiz
     """The training specification recorded with checkpoints and results."""
     group = optimizer.param_groups[0]
     return json_safe({
-        "sampler": sampler.describe(),
+        "sampler": split_counters(sampler.describe())[0],  # each epoch's counts are in its history record
         "loss": loss if isinstance(loss, str) else getattr(loss, "__name__", type(loss).__name__),
         "num_negatives": num_negatives,
         "optimizer": {"name": type(optimizer).__name__,
@@ -130,9 +150,10 @@ def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimiz
         "patience": patience,
         "validation": {"metric": val_metric, "aggregation": VAL_METRICS[val_metric][2], "protocol": "online",
                        "state": _VAL_STATE_RECORDS[val_state], "history": val_history,
-                       "sampler": val_sampler.describe(),
+                       "sampler": split_counters(val_sampler.describe())[0],
                        "num_negatives": val_negatives,
-                       "catalog": None if val_catalog is None else val_catalog.describe()},
+                       "catalog": None if val_catalog is None else val_catalog.describe(),
+                       "names": val_names(val_sampler, val_negatives, val_catalog)},
         **extra,
     })
 
@@ -211,7 +232,7 @@ def fit(
     history: HistoryMode = "batch",
     val_metric: str = "ap",
     val_sampler: Optional[NegativeSampler] = None,
-    val_negatives: Optional[int] = None,
+    val_negatives: int = DEFAULT_VAL_NEGATIVES,
     val_catalog: Optional[Catalog] = None,
     val_state: ValState = "rebuilt",
     checkpoint_dir: Union[str, os.PathLike, None] = None,
@@ -265,8 +286,9 @@ def fit(
         epochs: number of epochs (at most).
         patience: epochs without improvement before stopping (``None``: train all epochs).
         val_metric: a key of :data:`VAL_METRICS` (``"all_entity_mrr"`` needs ``val_catalog``).
-        val_sampler: validation negatives (default: ``sampler``).
-        val_negatives: ``K`` of validation (default: ``num_negatives``).
+        val_sampler: validation negatives (default: uniform over the training catalog,
+            :func:`default_val_sampler`; with ``val_negatives``, the validation protocol of ``tgeval train``).
+        val_negatives: ``K`` of validation (default :data:`~tgeval.protocol.DEFAULT_VAL_NEGATIVES`).
         val_catalog: catalog of an all-entity validation pass (default: none).
         val_state: the state validation scores from: ``"rebuilt"`` (reset and rebuilt from the
             training events with the epoch's final weights, ``evaluate``'s default) or
@@ -278,7 +300,8 @@ def fit(
         resume: a ``last.pt`` to continue from.
         overwrite: replace a run already in ``checkpoint_dir`` (otherwise refused, unless resuming).
         spec: extra entries of the training specification (e.g. the CLI's sampler string).
-        on_epoch: called with each epoch's history record, after its checkpoints are written.
+        on_epoch: called with each epoch's history record, after its checkpoints are written, and
+            ``val_names``: each measured validation metric's name with its protocol (:func:`val_names`).
         distributed: this process is one rank of the default ``torch.distributed`` group:
             training is data-parallel (:func:`~tgeval.training.train.train_epoch`), validation is
             sharded (:func:`~tgeval.eval.replay.evaluate`), both identical on every rank, so
@@ -290,8 +313,10 @@ def fit(
         dict: ``model`` (registry name or class name), ``training`` (the specification),
         ``val_metric``, ``best_epoch``, ``best_value``, ``epochs_run``, ``stopped_early``,
         ``history`` (per epoch: ``epoch``, ``loss``, ``events_per_second``, ``seconds``,
-        ``num_batches``, ``num_events``, ``seed``, ``val`` — every :data:`VAL_METRICS`
-        measured —, ``val_events_per_second``, ``improved``), ``resumed_from`` and
+        ``num_batches``, ``num_events``, ``seed``, ``sampler`` — the training sampler's counts
+        over the epoch (:func:`~tgeval.samplers.base.split_counters`) —, ``val`` — every
+        :data:`VAL_METRICS` measured, named in ``training["validation"]["names"]`` —,
+        ``val_events_per_second``, ``improved``), ``resumed_from`` and
         ``checkpoints`` (paths and sha256 of ``last`` / ``best``).
 
     Raises:
@@ -311,8 +336,7 @@ def fit(
                         f"val_catalog=None and a sampled val_metric.")
     if epochs < 1 or (patience is not None and patience < 1):
         raise ValueError(f"epochs and patience must be >= 1, got epochs={epochs}, patience={patience}.")
-    val_sampler = sampler if val_sampler is None else val_sampler
-    val_negatives = num_negatives if val_negatives is None else val_negatives
+    val_sampler = default_val_sampler(model, data, split) if val_sampler is None else val_sampler
     if val_state not in VAL_STATES:
         raise ValueError(f"val_state must be one of {VAL_STATES}, got {val_state!r}.")
     if val_state == "training" and not val_sampler.history_free:
@@ -341,6 +365,8 @@ def fit(
     if resume is not None:
         records, stopping, best_parameters, start = _resume(resume, neural, optimizer, training, data_fingerprint,
                                                             patience)
+    if getattr(model, CHECKPOINT_RECORD, None) is not None:  # a loaded checkpoint's record: training changes it
+        setattr(model, CHECKPOINT_RECORD, None)
 
     folder = None if checkpoint_dir is None or not writes else Path(checkpoint_dir)
     files: dict[str, dict] = {}
@@ -351,6 +377,7 @@ def fit(
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=loss, optimizer=optimizer,
                             batch_size=batch_size, num_negatives=num_negatives, seed=seed, epoch=epoch,
                             history=history, distributed=distributed)
+        counts = split_counters(sampler.describe())[1]  # the epoch's training, before validation may reset it
         trained_state = model.snapshot() if folder is not None else None  # history = the training segment only
         model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
         result = evaluate(model, data, split.val,
@@ -361,7 +388,7 @@ def fit(
         improved = stopping.step(epoch, measured.get(val_metric))
         if improved:
             best_parameters = clone_state(parameters_of(model))
-        record = {"epoch": epoch, **stats, "val": measured,
+        record = {"epoch": epoch, **stats, "sampler": counts, "val": measured,
                   "val_events_per_second": result.performance["events_per_second"], "improved": improved}
         records.append(json_safe(record))
         # every rank's generators (its own dropout stream): one gather, on every rank
@@ -377,7 +404,7 @@ def fit(
                 files[kind] = {"path": str(path), "sha256": digest}
             write_atomic(folder / TIMINGS_FILE, json.dumps(_timings(records), indent=1))
         if on_epoch is not None:
-            on_epoch(records[-1])
+            on_epoch({**records[-1], "val_names": training["validation"]["names"]})
 
     if best_parameters is not None:
         load_parameters(model, best_parameters)

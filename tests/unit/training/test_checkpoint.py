@@ -176,3 +176,21 @@ def test_unregistered_models_cannot_be_saved_until_registered(data, tmp_path, mo
         registry.register("my_tgn", MyTGN, config=type(model.config))
     with pytest.raises(CheckpointError, match="'edgebank' is a heuristic"):
         save_checkpoint(tmp_path / "y.pt", EdgeBank(NUM_NODES), None, epoch=0, data=data)
+
+
+def test_a_loaded_model_carries_its_checkpoint_record(data, tmp_path):
+    """The checkpoint's provenance travels with its model (``checkpoint_record``, what a result of it records):
+    the training specification, the data fingerprint and the training sampler's counts of the saved epoch."""
+    model, optimizer, split = trained(TGN, data)
+    path = tmp_path / "ckpt.pt"
+    counts = {"num_events": split.train.num_events, "num_fallback_events": 7}
+    spec = {"sampler": {"name": "historical"}, "loss": "bce", "num_negatives": 2, "epochs": 3, "seed": 0}
+    save_checkpoint(path, model, optimizer, epoch=1, data=data, training=spec,
+                    history=[{"epoch": 0, "sampler": {"num_events": 1}}, {"epoch": 1, "sampler": counts}])
+    ckpt = load_checkpoint(path, data=data)
+    record = ckpt.model.checkpoint_record
+    assert record == ckpt.describe() and record["training"] == spec and record["sampler_counts"] == counts
+    assert record["sha256"] == ckpt.sha256 and record["data_fingerprint"] == ckpt.data_fingerprint
+    save_checkpoint(path, model, optimizer, epoch=1, data=data)  # no history: no counts, said as None
+    assert load_checkpoint(path, model=small_neural_model(TGN, NUM_NODES, message_dim(data))).model.checkpoint_record[
+        "sampler_counts"] is None
