@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -23,8 +24,9 @@ from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_M
 from tgeval.data import formats
 from tgeval.errors import TGEvalError
 from tgeval.models import registry
+from tgeval.protocol import DEFAULT_NEGATIVES, DEFAULT_VAL_NEGATIVES
 
-__all__ = ["main", "build_parser", "hyperparameter_flags"]
+__all__ = ["main", "build_parser", "hyperparameter_flags", "cli_message"]
 
 
 def _ratios(text: str) -> tuple[float, float, float]:
@@ -252,7 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--sampler", default="uniform",
                     help="NAME[:key=value,...], NAME a registered sampler (an unknown name lists them), e.g. "
                          "historical:replace=true, uniform:directed=false, mixture:historical=0.5,uniform=0.5")
-    ev.add_argument("--negatives", type=int, default=20, help="K negatives per positive (0: no sampled metrics)")
+    ev.add_argument("--negatives", type=int, default=None,
+                    help=f"K negatives per positive (default: every negative of a fixed-negatives file, fixed:/tgb:, "
+                         f"else {DEFAULT_NEGATIVES}; fewer from a file is recorded as such; 0: no sampled metrics)")
     ev.add_argument("--all-entity", action=argparse.BooleanOptionalAction, default=True,
                     help="exact ranking against the whole catalog")
     ev.add_argument("--catalog", choices=CATALOG_KINDS, default="train")
@@ -292,8 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--seed", type=int, default=0, help="model initialisation, dropout and negatives")
     tr.add_argument("--val-metric", choices=tuple(VAL_METRICS), default="ap",
                     help="validation metric of early stopping and of the best epoch")
-    tr.add_argument("--val-negatives", type=int, default=20,
-                    help="K uniform negatives per positive in validation (per epoch and the final result)")
+    tr.add_argument("--val-negatives", type=int, default=DEFAULT_VAL_NEGATIVES,
+                    help=f"K uniform negatives (training catalog) per positive in validation, per epoch and in the "
+                         f"final result (default {DEFAULT_VAL_NEGATIVES}, as fit's)")
     tr.add_argument("--history", choices=HISTORY_MODES, default=None,
                     help="what a training event is scored from: 'batch' (the state at the batch start, the default), "
                          "'exact' (also the batch's earlier events: GraphMixer with --time-gap query) or 'neighbors' "
@@ -371,12 +376,66 @@ def _set_threads(given: Optional[int]) -> None:
     torch.set_num_threads(int(text))
 
 
+#: the library's names of options whose flag is named otherwise (every other flag is its option's name)
+API_NAMES = {"num_negatives": "negatives", "replay": "protocol"}
+#: an option's value in a message: quoted, or one word / number / path
+_VALUE = r"'[^']*'|\"[^\"]*\"|[\w.+/-]*[\w/]"
+
+
+def cli_message(text: str, parser: argparse.ArgumentParser) -> str:
+    """A library message as a command-line user reads it: the options ``parser`` has as flags, named by flag
+    (``sort=True`` -> ``--sort``, ``Protocol(prefilter=0)`` -> ``--prefilter 0``, ``batch_size`` ->
+    ``--batch-size``, ``Protocol.ties`` -> ``--ties``), outside code spans (backticks) and quoted input
+    (``'...'`` not after ``=``); a flag the message already gave after the library's spelling is not repeated;
+    other names stay as they are.
+
+    Example:
+        >>> evaluate = _subparser(build_parser(), "evaluate")
+        >>> cli_message("unsorted: pass sort=True (--sort), or set Protocol.batch_size.", evaluate)
+        'unsorted: pass --sort, or set --batch-size.'
+    """
+    flags = {action.dest: action for action in parser._actions if action.option_strings}
+
+    def flag(action: argparse.Action) -> str:
+        return next(option for option in action.option_strings if option.startswith("--"))
+
+    def assignment(match: re.Match) -> str:
+        action, value = flags.get(API_NAMES.get(match["name"], match["name"])), match["value"].strip("'\"")
+        if action is None or value == "None":
+            return match[0]
+        if value in ("True", "False"):  # a switch: its flag (--no-... for False), where it has one
+            wanted = [option for option in action.option_strings if option.startswith("--no-") == (value == "False")]
+            return wanted[0] if wanted and not action.nargs else match[0]
+        return f"{flag(action)} {value}"
+
+    def name(match: re.Match) -> str:
+        action = flags.get(API_NAMES.get(match["name"], match["name"]))
+        return match[0] if action is None else flag(action)
+
+    parts = re.split(r"(`[^`]*`|(?<!=)'[^']*')", text)
+    for i in range(0, len(parts), 2):  # outside code spans and quoted input
+        part = re.sub(rf"\bProtocol\((?P<name>\w+)=(?P<value>{_VALUE})\)", assignment, parts[i])
+        part = re.sub(rf"\b(?P<name>\w+)=(?P<value>{_VALUE})", assignment, part)
+        part = re.sub(r"\bProtocol\.(?P<name>\w+)\b", name, part)
+        part = re.sub(r"(?<![\w./-])(?P<name>[a-z]+(?:_[a-z]+)+)\b(?![=(./])", name, part)  # snake_case, not in paths
+        parts[i] = re.sub(r"(?P<flag>--[\w-]+)(?P<value> [^\s,()]+)?(?: \((?P=flag)(?: [^\s,()]+)?\)|, (?P=flag)\b)",
+                          r"\g<flag>\g<value>", part)
+    return "".join(parts)
+
+
 #: the commands that run under ``torchrun`` (sharded evaluation, data-parallel training); the others refuse it
 SHARDED_COMMANDS = ("evaluate", "train")
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of ``command`` (``evaluate``, ``train``, ...)."""
+    commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    return commands.choices[command]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)  # usage errors and --help end here, before torch is imported
+    parser = build_parser()
+    args = parser.parse_args(argv)  # usage errors and --help end here, before torch is imported
     import torch
 
     on_main_thread = threading.current_thread() is threading.main_thread()
@@ -391,7 +450,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         module, name = args.handler
         return int(getattr(importlib.import_module(module), name)(args))
     except (TGEvalError, ValueError, TypeError, OSError) as error:
-        print(f"tgeval: error: {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"tgeval: error: {type(error).__name__}: {cli_message(str(error), _subparser(parser, args.command))}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # files are written atomically: each is the old one or the new one
         print("tgeval: interrupted", file=sys.stderr)

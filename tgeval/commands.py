@@ -10,6 +10,7 @@ import io
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, cast
 
@@ -40,14 +41,14 @@ from tgeval.models.fixed_scorer import FixedScorerModel
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
 from tgeval.models.neural import message_dim
 from tgeval.options import typed_options
-from tgeval.protocol import Protocol
+from tgeval.protocol import DEFAULT_NEGATIVES, Protocol
 from tgeval.report import format_number, format_table, protocol_line, protocol_lines, write_report
-from tgeval.samplers import UniformSampler, from_spec
-from tgeval.samplers.base import NegativeSampler
+from tgeval.samplers import FixedNegativeSampler, UniformSampler, from_spec
+from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.static.gnn import GNNConfig, train_link_gnn
 from tgeval.static.graph import static_graph
-from tgeval.training.checkpoint import Checkpoint, load_checkpoint, seed_all
-from tgeval.training.fit import check_new_run, fit, validation_history
+from tgeval.training.checkpoint import CHECKPOINT_RECORD, load_checkpoint, seed_all
+from tgeval.training.fit import check_new_run, default_val_sampler, fit, validation_history
 from tgeval.training.train import train_epoch
 
 __all__ = ["evaluate_command", "train_command", "run_command"]
@@ -131,6 +132,26 @@ def _measure(model: TemporalLinkModel, data: TemporalData, segment: Segment, pro
     return result
 
 
+def _metric_names(result: Result) -> str:
+    """The printed table's MRR columns, each named with its protocol (:meth:`Result.metric_name`)."""
+    return "metrics: " + "; ".join(f"{column} = {result.metric_name(part, 'mrr')}" for column, part in (
+        ("sampled MRR", "sampled"), ("all-ent MRR", "all_entity")) if part in result.metrics)
+
+
+def _fixed_width(sampler: FixedNegativeSampler, negatives: Optional[int], spec: str) -> FixedNegativeSampler:
+    """``--negatives`` of a fixed-negatives file: every stored column (or the ``num_negatives`` of ``--sampler``)
+    unless given, fewer when given."""
+    if negatives is None or negatives == sampler.num_negatives:
+        return sampler
+    if sampler.num_negatives < sampler.stored_num_negatives:
+        raise ValueError(f"--negatives {negatives} contradicts `num_negatives={sampler.num_negatives}` in --sampler "
+                         f"{spec!r}: give K once.")
+    if negatives > sampler.stored_num_negatives:
+        raise ValueError(f"--negatives {negatives} exceeds the {sampler.stored_num_negatives} negatives per positive "
+                         f"of --sampler {spec!r}. Omit --negatives to score every stored negative, or give fewer.")
+    return sampler.first(negatives)
+
+
 def _process_device(name: str) -> tuple[torch.device, bool]:
     """This process's device for ``--device name`` (under ``torchrun``, ``cuda`` is
     ``cuda:$LOCAL_RANK``), and whether it joined a ``torchrun`` process group."""
@@ -147,9 +168,10 @@ def evaluate_command(args: argparse.Namespace) -> int:
         raise ValueError(f"--model {args.model} is a static GNN fitted once on the events before the segment: its "
                          f"history is fixed, so evaluate it with --protocol fixed (as the temporal models' state "
                          f"is then fixed too).")
-    if args.negatives < 0:
+    if args.negatives is not None and args.negatives < 0:
         raise ValueError(f"--negatives must be >= 0 (0: no sampled metrics), got {args.negatives}.")
-    protocol = Protocol(replay=args.protocol, history=args.history, num_negatives=args.negatives, ties=args.ties,
+    protocol = Protocol(replay=args.protocol, history=args.history, ties=args.ties,
+                        num_negatives=DEFAULT_NEGATIVES if args.negatives is None else args.negatives,
                         hits=args.hits, uncovered=args.uncovered, directed=args.directed, batch_size=args.batch_size,
                         seed=args.seed, prefilter=args.prefilter)  # checks itself: before any work
     device, distributed = _process_device(args.device)  # devices and outputs are checked before any work
@@ -175,7 +197,6 @@ def evaluate_command(args: argparse.Namespace) -> int:
     window = None
     if args.model == "edgebank-window":
         window, selection = _window(args, data, split, num_nodes, catalog)
-    checkpoint: Optional[Checkpoint] = None
     label = args.model
     if args.model in registry.names("heuristic"):
         model = registry.build(args.model, num_nodes=num_nodes, window=window, directed=args.directed).to(device)
@@ -185,20 +206,24 @@ def evaluate_command(args: argparse.Namespace) -> int:
         checkpoint = load_checkpoint(args.model, device, data=data)
         model, label = checkpoint.model, f"{checkpoint.name} ({Path(args.model).name})"
     sampler = None
-    if args.negatives > 0:
+    if args.negatives != 0:
         sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog, segment=args.segment)
+        if isinstance(sampler, FixedNegativeSampler):  # a file defines its K
+            sampler = _fixed_width(sampler, args.negatives, args.sampler)
+            protocol = replace(protocol, num_negatives=sampler.num_negatives)
     result = _measure(model, data, segment, protocol, str(args.data), split, _Progress(label, enabled=main),
                       sampler=sampler, catalog=catalog if args.all_entity else None,
                       candidate_budget=args.candidate_budget, distributed=distributed)
     if not main:  # rank 0 alone prints and writes
         return 0
     result.manifest["selection"] = selection
-    result.manifest["checkpoint"] = None if checkpoint is None else checkpoint.describe()
+    result.manifest["checkpoint"] = getattr(model, CHECKPOINT_RECORD, None)  # the training spec behind the weights
     result.manifest["reader"] = {"format": args.format, "options": options, "remapped": info.remapped,
                                  "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read,
                                  "num_duplicates": info.num_duplicates, "duplicates": info.duplicates,
                                  "num_merged_times": info.num_merged_times}
     print(protocol_line(result))
+    print(_metric_names(result))
     print(format_table([(label, result)]))
     if args.out:  # with --save-events, one pair: the JSON names the CSV and its sha256 (`tgeval compare` reads it)
         result.save(args.out, events=args.save_events)
@@ -257,7 +282,7 @@ def run_command(args: argparse.Namespace) -> int:
         rows.append((name, result))
     if args.tgn_epochs > 0:
         rows.append(("tgn", _run_tgn(args, data, split, catalog, num_nodes, description, out, protocol)))
-    table = format_table(rows) + "\n" + protocol_lines(rows)
+    table = format_table(rows) + "\n" + protocol_lines(rows) + "\n" + _metric_names(rows[0][1])
     print()
     print(table)
     coverage = rows[0][1].metrics["all_entity"]["coverage"]
@@ -277,6 +302,8 @@ def run_command(args: argparse.Namespace) -> int:
     write_atomic(out / "summary.txt", f"data: {description}\n\n{table}\n")
     write_atomic(out / "summary.json", json.dumps(
         {name: {"sampled_mrr": r.metrics["sampled"]["mrr"], "all_entity_mrr": r.metrics["all_entity"]["mrr"],
+                "names": {"sampled_mrr": r.metric_name("sampled", "mrr"),
+                          "all_entity_mrr": r.metric_name("all_entity", "mrr")},
                 "protocol": protocol_line(r), "file": f"{name}.json"} for name, r in rows}, indent=2) + "\n")
     report = write_report(out, out / "report.html", comparison)
     print(f"\nresults in {out}/ ({time.perf_counter() - start:.1f} s); the report: {report}")
@@ -294,12 +321,19 @@ def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog
     fit(model, data, split, sampler=UniformSampler(catalog), loss="bce",
         optimizer=torch.optim.Adam(model.parameters(), lr=1e-4), epochs=args.tgn_epochs, batch_size=args.batch_size,
         seed=args.seed, on_epoch=lambda record: print(
-            f"  epoch {record['epoch']}: loss {record['loss']:.4f}, validation AP {record['val']['ap']:.4f} "
+            f"  epoch {record['epoch']}: loss {record['loss']:.4f}, {_val_line(record, ('ap',))} "
             f"({record['events_per_second']:.0f} training events/s)", file=sys.stderr))
     result = _measure(model, data, split.test, protocol, description, split, _Progress("tgn"),
                       sampler=UniformSampler(catalog), catalog=catalog)
     result.save(out / "tgn.json", events=out / "tgn.csv")
     return result
+
+
+def _val_line(record: dict, metrics: Sequence[str]) -> str:
+    """``validation AP (K=1, uniform) 0.7441  ...``: ``metrics`` of a :func:`~tgeval.training.fit.fit` epoch record,
+    named with their protocol (its ``val_names``); undefined ones left out."""
+    return "validation " + "  ".join(f"{record['val_names'][name]} {record['val'][name]:.4f}" for name in metrics
+                                     if record["val"].get(name) is not None)
 
 
 #: train options for the neural models only (with their config fields, :func:`~tgeval.cli.hyperparameter_flags`)
@@ -317,10 +351,10 @@ def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=args.loss, optimizer=optimizer,
                             batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed, epoch=epoch,
                             distributed=distributed)
-        history.append({"epoch": epoch, **stats, **model.describe(), "sampler": sampler.describe()})
+        history.append({"epoch": epoch, **stats, **model.describe(), "sampler": split_counters(sampler.describe())[1]})
         print(f"epoch {epoch}: loss {stats['loss']:.4f}  beta {float(model.beta.detach()):+.4f}  "
               f"bias {float(model.bias.detach()):+.4f}  ({stats['events_per_second']:.0f} events/s)")
-    return model, {"model": args.model, "sampler": sampler.describe(), "loss": args.loss,
+    return model, {"model": args.model, "sampler": split_counters(sampler.describe())[0], "loss": args.loss,
                    "optimizer": {"name": "Adam", "lr": lr}, "epochs": args.epochs, "negatives": args.negatives,
                    "seed": args.seed, "history": history}
 
@@ -343,21 +377,21 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
     all_entity = VAL_METRICS[args.val_metric][0] == "all_entity"
 
     def report(record: dict) -> None:
-        val = "  ".join(f"{name} {value:.4f}" for name, value in record["val"].items() if value is not None)
-        print(f"epoch {record['epoch']}: loss {record['loss']:.4f}  val {val}{'  (best)' if record['improved'] else ''}"
-              f"  ({record['events_per_second']:.0f} events/s)")
+        print(f"epoch {record['epoch']}: loss {record['loss']:.4f}  {_val_line(record, record['val'])}"
+              f"{'  (best)' if record['improved'] else ''}  ({record['events_per_second']:.0f} events/s)")
 
     training = fit(model, data, split, sampler=sampler, loss=args.loss,
                    optimizer=torch.optim.Adam(model.parameters(), lr=lr), epochs=args.epochs, patience=args.patience,
                    batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed,
-                   val_metric=args.val_metric, val_sampler=UniformSampler(catalog), val_negatives=args.val_negatives,
+                   val_metric=args.val_metric, val_negatives=args.val_negatives,
                    val_catalog=catalog if all_entity else None, checkpoint_dir=args.checkpoint_dir,
                    resume=args.resume, overwrite=args.overwrite, spec={"sampler_spec": args.sampler},
                    on_epoch=report, distributed=distributed, history=args.history or "batch",
                    val_state=args.val_state or "rebuilt")
     for kind, entry in (training["checkpoints"] or {}).items():
         print(f"wrote {entry['path']} ({kind})")
-    print(f"best epoch {training['best_epoch']} (val {args.val_metric} {format_number(training['best_value'])}); "
+    name = training["training"]["validation"]["names"][args.val_metric]
+    print(f"best epoch {training['best_epoch']} (validation {name} {format_number(training['best_value'])}); "
           f"its parameters are evaluated below")
     return model, training
 
@@ -400,10 +434,11 @@ def _train(args: argparse.Namespace, device: torch.device, distributed: bool) ->
     history = validation_history(model, args.history or "batch")  # as fit validates
     result = _measure(model, data, split.val, Protocol(num_negatives=args.val_negatives, batch_size=args.batch_size,
                                                        seed=args.seed, history=history),
-                      str(args.data), split, None, sampler=UniformSampler(catalog),
+                      str(args.data), split, None, sampler=default_val_sampler(model, data, split),
                       catalog=catalog if model.ranks_all_entities else None, distributed=distributed)
     result.manifest["training"] = training
     print(protocol_line(result))
+    print(_metric_names(result))
     print(format_table([(f"{args.model} (trained)", result)]))
     if args.out and is_main():
         result.save(args.out)

@@ -48,7 +48,13 @@ def test_run_on_a_given_file(snap_file, tmp_path, capsys):
     """The whole story: heuristics, a TGN epoch, the K-sweep, the membership factorial, diagnose and the report."""
     out = tmp_path / "results"
     assert main(["run", "--data", str(snap_file), "--out", str(out)]) == 0
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
+    # every metric named with its protocol: TGN's validation (fit's default, as tgeval train's), the table's
+    assert "validation AP (K=1, uniform) " in captured.err
+    assert "metrics: sampled MRR = MRR (K=20, uniform); all-ent MRR = all-entity MRR (catalog train, " in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tgn"]["names"]["sampled_mrr"] == "MRR (K=20, uniform)"
     assert "edgebank-window(val)" in text and "popularity" in text and f"data: {snap_file}" in text
     assert "\ntgn " in text and "Kendall tau" in text and "membership factorial of EdgeBank" in text
     assert "surprise by test ratio" in text and text.rstrip().endswith(f"the report: {out / 'report.html'}")
@@ -108,6 +114,9 @@ def test_train_fits_membership_and_records_training(snap_file, tmp_path, capsys)
     manifest = json.loads(out.read_text())["manifest"]
     training = manifest["training"]
     assert training["loss"] == "bpr" and training["epochs"] == 2 and len(training["history"]) == 2
+    # the sampler's options in the specification, its counts over each epoch's training in the history
+    assert "num_fallback_events" not in training["sampler"]
+    assert all(record["sampler"]["num_fallback_events"] == 0 for record in training["history"])
     # repeated pairs are far more likely among positives than among uniform negatives: beta grows positive
     assert manifest["model"]["beta"] > 0.5
     assert "epoch 1:" in capsys.readouterr().out

@@ -1,8 +1,16 @@
 import json
 
 import pytest
+import torch
 
-from tgeval.training.checkpoint import load_checkpoint
+from tgeval.data import read_events
+from tgeval.data.catalog import build_catalog
+from tgeval.data.split import chronological_split
+from tgeval.models import message_dim
+from tgeval.protocol import DEFAULT_VAL_NEGATIVES
+from tgeval.samplers import HistoricalSampler
+from tgeval.training.checkpoint import load_checkpoint, seed_all
+from tgeval.training.fit import fit
 from tgeval.choices import flag
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
@@ -57,7 +65,11 @@ def test_train_then_evaluate_the_checkpoint(files, tmp_path, model, fmt, msg_dim
     best = training["best_epoch"]
     # the final validation result is the best epoch's: same negatives (seed), same parameters
     assert trained["metrics"]["sampled"]["ap"]["global"] == training["history"][best]["val"]["ap"]
-    assert "epoch 1: loss" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "epoch 1: loss" in out and "validation AP (K=5, uniform) " in out
+    assert training["training"]["validation"]["names"]["ap"] == "AP (K=5, uniform)"
+    train_events = trained["manifest"]["split"]["train"]["num_events"]
+    assert [record["sampler"]["num_events"] for record in training["history"]] == [train_events] * 2
 
     checkpoint = tmp_path / "best.pt"
     # evaluating the checkpoint on validation reproduces the training command's result exactly
@@ -66,6 +78,10 @@ def test_train_then_evaluate_the_checkpoint(files, tmp_path, model, fmt, msg_dim
     manifest = again["manifest"]["checkpoint"]
     assert manifest["path"] == str(checkpoint) and manifest["sha256"] == load_checkpoint(checkpoint).sha256
     assert manifest["training"]["sampler_spec"] == "historical:replace=true" and manifest["epoch"] == best
+    # provenance: the training sampler's options, and its real counts over the checkpoint's epoch
+    assert manifest["training"]["sampler"]["name"] == "historical"
+    assert "num_events" not in manifest["training"]["sampler"]
+    assert manifest["sampler_counts"] == training["history"][best]["sampler"]
     for protocol in ("fixed", "online"):
         result = evaluate(files[fmt], fmt, checkpoint, tmp_path / f"{protocol}.json", "--protocol", protocol,
                           "--negatives", "3", "--sampler", "popularity", "--catalog", "all", "--ties", "pessimistic")
@@ -132,3 +148,22 @@ def test_models_with_query_time_gaps_train_and_evaluate_sampled_only(name, files
         assert dyglib["manifest"]["history"]["mode"] == "neighbors"
         assert main(["train", str(files["snap"]), "--format", "snap", "--model", "tgn", "--history", "neighbors"]) == 2
         assert "batch_neighbors is False" in capsys.readouterr().err
+
+
+def test_train_and_fit_share_the_default_validation(files, tmp_path):
+    """`tgeval train` and `fit` with their defaults validate the same model and seed under one protocol, to the
+    same numbers."""
+    trained = train(files["snap"], "snap", "tgn", tmp_path, "--epochs", "1", "--sampler", "historical")
+    cli = trained["manifest"]["training"]
+    data, info = read_events(files["snap"], "snap")
+    split = chronological_split(data)
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=info.num_nodes)
+    seed_all(0)
+    sampler = HistoricalSampler(info.num_nodes, catalog=catalog)
+    model = registry.build("tgn", num_nodes=info.num_nodes, msg_dim=message_dim(data),
+                           **registry.entry("tgn").test_config)
+    api = fit(model, data, split, sampler=sampler, loss="bce", optimizer=torch.optim.Adam(model.parameters(), lr=0.01),
+              epochs=1, batch_size=100)
+    assert api["training"]["validation"] == cli["training"]["validation"]
+    assert api["training"]["validation"]["names"]["ap"] == f"AP (K={DEFAULT_VAL_NEGATIVES}, uniform)"
+    assert api["history"][0]["val"] == cli["history"][0]["val"]
