@@ -394,13 +394,16 @@ def cli_message(text: str, parser: argparse.ArgumentParser) -> str:
         >>> cli_message("unsorted: pass sort=True (--sort), or set Protocol.batch_size.", evaluate)
         'unsorted: pass --sort, or set --batch-size.'
     """
-    flags = {action.dest: action for action in parser._actions if action.option_strings}
+    actions = {action.dest: action for action in parser._actions if action.option_strings}
+
+    def action_of(match: re.Match) -> Optional[argparse.Action]:
+        return actions.get(API_NAMES.get(match["name"], match["name"]))
 
     def flag(action: argparse.Action) -> str:
         return next(option for option in action.option_strings if option.startswith("--"))
 
     def assignment(match: re.Match) -> str:
-        action, value = flags.get(API_NAMES.get(match["name"], match["name"])), match["value"].strip("'\"")
+        action, value = action_of(match), match["value"].strip("'\"")
         if action is None or value == "None":
             return match[0]
         if value in ("True", "False"):  # a switch: its flag (--no-... for False), where it has one
@@ -409,7 +412,7 @@ def cli_message(text: str, parser: argparse.ArgumentParser) -> str:
         return f"{flag(action)} {value}"
 
     def name(match: re.Match) -> str:
-        action = flags.get(API_NAMES.get(match["name"], match["name"]))
+        action = action_of(match)
         return match[0] if action is None else flag(action)
 
     parts = re.split(r"(`[^`]*`|(?<!=)'[^']*')", text)
