@@ -222,28 +222,29 @@ def _segment_heading(result: Result, with_data: bool) -> str:
             f"own sections and are never ranked against these.</p>")
 
 
-def _sampled_words(result: Result) -> str:
-    """The sampled pass's protocol in words: ``uniform, K=20``."""
-    m = result.manifest
-    return "no sampled pass" if m["sampler"] is None else f"{m['sampler']['name']}, K={m['protocol']['num_negatives']}"
-
-
 def _catalog_words(result: Result) -> str:
-    """The all-entity pass's catalog in words: ``train catalog, 1,459 destinations``."""
+    """The all-entity pass's catalog as :func:`~tgeval.protocol.metric_name` names it: ``catalog train, 1,459
+    items``."""
     c = result.manifest["catalog"]
-    return "no all-entity pass" if c is None else f"{c['kind']} catalog, {c['size']:,} destinations"
+    return "no all-entity pass" if c is None else f"catalog {c['kind']}, {c['size']:,} items"
 
 
-def _shared(results: dict[str, Result], words: Any) -> str:
-    """``words(result)`` when every result agrees, else a pointer to the protocol lines."""
-    found = {words(r) for r in results.values()}
-    return found.pop() if len(found) == 1 else "per row: see the protocol lines"
+def _column(results: dict[str, Result], part: str, metric: str) -> str:
+    """A column's heading: the metric's name with its protocol (:meth:`Result.metric_name`) when every result that
+    measured it shares one, else its plain name and where each row's protocol is."""
+    measured = "sampler" if part == "sampled" else "catalog"
+    names = {r.metric_name(part, metric) for r in results.values() if r.manifest[measured] is not None}
+    if len(names) == 1:
+        return names.pop()
+    plain = metric.replace("hits@", "Hits@") if metric.startswith("hits@") else metric.upper()
+    plain = plain if part == "sampled" else f"all-entity {plain}"
+    return f"{plain} ({'not measured' if not names else 'protocol per row: see the protocol lines'})"
 
 
 def _main_table(results: dict[str, Result], tables: dict[str, dict[str, Tensor]]) -> str:
-    sampled, catalog = _shared(results, _sampled_words), _shared(results, _catalog_words)
-    head = ("model", f"sampled MRR ({sampled})", f"all-entity MRR ({catalog})", "95% interval (time blocks)",
-            "macro all-entity MRR", "all-entity Hits@10", f"AP ({sampled})", "uncovered positives")
+    head = ("model", _column(results, "sampled", "mrr"), _column(results, "all_entity", "mrr"),
+            "95% interval of the all-entity MRR (time blocks)", "macro " + _column(results, "all_entity", "mrr"),
+            _column(results, "all_entity", "hits@10"), _column(results, "sampled", "ap"), "uncovered positives")
     rows = ["<tr>" + "".join(f"<th>{html.escape(cell)}</th>" for cell in head) + "</tr>"]
     for name, result in results.items():
         m = result.metrics
@@ -286,13 +287,14 @@ def _k_sweep(report: dict, result: Result) -> str:
     return _png(_k_sweep_figure(report), "K-sweep plot", caption)
 
 
-def _time_profile_figure(tables: dict[str, dict[str, Tensor]], bins: int = 30) -> Any:
-    """Mean all-entity rank of each model's positives in ``bins`` equal time bins of the segment."""
+def _time_profile_figure(tables: dict[str, dict[str, Tensor]], bins: int = 30, ties: str = "average") -> Any:
+    """Mean all-entity rank (under ``ties``) of each model's positives in ``bins`` equal time bins of the
+    segment."""
     t = next(iter(tables.values()))["t"]
     span = (float(t.min()), float(t.max()))
     axis = time_axis(*span)
     fig, ax = _figure(9.0, 3.8)
-    profiles = {name: time_profile(table, bins=bins, t_range=span) for name, table in tables.items()}
+    profiles = {name: time_profile(table, bins=bins, ties=ties, t_range=span) for name, table in tables.items()}
     for name, profile in profiles.items():
         ax.plot(axis.values((profile.t_start + profile.t_end) / 2), profile.pos_rank.numpy(), marker=".",
                 label=name)
@@ -306,10 +308,9 @@ def _time_profile_figure(tables: dict[str, dict[str, Tensor]], bins: int = 30) -
 
 def _time_profile(tables: dict[str, dict[str, Tensor]], result: Result) -> str:
     caption = (f"How each model's ranking changes through the segment: the mean rank of the true destination "
-               f"among all catalog destinations ({_catalog_words(result)}, {result.manifest['protocol']['ties']} "
-               f"ties; 1 is best) in 30 equal time bins. A line that climbs means the model ranks later "
-               f"events worse.")
-    return _png(_time_profile_figure(tables), "time profile plot", caption)
+               f"among all catalog destinations ({_catalog_words(result)}, average ties; 1 is best) in 30 equal "
+               f"time bins. A line that climbs means the model ranks later events worse.")
+    return _png(_time_profile_figure(tables, ties="average"), "time profile plot", caption)
 
 
 def _strata_figure(results: dict[str, Result]) -> Any:
@@ -319,7 +320,7 @@ def _strata_figure(results: dict[str, Result]) -> Any:
         basis = _strata_basis(result)
         values = [result.metrics["strata"][s].get(basis, {}).get("mrr", {}).get("micro") for s in STRATA]
         values = [math.nan if v is None else v for v in values]  # undefined: no bar, not a zero
-        what = "all-entity" if basis == "all_entity" else _sampled_words(result)
+        what = "all-entity" if basis == "all_entity" else "sampled"
         ax.bar([j + i * width for j in range(len(STRATA))], values, width=width, label=f"{name} ({what})")
     first = next(iter(results.values()))
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(STRATA))])
@@ -331,11 +332,13 @@ def _strata_figure(results: dict[str, Result]) -> Any:
 
 
 def _strata(results: dict[str, Result]) -> str:
-    first = next(iter(results.values()))
+    found = {r.manifest["protocol"]["ties"] for r in results.values()}
+    ties = f"{found.pop()} ties" if len(found) == 1 else "ties per row: see the protocol lines"
     caption = (f"MRR on three kinds of events, relative to the events before the segment: pairs seen before "
                f"(repeated), new pairs of known nodes, and events with a node never seen; n is the number of events "
-               f"of each kind. Each bar is the model's all-entity MRR ({_catalog_words(first)}) where it was "
-               f"measured, else its sampled MRR, as its legend entry says; no bar: no event of that kind.")
+               f"of each kind. A bar is the model's {_column(results, 'all_entity', 'mrr')} where it was measured "
+               f"(legend: all-entity), else its {_column(results, 'sampled', 'mrr')} (legend: sampled), {ties}; no "
+               f"bar: no event of that kind.")
     return _png(_strata_figure(results), "strata bar chart", caption)
 
 

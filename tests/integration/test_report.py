@@ -119,9 +119,11 @@ def test_the_title_is_the_data_name_and_no_path(results):
 def test_captions_and_headers_name_the_protocol(results):
     _, page = results
     captions = re.findall(r"<figcaption>(.*?)</figcaption>", page, flags=re.S)
-    assert len(captions) == 6 and all("ties" in c or "sampled MRR" in c for c in captions)
-    assert all("train catalog" in c for c in captions)  # every plot names the catalog its ranks are against
-    assert "<th>sampled MRR (uniform, K=20)</th>" in page and "<th>all-entity MRR (train catalog, " in page
+    assert len(captions) == 6 and all("average ties" in c for c in captions)
+    assert all("catalog train, 50 items" in c for c in captions)  # every plot names the catalog of its ranks
+    for name in ("MRR (K=20, uniform)", "all-entity MRR (catalog train, 50 items)", "AP (K=20, uniform)",
+                 "all-entity Hits@10 (catalog train, 50 items)"):  # protocol.metric_name's names
+        assert f"<th>{name}</th>" in page
 
 
 @pytest.mark.parametrize("name, title", [(None, "report"), ("", "report"), ("/data/tgb/ml_uci.csv", "ml_uci.csv")])
@@ -225,3 +227,8 @@ def test_results_without_an_all_entity_pass_or_negatives_are_reported(results, t
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "<td>sampled</td>" in page and "<td>exact</td>" in page
     assert "need per-event files" in page  # the sampled-only events file has no all-entity ranks to sweep
+    assert "<th>MRR (K=20, uniform)</th>" in page  # the one result with a sampled pass names the column
+    assert main(["evaluate", str(events), "--format", "snap", "--model", "pa", "--negatives", "5", "--no-all-entity",
+                 "--out", str(folder / "k5.json")]) == 0
+    page = build_report(folder)  # K=20 and K=5 rows: the column names no single K
+    assert "<th>MRR (protocol per row: see the protocol lines)</th>" in page and "k5: " in page
