@@ -416,7 +416,8 @@ _INTERNAL = frozenset(vars(nn.Module())) | {"_initial_buffers", "_initial_parame
 #: packages whose objects are taken as they are: the private attributes of their modules are their
 #: own bookkeeping (PyG's attention scratch, hooks, inspectors), their other objects are compared by
 #: identity; their modules' public attributes are still watched (a user's value set on a bare ``nn.Module``)
-_LIBRARIES = frozenset({"torch", "torch_geometric", "numpy", "typing", "inspect", "functools", "collections"})
+_LIBRARIES = frozenset({"torch", "torch_geometric", "numpy", "pandas", "scipy", "sklearn", "networkx", "typing",
+                        "inspect", "functools", "collections", "enum", "threading"})
 
 
 def _library(obj: Any) -> bool:
