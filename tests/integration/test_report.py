@@ -140,9 +140,13 @@ def test_the_title_falls_back_to_the_folder_name_and_cuts_paths(results, tmp_pat
 def test_the_report_plots_keep_their_legends_off_the_data(results):
     out, _ = results
     tables = {name: load_events(out / f"{name}.json") for name in ("edgebank", "pa")}
-    for fig in (_k_sweep_figure(compare(tables)), _time_profile_figure(tables),
+    profile = _time_profile_figure(tables)
+    for fig in (_k_sweep_figure(compare(tables)), profile,
                 _strata_figure({name: Result.load(out / f"{name}.json") for name in ("edgebank", "pa", "popularity")})):
         assert_legends_outside(fig)
+    assert profile.axes[0].get_xlabel() == "time: the stream's own time units"  # times 0..2012: shown as they are
+    tables = {name: {**table, "t": table["t"] * 3600 + 1_082_008_561} for name, table in tables.items()}
+    assert _time_profile_figure(tables).axes[0].get_xlabel() == "time: UTC date (from Unix seconds)"
 
 
 def test_results_of_two_data_sets_get_their_own_sections_named_by_their_data(tmp_path):
