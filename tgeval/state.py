@@ -46,6 +46,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _NormBase
+from torch_geometric.data.data import BaseData
 from torch_geometric.nn.models.tgn import LastNeighborLoader, TGNMemory
 
 from tgeval.errors import HiddenStateError, LeakageError
@@ -430,8 +431,8 @@ class _Fingerprints:
     Tensors by object and in-place version counter (``deep``: by :func:`checksum`); numpy
     arrays by a CRC-32 of their bytes (``deep``: the bytes); containers whose elements are
     Python or numpy scalars (or tuples of them) by those elements, referenced at C speed and so
-    compared exactly; other containers element by element; plain objects through their
-    attributes; anything else by identity. Objects whose ``id`` is in ``covered`` (state parts
+    compared exactly; other containers element by element; PyG's ``Data`` / ``TemporalData``
+    by their stores; plain objects through their attributes; anything else by identity. Objects whose ``id`` is in ``covered`` (state parts
     watched otherwise) are left out. Every object taken by identity is kept referenced while
     the fingerprints live, so no ``id`` is reused in between.
     """
@@ -502,6 +503,8 @@ class _Fingerprints:
             items = tuple(value)
             return ("set", frozenset(items) if set(map(type, items)) <= _PLAIN
                     else frozenset(self.value(item, depth + 1) for item in items))
+        if isinstance(value, BaseData):  # PyG's containers of events or graphs: by their stores
+            return ("data", kind, self.value(value.to_dict(), depth + 1))
         if self._plain_object(value):
             fields = vars(value)
             return ("object", kind, tuple(fields), self._elements(tuple(fields.values()), depth))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch_geometric.data import TemporalData
 
 from tgeval import HiddenStateError, LeakageError, Protocol, SplitError, chronological_split, evaluate
 from tgeval.data.catalog import build_catalog
@@ -76,6 +77,10 @@ STORES = {
     "submodule": ("inner.seen", lambda m: setattr(m.inner, "seen", {}),
                   lambda m, s, d: m.inner.seen.update(dict.fromkeys(zip(s, d), 1.0)),
                   lambda m, s, d: m.inner.seen.get((s, d), 0.0)),
+    "TemporalData": ("events", lambda m: setattr(m, "events", TemporalData(src=torch.zeros(0, dtype=torch.long),
+                                                                           dst=torch.zeros(0, dtype=torch.long))),
+                     lambda m, s, d: setattr(m.events, "dst", torch.cat([m.events.dst, torch.tensor(d)])),
+                     lambda m, s, d: float(bool((m.events.dst == d).any()))),
     "namespace in a list": ("log", lambda m: setattr(m, "log", [SimpleNamespace(n=0)]),
                             lambda m, s, d: setattr(m.log[0], "n", m.log[0].n + 1),
                             lambda m, s, d: float(m.log[0].n > 3)),
