@@ -39,7 +39,7 @@ from tgeval.data.exclusions import build_exclusions
 from tgeval.data.sorted_keys import expand_ranges
 from tgeval.device import positions
 from tgeval.distributed import shard as shard_range
-from tgeval.errors import SlowPathWarning
+from tgeval.errors import ModelCapabilityError, SlowPathWarning
 from tgeval.eval.metrics import tie_band
 from tgeval.models.base import TemporalLinkModel, scores_pair_by_pair
 
@@ -336,8 +336,9 @@ def _top_columns(model: TemporalLinkModel, src: Tensor, t: Tensor, items: Tensor
     """Catalog positions of the ``top`` items with the highest prior, ascending: int64 ``[min(top, C)]``."""
     prior = model.candidate_prior(src, t, items)
     if prior is None:
-        raise TypeError(f"{type(model).__name__} offers no candidate_prior, so the approximate pre-filter "
-                        f"(Protocol(prefilter=L)) cannot choose candidates. Use exact ranking (prefilter=None).")
+        raise ModelCapabilityError(f"{type(model).__name__} offers no candidate_prior, so the approximate pre-filter "
+                                   f"(Protocol(prefilter=L)) cannot choose candidates. Use exact ranking "
+                                   f"(prefilter=None).")
     if top >= items.numel():
         return torch.arange(items.numel(), device=items.device)
     # linear time (no sort of the catalog): every item above the L-th prior, then the earliest of

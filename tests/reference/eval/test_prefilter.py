@@ -125,6 +125,6 @@ def test_prefilter_refuses_what_it_cannot_do():
     with pytest.raises(ModelCapabilityError, match="candidate_prior"):
         evaluate(EdgeBank(40), data, split.test, Protocol(prefilter=5), catalog=catalog)
     test = data[split.test.start:split.test.end]
-    with pytest.raises(TypeError, match="candidate_prior"):  # the one-batch function refuses as well
+    with pytest.raises(ModelCapabilityError, match="candidate_prior"):  # the one-batch function refuses as well
         all_entity_counts(EdgeBank(40), test.src, test.dst, test.t, torch.zeros(test.num_events), catalog,
                           prefilter=5)
