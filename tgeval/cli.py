@@ -286,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "column)")
     tr.add_argument("--sampler", default="uniform", help="training negatives, NAME[:key=value,...]")
     tr.add_argument("--negatives", "--num-negatives", type=int, default=1, help="K training negatives per positive")
+    tr.add_argument("--allow-whole-stream", action="store_true",
+                    help="train with a sampler defined with the whole stream (inductive, Birth-Death) on purpose: its "
+                         "negatives of a batch know later events (recorded in the training specification)")
     tr.add_argument("--loss", default="bce", help="bce, bpr or sampled_softmax")
     tr.add_argument("--epochs", type=int, default=3)
     tr.add_argument("--patience", type=int, help="stop after this many epochs without validation improvement "

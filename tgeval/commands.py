@@ -47,7 +47,7 @@ from tgeval.samplers import FixedNegativeSampler, UniformSampler, from_spec
 from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.static.gnn import GNNConfig, train_link_gnn
 from tgeval.static.graph import static_graph
-from tgeval.training.checkpoint import CHECKPOINT_RECORD, load_checkpoint, seed_all
+from tgeval.training.checkpoint import load_checkpoint, seed_all
 from tgeval.training.fit import check_new_run, default_val_sampler, fit, validation_history
 from tgeval.training.train import train_epoch
 
@@ -217,7 +217,6 @@ def evaluate_command(args: argparse.Namespace) -> int:
     if not main:  # rank 0 alone prints and writes
         return 0
     result.manifest["selection"] = selection
-    result.manifest["checkpoint"] = getattr(model, CHECKPOINT_RECORD, None)  # the training spec behind the weights
     result.manifest["reader"] = {"format": args.format, "options": options, "remapped": info.remapped,
                                  "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read,
                                  "num_duplicates": info.num_duplicates, "duplicates": info.duplicates,
@@ -350,13 +349,14 @@ def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split
     for epoch in range(args.epochs):
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=args.loss, optimizer=optimizer,
                             batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed, epoch=epoch,
-                            distributed=distributed)
+                            distributed=distributed, allow_whole_stream=args.allow_whole_stream)
         history.append({"epoch": epoch, **stats, **model.describe(), "sampler": split_counters(sampler.describe())[1]})
         print(f"epoch {epoch}: loss {stats['loss']:.4f}  beta {float(model.beta.detach()):+.4f}  "
               f"bias {float(model.bias.detach()):+.4f}  ({stats['events_per_second']:.0f} events/s)")
     return model, {"model": args.model, "sampler": split_counters(sampler.describe())[0], "loss": args.loss,
                    "optimizer": {"name": "Adam", "lr": lr}, "epochs": args.epochs, "negatives": args.negatives,
-                   "seed": args.seed, "history": history}
+                   "seed": args.seed, "history": history,
+                   **({"allow_whole_stream": True} if args.allow_whole_stream else {})}
 
 
 def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
@@ -387,7 +387,7 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
                    val_catalog=catalog if all_entity else None, checkpoint_dir=args.checkpoint_dir,
                    resume=args.resume, overwrite=args.overwrite, spec={"sampler_spec": args.sampler},
                    on_epoch=report, distributed=distributed, history=args.history or "batch",
-                   val_state=args.val_state or "rebuilt")
+                   val_state=args.val_state or "rebuilt", allow_whole_stream=args.allow_whole_stream)
     for kind, entry in (training["checkpoints"] or {}).items():
         print(f"wrote {entry['path']} ({kind})")
     name = training["training"]["validation"]["names"][args.val_metric]

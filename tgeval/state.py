@@ -413,7 +413,7 @@ _OPAQUE = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType
 #: deepest container nesting, or chain of plain objects, that is fingerprinted (deeper: by identity)
 _MAX_DEPTH = 16
 #: attributes every module has (torch's bookkeeping) and the engine's own on TemporalLinkModel
-_INTERNAL = frozenset(vars(nn.Module())) | {"_initial_buffers", "_initial_parameters", "_earlier"}
+_INTERNAL = frozenset(vars(nn.Module())) | {"_initial_buffers", "_initial_parameters", "_earlier", "checkpoint_record"}
 #: packages whose objects are taken as they are: the private attributes of their modules are their
 #: own bookkeeping (PyG's attention scratch, hooks, inspectors), their other objects are compared by
 #: identity; their modules' public attributes are still watched (a user's value set on a bare ``nn.Module``)

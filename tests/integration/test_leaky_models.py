@@ -14,12 +14,17 @@ from torch_geometric.data import TemporalData
 from tgeval import HiddenStateError, LeakageError, Protocol, SplitError, chronological_split, evaluate
 from tgeval.data.catalog import build_catalog
 from tgeval.data.synthetic import generate_events
-from tgeval.errors import UntrainedModelWarning
+from tgeval.errors import ModelCapabilityError, UntrainedModelWarning
+from tgeval.models import GraphMixer
 from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers import UniformSampler
 from tgeval.state import StateAdapter, register_state_adapter
 from tgeval.state import _ADAPTERS
-from tgeval.training.train import train_epoch
+from tgeval.cli import main
+from tgeval.samplers.inductive import InductiveSampler
+from tgeval.training.fit import fit
+from tgeval.training.train import check_training_sampler, train_epoch
+from tests.helpers import small_neural_model
 
 NUM_NODES = 30
 K5 = Protocol(num_negatives=5)
@@ -331,3 +336,33 @@ def test_a_model_as_built_warns_once_per_evaluation(data, split):
         with warnings.catch_warnings():
             warnings.simplefilter("error", UntrainedModelWarning)
             evaluate(ready, data, split.test, K5, sampler=sampler_for(data, split))
+
+
+def test_training_with_a_whole_stream_sampler_is_refused_everywhere_and_allowed_where_suggested(data, split,
+                                                                                                  tmp_path, capsys):
+    inductive = InductiveSampler(data, train_end=split.train.end,
+                                 catalog=build_catalog(data, "train", train_end=split.train.end))
+    with pytest.raises(LeakageError, match="allow_whole_stream=True"):
+        check_training_sampler(inductive)  # the hand-written loop's check
+    model = Normalised()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(LeakageError, match="allow_whole_stream=True"):
+        fit(model, data, split, sampler=inductive, loss="bce", optimizer=optimizer, epochs=1)
+    done = fit(model, data, split, sampler=inductive, loss="bce", optimizer=optimizer, epochs=1,
+               allow_whole_stream=True)  # the suggested fix works where it is suggested
+    assert done["training"]["allow_whole_stream"] is True and done["epochs_run"] == 1
+    path = tmp_path / "events.txt"
+    path.write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(),
+                                                                  data.t.tolist())))
+    command = ["train", str(path), "--format", "snap", "--sampler", "inductive", "--epochs", "1"]
+    assert main(command) == 2
+    assert "--allow-whole-stream" in capsys.readouterr().err
+    assert main([*command, "--allow-whole-stream", "--out", str(tmp_path / "r.json")]) == 0
+
+
+def test_fit_refuses_all_entity_validation_of_a_pair_dependent_model_with_a_typed_error(data, split):
+    model = small_neural_model(GraphMixer, NUM_NODES, time_gap="query")
+    with pytest.raises(ModelCapabilityError, match="cannot rank a whole catalog"):
+        fit(model, data, split, sampler=sampler_for(data, split), loss="bce", epochs=1,
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            val_catalog=build_catalog(data, "train", train_end=split.train.end), val_metric="all_entity_mrr")

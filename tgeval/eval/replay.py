@@ -646,6 +646,7 @@ def evaluate(
         "history": None if history is None else _history_record(history, events.src, events.dst, events.t,
                                                                       bounds),
         "model": model.describe(),
+        "checkpoint": model.checkpoint_record,  # a loaded checkpoint's training spec, data, counts
         "sampler": None if sampler is None else sampler.describe(),
         "negatives_checksum": None if sampler is None else negatives_checksum(
             records["src"], records["dst"], records["t"], records["neg"], records.get("neg_src"),

@@ -83,6 +83,10 @@ class TemporalLinkModel(nn.Module):
     #: scored pair, e.g. GraphMixer with ``time_gap="query"``): :func:`~tgeval.evaluate` then
     #: refuses a ``catalog`` before any work, and only sampled metrics are measured.
     ranks_all_entities: bool = True
+    #: the :meth:`~tgeval.training.checkpoint.Checkpoint.describe` of the checkpoint the model was
+    #: loaded from (training spec, data fingerprint, epoch, sampler counts), recorded in the manifest
+    #: of every result of it; ``None`` for a model built here (and once ``fit`` trains it further)
+    checkpoint_record: Optional[dict] = None
     _earlier: Any = None  # inside within_batch: what _index_earlier made of the batch
 
     def __init__(self, num_nodes: int) -> None:
@@ -114,9 +118,15 @@ class TemporalLinkModel(nn.Module):
 
     def as_built(self) -> bool:
         """Whether the model has parameters and they are still those it was built with (never
-        trained nor loaded): :func:`~tgeval.evaluate` then warns that it measures random weights."""
+        trained nor loaded, or loaded from a checkpoint saved as built): :func:`~tgeval.evaluate`
+        then warns that it measures random weights."""
         initial = getattr(self, "_initial_parameters", None)
         return initial is not None and parameters_checksum(self) == initial
+
+    def mark_as_built(self) -> None:
+        """Take the current parameters as the ones the model was built with (a checkpoint of a
+        model that was never trained)."""
+        self._initial_parameters = parameters_checksum(self)
 
     def forward(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         """:meth:`score` (every PyG module is callable)."""

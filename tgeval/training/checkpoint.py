@@ -180,6 +180,7 @@ def save_checkpoint(
         "optimizer": None if optimizer is None else optimizer.state_dict(),
         "state": model.snapshot() if state is None else state,
         "state_training": bool(model.training if state_training is None else state_training),
+        "as_built": model.as_built(),  # parameters never trained: a model loaded from it warns when evaluated
         "rng": [rng_state()] if rng is None else rng,
         "epoch": int(epoch),
         "early_stopping": _plain(early_stopping or {}),
@@ -257,7 +258,7 @@ class Checkpoint:
                 "versions": self.versions}
 
 
-#: the entries every checkpoint payload holds (``state_training`` is optional: older files lack it)
+#: the entries every checkpoint payload holds (``state_training`` and ``as_built`` are optional: older files lack them)
 PAYLOAD_KEYS = ("model", "parameters", "best_parameters", "optimizer", "state", "rng", "epoch", "early_stopping",
                 "history", "training", "data_fingerprint", "versions")
 
@@ -341,6 +342,8 @@ def load_checkpoint(
     load_parameters(model, payload["parameters"])
     model.restore(payload["state"])
     model.eval()
+    if payload.get("as_built", False):  # optional: older files lack it
+        model.mark_as_built()
     checkpoint = Checkpoint(model=model, name=name, optimizer=payload["optimizer"], rng=payload["rng"],
                             epoch=payload["epoch"], early_stopping=payload["early_stopping"],
                             history=payload["history"], training=payload["training"],

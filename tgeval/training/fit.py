@@ -33,7 +33,7 @@ from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.fingerprint import fingerprint
 from tgeval.data.split import Split
 from tgeval.distributed import gather_objects, is_main, require_group
-from tgeval.errors import OutputPathError
+from tgeval.errors import ModelCapabilityError, OutputPathError
 from tgeval.eval.replay import evaluate
 from tgeval.eval.result import Result, json_safe
 from tgeval.models.base import TemporalLinkModel
@@ -241,6 +241,7 @@ def fit(
     spec: Optional[dict] = None,
     on_epoch: Optional[Callable[[dict], None]] = None,
     distributed: bool = False,
+    allow_whole_stream: bool = False,
 ) -> dict:
     r"""Train ``model`` on ``split.train``, validate on ``split.val`` after every epoch, keep the best epoch.
 
@@ -308,6 +309,9 @@ def fit(
             every rank takes the same early-stopping decisions; rank 0 alone writes the
             checkpoints and ``timings.json`` (``checkpoints`` is ``None`` on the others). A
             ``resume`` file is read by every rank.
+        allow_whole_stream: train with a sampler defined with the whole stream (inductive,
+            Birth–Death) on purpose (:func:`~tgeval.training.train.check_training_sampler`);
+            recorded in the training specification.
 
     Returns:
         dict: ``model`` (registry name or class name), ``training`` (the specification),
@@ -332,8 +336,8 @@ def fit(
     if VAL_METRICS[val_metric][0] == "all_entity" and val_catalog is None:
         raise ValueError(f"val_metric={val_metric!r} ranks against a catalog: pass val_catalog.")
     if val_catalog is not None and not model.ranks_all_entities:
-        raise TypeError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog: validate it with "
-                        f"val_catalog=None and a sampled val_metric.")
+        raise ModelCapabilityError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog: validate "
+                                   f"it with val_catalog=None and a sampled val_metric.")
     if epochs < 1 or (patience is not None and patience < 1):
         raise ValueError(f"epochs and patience must be >= 1, got epochs={epochs}, patience={patience}.")
     val_sampler = default_val_sampler(model, data, split) if val_sampler is None else val_sampler
@@ -355,7 +359,8 @@ def fit(
     training = _spec(sampler, loss, optimizer, epochs=epochs, patience=patience, batch_size=batch_size,
                      num_negatives=num_negatives, seed=seed, history=history, val_metric=val_metric,
                      val_sampler=val_sampler, val_negatives=val_negatives, val_catalog=val_catalog,
-                     val_state=val_state, val_history=val_history, extra=spec or {})
+                     val_state=val_state, val_history=val_history,
+                     extra={**(spec or {}), **({"allow_whole_stream": True} if allow_whole_stream else {})})
     data_fingerprint = fingerprint(data)
 
     records: list[dict] = []
@@ -376,7 +381,7 @@ def fit(
         model.train()  # the same mode every epoch, whatever the caller or a resume left
         stats = train_epoch(model, data, split.train, sampler=sampler, loss=loss, optimizer=optimizer,
                             batch_size=batch_size, num_negatives=num_negatives, seed=seed, epoch=epoch,
-                            history=history, distributed=distributed)
+                            history=history, distributed=distributed, allow_whole_stream=allow_whole_stream)
         counts = split_counters(sampler.describe())[1]  # the epoch's training, before validation may reset it
         trained_state = model.snapshot() if folder is not None else None  # history = the training segment only
         model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included

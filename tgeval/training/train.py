@@ -20,6 +20,7 @@ dot-product score, stateless; with two or more CPU threads, run it inside
     from tgeval.data.validate import permute_events
     from tgeval.loader import TimestampBatchLoader, check_time_sorted
     from tgeval.training.losses import bce_loss
+    from tgeval.training.train import check_training_sampler
     from tgeval.models.base import TemporalLinkModel
     from tgeval.samplers import UniformSampler
 
@@ -35,6 +36,7 @@ dot-product score, stateless; with two or more CPU threads, run it inside
     data = permute_events(data, canonical_order(data.src, data.dst, data.t))  # (t, src, dst)
     model = DotModel(100)
     sampler = UniformSampler(build_catalog(data, "train", train_end=data.num_events))
+    check_training_sampler(sampler)  # refuses a sampler that knows the future (inductive, Birth-Death)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     for epoch in range(3):
         model.reset_state(); sampler.reset_state()  # state reset at each epoch start
@@ -78,7 +80,7 @@ from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, score
 from tgeval.state import checked_update, no_state_change
 from tgeval.training.losses import LossFn, check_built_in, get_loss, term_count
 
-__all__ = ["train_epoch", "resolve_range"]
+__all__ = ["train_epoch", "check_training_sampler", "resolve_range"]
 
 
 def resolve_range(data: TemporalData, segment_or_range: Union[Segment, tuple[int, int], None]) -> tuple[int, int]:
@@ -96,6 +98,22 @@ def resolve_range(data: TemporalData, segment_or_range: Union[Segment, tuple[int
         start, end = (int(v) for v in segment_or_range)
     check_whole_groups(data.t, start, end, what="training range")
     return start, end
+
+
+def check_training_sampler(sampler: NegativeSampler, *, allow_whole_stream: bool = False) -> None:
+    """Refuse a sampler defined with knowledge of the whole stream (``sampler.uses_whole_stream``:
+    inductive, Birth–Death; a mixture holding one) for training: its negatives of a batch depend on
+    events after it. :func:`train_epoch` and :func:`~tgeval.training.fit.fit` call it; call it
+    before a loop of your own.
+
+    Raises:
+        LeakageError: for such a sampler, unless ``allow_whole_stream=True`` (``--allow-whole-stream``
+            for ``tgeval train``) says it is on purpose.
+    """
+    if getattr(sampler, "uses_whole_stream", False) and not allow_whole_stream:
+        raise LeakageError(f"the {getattr(sampler, 'name', type(sampler).__name__)!r} sampler is defined with "
+                           f"knowledge of the whole stream, so training with it uses future events. Use a "
+                           f"history-based sampler, or pass allow_whole_stream=True to do it on purpose.")
 
 
 def train_epoch(
@@ -213,10 +231,7 @@ def train_epoch(
     if history not in HISTORY_MODES:
         raise ValueError(f"history must be one of {HISTORY_MODES}, got {history!r}.")
     model.check_history(history, "be trained")
-    if getattr(sampler, "uses_whole_stream", False) and not allow_whole_stream:
-        raise LeakageError(f"the {getattr(sampler, 'name', type(sampler).__name__)!r} sampler is defined with "
-                           f"knowledge of the whole stream, so training with it uses future events. Use a "
-                           f"history-based sampler, or pass allow_whole_stream=True to do it on purpose.")
+    check_training_sampler(sampler, allow_whole_stream=allow_whole_stream)
     loss_fn: LossFn = get_loss(loss) if isinstance(loss, str) else loss
     rank, world = rank_and_world() if distributed else (0, 1)
     if distributed:

@@ -5,6 +5,8 @@ import pytest
 import torch
 
 from tgeval.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from tgeval import Protocol, evaluate
+from tgeval.errors import UntrainedModelWarning
 from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
@@ -194,3 +196,30 @@ def test_a_loaded_model_carries_its_checkpoint_record(data, tmp_path):
     save_checkpoint(path, model, optimizer, epoch=1, data=data)  # no history: no counts, said as None
     assert load_checkpoint(path, model=small_neural_model(TGN, NUM_NODES, message_dim(data))).model.checkpoint_record[
         "sampler_counts"] is None
+
+
+def test_evaluate_records_the_checkpoints_training(data, tmp_path):
+    model, optimizer, split = trained(TGN, data)
+    save_checkpoint(tmp_path / "c.pt", model, optimizer, epoch=0, data=data, training={"loss": "bce"})
+    ckpt = load_checkpoint(tmp_path / "c.pt", data=data)
+    sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end))
+    result = evaluate(ckpt.model, data, split.test, Protocol(num_negatives=3), sampler=sampler)
+    assert result.manifest["checkpoint"] == ckpt.model.checkpoint_record
+    assert result.manifest["checkpoint"]["training"] == {"loss": "bce"}
+    built = small_neural_model(TGN, NUM_NODES, message_dim(data))
+    assert evaluate(built, data, split.test, Protocol(num_negatives=3), sampler=sampler).manifest["checkpoint"] is None
+
+
+def test_a_checkpoint_of_a_model_never_trained_warns_when_evaluated(data, tmp_path):
+    torch.manual_seed(0)
+    model = small_neural_model(TGN, NUM_NODES, message_dim(data))
+    save_checkpoint(tmp_path / "c.pt", model, None, epoch=0, data=data)
+    loaded = load_checkpoint(tmp_path / "c.pt", data=data).model
+    assert loaded.as_built()
+    split = chronological_split(data)
+    sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end))
+    with pytest.warns(UntrainedModelWarning, match="parameters it was built with"):
+        evaluate(loaded, data, split.test, Protocol(num_negatives=3), sampler=sampler)
+    trained_model, optimizer, _ = trained(TGN, data)
+    save_checkpoint(tmp_path / "t.pt", trained_model, optimizer, epoch=0, data=data)
+    assert not load_checkpoint(tmp_path / "t.pt", data=data).model.as_built()
