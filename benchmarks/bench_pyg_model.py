@@ -14,7 +14,8 @@ all-entity, online, in batches of at most 200 events, ``warm=False``, interleave
   tgeval's ``TGN`` without its incremental embedding cache (``incremental = False``: every
   candidate re-embedded every batch, as the derived scorer of ``PygTGN`` does), same weights
   and state: the share of the gap that the cache explains; and ``PygTGN`` with its decoder's ReLU
-  in place (``relu_``, the same scores), the README recipe's one change that matters for speed.
+  in place (``relu_``, the same scores): 2x faster on one block in isolation, whether it pays in a
+  whole pass (on UCI's test segment it did not, beyond the noise).
   Rates also per second of this process's CPU time (robust to other load at one thread).
 * **guard cost**: the same runs with ``check_state=False`` (the ratio moves with the noise of
   single runs), and the check itself timed alone (median of 50), as a share of a batch step.
