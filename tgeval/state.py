@@ -14,8 +14,9 @@ and their plain attributes and finds
   event counter); users register adapters for their own classes with
   :func:`register_state_adapter`;
 * every other registered buffer (buffers may change size as events arrive), except *scratch*
-  (:func:`scratch_names`: a class's ``state_scratch``, an adapter's ``scratch``) and the
-  running statistics of normalisation layers (``BatchNorm``: trained, like parameters).
+  (:func:`scratch_names`: a class's ``state_scratch``, an adapter's ``scratch``) and buffers
+  that training moves like parameters (:func:`trained_buffers`: ``BatchNorm`` statistics,
+  spectral normalisation's vectors).
 
 :func:`snapshot_of`, :func:`restore_into` and :func:`reset_of` apply to all of them; they are
 the default ``snapshot`` / ``restore`` / ``reset_state`` of
@@ -34,6 +35,7 @@ discovered state and every plain attribute alike.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 import zlib
 from collections import deque
@@ -45,7 +47,11 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Protocol, runtime
 import numpy as np
 import torch
 from torch import Tensor, nn
+from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.modules.batchnorm import _NormBase
+from torch.nn.utils.parametrizations import _SpectralNorm
+from torch.nn.utils.spectral_norm import SpectralNorm
+from torch.nn.utils.weight_norm import WeightNorm
 from torch_geometric.data.data import BaseData
 from torch_geometric.nn.models.tgn import LastNeighborLoader, TGNMemory
 
@@ -54,7 +60,7 @@ from tgeval.errors import HiddenStateError, LeakageError
 __all__ = ["State", "Stateful", "StateAdapter", "Part", "register_state_adapter", "state_adapter", "state_parts",
            "state_buffer_names", "parameters_of", "load_parameters", "snapshot_of", "restore_into",
            "initial_buffers", "reset_of", "clone_state", "first_difference",
-           "checksum", "parameters_checksum", "no_state_change", "scratch_names", "checked_update",
+           "checksum", "no_state_change", "scratch_names", "trained_buffers", "checked_update",
            "checked_reset"]
 
 State = dict[str, Any]
@@ -131,8 +137,9 @@ class StateAdapter:
         scratch: names of the object's registered buffers that are scratch space rather than
             state (written while scoring, never read across calls); the guard ignores them.
         fingerprint: ``fingerprint(obj)``, a cheap value that changes whenever the state does
-            (the guard compares it before and after scoring); default: tensors of the view by
-            identity and in-place version, containers element by element, Python values by value.
+            (the guard compares it with ``==`` before and after scoring, so it holds no tensor:
+            use ``(id(t), t._version)``); default: tensors of the view by identity and in-place
+            version, containers element by element, Python values by value.
     """
 
     view: Callable[[Any], State]
@@ -210,17 +217,33 @@ def scratch_names(obj: Any) -> frozenset[str]:
     by the class attribute ``state_scratch`` (a tuple of names, on any module or object) or by
     the ``scratch`` of its :class:`StateAdapter`. Scratch is not snapshot, restored or reset,
     and the guards ignore it."""
+    declared = getattr(obj, "state_scratch", ())
+    if isinstance(declared, str):
+        raise TypeError(f"{type(obj).__name__}.state_scratch must be a tuple of names, got the string {declared!r}: "
+                        f"write state_scratch = ({declared!r},).")
     adapter = state_adapter(obj)
-    return frozenset(getattr(obj, "state_scratch", ())) | frozenset(adapter.scratch if adapter is not None else ())
+    return frozenset(declared) | frozenset(adapter.scratch if adapter is not None else ())
+
+
+def trained_buffers(module: nn.Module) -> frozenset[str]:
+    """The module's own buffers that training moves, like parameters, and that are not history:
+    a normalisation layer's running statistics (``BatchNorm``), spectral normalisation's power
+    iteration vectors (``u``, ``v``, in both of torch's forms)."""
+    if isinstance(module, (_NormBase, _SpectralNorm)):
+        return frozenset(module._buffers)
+    return frozenset(f"{name}_{end}" for name in _reparametrized(module, SpectralNorm) for end in ("u", "v"))
+
+
+def _reparametrized(module: nn.Module, kinds: Any = (SpectralNorm, WeightNorm)) -> frozenset[str]:
+    """Attributes that torch's older ``spectral_norm`` / ``weight_norm`` hooks recompute from the
+    parameters before every call (derived, not state)."""
+    return frozenset(hook.name for hook in module._forward_pre_hooks.values() if isinstance(hook, kinds))
 
 
 def _state_buffers(module: nn.Module) -> tuple[str, ...]:
-    """The module's own registered buffers that hold state: not scratch, and none of a
-    normalisation layer's running statistics (trained, not history)."""
-    if isinstance(module, _NormBase):
-        return ()
-    scratch = scratch_names(module)
-    return tuple(name for name, buffer in module._buffers.items() if buffer is not None and name not in scratch)
+    """The module's own registered buffers that hold state: neither scratch nor trained buffers."""
+    skip = scratch_names(module) | trained_buffers(module)
+    return tuple(name for name, buffer in module._buffers.items() if buffer is not None and name not in skip)
 
 
 @dataclass(frozen=True)
@@ -325,15 +348,6 @@ def load_parameters(model: nn.Module, parameters: Mapping[str, Tensor]) -> None:
                            f"{sorted(result.unexpected_keys)}.")
 
 
-def parameters_checksum(model: nn.Module) -> Optional[int]:
-    """One number that changes with any parameter of ``model`` (the sum of their :func:`checksum`,
-    one host read), ``None`` for a model without parameters."""
-    params = list(model.parameters())
-    if not params:
-        return None
-    return int(torch.stack([checksum(p) for p in params]).sum())
-
-
 def snapshot_of(model: nn.Module) -> State:
     """A deep copy of every discovered part's state, keyed by its path (``""``: the model's own buffers)."""
     return {part.path: clone_state(part.live()) if part.kind != "stateful" else part.live()
@@ -392,7 +406,13 @@ def checksum(tensor: Tensor) -> Tensor:
     position weights :math:`w_i` (a mixed counter): changing any single element always changes
     it, and no cheap pattern of changes cancels out.
     """
-    flat = tensor.detach().reshape(-1)
+    tensor = tensor.detach()
+    if tensor.layout != torch.strided:  # sparse: its indices and values
+        tensor = tensor.coalesce() if tensor.is_sparse else tensor.to_sparse_coo().coalesce()
+        return checksum(tensor.indices()) * _MUL + checksum(tensor.values())
+    if tensor.is_complex():
+        tensor = torch.view_as_real(tensor)
+    flat = tensor.reshape(-1)
     if flat.dtype == torch.bool:
         bits = flat.to(torch.int64)
     else:
@@ -416,25 +436,55 @@ _MAX_DEPTH = 16
 _INTERNAL = frozenset(vars(nn.Module())) | {"_initial_buffers", "_initial_parameters", "_earlier", "checkpoint_record"}
 #: packages whose objects are taken as they are: the private attributes of their modules are their
 #: own bookkeeping (PyG's attention scratch, hooks, inspectors), their other objects are compared by
-#: identity; their modules' public attributes are still watched (a user's value set on a bare ``nn.Module``)
-_LIBRARIES = frozenset({"torch", "torch_geometric", "numpy", "pandas", "scipy", "sklearn", "networkx", "typing",
-                        "inspect", "functools", "collections", "enum", "threading"})
+#: identity; their modules' public attributes are still watched (a user's value set on a bare ``nn.Module``).
+#: The standard library's objects (loggers, locks, random generators) too.
+_LIBRARIES = frozenset({"torch", "torch_geometric", "numpy"}) | frozenset(sys.stdlib_module_names)
 
 
 def _library(obj: Any) -> bool:
-    return type(obj).__module__.partition(".")[0] in _LIBRARIES
+    return type(obj).__module__.partition(".")[0] in _LIBRARIES and not isinstance(obj, types.SimpleNamespace)
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    """An object's attributes: its ``__dict__`` and its ``__slots__``, without the values of
+    ``functools.cached_property`` (derived, filled in on first read)."""
+    cls = type(obj)
+    fields = {name: value for name, value in getattr(obj, "__dict__", {}).items()
+              if not isinstance(getattr(cls, name, None), functools.cached_property)}
+    for base in cls.__mro__:
+        slots = getattr(base, "__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                fields[name] = getattr(obj, name)
+    return fields
+
+
+def _summary(value: Any) -> Optional[tuple]:
+    """A content fingerprint of a networkx graph (its numbers of nodes and edges) or a pandas
+    object (a CRC-32 of ``pandas.util.hash_pandas_object``), ``None`` for anything else."""
+    package = type(value).__module__.partition(".")[0]
+    if package == "networkx" and hasattr(value, "number_of_edges"):
+        return ("graph", value.number_of_nodes(), value.number_of_edges())
+    if package == "pandas" and hasattr(value, "to_numpy"):
+        hashed = sys.modules["pandas"].util.hash_pandas_object(value).to_numpy()
+        return ("pandas", tuple(value.shape), zlib.crc32(np.ascontiguousarray(hashed)))
+    return None
 
 
 class _Fingerprints:
     """Cheap fingerprints of live values, compared with ``==`` before and after a call.
 
     Tensors by object and in-place version counter (``deep``: by :func:`checksum`); numpy
-    arrays by a CRC-32 of their bytes (``deep``: the bytes); containers whose elements are
-    Python or numpy scalars (or tuples of them) by those elements, referenced at C speed and so
-    compared exactly; other containers element by element; PyG's ``Data`` / ``TemporalData``
-    by their stores; plain objects through their attributes; anything else by identity. Objects whose ``id`` is in ``covered`` (state parts
-    watched otherwise) are left out. Every object taken by identity is kept referenced while
-    the fingerprints live, so no ``id`` is reused in between.
+    arrays by a CRC-32 of their bytes (``deep``: the bytes; read-only arrays by identity);
+    containers whose elements are Python or numpy scalars (or tuples of them) by those
+    elements, referenced at C speed and so compared exactly; other containers element by
+    element; modules held in a container by their parameters, buffers and attributes; objects
+    of a class with a :class:`StateAdapter` by its fingerprint or view; PyG's ``Data`` /
+    ``TemporalData`` by their stores; networkx graphs and pandas objects by :func:`_summary`;
+    plain objects through their attributes (an object met again: by identity); anything else,
+    and objects whose ``id`` is in ``covered`` (state parts watched otherwise), by identity.
+    Every object taken by identity is kept referenced while the fingerprints live, so no ``id``
+    is reused in between.
     """
 
     def __init__(self, covered: frozenset[int] = frozenset(), deep: bool = False) -> None:
@@ -443,19 +493,19 @@ class _Fingerprints:
 
     def attributes(self, root: Any) -> dict[str, Any]:
         """The fingerprint of every plain attribute reachable from ``root`` through its submodules
-        and the plain objects it holds, by dotted path; scratch (:func:`scratch_names`) and
-        torch's module bookkeeping are left out."""
+        and the plain objects it holds, by dotted path; scratch (:func:`scratch_names`),
+        torch's module bookkeeping and the covered parts are left out."""
         out: dict[str, Any] = {}
         self._attributes(root, "", out, 0)
         return out
 
     def _attributes(self, obj: Any, path: str, out: dict[str, Any], depth: int) -> None:
-        if id(obj) in self._seen or id(obj) in self.covered or not hasattr(obj, "__dict__"):
+        if id(obj) in self._seen or id(obj) in self.covered:
             return
         self._seen.add(id(obj))
-        skip = scratch_names(obj) | (_INTERNAL if isinstance(obj, nn.Module) else frozenset())
+        skip = scratch_names(obj) | (_INTERNAL | _reparametrized(obj) if isinstance(obj, nn.Module) else frozenset())
         library = _library(obj)
-        for name, value in vars(obj).items():
+        for name, value in _fields(obj).items():
             if name not in skip and not (library and name.startswith("_")):
                 where = f"{path}.{name}" if path else name
                 if isinstance(value, nn.Module) or (depth < _MAX_DEPTH and self._plain_object(value)):
@@ -469,9 +519,11 @@ class _Fingerprints:
 
     @staticmethod
     def _plain_object(value: Any) -> bool:
-        """An object followed through its attributes: one with a ``__dict__``, of a class of none
-        of the :data:`_LIBRARIES`, and no container, tensor or callable."""
-        return hasattr(value, "__dict__") and not isinstance(value, _OPAQUE) and not _library(value)
+        """An object followed through its attributes: one with a ``__dict__`` or ``__slots__``,
+        of a class of none of the :data:`_LIBRARIES` and without a :class:`StateAdapter`, and no
+        container, tensor or callable."""
+        return (hasattr(value, "__dict__") or hasattr(type(value), "__slots__")) and not isinstance(value, _OPAQUE) \
+            and not _library(value) and state_adapter(value) is None and _summary(value) is None
 
     def _identity(self, value: Any) -> tuple:
         self.keep.append(value)
@@ -487,11 +539,25 @@ class _Fingerprints:
                 return ("tensor", value.dtype, tuple(value.shape), int(checksum(value)))
             self.keep.append(value)
             return ("tensor", id(value), value._version)
-        if depth > _MAX_DEPTH or id(value) in self.covered or isinstance(value, nn.Module):
+        if depth > _MAX_DEPTH or id(value) in self.covered:
             return self._identity(value)
+        if id(value) in self._seen:  # met before in this pass (a cycle, a shared object): by identity
+            return ("ref",) + self._identity(value)
+        adapter = state_adapter(value)
+        if adapter is not None:
+            return ("adapted", kind, adapter.fingerprint(value) if adapter.fingerprint is not None
+                    else self.value(adapter.view(value), depth + 1))
+        if isinstance(value, nn.Module):  # held in a container, outside the module tree
+            inner: dict[str, Any] = {}
+            self._attributes(value, "", inner, depth)
+            return ("module", kind, tuple((name, self.value(t, depth + 1)) for name, t in
+                                          chain(value.named_parameters(), value.named_buffers())),
+                    tuple(inner.items()))
         if isinstance(value, np.ndarray):
             if value.dtype.hasobject:
                 return ("array", value.shape, self._elements(tuple(value.ravel().tolist()), depth))
+            if not value.flags.writeable:
+                return ("read-only array",) + self._identity(value)
             data = np.ascontiguousarray(value)
             return ("array", data.dtype.str, data.shape, data.tobytes() if self.deep else zlib.crc32(data))
         if isinstance(value, Mapping):
@@ -505,8 +571,13 @@ class _Fingerprints:
                     else frozenset(self.value(item, depth + 1) for item in items))
         if isinstance(value, BaseData):  # PyG's containers of events or graphs: by their stores
             return ("data", kind, self.value(value.to_dict(), depth + 1))
+        summary = _summary(value)
+        if summary is not None:
+            return summary
         if self._plain_object(value):
-            fields = vars(value)
+            self._seen.add(id(value))
+            self.keep.append(value)
+            fields = _fields(value)
             return ("object", kind, tuple(fields), self._elements(tuple(fields.values()), depth))
         return self._identity(value)
 
@@ -566,19 +637,19 @@ def _discovers(model: Any) -> bool:
     return bool(getattr(model, "state_discovery", False))
 
 
-def _watch(model: Any, deep: bool = False) -> tuple[dict, list[Part], _Fingerprints]:
+def _watch(model: Any, deep: bool = False, lazy: tuple[str, ...] = ()) -> tuple[dict, list[Part], _Fingerprints]:
     """``(fingerprints, parts, prints)``: identity and version of every registered parameter and
-    buffer (scratch, and a normalisation layer's running statistics while it trains, left out),
-    the live state of every discovered adapter part, and the fingerprint of every plain
-    attribute (:class:`_Fingerprints`, ``deep`` for its tensors; ``prints`` keeps its objects)."""
+    buffer (scratch, and :func:`trained_buffers` of a module in training mode left out), the live
+    state of every discovered adapter part, and the fingerprint of every plain attribute
+    (:class:`_Fingerprints`, ``deep`` for its tensors; ``prints`` keeps its objects); entries
+    under the ``lazy`` path prefixes (modules whose first call materialises them) left out."""
     is_module = isinstance(model, nn.Module)
     parts = state_parts(model) if is_module and _discovers(model) else []
     prints = _Fingerprints(frozenset(id(part.obj) for part in parts if part.kind != "buffers"), deep)
     out: dict = {}
     if is_module:
         ignored = {f"{path}.{name}" if path else name for path, module in model.named_modules()
-                   for name in scratch_names(module) | (set(module._buffers) if isinstance(module, _NormBase)
-                                                        and module.training else set())}
+                   for name in scratch_names(module) | (trained_buffers(module) if module.training else frozenset())}
         for name, tensor in chain(model.named_parameters(), model.named_buffers()):
             if name not in ignored:
                 out[name] = (tensor, tensor._version)
@@ -587,7 +658,7 @@ def _watch(model: Any, deep: bool = False) -> tuple[dict, list[Part], _Fingerpri
             fingerprint = part.adapter.fingerprint  # type: ignore[union-attr]
             out[f"state of {part.path}"] = fingerprint(part.obj) if fingerprint else prints.value(part.live())
     out.update(prints.attributes(model))
-    return out, parts, prints
+    return {name: value for name, value in out.items() if not name.startswith(lazy)}, parts, prints
 
 
 def _changed(before: dict, after: dict) -> Optional[str]:
@@ -600,7 +671,7 @@ def _changed(before: dict, after: dict) -> Optional[str]:
         if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], Tensor):
             if now[0] is not value[0] or now[1] != value[1]:
                 return name
-        elif now != value:
+        elif now is not value and now != value:  # a NaN is equal to itself
             return name
     return None
 
@@ -649,19 +720,22 @@ def no_state_change(model: Stateful, what: str = "scoring", *, deep: Optional[bo
     bypass autograd's version counter (through ``tensor.data`` or a numpy view of a tensor) are
     only caught by the deep check (``deep=True``).
 
-    Scratch (:func:`scratch_names`, e.g. PyG's ``assoc`` vectors) is ignored, and so are a
-    normalisation layer's running statistics while it is in training mode.
+    Scratch (:func:`scratch_names`, e.g. PyG's ``assoc`` vectors) is ignored, and so are
+    :func:`trained_buffers` of a module in training mode and a lazy module materialised inside.
 
     Example:
         >>> with no_state_change(model):          # doctest: +SKIP
         ...     scores = model.score(src, dst, t)
     """
-    before, parts, _kept = _watch(model, deep is True)  # _kept: no id reused before the comparison
+    lazy = tuple(f"{path}." if path else "" for path, module in model.named_modules()
+                 if isinstance(module, LazyModuleMixin) and module.has_uninitialized_params()) \
+        if isinstance(model, nn.Module) else ()  # their first call materialises them
+    before, parts, _kept = _watch(model, deep is True, lazy)  # _kept: no id reused before the comparison
     if deep is None:
         deep = not _watchable(model, parts)
     deep_before = _deep_view(model, parts) if deep else None
     yield
-    after, _, _ = _watch(model, deep is True)
+    after, _, _ = _watch(model, deep is True, lazy)
     where = _changed(before, after)
     if where is None and deep:
         where = _deep_difference(deep_before, _deep_view(model, parts))
@@ -669,10 +743,16 @@ def no_state_change(model: Stateful, what: str = "scoring", *, deep: Optional[bo
         raise LeakageError(
             f"{type(model).__name__} changed `{where}` while {what}. Scoring must be a pure "
             f"function of the state: move state updates into `update()`, which the engine calls only "
-            f"after a timestamp batch is scored. Scratch space that no later call reads (an index "
-            f"vector such as PyG's `assoc`) is declared on the class that owns it: "
-            f"`state_scratch = ({where.rsplit('.', 1)[-1]!r},)`."
+            f"after a timestamp batch is scored.{_scratch_hint(where)}"
         )
+
+
+def _scratch_hint(where: str) -> str:
+    """The advice for a changed attribute or buffer that may be scratch (not for an adapter's state)."""
+    if where.startswith("state of "):
+        return ""
+    return (f" If `{where}` is scratch space that no later call reads (an index vector such as PyG's `assoc`), "
+            f"declare it on the class that owns it: `state_scratch = ({where.rsplit('.', 1)[-1]!r},)`.")
 
 
 # -- state outside discovery ----------------------------------------------------------------------
@@ -696,10 +776,10 @@ def _check_hidden(model: Any, before: Optional[tuple[dict, _Fingerprints]], acti
         f"restore() and reset_state() (state discovery: registered buffers, objects with their own state "
         f"methods, classes with a StateAdapter) leave it as it is, so one run's events would be carried into "
         f"the next. Fix it one of three ways: (1) keep it in a registered buffer, "
-        f"`self.register_buffer({where.rsplit('.', 1)[-1]!r}, tensor, persistent=False)`; (2) register a "
-        f"`tgeval.state.StateAdapter` for its class with `tgeval.state.register_state_adapter`; (3) override "
-        f"snapshot(), restore() and reset_state() to cover it. If it is scratch that no later call reads, "
-        f"name it in `state_scratch` on the class that owns it.")
+        f"`self.register_buffer({where.rsplit('.', 1)[-1]!r}, tensor, persistent=False)` (modules in a plain "
+        f"dict or list: nn.ModuleDict / nn.ModuleList); (2) keep it in an object of a class of your own and "
+        f"register a `tgeval.state.StateAdapter` for that class with `tgeval.state.register_state_adapter`; "
+        f"(3) override snapshot(), restore() and reset_state() to cover it.{_scratch_hint(where)}")
 
 
 def checked_update(model: Any, batch: Any) -> None:

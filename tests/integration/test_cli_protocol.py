@@ -76,6 +76,8 @@ def test_cli_message_translates_only_the_commands_own_options():
     assert cli_message("resume it (resume=.../last.pt, --resume), replace it (overwrite=True, --overwrite).",
                        train) == "resume it (--resume .../last.pt), replace it (--overwrite)."
     assert cli_message("got epochs=3, patience=0; val_metric", train) == "got --epochs 3, --patience 0; --val-metric"
-    untouched = ("call `validate(data, sort=True)`, pass allow_whole_stream=True, read /data/batch_size/x.txt, "
+    assert cli_message("or pass allow_whole_stream=True to do it on purpose.", train) == \
+        "or pass --allow-whole-stream to do it on purpose."
+    untouched = ("call `validate(data, sort=True)`, pass strict=True, read /data/batch_size/x.txt, "
                  "keep prefilter=None, info.node_ids, --sampler 'historical:num_negatives=3'")
     assert cli_message(untouched, train) == untouched

@@ -2,14 +2,19 @@
 or write while scoring: each is stopped with a typed error naming the attribute, in evaluation
 and in training; scratch declared as such, and the three documented fixes, are not."""
 
+import functools
+import logging
 import warnings
 from types import SimpleNamespace
 
+import networkx as nx
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from torch import nn
 from torch_geometric.data import TemporalData
+from torch_geometric.nn.models.tgn import LastNeighborLoader
 
 from tgeval import HiddenStateError, LeakageError, Protocol, SplitError, chronological_split, evaluate
 from tgeval.data.catalog import build_catalog
@@ -42,6 +47,21 @@ def split(data):
 
 def sampler_for(data, split):
     return UniformSampler(build_catalog(data, "train", train_end=split.train.end))
+
+
+class Slotted:
+    __slots__ = ("pairs",)
+
+    def __init__(self):
+        self.pairs = {}
+
+
+class Counts(nn.Module):
+    """A module with a buffer, held in a plain dict instead of an nn.ModuleDict."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("n", torch.zeros(NUM_NODES))
 
 
 class History:
@@ -86,6 +106,21 @@ STORES = {
                                                                            dst=torch.zeros(0, dtype=torch.long))),
                      lambda m, s, d: setattr(m.events, "dst", torch.cat([m.events.dst, torch.tensor(d)])),
                      lambda m, s, d: float(bool((m.events.dst == d).any()))),
+    "networkx graph": ("graph", lambda m: setattr(m, "graph", nx.Graph()),
+                       lambda m, s, d: m.graph.add_edges_from(zip(s, d)),
+                       lambda m, s, d: float(m.graph.has_edge(s, d))),
+    "pandas": ("counts", lambda m: setattr(m, "counts", pd.Series(np.zeros(NUM_NODES))),
+               lambda m, s, d: m.counts.__setitem__(d[0], m.counts[d[0]] + 1.0),
+               lambda m, s, d: float(m.counts[d])),
+    "slots object": ("slotted.pairs", lambda m: setattr(m, "slotted", Slotted()),
+                     lambda m, s, d: m.slotted.pairs.update(dict.fromkeys(zip(s, d), 1.0)),
+                     lambda m, s, d: m.slotted.pairs.get((s, d), 0.0)),
+    "module in a dict": ("mems", lambda m: setattr(m, "mems", {"seen": Counts()}),
+                         lambda m, s, d: m.mems["seen"].n.index_add_(0, torch.tensor(d), torch.ones(len(d))),
+                         lambda m, s, d: float(m.mems["seen"].n[d] > 0)),
+    "adapted object in a list": ("loaders", lambda m: setattr(m, "loaders", [LastNeighborLoader(NUM_NODES, 2)]),
+                                 lambda m, s, d: m.loaders[0].insert(torch.tensor(s), torch.tensor(d)),
+                                 lambda m, s, d: float(m.loaders[0].cur_e_id > 0)),
     "namespace in a list": ("log", lambda m: setattr(m, "log", [SimpleNamespace(n=0)]),
                             lambda m, s, d: setattr(m.log[0], "n", m.log[0].n + 1),
                             lambda m, s, d: float(m.log[0].n > 3)),
@@ -326,7 +361,7 @@ def test_a_split_where_a_segment_belongs_is_a_typed_error(data, split):
 
 def test_a_model_as_built_warns_once_per_evaluation(data, split):
     model = Normalised()
-    with pytest.warns(UntrainedModelWarning, match="parameters it was built with") as caught:
+    with pytest.warns(UntrainedModelWarning, match="parameters unchanged since it was built") as caught:
         evaluate(model, data, split.test, K5, sampler=sampler_for(data, split))
     assert len([w for w in caught if issubclass(w.category, UntrainedModelWarning)]) == 1
     train_once(model, data, split)
@@ -366,3 +401,53 @@ def test_fit_refuses_all_entity_validation_of_a_pair_dependent_model_with_a_type
         fit(model, data, split, sampler=sampler_for(data, split), loss="bce", epochs=1,
             optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
             val_catalog=build_catalog(data, "train", train_end=split.train.end), val_metric="all_entity_mrr")
+
+
+class Harmless(TemporalLinkModel):
+    """Plain attributes that are not history: a NaN constant, a cached property, a logger, a
+    doubly linked window, read-only features, a lazy layer, spectral normalisation, a generator."""
+
+    def __init__(self):
+        super().__init__(NUM_NODES)
+        self.fill = float("nan")
+        self.log = logging.getLogger("tgeval.tests.harmless")
+        nodes = [SimpleNamespace(v=i, prev=None, next=None) for i in range(16)]
+        for a, b in zip(nodes, nodes[1:]):
+            a.next, b.prev = b, a
+        self.window = nodes
+        self.features = np.random.default_rng(0).random((NUM_NODES, 2))
+        self.features.setflags(write=False)
+        self.lazy = nn.LazyLinear(1)
+        self.spectral = nn.utils.parametrizations.spectral_norm(nn.Linear(2, 2))
+        self.old_spectral = nn.utils.spectral_norm(nn.Linear(2, 2))
+        self.generator = torch.Generator().manual_seed(0)
+        self.register_buffer("degree", torch.zeros(NUM_NODES))
+
+    @functools.cached_property
+    def feature_tensor(self):
+        return torch.tensor(self.features, dtype=torch.float32)
+
+    def score(self, src, dst, t):
+        x = self.feature_tensor[dst]
+        self.log.debug("scoring %d pairs", src.numel())
+        h = self.spectral(x) + self.old_spectral(x)
+        return self.lazy(h).squeeze(-1) + self.degree[dst]
+
+    def update(self, batch):
+        self.degree.index_add_(0, batch.dst, torch.ones(batch.num_events))
+
+
+def test_harmless_attributes_are_not_refused(data, split):
+    model = Harmless()
+    assert model.as_built()  # built with a lazy layer (reading its parameters used to fail here)
+    train_once(model, data, split)
+    assert "spectral" not in str(sorted(model.snapshot()))  # trained buffers are not state
+    for check in (True, "deep"):
+        evaluate(model, data, split.test, K5, sampler=sampler_for(data, split), check_state=check)
+
+
+def test_scratch_names_are_a_tuple(data, split):
+    model = AssocModel(True, declared=False)
+    model.state_scratch = "assoc"
+    with pytest.raises(TypeError, match=r"state_scratch = \('assoc',\)"):
+        model.snapshot()

@@ -130,3 +130,26 @@ def test_torch_bookkeeping_and_declared_scratch_are_left_out():
     model.inner.scratch.append(2)
     model.train(False)
     assert set(prints(model)) == keys
+
+
+def test_deep_fingerprints_of_complex_and_sparse_tensors_see_a_changed_element():
+    for value in (torch.zeros(3, dtype=torch.complex128), torch.eye(3).to_sparse()):
+        model = holder(value)
+        before = _Fingerprints(deep=True).attributes(model)
+        model.inner.value = value.to_dense().clone() if value.is_sparse else value.clone()
+        if value.is_sparse:
+            model.inner.value[0, 1] = 2.0
+            model.inner.value = model.inner.value.to_sparse()
+        else:
+            model.inner.value[1] = 1j
+        assert _Fingerprints(deep=True).attributes(model) != before
+
+
+def test_cycles_and_shared_objects_are_walked_once():
+    nodes = [SimpleNamespace(v=i, prev=None, next=None) for i in range(200)]
+    for a, b in zip(nodes, nodes[1:]):
+        a.next, b.prev = b, a
+    model = holder(nodes)
+    before = prints(model)  # linear in the nodes (it was exponential in the chain's length)
+    nodes[150].v = -1
+    assert prints(model) != before

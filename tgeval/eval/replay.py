@@ -536,7 +536,9 @@ def evaluate(
         catalog: candidates for exact all-entity ranking (``None``: no all-entity pass).
         candidate_budget: most (event, candidate) scores held at once in all-entity ranking.
         check_state: guard every scoring step with :func:`~tgeval.state.no_state_change`;
-            ``"deep"`` also compares full snapshots for models whose state is registered buffers.
+            ``"deep"`` also compares full snapshots (or checksums) for models whose state is
+            registered buffers, plain tensors by checksum and arrays by their bytes. The checks of
+            ``update`` and ``reset_state`` (:func:`~tgeval.state.checked_update`) run either way.
         use_shortcut: let models count catalog ranks exactly without scoring every item.
         distributed: this process is one rank of the default ``torch.distributed`` group
             (``torchrun``); every rank must call ``evaluate`` with the same data, model state
@@ -580,10 +582,10 @@ def evaluate(
     data = _checked_inputs(model, data, segment, sampler=sampler, num_negatives=num_negatives, catalog=catalog,
                            uncovered=uncovered, prefilter=protocol.prefilter)
     if model.as_built():
-        warnings.warn(f"{type(model).__name__} is evaluated with the parameters it was built with (never trained, "
-                      f"nor loaded from a trained checkpoint): these are the numbers of random weights. Train it "
-                      f"first (tgeval.fit, train_epoch, `tgeval train`) or load a trained checkpoint.",
-                      UntrainedModelWarning, stacklevel=2)
+        warnings.warn(f"{type(model).__name__} is evaluated with its parameters unchanged since it was built (never "
+                      f"trained, nor loaded from a trained checkpoint): unless its constructor loads trained weights, "
+                      f"these are the numbers of random weights. Train it first (tgeval.fit, train_epoch, `tgeval "
+                      f"train`) or load a trained checkpoint.", UntrainedModelWarning, stacklevel=2)
     device = data.src.device
     if catalog is not None and catalog.device != device:
         catalog = catalog.to(device)

@@ -18,7 +18,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.errors import ModelCapabilityError, TemporalDataError
-from tgeval.state import State, initial_buffers, parameters_checksum, reset_of, restore_into, snapshot_of
+from tgeval.state import State, initial_buffers, reset_of, restore_into, snapshot_of
 
 __all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer", "scores_pair_by_pair",
            "time_store", "check_node_ids"]
@@ -110,23 +110,26 @@ class TemporalLinkModel(nn.Module):
             init(self, *args, **kw)
             if type(self).__init__ is not __init__:
                 return  # a base class's __init__: the most derived class has not finished building
-            self._initial_parameters = parameters_checksum(self)
+            self.mark_as_built()
             if type(self).reset_state is TemporalLinkModel.reset_state:
                 self._initial_buffers = initial_buffers(self)
 
         cls.__init__ = __init__  # type: ignore[assignment]
 
     def as_built(self) -> bool:
-        """Whether the model has parameters and they are still those it was built with (never
-        trained nor loaded, or loaded from a checkpoint saved as built): :func:`~tgeval.evaluate`
-        then warns that it measures random weights."""
+        """Whether the model has parameters and none changed since it was built: each is the same
+        tensor with the same in-place version (an optimizer step, ``load_state_dict`` and
+        ``load_checkpoint`` all write in place), or it was loaded from a checkpoint saved so.
+        :func:`~tgeval.evaluate` then warns that it measures the weights of its construction."""
         initial = getattr(self, "_initial_parameters", None)
-        return initial is not None and parameters_checksum(self) == initial
+        now = _parameter_versions(self)
+        return bool(initial) and len(now) == len(initial) and all(
+            p is q and version == then for (p, version), (q, then) in zip(now, initial))
 
     def mark_as_built(self) -> None:
-        """Take the current parameters as the ones the model was built with (a checkpoint of a
-        model that was never trained)."""
-        self._initial_parameters = parameters_checksum(self)
+        """Take the parameters as they are now as the ones the model was built with (done after
+        construction, and for a checkpoint of a model that was never trained)."""
+        self._initial_parameters = _parameter_versions(self)
 
     def forward(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         """:meth:`score` (every PyG module is callable)."""
@@ -252,6 +255,11 @@ class TemporalLinkModel(nn.Module):
         for tensor in list(self.parameters()) + list(self.buffers()):
             return tensor.device
         return torch.device("cpu")
+
+
+def _parameter_versions(model: nn.Module) -> list[tuple[Tensor, int]]:
+    """Every parameter with its in-place version counter (no copy, no device work)."""
+    return [(p, p._version) for p in model.parameters()]
 
 
 #: most ``rows x candidates x width`` activations one block of :func:`embedding_scorer` holds on a CPU

@@ -41,7 +41,7 @@ from tgeval.models.neural import NeuralLinkModel
 from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol, metric_name
 from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.samplers.uniform import UniformSampler
-from tgeval.state import clone_state, load_parameters, parameters_of
+from tgeval.state import checked_reset, clone_state, load_parameters, parameters_of
 from tgeval.training.checkpoint import (CHECKPOINT_RECORD, CheckpointError, load_checkpoint, model_name, rng_state,
                                        save_checkpoint)
 from tgeval.training.losses import LossFn
@@ -413,7 +413,7 @@ def fit(
 
     if best_parameters is not None:
         load_parameters(model, best_parameters)
-    model.reset_state()
+    checked_reset(model)
     model.eval()
     return {
         "model": name,

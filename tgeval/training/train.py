@@ -207,7 +207,8 @@ def train_epoch(
             and version checks only, no copy), so a model that changes its state while scoring
             stops with :class:`LeakageError` naming what changed, instead of training on a leak
             (or failing in ``backward`` with "Trying to backward through the graph a second
-            time"); and feed each batch through :func:`~tgeval.state.checked_update`.
+            time"); and feed each batch through :func:`~tgeval.state.checked_update` (the
+            warm-up's reset and updates are checked either way).
 
     Returns:
         dict: ``loss`` (mean batch loss weighted by batch size, a float), ``num_batches``,

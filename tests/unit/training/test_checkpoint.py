@@ -218,7 +218,7 @@ def test_a_checkpoint_of_a_model_never_trained_warns_when_evaluated(data, tmp_pa
     assert loaded.as_built()
     split = chronological_split(data)
     sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end))
-    with pytest.warns(UntrainedModelWarning, match="parameters it was built with"):
+    with pytest.warns(UntrainedModelWarning, match="parameters unchanged since it was built"):
         evaluate(loaded, data, split.test, Protocol(num_negatives=3), sampler=sampler)
     trained_model, optimizer, _ = trained(TGN, data)
     save_checkpoint(tmp_path / "t.pt", trained_model, optimizer, epoch=0, data=data)
