@@ -175,7 +175,7 @@ ROWS = [
         "remap"),
     Row("short line", evaluate(), {"events.txt": lines_with({7: "3 2\n"})}, "DataFormatError",
         "Fix or remove that line"),
-    Row("unsorted", evaluate(), {"events.txt": lines_with({7: "1 2 999999\n"})}, "TemporalDataError", "sort=True"),
+    Row("unsorted", evaluate(), {"events.txt": lines_with({7: "1 2 999999\n"})}, "TemporalDataError", "--sort"),
     Row("huge sparse ids", evaluate(), {"events.txt": lines_with({7: "%d 2 %d\n" % (2**40, EVENTS.t[7])})},
         "DataFormatError", "--remap"),
     Row("jodie reader on a DGB file", evaluate("ml.csv", fmt="jodie"),
