@@ -445,17 +445,27 @@ def _library(obj: Any) -> bool:
     return type(obj).__module__.partition(".")[0] in _LIBRARIES and not isinstance(obj, types.SimpleNamespace)
 
 
+@functools.lru_cache(maxsize=None)
+def _layout(cls: type) -> tuple[frozenset[str], tuple[str, ...]]:
+    """``(cached, slots)`` of a class: the names of its ``functools.cached_property`` attributes
+    and of its ``__slots__`` (computed once per class)."""
+    cached = frozenset(name for base in cls.__mro__ for name, attr in vars(base).items()
+                       if isinstance(attr, functools.cached_property))
+    slots = tuple(name for base in cls.__mro__
+                  for name in ((base.__dict__["__slots__"],) if isinstance(base.__dict__.get("__slots__"), str)
+                               else base.__dict__.get("__slots__", ()))
+                  if name not in ("__dict__", "__weakref__"))
+    return cached, slots
+
+
 def _fields(obj: Any) -> dict[str, Any]:
     """An object's attributes: its ``__dict__`` and its ``__slots__``, without the values of
     ``functools.cached_property`` (derived, filled in on first read)."""
-    cls = type(obj)
-    fields = {name: value for name, value in getattr(obj, "__dict__", {}).items()
-              if not isinstance(getattr(cls, name, None), functools.cached_property)}
-    for base in cls.__mro__:
-        slots = getattr(base, "__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
-                fields[name] = getattr(obj, name)
+    cached, slots = _layout(type(obj))
+    fields = getattr(obj, "__dict__", {})
+    if cached or slots:
+        fields = {name: value for name, value in fields.items() if name not in cached}
+        fields.update((name, getattr(obj, name)) for name in slots if hasattr(obj, name))
     return fields
 
 
@@ -648,11 +658,12 @@ def _watch(model: Any, deep: bool = False, lazy: tuple[str, ...] = ()) -> tuple[
     prints = _Fingerprints(frozenset(id(part.obj) for part in parts if part.kind != "buffers"), deep)
     out: dict = {}
     if is_module:
-        ignored = {f"{path}.{name}" if path else name for path, module in model.named_modules()
-                   for name in scratch_names(module) | (trained_buffers(module) if module.training else frozenset())}
-        for name, tensor in chain(model.named_parameters(), model.named_buffers()):
-            if name not in ignored:
-                out[name] = (tensor, tensor._version)
+        for path, module in model.named_modules():
+            prefix = f"{path}." if path else ""
+            ignored = scratch_names(module) | (trained_buffers(module) if module.training else frozenset())
+            for name, tensor in chain(module._parameters.items(), module._buffers.items()):
+                if tensor is not None and name not in ignored:
+                    out[prefix + name] = (tensor, tensor._version)
     for part in parts:
         if part.kind == "adapter":
             fingerprint = part.adapter.fingerprint  # type: ignore[union-attr]
