@@ -24,7 +24,8 @@ import torch  # noqa: E402
 from torch_geometric.data import TemporalData  # noqa: E402
 
 import tgeval  # noqa: E402
-from tgeval.data.split import Segment  # noqa: E402
+from tgeval.data.catalog import Catalog  # noqa: E402
+from tgeval.data.split import Segment, Split  # noqa: E402
 
 WIKIPEDIA_FILE = Path("wikipedia") / "ml_wikipedia.txt"
 
@@ -89,6 +90,20 @@ def load_wikipedia(data_dir: Optional[str]) -> tuple[TemporalData, str]:
         if (root / WIKIPEDIA_FILE).is_file():
             return _wikipedia_numpy(root / WIKIPEDIA_FILE), f"numpy.loadtxt({root / WIKIPEDIA_FILE})"
     raise SystemExit(f"wikipedia not found under {[str(r) for r in roots]}: pass --data-dir or set TGEVAL_DATA_DIR.")
+
+
+def load_setting(dataset: str, data_dir: Optional[str]) -> tuple[TemporalData, str, Split, Catalog, int]:
+    """The model benchmarks' setting: ``dataset`` (``"wikipedia"`` through :func:`load_wikipedia`,
+    else ``tgeval.data.datasets.load_dataset``) validated and time-sorted, a note on how it was
+    read, its 70/15/15 chronological split, the 'train' catalog and the number of nodes."""
+    if dataset == "wikipedia":
+        data, how = load_wikipedia(data_dir)
+    else:
+        from tgeval.data.datasets import load_dataset
+        data, how = tgeval.validate(load_dataset(dataset)[0]), f"load_dataset({dataset!r})"
+    split = tgeval.chronological_split(data, (0.70, 0.15, 0.15))
+    catalog = tgeval.build_catalog(data, "train", train_end=split.train.end)
+    return data, how, split, catalog, int(max(data.src.max(), data.dst.max())) + 1
 
 
 def timed(fn: Callable[[], object]) -> tuple[float, object]:

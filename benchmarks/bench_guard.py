@@ -23,10 +23,9 @@ import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, apply_common_args, head_segment, load_wikipedia, median, print_header, print_table
+from _common import add_common_args, apply_common_args, head_segment, load_setting, median, print_header, print_table
 
-from tgeval import Protocol, Segment, build_catalog, chronological_split, evaluate, no_state_change, replay, validate
-from tgeval.data.datasets import load_dataset
+from tgeval import Protocol, Segment, evaluate, no_state_change, replay
 from tgeval.models import TGN, TGNConfig
 from tgeval.samplers import UniformSampler
 from tgeval.state import _hidden
@@ -55,14 +54,8 @@ def main() -> None:
     args = parser.parse_args()
     apply_common_args(args)
     print_header("the state guards: training and evaluation, as a share of a batch step")
-    if args.dataset == "wikipedia":
-        data, how = load_wikipedia(args.data_dir)
-    else:
-        data, how = validate(load_dataset(args.dataset)[0]), f"load_dataset({args.dataset!r})"
-    split = chronological_split(data, (0.70, 0.15, 0.15))
-    catalog = build_catalog(data, "train", train_end=split.train.end)
+    data, how, split, catalog, num_nodes = load_setting(args.dataset, args.data_dir)
     sampler = UniformSampler(catalog)
-    num_nodes = int(max(data.src.max(), data.dst.max())) + 1
     train = head_segment(data, split.train, args.num_events)
     test = head_segment(data, split.test, args.eval_events)
     print(f"data    : {how}: {data.num_events:,} events, {num_nodes:,} nodes; trained: the first {train.num_events:,} "

@@ -34,14 +34,12 @@ import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import (add_common_args, apply_common_args, head_segment, load_wikipedia, median, print_header,
+from _common import (add_common_args, apply_common_args, head_segment, load_setting, median, print_header,
                      print_table)
 from torch_geometric.data import TemporalData
 from torch_geometric.loader import TemporalDataLoader
 
-from tgeval import (Segment, TimestampBatchLoader, build_catalog, chronological_split, evaluate, no_state_change,
-                    replay, validate)
-from tgeval.data.datasets import load_dataset
+from tgeval import Segment, TimestampBatchLoader, evaluate, no_state_change, replay
 from tgeval.models import TGN, TGNConfig
 from tgeval.models.base import TemporalLinkModel, pairwise_scorer
 from tgeval.protocol import Protocol
@@ -75,13 +73,7 @@ def main() -> None:
     args = parser.parse_args()
     apply_common_args(args)
     print_header("PyG-built TGN vs tgeval's TGN through evaluate (all-entity), guard and loader costs")
-    if args.dataset == "wikipedia":
-        data, how = load_wikipedia(args.data_dir)
-    else:
-        data, how = validate(load_dataset(args.dataset)[0]), f"load_dataset({args.dataset!r})"
-    split = chronological_split(data, (0.70, 0.15, 0.15))
-    catalog = build_catalog(data, "train", train_end=split.train.end)
-    num_nodes = int(max(data.src.max(), data.dst.max())) + 1
+    data, how, split, catalog, num_nodes = load_setting(args.dataset, args.data_dir)
     history = Segment("history", 0, split.test.start, None, None)
     head = head_segment(data, split.test, args.num_events)
     print(f"data    : {how}: {data.num_events:,} events, {num_nodes:,} nodes; catalog {catalog.size} items; "

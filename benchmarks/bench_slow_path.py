@@ -22,10 +22,9 @@ import warnings
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, apply_common_args, head_segment, load_wikipedia, print_header, print_table
+from _common import add_common_args, apply_common_args, head_segment, load_setting, print_header, print_table
 
-from tgeval import Segment, build_catalog, chronological_split, evaluate, replay, validate
-from tgeval.data.datasets import load_dataset
+from tgeval import Segment, evaluate, replay
 from tgeval.errors import SlowPathWarning
 from tgeval.protocol import Protocol
 from tests.helpers import readme_pyg_tgn
@@ -52,13 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     apply_common_args(args)
     print_header("The pair-by-pair warning's estimate vs the pass it describes (PygTGN, all-entity)")
-    if args.dataset == "wikipedia":
-        data, how = load_wikipedia(args.data_dir)
-    else:
-        data, how = validate(load_dataset(args.dataset)[0]), f"load_dataset({args.dataset!r})"
-    split = chronological_split(data, (0.70, 0.15, 0.15))
-    catalog = build_catalog(data, "train", train_end=split.train.end)
-    num_nodes = int(max(data.src.max(), data.dst.max())) + 1
+    data, how, split, catalog, num_nodes = load_setting(args.dataset, args.data_dir)
     head = head_segment(data, split.test, args.num_events)
     print(f"data    : {how}: {data.num_events:,} events; catalog {catalog.size:,} items; evaluated: the first "
           f"{head.num_events:,} test events; batches <= 200")
