@@ -64,6 +64,22 @@ def without_timing(history):
     return [{k: v for k, v in record.items() if k not in TIMING_KEYS} for record in history["history"]]
 
 
+def test_a_run_stopped_between_the_writes_of_its_first_epoch_resumes(data, tmp_path):
+    """Killed after best.pt and before last.pt of epoch 0: resume=.../last.pt continues from best.pt, as the
+    uninterrupted run; no checkpoint at all is a CheckpointError, not a bare FileNotFoundError."""
+    full, full_history = run(TGN, data, epochs=2, checkpoint_dir=tmp_path / "full")
+    with pytest.raises(Interrupted):
+        run(TGN, data, epochs=2, checkpoint_dir=tmp_path / "cut", stop_after=0)
+    (tmp_path / "cut" / "last.pt").unlink()
+    resumed, resumed_history = run(TGN, data, epochs=2, checkpoint_dir=tmp_path / "cut",
+                                   resume=tmp_path / "cut" / "last.pt")
+    assert resumed_history["resumed_from"].endswith("best.pt")
+    assert first_difference(full.state_dict(), resumed.state_dict()) is None
+    assert without_timing(resumed_history) == without_timing(full_history)
+    with pytest.raises(CheckpointError, match="never completed an epoch"):
+        run(TGN, data, epochs=2, resume=tmp_path / "none" / "last.pt")
+
+
 @pytest.mark.parametrize("cls", [TGN, DyRep, GraphMixer])
 def test_resume_equals_uninterrupted_run(cls, data, tmp_path):
     full, full_history = run(cls, data, epochs=3, checkpoint_dir=tmp_path / "full")

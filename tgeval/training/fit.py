@@ -189,6 +189,25 @@ class EarlyStopping:
         return cls(patience, **saved)
 
 
+def _resume_file(resume: Union[str, os.PathLike]) -> Path:
+    """``resume``, or the ``best.pt`` beside a missing ``last.pt``: a run stopped between the two writes
+    of its first epoch (``best.pt`` is written first and holds the whole run of that epoch, as
+    ``last.pt`` does; later epochs leave the previous ``last.pt``, a complete epoch, to resume from).
+
+    Raises:
+        CheckpointError: neither file exists.
+    """
+    path = Path(resume)
+    if path.is_file():
+        return path
+    best = path.with_name("best.pt")
+    if path.name == "last.pt" and best.is_file():
+        return best
+    raise CheckpointError(f"{path} does not exist (nor a best.pt beside it): the run it names never completed an "
+                          f"epoch. Start it again without resume (--resume), replacing the folder (overwrite=True, "
+                          f"--overwrite).")
+
+
 def _resume(resume: Union[str, os.PathLike], model: NeuralLinkModel, optimizer: Optimizer, training: dict,
             data_fingerprint: str, patience: Optional[int]) -> tuple[list[dict], EarlyStopping, Optional[dict], int]:
     """Load the run of ``resume`` (a ``last.pt``) into ``model``, ``optimizer`` and every generator:
@@ -298,7 +317,8 @@ def fit(
             (README, *Why the rebuilt protocol is so noisy*). ``"training"`` needs a
             history-free ``val_sampler``: nothing warms a sampler's history up there.
         checkpoint_dir: folder of ``last.pt`` and ``best.pt`` (``None``: no files).
-        resume: a ``last.pt`` to continue from.
+        resume: a ``last.pt`` to continue from (its folder's ``best.pt`` when a run stopped between the
+            two writes of its first epoch left no ``last.pt``).
         overwrite: replace a run already in ``checkpoint_dir`` (otherwise refused, unless resuming).
         spec: extra entries of the training specification (e.g. the CLI's sampler string).
         on_epoch: called with each epoch's history record, after its checkpoints are written, and
@@ -368,6 +388,7 @@ def fit(
     best_parameters: Optional[dict] = None
     start = 0
     if resume is not None:
+        resume = _resume_file(resume)
         records, stopping, best_parameters, start = _resume(resume, neural, optimizer, training, data_fingerprint,
                                                             patience)
     if getattr(model, CHECKPOINT_RECORD, None) is not None:  # a loaded checkpoint's record: training changes it
