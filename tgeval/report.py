@@ -85,6 +85,12 @@ def protocol_line(result: Result) -> str:
         line += (f"\nnegatives: {counts['num_short_events']} events had a short pool ({counts['num_filled_slots']} "
                  f"slots filled with uniform catalog draws), {counts['num_fallback_events']} an empty one "
                  f"(uniform fallback); see the manifest's sampler entry")
+    effective = (m["sampler"] or {}).get("effective_num_negatives")
+    if effective is not None and effective["min"] < p["num_negatives"]:
+        without = result.metrics.get("sampled", {}).get("events_without_negatives", 0)
+        line += (f"\nnegatives: effective K per event: min {effective['min']} / median {effective['median']:g} / max "
+                 f"{effective['max']} (masked slots are not scored); {without} events without negatives, excluded "
+                 f"from sampled metrics")
     return line
 
 

@@ -78,7 +78,8 @@ def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1
 
     Returns a dict with ``"sampled"`` (rank metrics against the sampled negatives plus
     global and per-batch-mean AUROC / AP, and ``"negatives"``: ``total`` scored slots and
-    ``masked`` ones, never scored; a sampler's ``describe()`` splits its masked slots by cause,
+    ``masked`` ones, never scored; events whose negatives are all masked are left out of every
+    sampled metric, counted as ``events_without_negatives``; a sampler's ``describe()`` splits its masked slots by cause,
     e.g. a TGB file's ``num_padded_slots`` and ``num_masked_collisions``), ``"all_entity"`` (rank metrics against the
     catalog, coverage and filtering counts) and ``"strata"`` (the same per stratum, each
     with its count). Missing parts (no sampler, no all-entity pass) are omitted.
@@ -86,21 +87,27 @@ def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1
     ties = check_ties(ties)
     out: dict[str, Any] = {}
     src, stratum = records["src"], records["stratum"]
+    # events whose negatives are all masked have nothing to be ranked against: left out, never ranked first
+    scored = records["neg_mask"].any(1) if "neg_mask" in records else torch.ones_like(src, dtype=torch.bool)
     if "neg_score" in records:
-        pos, neg = records["score"], records["neg_score"]
-        table = _ranking_table(records["sampled_above"], records["sampled_equal"], src, ties, hits)
+        pos, neg = records["score"][scored], records["neg_score"][scored]
+        table = _ranking_table(records["sampled_above"][scored], records["sampled_equal"][scored], src[scored], ties,
+                               hits)
+        if "neg_mask" in records:
+            table["events_without_negatives"] = int((~scored).sum())
         b, k = neg.shape
         if k > 0:
-            valid = records.get("neg_mask", torch.ones_like(neg, dtype=torch.bool))
+            valid = records["neg_mask"][scored] if "neg_mask" in records else torch.ones_like(neg, dtype=torch.bool)
             scores = torch.cat([pos, neg[valid]])
             labels = torch.cat([torch.ones(b, dtype=torch.bool, device=pos.device),
                                 torch.zeros(int(valid.sum()), dtype=torch.bool, device=pos.device)])
-            batch = torch.cat([records["batch"], records["batch"][:, None].expand(b, k)[valid]])
+            batch = torch.cat([records["batch"][scored], records["batch"][scored][:, None].expand(b, k)[valid]])
             table["auroc"] = {"global": float(auroc(scores, labels)),
                               "per_batch_mean": float(torch.nanmean(grouped_auroc(scores, labels, batch)))}
             table["ap"] = {"global": float(average_precision(scores, labels)),
                            "per_batch_mean": float(torch.nanmean(grouped_average_precision(scores, labels, batch)))}
-            table["negatives"] = {"total": int(valid.sum()), "masked": int((~valid).sum())}
+            table["negatives"] = {"total": int(valid.sum()), "masked": neg.numel() - int(valid.sum())
+                                  + k * int((~scored).sum())}
         out["sampled"] = table
     if "above" in records:
         keep = torch.ones_like(records["covered"]) if uncovered == "rank" else records["covered"]
@@ -116,8 +123,9 @@ def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1
         mask = stratum == code
         entry: dict[str, Any] = {"count": int(mask.sum())}
         if "sampled_above" in records:
-            entry["sampled"] = _ranking_table(records["sampled_above"][mask], records["sampled_equal"][mask],
-                                              src[mask], ties, hits)
+            m = mask & scored
+            entry["sampled"] = _ranking_table(records["sampled_above"][m], records["sampled_equal"][m], src[m], ties,
+                                              hits)
         if "above" in records:
             m = mask if uncovered == "rank" else mask & records["covered"]
             entry["all_entity"] = _ranking_table(records["above"][m], records["equal"][m], src[m], ties, hits)

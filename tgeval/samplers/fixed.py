@@ -305,11 +305,18 @@ class FixedNegativeSampler(NegativeSampler):
             table[negatives.event] = torch.arange(negatives.event.numel())
             self._row_of_event = table
         else:  # rows keyed by (src, dst, t): sorted int64 keys (pair rank, time rank) for searchsorted
-            stride = int(torch.maximum(negatives.src.max(), negatives.dst.max())) + 1 if negatives.src.numel() else 1
-            self._key_stride = stride
-            self._pairs, pair_rank = torch.unique(negatives.src * stride + negatives.dst, return_inverse=True)
+            self._nodes = torch.unique(torch.cat([negatives.src, negatives.dst]))  # pair keys of node ranks: no overflow
+            self._pairs, pair_rank = torch.unique(self._pair_key(negatives.src, negatives.dst), return_inverse=True)
             self._times, time_rank = torch.unique(negatives.t, return_inverse=True)
             self._row_keys, self._key_rows = torch.sort(pair_rank * self._times.numel() + time_rank)
+
+    def _pair_key(self, src: Tensor, dst: Tensor) -> Tensor:
+        """``rank(src) * n + rank(dst)`` over the stored nodes (``n`` of them): int64, ``-1`` for a pair with an
+        unknown node."""
+        n = self._nodes.numel()
+        ranks = torch.searchsorted(self._nodes, torch.stack([src, dst])).clamp(max=max(n - 1, 0))
+        known = (self._nodes[ranks] == torch.stack([src, dst])).all(0) if n else torch.zeros_like(src, dtype=torch.bool)
+        return torch.where(known, ranks[0] * n + ranks[1], -1)
 
     @classmethod
     def from_file(cls, path: PathLike, *, data: Optional[TemporalData] = None,
@@ -350,12 +357,25 @@ class FixedNegativeSampler(NegativeSampler):
         for key in ("content_checksum", "file_sha256", "data_fingerprint", "events_fingerprint", "sampler", "seed",
                     "segment",
                     "protocol", "batch_size", "num_padded_rows", "num_padded_slots", "num_masked_collisions",
-                    "num_masked_sources", "collisions", "num_rows"):
+                    "num_masked_sources", "collisions", "short", "num_rows"):
             if key in h:
                 out[key] = h[key]
+        if self.negatives.neg_mask is not None:
+            out["effective_num_negatives"] = self.effective_num_negatives()
         if "data_fingerprint" in h:  # drawn for one whole stream, looked up by event index in it
             out["built_from"] = {"fingerprint": h["data_fingerprint"], "num_events": h["num_data_events"]}
         return out
+
+    def effective_num_negatives(self) -> dict:
+        """Unmasked negatives among the served columns, per stored row (one per distinct positive):
+        ``min`` / ``median`` / ``max``, and ``num_rows_without`` any (excluded from sampled metrics)."""
+        mask = self.negatives.neg_mask
+        counts = (mask[:, : self.num_negatives].sum(1) if mask is not None
+                  else torch.full((self.negatives.src.numel(),), self.num_negatives))
+        if counts.numel() == 0:
+            return {"min": 0, "median": 0, "max": 0, "num_rows_without": 0}
+        return {"min": int(counts.min()), "median": float(torch.quantile(counts.double(), 0.5)), "max": int(counts.max()),
+                "num_rows_without": int((counts == 0).sum())}
 
     def _rows(self, batch: TemporalData) -> Tensor:
         stored = self.negatives
@@ -389,7 +409,7 @@ class FixedNegativeSampler(NegativeSampler):
                     f"`load_negatives(path, data)` to check the fingerprint, or draw negatives for this data.")
             return rows
         src, dst, t = batch.src.cpu(), batch.dst.cpu(), batch.t.cpu()
-        pair = src * self._key_stride + dst
+        pair = self._pair_key(src, dst)
         rows = torch.full_like(src, -1)
         if self._row_keys.numel():
             pair_rank = torch.searchsorted(self._pairs, pair).clamp(max=self._pairs.numel() - 1)
@@ -397,7 +417,7 @@ class FixedNegativeSampler(NegativeSampler):
             key = pair_rank * self._times.numel() + time_rank
             at = torch.searchsorted(self._row_keys, key).clamp(max=self._row_keys.numel() - 1)
             found = ((self._pairs[pair_rank] == pair) & (self._times[time_rank] == t.to(self._times.dtype))
-                     & (self._row_keys[at] == key) & (src < self._key_stride) & (dst < self._key_stride))
+                     & (self._row_keys[at] == key) & (pair >= 0))
             rows = torch.where(found, self._key_rows[at], rows)
         missing = rows < 0
         if bool(missing.any()):
@@ -469,7 +489,8 @@ def load_tgb_pickle(path: PathLike) -> Any:
 
 
 def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Literal["mask", "keep"] = "mask",
-                       directed: bool = True, num_negatives: Optional[int] = None) -> FixedNegativeSampler:
+                       directed: bool = True, num_negatives: Optional[int] = None, num_nodes: Optional[int] = None,
+                       short: str = "error") -> FixedNegativeSampler:
     r"""Read a Temporal Graph Benchmark evaluation negatives file for the events of ``data``.
 
     The file is a pickled ``dict`` mapping ``(src, dst, t)`` (ints / numpy ints, ``t`` as in
@@ -477,9 +498,11 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     (no code from the file runs).
 
     Rows are kept for the distinct ``(src, dst, t)`` of ``data``'s events (duplicate events
-    share one row). Rows shorter than the longest are padded with a valid id (their first
-    negative, else their destination) and masked: ``num_padded_rows`` /
-    ``num_padded_slots`` count them. With ``collisions="mask"`` slots holding the source,
+    share one row). A row shorter than the longest (or empty) is refused unless
+    ``short="allow"``; then it is padded with a valid id (its first negative, else its
+    destination) and masked: ``num_padded_rows`` / ``num_padded_slots`` count them, and
+    ``describe()["effective_num_negatives"]`` gives the unmasked negatives per row (min /
+    median / max; a row left without any is excluded from sampled metrics, never ranked first). With ``collisions="mask"`` slots holding the source,
     the true destination or a simultaneous positive (another destination of the same source
     at the same ``t``; with ``directed=False`` also the sources of events into the source)
     are masked and counted as ``num_masked_collisions`` (padding is counted apart); TGB's own
@@ -493,17 +516,23 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
         collisions: ``"mask"`` or ``"keep"``.
         directed: pair definition for simultaneous positives.
         num_negatives: serve only the first ``K`` columns (``None``: every column, the file's protocol).
+        num_nodes: negative ids must lie in ``[0, num_nodes)`` (the dataset's node count; ``None``:
+            ``max(data.src, data.dst) + 1``, the node range of ``data``).
+        short: ``"error"`` (rows shorter than the longest are refused) or ``"allow"`` (padded and masked).
 
     Returns:
         FixedNegativeSampler: keyed by ``(src, dst, t)``, with masks; ``describe()`` reports
         the file's sha256, the negatives checksum and the counts.
 
     Raises:
-        NegativesFileError: unreadable file, not a dict, non-integer or negative ids, or events
-            of ``data`` without a key (how many, and the first).
+        NegativesFileError: unreadable file, not a dict, non-integer ids, ids outside
+            ``[0, num_nodes)`` or short rows under ``short="error"`` (the first bad row named), or
+            events of ``data`` without a key (how many, and the first).
     """
     if collisions not in ("mask", "keep"):
         raise ValueError(f"collisions must be 'mask' or 'keep', got {collisions!r}.")
+    if short not in ("error", "allow"):
+        raise ValueError(f"short must be 'error' or 'allow', got {short!r}.")
     data = validate(data).cpu()  # the key table is built on the CPU
     file_hash = file_sha256(path)
     table = load_tgb_pickle(path)
@@ -539,13 +568,22 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     width = int(lengths.max()) if lengths.size else 0
     if width == 0:
         raise NegativesFileError(f"TGB negatives file {str(path)!r} holds no negatives for these events.")
+    short_rows = np.flatnonzero(lengths < width)
+    if short_rows.size and short == "error":
+        r = int(short_rows[0])
+        raise NegativesFileError(
+            f"TGB negatives file {str(path)!r} has {short_rows.size} of {len(keys)} rows shorter than its "
+            f"{width} negatives per positive (first: key (src, dst, t) = {keys[r]}, {int(lengths[r])} negatives; "
+            f"{int((lengths == 0).sum())} rows are empty): scored as K={width}, those events would be ranked "
+            f"against fewer negatives. Use a complete file, or pass short='allow' (`tgb:path=...,short=allow`) to "
+            f"mask the missing slots (counted; the effective K per event is reported, events without negatives "
+            f"are excluded from sampled metrics).")
     neg = np.empty((len(rows), width), dtype=np.int64)
     for r, (value, key) in enumerate(zip(rows, keys)):
         neg[r, : value.size] = value
         neg[r, value.size :] = value[0] if value.size else key[1]  # valid id in padded slots
-    if bool((neg < 0).any()):
-        raise NegativesFileError(f"TGB negatives file {str(path)!r} holds negative node ids.")
     neg_t = torch.from_numpy(neg)
+    bound = _check_node_range(path, neg_t, keys, data, num_nodes)
     mask = torch.arange(width)[None, :] < torch.from_numpy(lengths)[:, None]
     src = torch.tensor([k[0] for k in keys], dtype=torch.long)
     dst = torch.tensor([k[1] for k in keys], dtype=torch.long)
@@ -559,7 +597,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     header = {"format": "tgb", "source": "tgb", "file_sha256": file_hash, "num_rows": len(keys),
               "num_padded_rows": int((lengths < width).sum()), "num_padded_slots": int((width - lengths).sum()),
               "collisions": collisions, "num_masked_collisions": num_collisions, "num_masked_sources": num_sources,
-              "events_fingerprint": fingerprint(data)}  # of the events the file was matched to
+              "short": short, "num_nodes": bound, "events_fingerprint": fingerprint(data)}  # of the events the file was matched to
     # the checksum of the negatives a replay of these events scores (all columns), one row per event
     order = canonical_order(data.src, data.dst, data.t)
     scored = torch.tensor(event_row, dtype=torch.long)[order]
@@ -569,16 +607,43 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     return FixedNegativeSampler(stored, path=path, num_negatives=num_negatives)
 
 
+def _check_node_range(path: PathLike, neg: Tensor, keys: list[tuple], data: TemporalData,
+                      num_nodes: Optional[int]) -> int:
+    """The id bound (``num_nodes``, else ``data``'s node range); a :class:`NegativesFileError` naming the first
+    row of ``neg`` (int64 ``[R, K]``, rows keyed by ``keys``) with an id outside ``[0, bound)``."""
+    if num_nodes is None:
+        bound, where = (int(torch.maximum(data.src.max(), data.dst.max())) + 1 if data.num_events else 0), "data's"
+    else:
+        bound, where = int(num_nodes), "given"
+    bad = ((neg < 0) | (neg >= bound)).any(1)
+    if bool(bad.any()):
+        r = int(torch.nonzero(bad)[0, 0])
+        ids = neg[r][(neg[r] < 0) | (neg[r] >= bound)]
+        raise NegativesFileError(
+            f"TGB negatives file {str(path)!r} holds node ids outside the {where} node range [0, {bound}) in "
+            f"{int(bad.sum())} rows (first: key (src, dst, t) = {keys[r]}, id {int(ids[0])}): a model cannot score "
+            f"them. Use the file of this dataset with its original ids"
+            + (", or pass num_nodes= the dataset's node count if the file's ids are nodes outside this data."
+               if num_nodes is None else "."))
+    return bound
+
+
 def _collisions(src: Tensor, dst: Tensor, t: Tensor, neg: Tensor, data: TemporalData, directed: bool) -> Tensor:
     """bool ``[R, K]``: slot holds the row's source or a destination of an event of ``data``
-    with the row's ``(src, t)`` (which includes the true destination)."""
-    n = int(max(int(neg.max()), int(data.src.max()), int(data.dst.max()))) + 1
+    with the row's ``(src, t)`` (which includes the true destination).
+
+    Ids are replaced by their rank among the ids present, so the int64 keys ``group * n + item``
+    stay far below ``2**63`` whatever the ids' magnitude (ids near ``2**62`` included)."""
+    ids, inverse = torch.unique(torch.cat([neg.flatten(), src, data.src, data.dst]), return_inverse=True)
+    n = ids.numel()
+    parts = inverse.split([neg.numel(), src.numel(), data.num_events, data.num_events])
+    neg, src, data_src, data_dst = parts[0].view_as(neg), *parts[1:]
     times = torch.unique(data.t)
     # (t, source) group key of each forbidden (group, item) pair and of each row
-    pairs_src, pairs_item, pairs_t = [data.src, src], [data.dst, src], [data.t, t]
+    pairs_src, pairs_item, pairs_t = [data_src, src], [data_dst, src], [data.t, t]
     if not directed:
-        pairs_src.append(data.dst)
-        pairs_item.append(data.src)
+        pairs_src.append(data_dst)
+        pairs_item.append(data_src)
         pairs_t.append(data.t)
     p_group = torch.searchsorted(times, torch.cat(pairs_t)) * n + torch.cat(pairs_src)
     r_group = torch.searchsorted(times, t) * n + src

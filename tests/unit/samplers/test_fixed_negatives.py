@@ -165,7 +165,7 @@ def test_tgb_ragged_rows_are_padded_masked_and_counted(tmp_path):
     with open(path, "rb") as handle:
         raw = pickle.load(handle)
     assert all(isinstance(k[0], np.integer) for k in raw)  # TGB writes numpy scalar keys
-    sampler = read_tgb_negatives(path, test)
+    sampler = read_tgb_negatives(path, test, short="allow", num_nodes=20)
     desc = sampler.describe()
     assert desc["num_padded_rows"] == 2 and desc["num_padded_slots"] == 2 and desc["stored_num_negatives"] == 4
     assert desc["file_sha256"].startswith("sha256:") and desc["num_masked_collisions"] == 0
@@ -184,7 +184,7 @@ def test_evaluate_ignores_padded_slots(tmp_path):
     table[1, 12] = 0.5  # a tie
     segment = Segment("test", 4, 10, 5, 8)
     result = evaluate(TableModel(table), data, segment, Protocol(num_negatives=4),
-                      sampler=read_tgb_negatives(path, test))
+                      sampler=read_tgb_negatives(path, test, short="allow", num_nodes=20))
     i = int(torch.nonzero(result.records["event"] == 5)[0, 0])
     # hand computation over the 3 real negatives 10, 11, 12: one above, one equal
     assert int(result.records["sampled_above"][i]) == 1 and int(result.records["sampled_equal"][i]) == 1
@@ -197,7 +197,7 @@ def test_tgb_checksum_is_the_manifests(tmp_path):
     data, test, rows, path = tgb_case(tmp_path)
     model = TableModel(torch.rand(20, 20, dtype=torch.float64, generator=torch.Generator().manual_seed(0)))
     segment = Segment("test", 4, 10, 5, 8)
-    sampler = read_tgb_negatives(path, test)
+    sampler = read_tgb_negatives(path, test, short="allow", num_nodes=20)
     whole = evaluate(model, data, segment, Protocol(num_negatives=4), sampler=sampler).manifest
     assert whole["negatives_checksum"] == whole["sampler"]["checksum"] == sampler.describe()["checksum"]
     fewer = evaluate(model, data, segment, Protocol(num_negatives=3), sampler=sampler.first(3)).manifest
@@ -208,12 +208,12 @@ def test_tgb_collisions_masked_and_counted(tmp_path):
     data = make_stream([0, 0, 1], [5, 6, 7], [1, 1, 1])
     path = tmp_path / "ns.pkl"
     write_tgb_negatives(path, [0, 0, 1], [5, 6, 7], [1, 1, 1], [[6, 5, 0, 9], [8, 9, 10, 11], [8, 9, 10, 12]])
-    masked = read_tgb_negatives(path, data)
+    masked = read_tgb_negatives(path, data, num_nodes=13)
     described = masked.describe()
     assert described["num_masked_collisions"] == 3  # simultaneous positive 6, true dst 5, source 0
     assert (described["num_masked_sources"], described["num_padded_slots"]) == (1, 0)  # counted apart
     assert masked.sample(data, 4).mask[0].tolist() == [False, False, False, True]
-    kept = read_tgb_negatives(path, data, collisions="keep")
+    kept = read_tgb_negatives(path, data, collisions="keep", num_nodes=13)
     assert kept.sample(data, 4).mask.all()
 
 
@@ -229,7 +229,7 @@ def test_tgb_duplicate_events_share_their_entry(tmp_path):
     data = make_stream([0, 0, 1], [5, 5, 7], [1, 1, 1])
     path = tmp_path / "ns.pkl"
     write_tgb_negatives(path, [0, 1], [5, 7], [1, 1], [[8, 9], [10, 11]])
-    sampler = read_tgb_negatives(path, data)
+    sampler = read_tgb_negatives(path, data, num_nodes=12)
     assert sampler.describe()["num_rows"] == 2
     assert sampler.sample(data, 2).dst.tolist() == [[8, 9], [8, 9], [10, 11]]
 
@@ -267,7 +267,7 @@ def test_tgb_pickles_of_every_protocol_load(tmp_path, protocol):
     table = {(np.int64(s), np.int64(d), np.int64(t)): np.asarray(row, dtype=np.int64) for (s, d, t), row in rows.items()}
     path = tmp_path / f"protocol{protocol}.pkl"
     path.write_bytes(pickle.dumps(table, protocol=protocol))
-    ours, reference = read_tgb_negatives(path, test), read_tgb_negatives(written, test)
+    ours, reference = (read_tgb_negatives(p, test, short="allow", num_nodes=20) for p in (path, written))
     assert torch.equal(ours.sample(test, 4).dst, reference.sample(test, 4).dst)
 
 
@@ -282,7 +282,7 @@ def test_a_file_written_by_tgbs_own_generator_loads(tmp_path):
                                       rnd_seed=1)
     path = tmp_path / "tgbl-test_rnd_test.pkl"
     generator.generate_negative_samples_rnd(test, "test", str(path))
-    sampler = read_tgb_negatives(path, test)
+    sampler = read_tgb_negatives(path, test, num_nodes=N)
     table = pickle.loads(path.read_bytes())  # the file we wrote ourselves, so a plain load is safe here
     negatives = sampler.sample(test, 5)
     for i, key in enumerate(zip(test.src.tolist(), test.dst.tolist(), test.t.tolist())):
@@ -309,7 +309,7 @@ def test_matches_tgb_query_batch_and_evaluator(tmp_path, integer_scores):
     tgb_sampler = NegativeEdgeSampler(dataset_name="tgbl-wiki")
     tgb_sampler.load_eval_set(str(path), split_mode="test")
     theirs = tgb_sampler.query_batch(test.src, test.dst, test.t, split_mode="test")
-    ours = read_tgb_negatives(path, test)
+    ours = read_tgb_negatives(path, test, short="allow", num_nodes=20)
     neg = ours.sample(test, ours.num_negatives)
     assert [neg.dst[i][neg.mask[i]].tolist() for i in range(test.num_events)] == theirs
 
