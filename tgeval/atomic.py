@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence, Union
+from typing import Iterator, Mapping, Optional, Sequence, Union
 
 from tgeval.errors import OutputPathError
 
-__all__ = ["write_atomic", "write_atomic_group", "check_writable", "file_sha256", "sha256_of"]
+__all__ = ["write_atomic", "write_atomic_group", "check_writable", "check_distinct", "fresh_sibling", "replace_folder",
+           "file_sha256", "sha256_of"]
+
+PathArg = Union[str, os.PathLike]
 
 
 def write_atomic(path: Union[str, os.PathLike], content: Union[str, bytes]) -> None:
@@ -117,3 +121,67 @@ def check_writable(path: Union[str, os.PathLike], *, folder: bool = False, what:
     except OSError as exc:
         raise OutputPathError(f"{what} {str(target)!r} cannot be written: {str(existing)!r} refuses new files "
                               f"({exc.strerror}). Choose a writable location.") from None
+
+
+def _same_file(a: PathArg, b: PathArg) -> bool:
+    """Whether ``a`` and ``b`` are one file: the same resolved path (symlinks followed; also for paths that do
+    not exist yet), or, where both exist, the same ``(st_dev, st_ino)`` (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        first, second = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
+
+
+def check_distinct(inputs: Mapping[str, Optional[PathArg]], outputs: Mapping[str, Optional[PathArg]],
+                   replaced: Optional[Mapping[str, PathArg]] = None) -> None:
+    """Raise :class:`~tgeval.errors.OutputPathError` if an output of a command could destroy an input or
+    another output; called once per command, before any work, with its paths keyed by how the user named
+    them (``"--out"``, ``"the data file"``; ``None`` paths are skipped).
+
+    Refused: an output that is an input or an earlier output (:func:`_same_file`: the same resolved path,
+    or a symlink or hard link to the same file), and any path inside a folder of ``replaced`` (a folder the
+    command writes anew and swaps in whole, deleting what it held)."""
+    sources = [(name, path) for name, path in inputs.items() if path is not None]
+    targets = [(name, path) for name, path in outputs.items() if path is not None]
+    for i, (name, path) in enumerate(targets):
+        for other, known in [*sources, *targets[:i]]:
+            if _same_file(path, known):
+                how = "" if os.path.realpath(path) == os.path.realpath(known) else " (through a link)"
+                raise OutputPathError(f"{name} {str(path)!r} is also {other} {str(known)!r}{how}: writing it would "
+                                      f"destroy that file. Give {name} another path.")
+    for flag, folder in (replaced or {}).items():
+        root = os.path.realpath(folder)
+        for name, path in [*sources, *targets]:
+            if os.path.commonpath([root, os.path.realpath(path)]) == root:
+                raise OutputPathError(f"{name} {str(path)!r} lies inside {flag} {str(folder)!r}, which this command "
+                                      f"replaces whole: it would be deleted. Move it out, or give {flag} another "
+                                      f"folder.")
+
+
+def fresh_sibling(folder: PathArg) -> Path:
+    """A new empty folder beside ``folder`` (its parent created if missing), hidden and named after it, with
+    the usual permissions: where a command writes before :func:`replace_folder` swaps it in."""
+    target = Path(folder)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(fresh, 0o777 & ~umask)  # mkdtemp creates 0700
+    return fresh
+
+
+def replace_folder(fresh: PathArg, folder: PathArg) -> None:
+    """Swap the complete folder ``fresh`` in as ``folder`` and delete the old one: two renames (the old folder
+    aside, ``fresh`` in) and the deletion with ``SIGINT`` / ``SIGTERM`` held back, so a termination request lands
+    after them; until then ``folder`` is untouched. (A ``SIGKILL`` between the renames leaves the old folder as
+    the hidden ``.NAME.*.old`` beside it.)"""
+    target = Path(folder)
+    aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
+    with _signals_held():
+        if target.exists():
+            os.replace(target, aside)  # onto the empty folder mkdtemp made
+        os.replace(fresh, target)
+        shutil.rmtree(aside)

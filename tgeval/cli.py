@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any, Literal, Optional, Sequence, get_args, get_origin
 
+from tgeval.atomic import check_distinct
 from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS, HEART_HEURISTICS, HISTORY_MODES,
                             REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES, UNCOVERED_RULES,
                             VAL_METRICS, VAL_STATES, WEIGHTINGS, flag)
@@ -341,7 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--negatives", type=int, default=20)
     run.add_argument("--batch-size", type=int, default=200)
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--out", default="tgeval-results", help="folder for the result files")
+    run.add_argument("--out", type=Path, default=Path("tgeval-results"),
+                     help="folder for the result files, written beside it and swapped in whole when complete")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace the previous run in --out, every file of it (without it, a non-empty folder is "
+                          "refused)")
     run.add_argument("--tgn-epochs", type=int, default=1, help="epochs of the TGN trained beside the heuristics "
                      "(0: heuristics only)")
     run.set_defaults(handler=("tgeval.commands", "run_command"))
@@ -353,6 +358,47 @@ def build_parser() -> argparse.ArgumentParser:
                              help=f"torch intra-op threads (default: ${THREADS_ENV}, else torch's: the cores); use 1 "
                                   f"on a loaded machine; recorded in the manifest")
     return parser
+
+
+#: the files ``tgeval diagnose`` writes into its --out folder (with --intervention: intervention.json alone)
+DIAGNOSE_FILES = ("diagnose.json", "novelty.csv", "birth_death_nodes.png", "birth_death_pairs.png", "novelty.png")
+#: the files ``tgeval static`` and ``tgeval shift`` write into their --out folder
+STATIC_FILES = {"static": ("static.json", "degree_ccdf.png"), "shift": ("shift.json", "degree_ccdf.png")}
+
+
+def _sampler_files(spec: str) -> dict[str, Path]:
+    """The files a ``--sampler`` spec reads (``fixed:path=...``, ``tgb:path=...``, inside a mixture too)."""
+    return {f"--sampler path {i + 1}": Path(path) for i, path in
+            enumerate(re.findall(r"(?:^|[:,=])path=([^,]+)", spec))}
+
+
+Paths = dict[str, Optional[Path]]
+
+
+def command_paths(args: argparse.Namespace) -> tuple[Paths, Paths, Paths]:
+    """The input files, output files and whole-replaced output folders of a parsed command, each keyed by how
+    the user named it, for :func:`tgeval.atomic.check_distinct`. A resumed checkpoint is not an input of
+    ``train``'s --checkpoint-dir: resuming continues that run on purpose."""
+    inputs: Paths = {"the data file": getattr(args, "data", None)}
+    folder = getattr(args, "out", None)
+    if args.command == "evaluate":
+        model = None if args.model in (*registry.names("heuristic"), *GNN_MODELS) else Path(args.model)
+        return ({**inputs, "--model": model, **_sampler_files(args.sampler)},
+                {"--out": args.out, "--save-events": args.save_events}, {})
+    if args.command == "train":
+        return {**inputs, "--resume": args.resume}, {"--out": args.out}, {}
+    if args.command == "diagnose":
+        checkpoint = None if args.intervention is None else Path(args.intervention[1])
+        names = DIAGNOSE_FILES if checkpoint is None else ("intervention.json",)
+        return ({**inputs, "--intervention": checkpoint}, {f"--out {name}": folder / name for name in names}, {})
+    if args.command in STATIC_FILES:
+        return inputs, {f"--out {name}": folder / name for name in STATIC_FILES[args.command]}, {}
+    if args.command == "compare":
+        return {f"events file {i + 1}": path for i, path in enumerate(args.events)}, {"--out": folder}, {}
+    if args.command == "report":
+        read = sorted(path for pattern in ("*.json", "*.csv") for path in args.results.glob(pattern))
+        return {f"the results folder's {path.name}": path for path in read}, {"--out": folder}, {}
+    return inputs, {}, {"--out": folder}  # run: the folder is swapped in whole
 
 
 def _terminate(signum: int, frame: Any) -> None:
@@ -453,6 +499,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
             refuse_launch(args.command)  # before any work: its ranks would repeat it and race on its files
         _set_threads(getattr(args, "threads", None))
+        check_distinct(*command_paths(args))  # before any work: no output destroys an input or another output
         module, name = args.handler
         return int(getattr(importlib.import_module(module), name)(args))
     except (TGEvalError, ValueError, TypeError, OSError) as error:

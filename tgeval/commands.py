@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import io
 import json
+import shutil
 import sys
 import time
 from dataclasses import replace
@@ -18,7 +19,7 @@ import torch
 from torch_geometric.data import TemporalData
 
 from tgeval import progress
-from tgeval.atomic import check_writable, write_atomic
+from tgeval.atomic import check_writable, fresh_sibling, replace_folder, write_atomic
 from tgeval.choices import GNN_MODELS, VAL_METRICS, flag
 from tgeval.cli import hyperparameter_flags
 from tgeval.data import formats
@@ -28,6 +29,7 @@ from tgeval.data.io import ReadInfo, read_events
 from tgeval.data.split import Segment, Split, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.device import device_of
+from tgeval.errors import OutputPathError
 from tgeval.diagnostics.cli import diagnose, format_summary
 from tgeval.diagnostics.compare import compare, format_compare
 from tgeval.diagnostics.membership import membership_factorial
@@ -87,7 +89,7 @@ def _window(args: argparse.Namespace, data: TemporalData, split: Split, num_node
     if args.window == "val":
         return select_window(lambda w: EdgeBank(num_nodes, window=w, directed=args.directed), data, split.val,
                              catalog, ties=args.ties, batch_size=args.batch_size)
-    return float(args.window), {"rule": "given on the command line"}
+    return args.window, {"rule": "given on the command line"}  # exact: --window parses ints as ints
 
 
 def _reader_options(items: Sequence[str]) -> dict[str, Any]:
@@ -247,9 +249,39 @@ def _default_data(args: argparse.Namespace) -> tuple[TemporalData, str, int]:
     return data, str(args.data), info.num_nodes
 
 
+def _check_run_folder(folder: Path, overwrite: bool) -> None:
+    """``run --out``: a missing or empty folder, or with ``--overwrite`` a previous run's (it holds ``summary.json``),
+    in a parent that accepts the fresh sibling the run is written to."""
+    check_writable(folder, folder=True, what="--out")
+    check_writable(folder.parent, folder=True, what="the parent folder of --out")
+    held = sorted(path.name for path in folder.iterdir()) if folder.is_dir() else []
+    if held and not overwrite:
+        raise OutputPathError(f"--out {str(folder)!r} is not empty ({', '.join(held[:5])}{', ...' if held[5:] else ''}"
+                              f"): pass --overwrite to replace it whole (every file in it), or choose another --out "
+                              f"folder.")
+    if held and not (folder / "summary.json").is_file():
+        raise OutputPathError(f"--out {str(folder)!r} holds files but no summary.json, so it is no folder of `tgeval "
+                              f"run`, and --overwrite would delete them. Choose another --out folder.")
+
+
 def run_command(args: argparse.Namespace) -> int:
+    """Compare the baselines; written into a fresh folder beside --out, swapped in whole once complete (a run
+    stopped before leaves --out as it was)."""
     start = time.perf_counter()
-    check_writable(args.out, folder=True, what="--out")
+    _check_run_folder(args.out, args.overwrite)
+    fresh = fresh_sibling(args.out)
+    try:
+        _run(args, fresh)
+        replace_folder(fresh, args.out)
+    finally:
+        if fresh.exists():
+            shutil.rmtree(fresh)
+    print(f"\nresults in {args.out}/ ({time.perf_counter() - start:.1f} s); the report: {args.out / 'report.html'}")
+    return 0
+
+
+def _run(args: argparse.Namespace, out: Path) -> None:
+    """The body of :func:`run_command`: every file of the run written into the folder ``out``."""
     data, description, num_nodes = _default_data(args)
     print(f"data: {description}")
     split = chronological_split(data, (0.70, 0.15, 0.15))
@@ -270,7 +302,6 @@ def run_command(args: argparse.Namespace) -> int:
         ("pa", lambda: PreferentialAttachment(num_nodes), None),
         ("popularity", lambda: Popularity(num_nodes), None),
     ]
-    out = Path(args.out)
     rows = []
     protocol = Protocol(num_negatives=args.negatives, batch_size=args.batch_size, seed=args.seed)
     for name, make, chosen in models:
@@ -304,9 +335,7 @@ def run_command(args: argparse.Namespace) -> int:
                 "names": {"sampled_mrr": r.metric_name("sampled", "mrr"),
                           "all_entity_mrr": r.metric_name("all_entity", "mrr")},
                 "protocol": protocol_line(r), "file": f"{name}.json"} for name, r in rows}, indent=2) + "\n")
-    report = write_report(out, out / "report.html", comparison)
-    print(f"\nresults in {out}/ ({time.perf_counter() - start:.1f} s); the report: {report}")
-    return 0
+    write_report(out, out / "report.html", comparison)
 
 
 def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog: Catalog, num_nodes: int,

@@ -16,6 +16,7 @@ from typing import Any, Optional, Union
 from torch_geometric.data import TemporalData
 
 from tgeval.atomic import write_atomic
+from tgeval.cli import DIAGNOSE_FILES
 from tgeval.data.io import read_events
 from tgeval.data.split import chronological_split
 from tgeval.diagnostics.lifetimes import SURPRISE_RATIOS, lifetime_summary, surprise_table
@@ -88,7 +89,7 @@ def diagnose(data: TemporalData, out: PathLike, *, test_ratio: float = 0.15, dir
         "novelty": {"definition": "nu_t = |E_t minus E_<t| / |E_t|, E_t the distinct pairs at timestamp t",
                     "summary": novelty_summary(series), "series_file": "novelty.csv",
                     **segments},
-        "files": ["diagnose.json", "novelty.csv", "birth_death_nodes.png", "birth_death_pairs.png", "novelty.png"],
+        "files": list(DIAGNOSE_FILES),
     }
     report["seconds"] = round(time.perf_counter() - start, 3)
     report = json_safe(report)
