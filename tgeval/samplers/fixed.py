@@ -44,7 +44,7 @@ import os
 import pickle
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Optional, Sequence, Union
+from typing import Any, Callable, Literal, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -319,11 +319,20 @@ class FixedNegativeSampler(NegativeSampler):
         return torch.where(known, ranks[0] * n + ranks[1], -1)
 
     @classmethod
-    def from_file(cls, path: PathLike, *, data: Optional[TemporalData] = None,
-                  num_negatives: Optional[int] = None) -> "FixedNegativeSampler":
+    def from_file(cls, path: PathLike, *, data: Optional[TemporalData] = None, num_negatives: Optional[int] = None,
+                  num_nodes: Optional[int] = None) -> "FixedNegativeSampler":
         """:func:`load_negatives` (verified against ``data`` when given), as a sampler of its first
-        ``num_negatives`` columns (``None``: all)."""
-        return cls(load_negatives(path, data), path=path, num_negatives=num_negatives)
+        ``num_negatives`` columns (``None``: all).
+
+        Negative ids (destinations and sources) must lie in ``[0, num_nodes)``, or with ``num_nodes=None`` in
+        ``data``'s node range (unchecked without either); else a :class:`NegativesFileError` names the first row."""
+        stored = load_negatives(path, data)
+        if data is not None or num_nodes is not None:
+            ids = stored.neg if stored.neg_src is None else torch.cat([stored.neg, stored.neg_src], 1)
+            _check_node_range(path, ids, lambda r: f"event {int(stored.event[r])} (src, dst, t) = "
+                              f"({int(stored.src[r])}, {int(stored.dst[r])}, {stored.t[r].tolist()})",
+                              data, num_nodes)
+        return cls(stored, path=path, num_negatives=num_negatives)
 
     @property
     def stored_num_negatives(self) -> int:
@@ -583,7 +592,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
         neg[r, : value.size] = value
         neg[r, value.size :] = value[0] if value.size else key[1]  # valid id in padded slots
     neg_t = torch.from_numpy(neg)
-    bound = _check_node_range(path, neg_t, keys, data, num_nodes)
+    bound = _check_node_range(path, neg_t, lambda r: f"key (src, dst, t) = {keys[r]}", data, num_nodes)
     mask = torch.arange(width)[None, :] < torch.from_numpy(lengths)[:, None]
     src = torch.tensor([k[0] for k in keys], dtype=torch.long)
     dst = torch.tensor([k[1] for k in keys], dtype=torch.long)
@@ -607,22 +616,23 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     return FixedNegativeSampler(stored, path=path, num_negatives=num_negatives)
 
 
-def _check_node_range(path: PathLike, neg: Tensor, keys: list[tuple], data: TemporalData,
+def _check_node_range(path: PathLike, neg: Tensor, row: Callable[[int], str], data: Optional[TemporalData],
                       num_nodes: Optional[int]) -> int:
-    """The id bound (``num_nodes``, else ``data``'s node range); a :class:`NegativesFileError` naming the first
-    row of ``neg`` (int64 ``[R, K]``, rows keyed by ``keys``) with an id outside ``[0, bound)``."""
+    """The id bound (``num_nodes``, else ``data``'s node range ``max(src, dst) + 1``); a
+    :class:`NegativesFileError` naming the first row of ``neg`` (int64 ``[R, K]``; ``row(r)`` describes row
+    ``r``) with an id outside ``[0, bound)``."""
     if num_nodes is None:
         bound, where = (int(torch.maximum(data.src.max(), data.dst.max())) + 1 if data.num_events else 0), "data's"
     else:
         bound, where = int(num_nodes), "given"
-    bad = ((neg < 0) | (neg >= bound)).any(1)
+    outside = (neg < 0) | (neg > min(bound, 2**63) - 1)  # the bound itself may not fit in int64
+    bad = outside.any(1)
     if bool(bad.any()):
         r = int(torch.nonzero(bad)[0, 0])
-        ids = neg[r][(neg[r] < 0) | (neg[r] >= bound)]
         raise NegativesFileError(
-            f"TGB negatives file {str(path)!r} holds node ids outside the {where} node range [0, {bound}) in "
-            f"{int(bad.sum())} rows (first: key (src, dst, t) = {keys[r]}, id {int(ids[0])}): a model cannot score "
-            f"them. Use the file of this dataset with its original ids"
+            f"negatives file {str(path)!r} holds node ids outside the {where} node range [0, {bound}) in "
+            f"{int(bad.sum())} rows (first: {row(r)}, id {int(neg[r][outside[r]][0])}): a model cannot score them. "
+            f"Use the file of this dataset with its original ids"
             + (", or pass num_nodes= the dataset's node count if the file's ids are nodes outside this data."
                if num_nodes is None else "."))
     return bound

@@ -209,7 +209,8 @@ register("degree", DegreeSampler,
          context=lambda c: {**_graph_context(c), "graph": c.data[: c.split.train.end]})
 register("degree_time", TimeDegreeSampler, context=_graph_context)
 register("mixture", MixtureSampler)
-register("fixed", FixedNegativeSampler.from_file, context=lambda c: {"data": c.data})  # "fixed:path=negatives.pt"
+register("fixed", FixedNegativeSampler.from_file,  # "fixed:path=negatives.pt"
+         context=lambda c: {"data": c.data, "num_nodes": c.catalog.num_nodes})
 register("tgb", read_tgb_negatives,  # "tgb:path=..._test_ns.pkl": a Temporal Graph Benchmark negatives file
          context=lambda c: {"data": c.split[c.segment or "test"].select(c.data), "num_nodes": c.catalog.num_nodes})
 for _name, _factory in _birth_death_factories().items():  # HS OS IS HD OD ID HE OE IE, e.g. "OE:test_ratio=0.15"

@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from tgeval import NegativesFileError, chronological_split, evaluate
-from tgeval.data.catalog import build_catalog
+from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.eval.metrics import count_above_equal
 from tgeval.protocol import Protocol
 from tgeval.report import protocol_line
-from tgeval.samplers import from_spec
-from tgeval.samplers.fixed import read_tgb_negatives, write_tgb_negatives
+from tgeval.samplers import UniformSampler, from_spec
+from tgeval.samplers.fixed import FixedNegativeSampler, read_tgb_negatives, save_negatives, write_tgb_negatives
 from tests.conftest import make_stream
 from tests.helpers import TableModel
 
@@ -89,23 +89,47 @@ def test_ids_outside_the_node_range_are_refused(tmp_path):
     write_tgb_negatives(path, [0, 1], [2, 3], [1, 2], [[4, 5], [-1, 6]])
     with pytest.raises(NegativesFileError, match=r"\(1, 3, 2\), id -1\)"):
         read_tgb_negatives(path, data, num_nodes=10)
-    assert read_tgb_negatives(path.with_name("ok.pkl") if write_tgb_negatives(
-        path.with_name("ok.pkl"), [0, 1], [2, 3], [1, 2], [[4, 5], [6, 9]]) is None else None, data,
-        num_nodes=10).describe()["num_rows"] == 2
+    write_tgb_negatives(path, [0, 1], [2, 3], [1, 2], [[4, 5], [6, 9]])
+    assert read_tgb_negatives(path, data, num_nodes=10).describe()["num_rows"] == 2
 
 
-@pytest.mark.parametrize("offset", [0, 2**62, 2**63 - 2**40])
-def test_collision_mask_is_exact_for_huge_ids_brute_force(tmp_path, offset):
+def test_tgeval_file_ids_outside_the_node_range_are_refused(tmp_path):
+    """A file drawn from a catalog of more ids than the data holds: refused unless num_nodes covers them."""
+    g = torch.Generator().manual_seed(3)
+    data = make_stream(torch.randint(0, 10, (80,), generator=g), torch.randint(0, 10, (80,), generator=g),
+                       torch.arange(80))
+    split = chronological_split(data)
+    path = tmp_path / "negs.pt"
+    stored = save_negatives(path, UniformSampler(Catalog("custom", torch.arange(N), None, N)), data, split.test, 8)
+    first = int(torch.nonzero((stored.neg >= 10).any(1))[0, 0])
+    with pytest.raises(NegativesFileError, match=rf"outside the data's node range \[0, 10\) in \d+ rows \(first: "
+                                                 rf"event {int(stored.event[first])} .*pass num_nodes="):
+        FixedNegativeSampler.from_file(path, data=data)
+    with pytest.raises(NegativesFileError, match=r"outside the given node range \[0, 12\)"):
+        FixedNegativeSampler.from_file(path, num_nodes=12)
+    catalog = build_catalog(data, "all", num_nodes=10)
+    with pytest.raises(NegativesFileError, match=r"outside the given node range \[0, 10\)"):
+        from_spec(f"fixed:path={path}", data=data, split=split, catalog=catalog, segment="test")
+    assert FixedNegativeSampler.from_file(path, data=data, num_nodes=N).num_negatives == 8
+
+
+@pytest.mark.parametrize("big", [7, 2**62, 2**63 - 1])
+def test_collision_mask_is_exact_for_huge_ids_brute_force(tmp_path, big):
+    """Small ids with one node renamed ``big``: keys ``group * (max id + 1) + item`` wrapped around int64."""
     g = torch.Generator().manual_seed(1)
-    src = torch.randint(0, 8, (50,), generator=g) + offset
-    dst = torch.randint(0, 8, (50,), generator=g) + offset
+
+    def ids(shape):
+        drawn = torch.randint(0, 8, shape, generator=g)
+        return torch.where(drawn == 7, big, drawn)
+
+    src, dst = ids((50,)), ids((50,))
     t = torch.sort(torch.randint(0, 6, (50,), generator=g)).values  # simultaneous events
     data = make_stream(src, dst, t)
     keys = sorted(set(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
-    neg = (torch.randint(0, 8, (len(keys), 6), generator=g) + offset).tolist()
+    neg = ids((len(keys), 6)).tolist()
     path = tmp_path / "ns.pkl"
     write_tgb_negatives(path, [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], neg)
-    sampler = read_tgb_negatives(path, data, num_nodes=offset + 8)
+    sampler = read_tgb_negatives(path, data)
     expected = 0
     for (s, d, ts), row in zip(keys, neg):
         forbidden = {s} | {b for a, b, c in keys if a == s and c == ts}
