@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 from torch_geometric.data import TemporalData
 
@@ -17,15 +17,20 @@ from tgeval.protocol import Protocol
 __all__ = ["segment_duration", "default_windows", "select_window"]
 
 
-def segment_duration(segment: Segment) -> float:
-    """``t_last - t_first`` of a segment: the "test-duration" EdgeBank window of the literature."""
+def segment_duration(segment: Segment) -> Union[int, float]:
+    """``t_last - t_first`` of a segment: the "test-duration" EdgeBank window of the literature; an
+    exact Python int for integer times (at every magnitude: no float rounding of int64 times), a
+    float for float times."""
     if segment.t_first is None or segment.t_last is None:
         raise ValueError(f"the {segment.name!r} segment is empty and has no duration.")
-    return float(segment.t_last) - float(segment.t_first)
+    return segment.t_last - segment.t_first
 
 
 def default_windows(reference: Segment) -> list[Optional[float]]:
-    """Candidate windows: ``2^k x`` the reference segment's duration for ``k = -8..2``, and unlimited."""
+    """Candidate windows: ``2^k x`` the reference segment's duration for ``k = -8..2``, and unlimited
+    (``None``). The duration is exact (:func:`segment_duration`), so the candidates depend on the
+    segment's time differences only, never on where its times lie; a candidate at or beyond 2^63
+    is unlimited (:func:`~tgeval.models.heuristics.edgebank_window`)."""
     span = segment_duration(reference)
     if not span > 0:
         raise ValueError(f"the {reference.name!r} segment spans no time; pass explicit windows.")

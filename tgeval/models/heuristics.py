@@ -18,6 +18,7 @@ products) compare exactly.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Optional, Union
 
 import torch
@@ -30,7 +31,31 @@ from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer, time_store
 from tgeval.state import State, clone_state
 
-__all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity"]
+__all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity", "edgebank_window",
+           "UNLIMITED_WINDOW"]
+
+#: windows at or beyond this duration are unlimited: 2^63, past every difference ``t - s >= 0`` of int64
+#: times in ``[0, 2^63)`` (a stream whose times span more, from negative times, is the one case it shortens)
+UNLIMITED_WINDOW = 2**63
+
+
+def edgebank_window(window: Union[int, float, None]) -> Union[int, float, None]:
+    """A memory window as :class:`EdgeBank` keeps it: ``None`` (unlimited) for ``None`` and for a
+    duration at or beyond :data:`UNLIMITED_WINDOW` (``inf``, ``1e300``, ``9.3e18``), else the
+    positive duration itself (an int stays an exact int; numpy scalars become Python numbers).
+
+    Raises:
+        ValueError: ``window`` is NaN, zero, negative or not a number.
+    """
+    if window is None:
+        return None
+    if isinstance(window, bool) or not isinstance(window, numbers.Real):
+        raise ValueError(f"window must be a positive duration (int or float) or None, got {window!r}.")
+    value = int(window) if isinstance(window, numbers.Integral) else float(window)
+    if not value > 0:  # NaN included
+        raise ValueError(f"window must be a positive duration or None (unlimited), got {window!r}; for unlimited "
+                         f"memory pass None or inf.")
+    return None if value >= UNLIMITED_WINDOW else value
 
 
 class _BufferState(TemporalLinkModel):
@@ -66,8 +91,10 @@ class EdgeBank(_BufferState):
 
     Args:
         num_nodes: exclusive upper bound of node ids.
-        window: ``None`` for unlimited memory, else a positive duration ``w``: a pair
-            counts at time ``t`` if it was last seen in ``[t - w, t)``.
+        window: ``None`` for unlimited memory, else a positive duration ``w`` (int or float): a
+            pair counts at time ``t`` if it was last seen in ``[t - w, t)``. A window at or beyond
+            ``2^63`` (``inf``, ``1e300``, ``9.3e18``) is unlimited and recorded as ``None``
+            (:func:`edgebank_window`).
         directed: if ``False``, ``(u, v)`` and ``(v, u)`` are the same pair.
     """
 
@@ -82,13 +109,15 @@ class EdgeBank(_BufferState):
     #: compaction to twice the pairs stored (one host read), not left at the room it reserved
     bulk_events = 2**16
 
-    def __init__(self, num_nodes: int, window: Optional[float] = None, directed: bool = True) -> None:
+    def __init__(self, num_nodes: int, window: Union[int, float, None] = None, directed: bool = True) -> None:
         super().__init__(num_nodes)
         if num_nodes > MAX_PAIR_KEY_NODES:
             raise ValueError(f"num_nodes={num_nodes} is too large for int64 pair keys (at most {MAX_PAIR_KEY_NODES:,}).")
-        if window is not None and not window > 0:
-            raise ValueError(f"window must be a positive duration or None, got {window}.")
-        self.window = None if window is None else float(window)
+        self.window = edgebank_window(window)
+        #: the window asked for when it was clamped to unlimited (recorded by describe), else None
+        self.window_given = None if self.window is not None or window is None else repr(window)
+        # integer times: a pair counts iff last seen at or after t - floor(w) (exact, int64)
+        self._floor = None if self.window is None else math.floor(self.window)
         self.directed = directed
         self.register_buffer("keys", torch.full((self.min_capacity,), PAD, dtype=torch.long), persistent=False)
         self.register_buffer("last_seen", torch.full((self.min_capacity,), _lowest(torch.long), dtype=torch.long),
@@ -132,12 +161,14 @@ class EdgeBank(_BufferState):
 
     # -- scoring ----------------------------------------------------------------------
     def _since(self, t: Tensor) -> Tensor:
-        """Earliest last-seen time inside the window at ``t``: ``t - floor(w)`` for integer times
-        (exact: ``s >= t - w`` iff ``s >= t - floor(w)`` for integers), ``t - w`` in float64 otherwise."""
-        window = float(self.window)  # type: ignore[arg-type]
+        """Earliest last-seen time inside the window at ``t`` (shape of ``t``): ``t - floor(w)`` for
+        integer times (exact: ``s >= t - w`` iff ``s >= t - floor(w)`` for integers; where that is
+        below the int64 range, the lowest int64, so every stored time counts, never a wrap-around),
+        ``t - w`` in float64 otherwise."""
         if t.is_floating_point() or self.last_seen.is_floating_point():
-            return t.to(torch.float64) - window
-        return t - math.floor(window)
+            return t.to(torch.float64) - self.window
+        span: int = self._floor  # type: ignore[assignment]  # 0 <= span < 2^63
+        return t.clamp(min=_lowest(torch.long) + span) - span
 
     def membership(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         """``M`` (bool, shape of ``src``): the pair was seen before ``t`` (within the window):
@@ -287,8 +318,10 @@ class EdgeBank(_BufferState):
         return above, equal
 
     def describe(self) -> dict:
+        clamped = {} if self.window_given is None else {"window_given": self.window_given,
+                                                         "window_rule": "a window at or beyond 2^63 is unlimited"}
         return {"name": "edgebank" if self.window is None else "edgebank-window",
-                "window": self.window, "directed": self.directed, "num_nodes": self.num_nodes}
+                "window": self.window, **clamped, "directed": self.directed, "num_nodes": self.num_nodes}
 
 
 def _endpoints(batch: TemporalData) -> Occurrences:
