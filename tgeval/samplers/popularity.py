@@ -27,6 +27,7 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
+from tgeval.models.base import time_store
 from tgeval.samplers._draw import KeyPool
 from tgeval.samplers._pooled import PooledSampler
 from tgeval.state import State
@@ -71,7 +72,7 @@ class PopularitySampler(PooledSampler):
         self.power = float(power)
         self.observe_batch_invariant = self.half_life is None  # integer counts; decayed sums round per batch
         self.counts = torch.zeros(self.num_nodes, dtype=torch.float64)
-        self.reference_time = torch.zeros((), dtype=torch.float64)
+        self.reference_time = torch.zeros((), dtype=torch.long)  # the stream's time kind (int64, or float64)
         self._cache: Optional[KeyPool] = None
 
     def observe(self, batch: TemporalData) -> None:
@@ -79,13 +80,15 @@ class PopularitySampler(PooledSampler):
         device = batch.dst.device
         counts = self.counts.to(device)
         nodes = batch.dst if self.directed else torch.cat([batch.dst, batch.src])
-        times = batch.t.double() if self.directed else torch.cat([batch.t, batch.t]).double()
+        times = batch.t if self.directed else torch.cat([batch.t, batch.t])
         if self.half_life is None:
-            counts = counts.index_add(0, nodes, torch.ones_like(times))
-        else:
+            counts = counts.index_add(0, nodes, torch.ones_like(times, dtype=torch.float64))
+        else:  # elapsed times: differences in the stream's time kind (exact for int64 beyond 2^53), then float64
+            reference = time_store(self.reference_time.to(device), times)
             now = times.max()
-            counts = counts * torch.exp2(-(now - self.reference_time.to(device)) / self.half_life)
-            counts = counts.index_add(0, nodes, torch.exp2(-(now - times) / self.half_life))
+            factor = torch.exp2(-(now - reference).double() / self.half_life)
+            counts = torch.where(counts > 0, counts * factor, counts)  # no 0 * inf before the first event
+            counts = counts.index_add(0, nodes, torch.exp2(-(now - times).double() / self.half_life))
             self.reference_time = now
         self.counts = counts
         self._cache = None
