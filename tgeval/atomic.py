@@ -149,7 +149,7 @@ def check_distinct(inputs: Mapping[str, Optional[PathArg]], outputs: Mapping[str
     for i, (name, path) in enumerate(targets):
         for other, known in [*sources, *targets[:i]]:
             if _same_file(path, known):
-                how = "" if os.path.realpath(path) == os.path.realpath(known) else " (through a link)"
+                how = "" if os.path.abspath(path) == os.path.abspath(known) else " (through a link)"
                 raise OutputPathError(f"{name} {str(path)!r} is also {other} {str(known)!r}{how}: writing it would "
                                       f"destroy that file. Give {name} another path.")
     for flag, folder in (replaced or {}).items():

@@ -69,3 +69,41 @@ def test_a_signal_at_each_write_step_leaves_one_whole_pair(tmp_path, step, signu
     assert done.returncode == (128 + 15 if signum == signal.SIGTERM else -signal.SIGINT), done.stderr
     # before the renames the old pair stays; during them the signal waits until both are in place
     assert manifest["data"]["name"] == ("seed 0" if step <= 2 else "seed 1")
+
+
+SWAPPER = textwrap.dedent("""
+    import os, signal, sys
+    from pathlib import Path
+    from tgeval import atomic
+    from tgeval.cli import _terminate
+
+    folder, step, signum = Path(sys.argv[1]) / "results", int(sys.argv[2]), int(sys.argv[3])
+    folder.mkdir()
+    (folder / "old.json").write_text("old run")
+    fresh = atomic.fresh_sibling(folder)
+    (fresh / "new.json").write_text("new run")
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    calls = {"n": 0}
+    def hooked(original):
+        def call(*args):
+            calls["n"] += 1
+            if calls["n"] == step:  # a termination request during this rename
+                os.kill(os.getpid(), signum)
+            return original(*args)
+        return call
+    atomic.os.replace = hooked(os.replace)  # steps 1, 2: the old folder aside, the fresh one in
+    atomic.replace_folder(fresh, folder)
+""")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+@pytest.mark.parametrize("step", [1, 2])
+def test_a_signal_during_a_folder_swap_lands_after_it(tmp_path, step, signum):
+    """``tgeval run``'s swap (issue 29 part 2): a termination request between its renames waits for both and
+    for the old folder's deletion, so the folder is the new run and nothing hidden is left beside it."""
+    done = subprocess.run([sys.executable, "-c", SWAPPER, str(tmp_path), str(step), str(int(signum))], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == (128 + 15 if signum == signal.SIGTERM else -signal.SIGINT), done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["results"], done.stderr
+    assert [p.name for p in (tmp_path / "results").iterdir()] == ["new.json"]

@@ -158,3 +158,11 @@ def test_a_run_stopped_midway_leaves_the_old_folder_whole(snap_file, tmp_path):
     assert done.returncode == 130, done.stderr
     assert _tree(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["events.txt", "results"]  # the fresh folder removed
+
+
+def test_diagnose_declares_every_file_it_writes(snap_file, tmp_path):
+    """``cli.DIAGNOSE_FILES`` (the outputs checked against the inputs) are the files diagnose writes."""
+    from tgeval.cli import DIAGNOSE_FILES
+
+    assert main(["diagnose", str(snap_file), "--format", "snap", "--out", str(tmp_path / "d")]) == 0
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == sorted(DIAGNOSE_FILES)

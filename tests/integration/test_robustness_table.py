@@ -65,9 +65,10 @@ class Row:
     prepare: Optional[Callable[[Path], None]] = None
 
 
-def evaluate(data: str = "events.txt", *options: str, fmt: str = "snap", save: bool = True) -> list[str]:
+def evaluate(data: str = "events.txt", *options: str, fmt: str = "snap", save: bool = True,
+             result: str = "r.json") -> list[str]:
     out = ["evaluate", "{dir}/" + data, "--format", fmt, "--model", "edgebank", "--negatives", "3",
-           "--out", "{dir}/r.json"]
+           "--out", "{dir}/" + result]
     return out + (["--save-events", "{dir}/e.csv"] if save else []) + list(options)
 
 
@@ -237,6 +238,37 @@ ROWS = [
     Row("intervention of a heuristic name", ["diagnose", "{dir}/events.txt", "--format", "snap", "--intervention",
                                              "membership", "edgebank", "--out", "{dir}/diag"],
         {"events.txt": SNAP}, "FileNotFoundError", "checkpoint file written by `tgeval train"),
+    # -- an output onto an input or another output (issue 29 part 1), a used run folder (part 2) ----------
+    Row("--out is the data file", evaluate(save=False, result="events.txt"),
+        {"events.txt": SNAP}, "OutputPathError", "is also the data file .*Give --out another path"),
+    Row("--out is a symlink to the data file", evaluate(save=False, result="link.json"),
+        {"events.txt": SNAP}, "OutputPathError", r"through a link.*Give --out another path",
+        prepare=lambda folder: (folder / "link.json").symlink_to(folder / "events.txt")),
+    Row("--out is a hard link to the data file", evaluate(save=False, result="link.json"),
+        {"events.txt": SNAP}, "OutputPathError", r"through a link.*Give --out another path",
+        prepare=lambda folder: os.link(folder / "events.txt", folder / "link.json")),
+    Row("--save-events is --out", evaluate("events.txt", save=False) + ["--save-events", "{dir}/r.json"],
+        {"events.txt": SNAP}, "OutputPathError", "--save-events .* is also --out .*Give --save-events another"),
+    Row("--out is the negatives file", evaluate("events.txt", "--sampler", "fixed:path={dir}/neg.pt", save=False,
+                                                result="neg.pt"), {"events.txt": SNAP, "neg.pt": "negatives"},
+        "OutputPathError",
+        "is also --sampler path 1"),
+    Row("train --out is the data file", ["train", "{dir}/events.txt", "--format", "snap", "--model", "membership",
+                                         "--out", "{dir}/events.txt"], {"events.txt": SNAP}, "OutputPathError",
+        "is also the data file"),
+    Row("diagnose --out folder holds the data as one of its files", ["diagnose", "{dir}/novelty.csv", "--format",
+                                                                     "snap", "--out", "{dir}"],
+        {"novelty.csv": SNAP}, "OutputPathError", "--out novelty.csv .* is also the data file"),
+    Row("report --out is a result", ["report", "{dir}/res", "--out", "{dir}/res/r.json"], {"res/r.json": "{}"},
+        "OutputPathError", "is also the results folder's r.json"),
+    Row("run into a used folder", ["run", "--data", "{dir}/events.txt", "--out", "{dir}/res", "--tgn-epochs", "0"],
+        {"events.txt": SNAP, "res/summary.json": "{}"}, "OutputPathError", "pass --overwrite"),
+    Row("run --overwrite of a folder that is no run", ["run", "--data", "{dir}/events.txt", "--out", "{dir}/res",
+                                                       "--overwrite"], {"events.txt": SNAP, "res/notes.txt": "mine"},
+        "OutputPathError", "no folder of `tgeval run`.*another --out"),
+    Row("run --overwrite of the folder holding the data", ["run", "--data", "{dir}/res/events.txt", "--out",
+                                                           "{dir}/res", "--overwrite"],
+        {"res/events.txt": SNAP, "res/summary.json": "{}"}, "OutputPathError", "lies inside --out .*Move it out"),
     # -- damaged or foreign files ----------------------------------------------------------------------
     Row("truncated negatives file", evaluate("events.txt", "--sampler", "fixed:path={dir}/neg.pt"),
         {"events.txt": SNAP}, "NegativesFileError", "draw it again|save_negatives",
