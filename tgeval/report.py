@@ -89,8 +89,8 @@ def protocol_line(result: Result) -> str:
     if effective is not None and effective["min"] < p["num_negatives"]:
         without = result.metrics.get("sampled", {}).get("events_without_negatives", 0)
         line += (f"\nnegatives: effective K per event: min {effective['min']} / median {effective['median']:g} / max "
-                 f"{effective['max']} (masked slots are not scored); {without} events without negatives, excluded "
-                 f"from sampled metrics")
+                 f"{effective['max']} (masked slots are not scored)"
+                 + (f"; {without} events without negatives, excluded from sampled metrics" if without else ""))
     return line
 
 
