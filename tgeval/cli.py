@@ -151,6 +151,24 @@ def _static_end(text: str) -> str:
     return text
 
 
+def _window(text: str) -> str | int | float:
+    """``--window``: ``val``, ``test-duration`` or a positive duration, an exact int when written as one (a
+    duration at or beyond 2^63, ``inf`` included, is unlimited: ``tgeval.models.heuristics.edgebank_window``)."""
+    if text in ("val", "test-duration"):
+        return text
+    try:
+        value: int | float = int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+    if not value > 0:  # NaN included
+        raise argparse.ArgumentTypeError(f"--window takes 'val', 'test-duration' or a positive duration (inf: "
+                                         f"unlimited), got {text!r}")
+    return value
+
+
 def _add_static_common(parser: argparse.ArgumentParser, out_help: str) -> None:
     _add_event_file(parser, data_help="event file (projected onto an undirected static graph)")
     parser.add_argument("--end", type=_static_end, default="all",
@@ -240,8 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
                          f"({', '.join(GNN_MODELS)}: "
                          f"trained on the graph of the events before the segment; --protocol fixed) or the path of "
                          f"a checkpoint of `tgeval train`")
-    ev.add_argument("--window", default="val",
-                    help="edgebank-window: a duration, 'val' (chosen on validation) or 'test-duration'")
+    ev.add_argument("--window", type=_window, default="val",
+                    help="edgebank-window: a duration (at or beyond 2^63, e.g. inf: unlimited), 'val' (chosen on "
+                         "validation) or 'test-duration'")
     ev.add_argument("--protocol", choices=REPLAY_MODES, default="online",
                     help="online: the model observes each batch after scoring it; fixed: its state stays as at the "
                          "segment start")
