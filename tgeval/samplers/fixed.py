@@ -16,7 +16,9 @@ Two sources of fixed negatives:
   ``negatives_checksum`` that :func:`~tgeval.evaluate` writes for the same draws) and a content checksum over the header and every array. Both are verified on load.
 * **Temporal Graph Benchmark files** (:func:`read_tgb_negatives`): a pickled dict keyed by
   ``(src, dst, t)`` whose values are the negative destinations of that positive. Rows of
-  unequal length are padded to the longest row and masked (counted); slots that hold the
+  unequal length (or empty) are refused unless ``short="allow"``, then padded to the longest
+  row and masked (counted, the effective ``K`` per row reported; an event left without
+  negatives is excluded from sampled metrics); ids outside the node range are refused; slots that hold the
   source, the true destination or a simultaneous positive are masked too under
   ``collisions="mask"`` (counted), or kept as in TGB under ``collisions="keep"``.
 
@@ -305,7 +307,7 @@ class FixedNegativeSampler(NegativeSampler):
             table[negatives.event] = torch.arange(negatives.event.numel())
             self._row_of_event = table
         else:  # rows keyed by (src, dst, t): sorted int64 keys (pair rank, time rank) for searchsorted
-            self._nodes = torch.unique(torch.cat([negatives.src, negatives.dst]))  # pair keys of node ranks: no overflow
+            self._nodes = torch.unique(torch.cat([negatives.src, negatives.dst]))  # ranks in pair keys: no overflow
             self._pairs, pair_rank = torch.unique(self._pair_key(negatives.src, negatives.dst), return_inverse=True)
             self._times, time_rank = torch.unique(negatives.t, return_inverse=True)
             self._row_keys, self._key_rows = torch.sort(pair_rank * self._times.numel() + time_rank)
@@ -369,8 +371,7 @@ class FixedNegativeSampler(NegativeSampler):
                     "num_masked_sources", "collisions", "short", "num_rows"):
             if key in h:
                 out[key] = h[key]
-        if self.negatives.neg_mask is not None:
-            out["effective_num_negatives"] = self.effective_num_negatives()
+        out["effective_num_negatives"] = self.effective_num_negatives()
         if "data_fingerprint" in h:  # drawn for one whole stream, looked up by event index in it
             out["built_from"] = {"fingerprint": h["data_fingerprint"], "num_events": h["num_data_events"]}
         return out
@@ -383,8 +384,8 @@ class FixedNegativeSampler(NegativeSampler):
                   else torch.full((self.negatives.src.numel(),), self.num_negatives))
         if counts.numel() == 0:
             return {"min": 0, "median": 0, "max": 0, "num_rows_without": 0}
-        return {"min": int(counts.min()), "median": float(torch.quantile(counts.double(), 0.5)), "max": int(counts.max()),
-                "num_rows_without": int((counts == 0).sum())}
+        return {"min": int(counts.min()), "median": float(torch.quantile(counts.double(), 0.5)),
+                "max": int(counts.max()), "num_rows_without": int((counts == 0).sum())}
 
     def _rows(self, batch: TemporalData) -> Tensor:
         stored = self.negatives
@@ -511,7 +512,8 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     ``short="allow"``; then it is padded with a valid id (its first negative, else its
     destination) and masked: ``num_padded_rows`` / ``num_padded_slots`` count them, and
     ``describe()["effective_num_negatives"]`` gives the unmasked negatives per row (min /
-    median / max; a row left without any is excluded from sampled metrics, never ranked first). With ``collisions="mask"`` slots holding the source,
+    median / max; a row left without any is excluded from sampled metrics, never ranked
+    first). Ids outside ``[0, num_nodes)`` are refused. With ``collisions="mask"`` slots holding the source,
     the true destination or a simultaneous positive (another destination of the same source
     at the same ``t``; with ``directed=False`` also the sources of events into the source)
     are masked and counted as ``num_masked_collisions`` (padding is counted apart); TGB's own
@@ -606,7 +608,8 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     header = {"format": "tgb", "source": "tgb", "file_sha256": file_hash, "num_rows": len(keys),
               "num_padded_rows": int((lengths < width).sum()), "num_padded_slots": int((width - lengths).sum()),
               "collisions": collisions, "num_masked_collisions": num_collisions, "num_masked_sources": num_sources,
-              "short": short, "num_nodes": bound, "events_fingerprint": fingerprint(data)}  # of the events the file was matched to
+              "short": short, "num_nodes": bound,
+              "events_fingerprint": fingerprint(data)}  # of the events the file was matched to
     # the checksum of the negatives a replay of these events scores (all columns), one row per event
     order = canonical_order(data.src, data.dst, data.t)
     scored = torch.tensor(event_row, dtype=torch.long)[order]
