@@ -208,14 +208,17 @@ class Result:
             if header == "rank" and "above" in rec:
                 table[header] = rank_from_counts(rec["above"], rec["equal"], ties=ties)
             elif header == "sampled_rank" and "sampled_above" in rec:
-                table[header] = rank_from_counts(rec["sampled_above"], rec["sampled_equal"], ties=ties)
+                rank = rank_from_counts(rec["sampled_above"], rec["sampled_equal"], ties=ties)
+                # an event whose negatives are all masked has no sampled rank (left out of sampled metrics)
+                table[header] = rank.masked_fill(~rec["neg_mask"].any(1), float("nan")) if "neg_mask" in rec else rank
             elif key is not None and key in rec:
                 table[header] = rec[key]
         return table
 
     def save_events(self, path: str | os.PathLike) -> None:
         """Write one CSV row per evaluated event, atomically. ``stratum`` is a name from
-        :data:`STRATA`; ``rank`` uses the result's tie convention."""
+        :data:`STRATA`; ``rank`` uses the result's tie convention; ``sampled_rank`` is NaN for an
+        event whose negatives are all masked."""
         write_atomic(path, self._events_csv())
 
     def _events_csv(self) -> str:

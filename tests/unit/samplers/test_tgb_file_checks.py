@@ -69,6 +69,8 @@ def test_empty_rows_are_excluded_never_ranked_first_brute_force(tmp_path):
     assert sampled["mrr"]["micro"] == pytest.approx(sum(rr) / len(rr), abs=1e-12)
     assert sum(entry["sampled"]["num_events"] for entry in result.metrics["strata"].values()) == 30
     assert sampled["negatives"] == {"total": 150, "masked": 150}
+    ranks = result.event_table()["sampled_rank"]  # per event, in replay order (= file order here)
+    assert torch.isnan(ranks[1::2]).all() and not torch.isnan(ranks[::2]).any()
     # an all-masked row counts nothing above or equal: ranked first if it were kept, hence left out
     above, equal = count_above_equal(torch.zeros(1), torch.ones(1, 5), torch.zeros(1, 5, dtype=torch.bool))
     assert int(above[0]) == int(equal[0]) == 0
