@@ -113,3 +113,7 @@ def sample_replay(sampler, data, k, seed, batch_size):
         sampler.observe(batch)
     return out
 
+
+def snap_text(data) -> str:
+    """``data`` as the lines of a SNAP edge list (``src dst t``), for tests of the file readers and the CLI."""
+    return "".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))

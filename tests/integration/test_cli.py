@@ -9,13 +9,14 @@ import pytest
 
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
+from tests.helpers import snap_text
 
 
 @pytest.fixture
 def snap_file(tmp_path):
     data = generate_events(num_events=3000, num_nodes=150, seed=4)
     path = tmp_path / "events.txt"
-    path.write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
+    path.write_text(snap_text(data))
     return path
 
 
@@ -314,8 +315,7 @@ def test_diagnose_membership_intervention_of_a_checkpoint(tmp_path, capsys):
     base row is what `evaluate` reports for the same checkpoint (all-entity over the training catalog)."""
     data = generate_events(num_events=1000, num_nodes=60, seed=4)
     snap_file = tmp_path / "small.txt"
-    snap_file.write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(),
-                                                                        data.t.tolist())))
+    snap_file.write_text(snap_text(data))
     run, out = tmp_path / "run", tmp_path / "iv"
     assert main(["train", str(snap_file), "--format", "snap", "--model", "tgn", "--epochs", "1",
                  "--memory-dim", "8", "--time-dim", "4", "--embedding-dim", "8", "--num-neighbors", "3",

@@ -11,6 +11,7 @@ from tgeval.data import read_events
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.samplers import write_tgb_negatives
+from tests.helpers import snap_text
 
 WIDTH = 25  # more than the default K of 20: a file cut to the default would go unnoticed
 
@@ -21,8 +22,7 @@ def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("data")
     stream = generate_events(num_events=1500, num_nodes=120, seed=4)
     snap = folder / "events.txt"
-    snap.write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(stream.src.tolist(), stream.dst.tolist(),
-                                                                 stream.t.tolist())))
+    snap.write_text(snap_text(stream))
     data, info = read_events(snap, "snap")
     test = chronological_split(data).test.select(data)  # the CLI's default split
     negatives = torch.randint(0, info.num_nodes, (test.num_events, WIDTH), generator=torch.Generator().manual_seed(0))

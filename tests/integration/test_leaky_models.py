@@ -29,7 +29,7 @@ from tgeval.cli import main
 from tgeval.samplers.inductive import InductiveSampler
 from tgeval.training.fit import fit
 from tgeval.training.train import check_training_sampler, train_epoch
-from tests.helpers import small_neural_model
+from tests.helpers import small_neural_model, snap_text
 
 NUM_NODES = 30
 K5 = Protocol(num_negatives=5)
@@ -387,8 +387,7 @@ def test_training_with_a_whole_stream_sampler_is_refused_everywhere_and_allowed_
                allow_whole_stream=True)  # the suggested fix works where it is suggested
     assert done["training"]["allow_whole_stream"] is True and done["epochs_run"] == 1
     path = tmp_path / "events.txt"
-    path.write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(),
-                                                                  data.t.tolist())))
+    path.write_text(snap_text(data))
     command = ["train", str(path), "--format", "snap", "--sampler", "inductive", "--epochs", "1"]
     assert main(command) == 2
     assert "--allow-whole-stream" in capsys.readouterr().err

@@ -3,7 +3,6 @@
 swapped in whole."""
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -15,6 +14,7 @@ from tgeval.atomic import check_distinct
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
 from tgeval.errors import OutputPathError
+from tests.helpers import snap_text
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 def snap_file(tmp_path):
     data = generate_events(num_events=1200, num_nodes=80, seed=5)
     path = tmp_path / "events.txt"
-    path.write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
+    path.write_text(snap_text(data))
     return path
 
 

@@ -20,6 +20,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.compare import compare, load_events
 from tgeval.eval.result import Result
 from tgeval.report import _k_sweep_figure, _strata_figure, _time_profile_figure, build_report
+from tests.helpers import snap_text
 from tests.plot_checks import assert_legends_outside
 
 
@@ -33,8 +34,7 @@ def results(tmp_path_factory):
     data = generate_events(num_events=2000, num_nodes=100, seed=3)
     events = folder / ("a_folder_with_a_long_name_" * 6) / ("and_another_one_" * 8) / LONG_NAME
     events.parent.mkdir(parents=True)
-    events.write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(),
-                                                                  data.t.tolist())))
+    events.write_text(snap_text(data))
     out = folder / "results"
     for model in ("edgebank", "pa"):
         assert main(["evaluate", str(events), "--format", "snap", "--model", model, "--out",
@@ -153,8 +153,7 @@ def test_results_of_two_data_sets_get_their_own_sections_named_by_their_data(tmp
     folder = tmp_path / "two"
     for name, seed in (("first.txt", 1), ("second.txt", 2)):
         data = generate_events(num_events=600, num_nodes=100, seed=seed)
-        (tmp_path / name).write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(),
-                                                                              data.t.tolist())))
+        (tmp_path / name).write_text(snap_text(data))
         assert main(["evaluate", str(tmp_path / name), "--format", "snap", "--model", "popularity", "--out",
                      str(folder / f"{Path(name).stem}.json")]) == 0
     page = build_report(folder)

@@ -24,9 +24,10 @@ from tgeval.cli import main
 from tgeval.data import read_events
 from tgeval.data.synthetic import generate_events
 from tgeval.samplers import UniformSampler, save_negatives, write_tgb_negatives
+from tests.helpers import snap_text
 
 EVENTS = generate_events(num_events=900, num_nodes=60, seed=11)
-SNAP = "".join(f"{u} {v} {t}\n" for u, v, t in zip(EVENTS.src.tolist(), EVENTS.dst.tolist(), EVENTS.t.tolist()))
+SNAP = snap_text(EVENTS)
 
 
 def lines_with(replace: dict[int, str]) -> str:

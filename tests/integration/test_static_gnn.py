@@ -12,6 +12,7 @@ from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
 from tgeval.static import (GNNConfig, LinkGNN, StaticGraph, benchmark_of, random_edge_split, static_report,
                            train_link_gnn, with_gnns)
+from tests.helpers import snap_text
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -87,7 +88,7 @@ def test_report_includes_trained_gnns():
 def test_cli_trains_the_gnns(tmp_path):
     data = generate_events(1500, 80, seed=3)
     path = tmp_path / "events.txt"
-    path.write_text("".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
+    path.write_text(snap_text(data))
     out = tmp_path / "out"
     assert main(["static", str(path), "--format", "snap", "--models", "pa,gcn,sage", "--gnn-negatives", "degree",
                  "--C", "5", "--out", str(out)]) == 0
