@@ -74,7 +74,8 @@ def main() -> None:
     print(f"warning : {notes[0]}")
     print("check   : score-only and embed/decode ranks identical")
     slow_s, fast_s = slow_result.performance["seconds"], fast_result.performance["seconds"]
-    rows = [["score only (pair by pair)", "1", f"{estimate:.1f}", slow_s], ["embed / decode (README)", "0", "-", fast_s]]
+    rows = [["score only (pair by pair)", "1", f"{estimate:.1f}", slow_s],
+            ["embed / decode (README)", "0", "-", fast_s]]
     print_table(["model", "warnings", "estimated s", "measured s", "events/s"],
                 [[*row[:3], f"{row[3]:.1f}", f"{head.num_events / row[3]:,.0f}"] for row in rows])
     print(f"ratio   : estimate / measured = {estimate / slow_s:.2f}; embed/decode is {slow_s / fast_s:.1f}x faster")

@@ -162,9 +162,9 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
         raise ValueError(f"Protocol(prefilter={prefilter}) pre-filters the all-entity pass, but no catalog was given. "
                          f"Pass a catalog, or leave prefilter=None.")
     if prefilter is not None and type(model).candidate_prior is TemporalLinkModel.candidate_prior:
-        raise ModelCapabilityError(f"{type(model).__name__} offers no candidate_prior, so Protocol(prefilter={prefilter}) "
-                                   f"cannot choose candidates. Use exact ranking (prefilter=None), or implement "
-                                   f"candidate_prior.")
+        raise ModelCapabilityError(f"{type(model).__name__} offers no candidate_prior, so "
+                                   f"Protocol(prefilter={prefilter}) cannot choose candidates. Use exact ranking "
+                                   f"(prefilter=None), or implement candidate_prior.")
     if num_negatives < 1 and sampler is not None:
         raise ValueError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
     if catalog is not None and not model.ranks_all_entities:
@@ -566,11 +566,11 @@ def evaluate(
         LeakageError: the model changed its state while scoring (``check_state``);
             :class:`~tgeval.errors.HiddenStateError` when its ``update`` or ``reset_state``
             changed state that its state methods do not cover.
-
-    Warns:
-        UntrainedModelWarning: the model has parameters and they are as it was built.
         DistributedError: ``distributed=True`` without a process group, or ranks that
             disagree on the data, the model's parameters and state, or the options.
+
+    Warns:
+        UntrainedModelWarning: the model has parameters and none changed since it was built.
     """
     if distributed:
         require_group()

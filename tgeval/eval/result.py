@@ -82,7 +82,8 @@ def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1
     sampled metric, counted as ``events_without_negatives``; a sampler's ``describe()`` splits
     its masked slots by cause, e.g. a TGB file's ``num_padded_slots`` and ``num_masked_collisions``),
     ``"all_entity"`` (rank metrics against the catalog, coverage and filtering counts) and
-    ``"strata"`` (the same per stratum, each with its count). Missing parts (no sampler, no all-entity pass) are omitted.
+    ``"strata"`` (the same per stratum, each with its count). Missing parts (no sampler, no all-entity
+    pass) are omitted.
     """
     ties = check_ties(ties)
     out: dict[str, Any] = {}

@@ -158,9 +158,9 @@ class NeuralLinkModel(TemporalLinkModel):
         """``(rows, z)``: the sorted nodes of a bool mask and their embeddings, in calls of at most
         :attr:`embed_chunk` nodes; ``sizes`` (its count, then :meth:`row_sizes`) if already read."""
         if not self.ranks_all_entities:
-            raise ModelCapabilityError(f"{type(self).__name__} with time_gap='query' embeds a node at a query time, not once per "
-                                       f"batch: it scores pairs (sampled metrics, training) but has no all-entity "
-                                       f"ranking; evaluate it with catalog=None (--no-all-entity), or use "
+            raise ModelCapabilityError(f"{type(self).__name__} with time_gap='query' embeds a node at a query time, "
+                                       f"not once per batch: it scores pairs (sampled metrics, training) but has no "
+                                       f"all-entity ranking; evaluate it with catalog=None (--no-all-entity), or use "
                                        f"time_gap='latest'.")
         if sizes is None:
             sizes = host_ints(mask.sum(), *self.row_sizes(mask))
