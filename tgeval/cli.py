@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import re
 import signal
@@ -37,21 +38,59 @@ def _ratios(text: str) -> tuple[float, float, float]:
     return parts[0], parts[1], parts[2]
 
 
+#: the largest size a flag takes (K, a batch size, k of Hits@k, epochs, budgets, threads): beyond it
+#: tensors overflow int32 indexing or any machine's memory, and numbers overflow C integers
+MAX_COUNT = 2**31 - 1
+#: a seed seeds torch, Python's ``random`` and NumPy's generator, whose seeds lie in [0, 2^32)
+MAX_SEED = 2**32 - 1
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _count(text: str) -> int:
+    """A size (K, a batch size, epochs, ...): an integer of magnitude at most :data:`MAX_COUNT` (the
+    command checks the lower bound that applies and names the fix)."""
+    value = _integer(text)
+    if abs(value) > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT:,} (2^31 - 1), got {text}")
+    return value
+
+
+def _seed(text: str) -> int:
+    value = _integer(text)
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"a seed lies in [0, {MAX_SEED:,}] (it seeds torch, Python's random and "
+                                         f"NumPy), got {text}")
+    return value
+
+
+def _learning_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"a learning rate is a positive finite number, got {text!r}")
+    return value
+
+
 def _ints(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(x) for x in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if any(k < 1 for k in values):
-        raise argparse.ArgumentTypeError(f"every k must be >= 1, got {text!r}")
+    if any(not 1 <= k <= MAX_COUNT for k in values):
+        raise argparse.ArgumentTypeError(f"every k must lie in [1, {MAX_COUNT:,}], got {text!r}")
     return values
 
 
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
+    value = _count(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected one integer >= 1, got {text!r}")
     return value
@@ -82,9 +121,9 @@ def _add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
     cp.add_argument("--ks", type=_parse_ks, default=list(DEFAULT_SWEEP),
                     help="sample sizes, e.g. 1,5,20,50,100,full (default)")
     cp.add_argument("--ties", choices=TIE_POLICIES, default="average", help="tie convention (default average)")
-    cp.add_argument("--block", type=int, default=128, help="events per bootstrap block (default 128)")
-    cp.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    cp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    cp.add_argument("--block", type=_count, default=128, help="events per bootstrap block (default 128)")
+    cp.add_argument("--resamples", type=_count, default=2000, help="bootstrap resamples (default 2000)")
+    cp.add_argument("--seed", type=_seed, default=0, help="bootstrap seed (default 0)")
     cp.add_argument("--out", type=Path, default=None, help="write the report as JSON (atomically)")
     cp.set_defaults(handler=("tgeval.diagnostics.compare", "compare_command"))
     return cp
@@ -124,7 +163,7 @@ def _add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:
                     help="train,val,test fractions of the checkpoint's training run (default 0.70,0.15,0.15)")
     iv.add_argument("--negatives", type=_positive_int, default=None, metavar="K",
                     help="K seen and K unseen negatives per factorial cell (default 20)")
-    iv.add_argument("--seed", type=int, default=None, help="seed of the draws and of the control directions (default 0)")
+    iv.add_argument("--seed", type=_seed, default=None, help="seed of the draws and of the control directions (default 0)")
     dg.set_defaults(handler=("tgeval.diagnostics.cli", "diagnose_command"))
     return dg
 
@@ -174,14 +213,14 @@ def _add_static_common(parser: argparse.ArgumentParser, out_help: str) -> None:
     parser.add_argument("--end", type=_static_end, default="all",
                         help="project the events with t < END: 'all' (default), 'train' (the training segment of "
                              "the 70/15/15 chronological split) or a time")
-    parser.add_argument("--C", dest="c", type=int, default=50, help="length of each node's recommendation list")
+    parser.add_argument("--C", dest="c", type=_count, default=50, help="length of each node's recommendation list")
     parser.add_argument("--rbo-p", type=float, default=0.5, help="persistence p of rank-biased overlap")
     parser.add_argument("--models", type=_static_models, default=STATIC_HEURISTICS,
                         help=f"comma-separated, of {','.join(STATIC_METHODS)} (default: the heuristics; gcn and sage are "
                              f"GNN baselines trained on the training graph)")
     parser.add_argument("--gnn-negatives", choices=WEIGHTINGS, default="uniform",
                         help="training negatives of the GNN baselines")
-    parser.add_argument("--seed", type=int, default=0, help="edge split, caps and negatives")
+    parser.add_argument("--seed", type=_seed, default=0, help="edge split, caps and negatives")
     parser.add_argument("--negatives", type=_heart_negatives, default=None,
                         metavar=f"heart:{'|'.join(HEART_HEURISTICS)}:M",
                         help="also rank each test edge against M HeaRT hard negatives (MRR, Hits@k)")
@@ -228,7 +267,7 @@ def _add_static_parsers(subparsers: Any) -> tuple[argparse.ArgumentParser, argpa
     sh.add_argument("--inverse", action="store_true", help="swap train and test")
     sh.add_argument("--caps", type=_caps, default=(None, None, None),
                     help="most links per split, TRAIN,VALID,TEST (e.g. none,none,5000)")
-    sh.add_argument("--max-depth", type=int, default=6, help="deepest breadth-first level for 'sp'")
+    sh.add_argument("--max-depth", type=_count, default=6, help="deepest breadth-first level for 'sp'")
     sh.set_defaults(handler=("tgeval.static.cli", "shift_command"))
     return st, sh
 
@@ -274,13 +313,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--sampler", default="uniform",
                     help="NAME[:key=value,...], NAME a registered sampler (an unknown name lists them), e.g. "
                          "historical:replace=true, uniform:directed=false, mixture:historical=0.5,uniform=0.5")
-    ev.add_argument("--negatives", type=int, default=None,
+    ev.add_argument("--negatives", type=_count, default=None,
                     help=f"K negatives per positive (default: every negative of a fixed-negatives file, fixed:/tgb:, "
                          f"else {DEFAULT_NEGATIVES}; fewer from a file is recorded as such; 0: no sampled metrics)")
     ev.add_argument("--all-entity", action=argparse.BooleanOptionalAction, default=True,
                     help="exact ranking against the whole catalog")
     ev.add_argument("--catalog", choices=CATALOG_KINDS, default="train")
-    ev.add_argument("--prefilter", type=int, default=None, metavar="L",
+    ev.add_argument("--prefilter", type=_count, default=None, metavar="L",
                     help="APPROXIMATE all-entity ranking: score only the L catalog items with the highest "
                          "candidate prior per step, counting the rest below the positive (ranks can only improve); "
                          "neural models; the result says so")
@@ -289,9 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--ties", choices=TIE_POLICIES, default="average")
     ev.add_argument("--hits", type=_ints, default=(1, 3, 10), help="k of Hits@k, comma-separated")
     ev.add_argument("--undirected", dest="directed", action="store_false", help="pairs are unordered")
-    ev.add_argument("--batch-size", type=int, default=200)
-    ev.add_argument("--candidate-budget", type=int, default=2**22)
-    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--batch-size", type=_count, default=200)
+    ev.add_argument("--candidate-budget", type=_count, default=2**22)
+    ev.add_argument("--seed", type=_seed, default=0)
     ev.add_argument("--device", default="cpu")
     ev.add_argument("--out", type=Path, help="result JSON")
     ev.add_argument("--save-events", type=Path, help="per-event CSV")
@@ -305,21 +344,21 @@ def build_parser() -> argparse.ArgumentParser:
                          + " (neural models read the event features `msg` when the data has them, else one zero "
                            "column)")
     tr.add_argument("--sampler", default="uniform", help="training negatives, NAME[:key=value,...]")
-    tr.add_argument("--negatives", "--num-negatives", type=int, default=1, help="K training negatives per positive")
+    tr.add_argument("--negatives", "--num-negatives", type=_count, default=1, help="K training negatives per positive")
     tr.add_argument("--allow-whole-stream", action="store_true",
                     help="train with a sampler defined with the whole stream (inductive, Birth-Death) on purpose: its "
                          "negatives of a batch know later events (recorded in the training specification)")
     tr.add_argument("--loss", default="bce", help="bce, bpr or sampled_softmax")
-    tr.add_argument("--epochs", type=int, default=3)
-    tr.add_argument("--patience", type=int, help="stop after this many epochs without validation improvement "
+    tr.add_argument("--epochs", type=_count, default=3)
+    tr.add_argument("--patience", type=_count, help="stop after this many epochs without validation improvement "
                                                  "(default: train every epoch; the best epoch is kept either way)")
-    tr.add_argument("--lr", type=float, help="Adam learning rate (default 0.1 for membership, 1e-4 otherwise)")
+    tr.add_argument("--lr", type=_learning_rate, help="Adam learning rate (default 0.1 for membership, 1e-4 otherwise)")
     tr.add_argument("--split", type=_ratios, default=(0.70, 0.15, 0.15))
-    tr.add_argument("--batch-size", type=int, default=200)
-    tr.add_argument("--seed", type=int, default=0, help="model initialisation, dropout and negatives")
+    tr.add_argument("--batch-size", type=_count, default=200)
+    tr.add_argument("--seed", type=_seed, default=0, help="model initialisation, dropout and negatives")
     tr.add_argument("--val-metric", choices=tuple(VAL_METRICS), default="ap",
                     help="validation metric of early stopping and of the best epoch")
-    tr.add_argument("--val-negatives", type=int, default=DEFAULT_VAL_NEGATIVES,
+    tr.add_argument("--val-negatives", type=_count, default=DEFAULT_VAL_NEGATIVES,
                     help=f"K uniform negatives (training catalog) per positive in validation, per epoch and in the "
                          f"final result (default {DEFAULT_VAL_NEGATIVES}, as fit's)")
     tr.add_argument("--history", choices=HISTORY_MODES, default=None,
@@ -358,22 +397,22 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="compare the baselines on the default dataset")
     run.add_argument("--data", type=Path, default=None, help="event file (default: CollegeMsg, else synthetic)")
     run.add_argument("--format", choices=formats.names(), default="snap")
-    run.add_argument("--negatives", type=int, default=20)
-    run.add_argument("--batch-size", type=int, default=200)
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--negatives", type=_count, default=20)
+    run.add_argument("--batch-size", type=_count, default=200)
+    run.add_argument("--seed", type=_seed, default=0)
     run.add_argument("--out", type=Path, default=Path("tgeval-results"),
                      help="folder for the result files, written beside it and swapped in whole when complete")
     run.add_argument("--overwrite", action="store_true",
                      help="replace the previous run in --out, every file of it (without it, a non-empty folder is "
                           "refused)")
-    run.add_argument("--tgn-epochs", type=int, default=1, help="epochs of the TGN trained beside the heuristics "
+    run.add_argument("--tgn-epochs", type=_count, default=1, help="epochs of the TGN trained beside the heuristics "
                      "(0: heuristics only)")
     run.set_defaults(handler=("tgeval.commands", "run_command"))
     for command in (ev, tr):
         command.add_argument("--duplicates", choices=DUPLICATE_RULES, default="keep",
                              help="events equal in every field to an earlier one: keep (counted) or drop them")
     for command in (ev, tr, run, static, shift):
-        command.add_argument("--threads", type=int, default=None,
+        command.add_argument("--threads", type=_count, default=None,
                              help=f"torch intra-op threads (default: ${THREADS_ENV}, else torch's: the cores); use 1 "
                                   f"on a loaded machine; recorded in the manifest")
     return parser
