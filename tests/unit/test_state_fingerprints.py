@@ -29,7 +29,8 @@ values = st.recursive(leaves, lambda inner: st.one_of(
 
 def mutable_parts(value, out):
     """Every object inside ``value`` that can change in place, depth first."""
-    if isinstance(value, (list, dict, set, np.ndarray, torch.Tensor, SimpleNamespace)):
+    if isinstance(value, (list, dict, set, torch.Tensor, SimpleNamespace)) or (
+            isinstance(value, np.ndarray) and value.size):  # an empty array has nothing to change in place
         out.append(value)
     children = (value.values() if isinstance(value, dict) else vars(value).values()
                 if isinstance(value, SimpleNamespace) else value if isinstance(value, (list, tuple)) else ())
@@ -49,10 +50,7 @@ def mutate(part):
     elif isinstance(part, SimpleNamespace):
         part.added = 0
     elif isinstance(part, np.ndarray):
-        if part.size:
-            part.flat[0] += 1
-        else:
-            part.resize(1, refcheck=False)
+        part.flat[0] += 1
     elif part.numel():
         part.add_(1.0)
     else:
