@@ -107,8 +107,8 @@ def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1
                               "per_batch_mean": float(torch.nanmean(grouped_auroc(scores, labels, batch)))}
             table["ap"] = {"global": float(average_precision(scores, labels)),
                            "per_batch_mean": float(torch.nanmean(grouped_average_precision(scores, labels, batch)))}
-            table["negatives"] = {"total": int(valid.sum()), "masked": neg.numel() - int(valid.sum())
-                                  + k * int((~scored).sum())}
+            table["negatives"] = {"total": int(valid.sum()),
+                                  "masked": int((~records["neg_mask"]).sum()) if "neg_mask" in records else 0}
         out["sampled"] = table
     if "above" in records:
         keep = torch.ones_like(records["covered"]) if uncovered == "rank" else records["covered"]

@@ -98,7 +98,7 @@ class TemporalLinkModel(nn.Module):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Record whether the subclass keeps the discovered state, and capture right after
         construction the initial values of its buffers (what the default :meth:`reset_state`
-        returns to) and the checksum of its parameters (:meth:`as_built` compares with it)."""
+        returns to) and its parameters with their in-place versions (:meth:`as_built` compares with them)."""
         super().__init_subclass__(**kwargs)
         cls.state_discovery = cls.snapshot is TemporalLinkModel.snapshot
         init = cls.__dict__.get("__init__")

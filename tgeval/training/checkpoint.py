@@ -49,12 +49,7 @@ from tgeval.provenance import versions
 from tgeval.state import State, load_parameters, parameters_of
 
 __all__ = ["CheckpointError", "Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "seed_all",
-           "rng_state", "set_rng_state", "CHECKPOINT_RECORD"]
-
-#: the attribute of a model loaded by :func:`load_checkpoint` that holds its checkpoint's record
-#: (:meth:`Checkpoint.describe`), for result manifests; :func:`~tgeval.training.fit.fit` sets it to ``None``
-#: (training changes the parameters the record describes)
-CHECKPOINT_RECORD = "checkpoint_record"
+           "rng_state", "set_rng_state"]
 
 FORMAT_VERSION = 2  # 2: the generator states of every process (1: of one)
 _MAGIC = b"TGEVAL-CHECKPOINT"
@@ -314,7 +309,7 @@ def load_checkpoint(
         Checkpoint: with the model's parameters and state snapshot restored, in eval mode
         (the random generators are not touched; call :meth:`Checkpoint.restore_rng`). The
         model carries the checkpoint's :meth:`Checkpoint.describe` as ``model.checkpoint_record``
-        (:data:`CHECKPOINT_RECORD`): the provenance a result of it records.
+        (:attr:`~tgeval.models.base.TemporalLinkModel.checkpoint_record`): the provenance a result of it records.
 
     Raises:
         FileNotFoundError: no such file.
@@ -349,5 +344,5 @@ def load_checkpoint(
                             history=payload["history"], training=payload["training"],
                             best_parameters=payload["best_parameters"], data_fingerprint=payload["data_fingerprint"],
                             versions=payload["versions"], path=path, sha256=digest)
-    setattr(model, CHECKPOINT_RECORD, json_safe(checkpoint.describe()))
+    model.checkpoint_record = json_safe(checkpoint.describe())
     return checkpoint

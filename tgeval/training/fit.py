@@ -42,8 +42,7 @@ from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol, metric_name
 from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.samplers.uniform import UniformSampler
 from tgeval.state import checked_reset, clone_state, load_parameters, parameters_of
-from tgeval.training.checkpoint import (CHECKPOINT_RECORD, CheckpointError, load_checkpoint, model_name, rng_state,
-                                       save_checkpoint)
+from tgeval.training.checkpoint import CheckpointError, load_checkpoint, model_name, rng_state, save_checkpoint
 from tgeval.training.losses import LossFn
 from tgeval.training.train import train_epoch
 
@@ -391,8 +390,7 @@ def fit(
         resume = _resume_file(resume)
         records, stopping, best_parameters, start = _resume(resume, neural, optimizer, training, data_fingerprint,
                                                             patience)
-    if getattr(model, CHECKPOINT_RECORD, None) is not None:  # a loaded checkpoint's record: training changes it
-        setattr(model, CHECKPOINT_RECORD, None)
+    model.checkpoint_record = None  # a loaded checkpoint's record describes other parameters once trained
 
     folder = None if checkpoint_dir is None or not writes else Path(checkpoint_dir)
     files: dict[str, dict] = {}
