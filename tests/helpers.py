@@ -2,10 +2,12 @@
 README's code blocks (the PyG-built TGN of *Your own PyG model* has its only source there)."""
 
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 from tgeval.models import registry
 from tgeval.models.base import TemporalLinkModel, pairwise_scorer
+from tgeval.state import _ADAPTERS, StateAdapter, register_state_adapter
 
 
 def small_neural_model(kind, num_nodes, msg_dim=1, subclass=None, node_features=None, **options):
@@ -117,3 +119,14 @@ def sample_replay(sampler, data, k, seed, batch_size):
 def snap_text(data) -> str:
     """``data`` as the lines of a SNAP edge list (``src dst t``), for tests of the file readers and the CLI."""
     return "".join(f"{u} {v} {t}\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))
+
+
+@contextmanager
+def registered_adapter(cls, **functions):
+    """A :class:`~tgeval.state.StateAdapter` of ``functions`` (``view``, ``load``, ``reset``) registered for
+    ``cls`` while inside, so no test leaves it registered for the next."""
+    register_state_adapter(cls, StateAdapter(**functions))
+    try:
+        yield
+    finally:
+        del _ADAPTERS[cls]

@@ -23,13 +23,11 @@ from tgeval.errors import ModelCapabilityError, UntrainedModelWarning
 from tgeval.models import GraphMixer
 from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers import UniformSampler
-from tgeval.state import StateAdapter, register_state_adapter
-from tgeval.state import _ADAPTERS
 from tgeval.cli import main
 from tgeval.samplers.inductive import InductiveSampler
 from tgeval.training.fit import fit
 from tgeval.training.train import check_training_sampler, train_epoch
-from tests.helpers import small_neural_model, snap_text
+from tests.helpers import registered_adapter, small_neural_model, snap_text
 
 NUM_NODES = 30
 K5 = Protocol(num_negatives=5)
@@ -231,11 +229,9 @@ class AdaptedModel(PairModel):
 
 @pytest.fixture
 def bank_adapter():
-    register_state_adapter(Bank, StateAdapter(view=lambda o: {"pairs": o.pairs},
-                                              load=lambda o, s: setattr(o, "pairs", dict(s["pairs"])),
-                                              reset=lambda o: o.pairs.clear()))
-    yield
-    del _ADAPTERS[Bank]
+    with registered_adapter(Bank, view=lambda o: {"pairs": o.pairs},
+                            load=lambda o, s: setattr(o, "pairs", dict(s["pairs"])), reset=lambda o: o.pairs.clear()):
+        yield
 
 
 class OwnStateModel(PairModel):

@@ -7,10 +7,11 @@ from torch import nn
 
 from tgeval import LeakageError, no_state_change
 from tgeval.models.base import TemporalLinkModel
-from tgeval.state import (StateAdapter, checksum, first_difference, load_parameters, parameters_of,
-                          register_state_adapter, state_adapter, state_parts, state_buffer_names)
+from tgeval.state import (checksum, first_difference, load_parameters, parameters_of, register_state_adapter,
+                          state_adapter, state_parts, state_buffer_names)
 from tgeval.state import _ADAPTERS
 from tests.conftest import make_stream
+from tests.helpers import registered_adapter
 
 
 class Tally:
@@ -22,11 +23,9 @@ class Tally:
 
 @pytest.fixture
 def tally_adapter():
-    register_state_adapter(Tally, StateAdapter(view=lambda o: {"seen": o.seen},
-                                               load=lambda o, s: setattr(o, "seen", list(s["seen"])),
-                                               reset=lambda o: o.seen.clear()))
-    yield
-    del _ADAPTERS[Tally]
+    with registered_adapter(Tally, view=lambda o: {"seen": o.seen},
+                            load=lambda o, s: setattr(o, "seen", list(s["seen"])), reset=lambda o: o.seen.clear()):
+        yield
 
 
 class Counting(TemporalLinkModel):
