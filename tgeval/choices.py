@@ -17,7 +17,7 @@ __all__ = ["DUPLICATE_RULES", "CATALOG_KINDS", "TiePolicy", "TIE_POLICIES", "Rep
 #: what :func:`~tgeval.data.io.read_events` does with duplicate events (``ReadInfo.num_duplicates``)
 DUPLICATE_RULES = ("keep", "drop")
 #: the catalogs :func:`~tgeval.data.catalog.build_catalog` builds from a stream
-CATALOG_KINDS = ("train", "time-available", "all")
+CATALOG_KINDS = ("train", "time-available", "all", "range")
 
 TiePolicy = Literal["average", "pessimistic", "optimistic"]
 """How negatives that score exactly like the positive are counted (SPEC §7)."""

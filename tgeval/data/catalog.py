@@ -1,7 +1,7 @@
 r"""Destination catalogs: the candidates of all-entity ranking and of uniform sampling (SPEC §7).
 
 A catalog is a set of destination ids, each with the time from which it may be offered:
-item ``c`` is a candidate for an event at time ``t`` iff ``available_from[c] < t``. Three
+item ``c`` is a candidate for an event at time ``t`` iff ``available_from[c] < t``. Four
 definitions are built from a stream:
 
 * ``"train"`` (the default, fixed): every destination of the training prefix, always
@@ -11,6 +11,9 @@ definitions are built from a stream:
   ``t`` sees exactly the destinations observed before ``t``.
 * ``"all"``: every destination of the whole stream, always available. It uses knowledge of
   the future destination set and is offered only as a named variant.
+* ``"range"``: every id from the smallest to the largest destination of the whole stream,
+  always available: the candidates TGB draws its evaluation negatives from (ids in the range
+  that never occur as a destination included). Like ``"all"``, it uses the future.
 
 Items are stored sorted by ``(available_from, id)``, so the candidates of an event at ``t``
 are the prefix ``items[:num_available(t)]``.
@@ -31,7 +34,7 @@ from tgeval.errors import CatalogError
 
 __all__ = ["Catalog", "CatalogKind", "CATALOG_KINDS", "build_catalog"]
 
-CatalogKind = Literal["train", "time-available", "all", "custom"]
+CatalogKind = Literal["train", "time-available", "all", "range", "custom"]
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,8 @@ class Catalog:
     """Candidate destinations with availability times.
 
     Attributes:
-        kind: how the catalog was defined (``"train"``, ``"time-available"``, ``"all"``
-            or ``"custom"``).
+        kind: how the catalog was defined (``"train"``, ``"time-available"``, ``"all"``,
+            ``"range"`` or ``"custom"``).
         items: int64 ``[N]`` distinct ids, sorted by ``(available_from, id)``.
         available_from: ``[N]`` times (dtype of the stream's ``t``), non-decreasing; item
             ``k`` is offered to events with ``t > available_from[k]``. ``None`` means every
@@ -136,7 +139,7 @@ def build_catalog(data: TemporalData, kind: str = "train", *, train_end: int | N
 
     Args:
         data: the whole stream.
-        kind: ``"train"``, ``"time-available"`` or ``"all"`` (see the module docstring).
+        kind: ``"train"``, ``"time-available"``, ``"all"`` or ``"range"`` (see the module docstring).
         train_end: end (exclusive event index) of the training prefix; required for ``"train"``.
         num_nodes: id bound; defaults to ``max(src, dst) + 1``.
     """
@@ -152,6 +155,12 @@ def build_catalog(data: TemporalData, kind: str = "train", *, train_end: int | N
     if kind == "all":
         return Catalog("all", torch.unique(data.dst), None, n,
                        {"rule": "destinations of the whole stream (uses the future destination set)"},
+                       BuiltFrom.of(data))
+    if kind == "range":
+        low, high = int(data.dst.min()), int(data.dst.max())
+        return Catalog("range", torch.arange(low, high + 1, device=data.dst.device), None, n,
+                       {"rule": "every id from the smallest to the largest destination of the whole stream "
+                                "(TGB's negatives; uses the future destination range)", "first": low, "last": high},
                        BuiltFrom.of(data))
     # time-available: first appearance of each destination (t is sorted, so the first index wins).
     ids, inverse = torch.unique(data.dst, return_inverse=True)

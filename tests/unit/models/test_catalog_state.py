@@ -19,6 +19,9 @@ def test_catalog_kinds():
     train = build_catalog(DATA, "train", train_end=3)
     assert train.items.tolist() == [3, 4, 5] and train.available_from is None
     assert build_catalog(DATA, "all").items.tolist() == [3, 4, 5, 6]
+    gap = make_stream([0, 1], [5, 2], [1, 2])  # TGB's range holds 3 and 4, never a destination
+    assert build_catalog(gap, "range").items.tolist() == [2, 3, 4, 5]
+    assert build_catalog(gap, "range").definition["first"] == 2
     timed = build_catalog(DATA, "time-available")
     assert timed.items.tolist() == [3, 4, 5, 6] and timed.available_from.tolist() == [1, 1, 2, 4]
     # strictly before t: at t=2 only {3, 4}; at t=4 also 5; 6 only after t=4
