@@ -1,0 +1,105 @@
+"""Presets: a peer benchmark's whole evaluation protocol under one name.
+
+``--preset tgb`` (or :data:`TGB` in Python) sets every choice the Temporal Graph Benchmark's
+link-prediction examples make, so that a TGB user gets TGB's numbers from one flag:
+
+========================  ====================================================================
+setting                   TGB's choice
+========================  ====================================================================
+split                     time quantiles 0.70 / 0.85: train ``t <= q70``, val ``q70 < t <= q85``,
+                          test ``t > q85`` (tgeval's default split is the same)
+replay                    online: every positive batch is observed after it was scored
+history                   ``batch``: each event is scored from the state at its batch's start
+batch size                200 events
+candidates                every destination id from the smallest to the largest of the stream
+                          (catalog ``range``, exact all-entity ranking), the set TGB draws its
+                          negatives from; with a TGB negatives file (``tgb:path=...``) its
+                          rows instead, ``K`` = the file's width
+ties                      ``average``: rank = 1 + (#greater + #greater-or-equal) / 2, TGB's
+                          evaluator's mean of its optimistic and pessimistic ranks
+EdgeBank window           0.15 x the training span, a pair counting when last seen at or after
+                          the latest time observed so far minus the window (``--window tgb``)
+========================  ====================================================================
+
+One difference stays on purpose: tgeval never splits a group of simultaneous events across
+two batches (TGB cuts fixed slices of 200), so a batch may hold a few more than 200 events.
+
+A setting given explicitly beside the preset wins, and the result records it as overridden:
+the manifest's ``preset`` names the preset, every setting it applied and every override.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = ["Preset", "TGB", "PRESETS", "apply_preset"]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named protocol.
+
+    Attributes:
+        name: the preset's name (``--preset NAME``).
+        settings: command-line destination -> value, as ``tgeval evaluate`` parses it
+            (``history``, ``batch_size``, ``catalog``, ...).
+        without_file: settings applied only when no negatives file is given (a file sets its own
+            ``K``).
+    """
+
+    name: str
+    settings: Mapping[str, Any]
+    without_file: Mapping[str, Any] = field(default_factory=dict)
+
+    def protocol(self, **overrides: Any):
+        """The :class:`~tgeval.protocol.Protocol` of the preset (``num_negatives=0``: no sampled
+        metrics, the candidates being the whole ``range`` catalog), fields in ``overrides`` replaced."""
+        from tgeval.protocol import Protocol
+
+        s = {**self.settings, **self.without_file}
+        fields = {"replay": s["protocol"], "history": s["history"], "batch_size": s["batch_size"],
+                  "ties": s["ties"], "num_negatives": s["negatives"], "directed": s["directed"],
+                  "uncovered": s["uncovered"]}
+        return Protocol(**{**fields, **overrides})
+
+    def split(self, data):
+        """:func:`~tgeval.data.split.chronological_split` of ``data`` at the preset's quantiles."""
+        from tgeval.data.split import chronological_split
+
+        return chronological_split(data, self.settings["split"])
+
+    def catalog(self, data, num_nodes: int | None = None):
+        """The preset's catalog of ``data`` (:func:`~tgeval.data.catalog.build_catalog`)."""
+        from tgeval.data.catalog import build_catalog
+
+        return build_catalog(data, self.settings["catalog"], num_nodes=num_nodes)
+
+
+#: The Temporal Graph Benchmark's link-prediction protocol (see the module docstring).
+TGB = Preset("tgb", {"split": (0.70, 0.15, 0.15), "protocol": "online", "history": "batch", "batch_size": 200,
+                     "all_entity": True, "catalog": "range", "ties": "average", "directed": True,
+                     "uncovered": "rank", "window": "tgb"},
+             without_file={"negatives": 0})
+
+PRESETS = {preset.name: preset for preset in (TGB,)}
+
+
+def apply_preset(args: Any, given: set[str], sampler_is_file: bool) -> dict:
+    """Set ``args.<setting>`` for every setting of the preset ``args.preset`` that the command line
+    did not give (``given``: the destinations set explicitly); return the record the manifest keeps:
+    ``{"name", "settings": what was applied, "overridden": {setting: value given instead}}``."""
+    preset = PRESETS[args.preset]
+    settings = {**preset.settings, **({} if sampler_is_file else preset.without_file)}
+    applied, overridden = {}, {}
+    for key, value in settings.items():
+        if key in given:
+            overridden[key] = _json(getattr(args, key))
+        else:
+            setattr(args, key, value)
+            applied[key] = _json(value)
+    return {"name": preset.name, "settings": applied, "overridden": overridden}
+
+
+def _json(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
