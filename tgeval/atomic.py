@@ -3,10 +3,14 @@ and checks that an output can be written, made before the work that produces it.
 
 from __future__ import annotations
 
+import fcntl
+import glob
 import hashlib
 import os
+import re
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 from contextlib import contextmanager
@@ -36,17 +40,22 @@ def write_atomic_group(files: Sequence[tuple[Union[str, os.PathLike], Union[str,
     never between two. Any failure before the renames leaves every old file untouched, and temporary
     files are removed on every exit, ``KeyboardInterrupt`` and ``SystemExit`` included. (A
     ``SIGKILL`` or a power cut between two renames can still mix an old and a new file: a
-    result records its events file's sha256, and readers refuse a mismatch.)
+    result records its events file's sha256, and readers refuse a mismatch.) Temporary files
+    that a killed earlier write of a target left beside it are removed first
+    (:func:`_remove_stale_temporaries`).
     """
     temporary: list[tuple[str, Path]] = []
+    held: list[int] = []  # the temporary files' descriptors, locked until the renames are done
     try:
         for path, content in files:
             target = Path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
+            _remove_stale_temporaries(target)
             payload = content.encode("utf-8") if isinstance(content, str) else content
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            fd, tmp = _locked_temporary(target)
+            held.append(fd)
             temporary.append((tmp, target))
-            with os.fdopen(fd, "wb") as handle:
+            with os.fdopen(fd, "wb", closefd=False) as handle:
                 handle.write(payload)
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -60,6 +69,52 @@ def write_atomic_group(files: Sequence[tuple[Union[str, os.PathLike], Union[str,
         for tmp, _ in temporary:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+        for fd in held:
+            os.close(fd)
+
+
+def _locked_temporary(target: Path) -> tuple[int, str]:
+    """A new temporary file ``.NAME.XXXXXXXX.tmp`` beside ``target``, open and locked (``flock``) so that
+    :func:`_remove_stale_temporaries` of another writer leaves it: drawn again in the rare case that one removed
+    it between its creation and the lock."""
+    while True:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(tmp)):
+                return fd, tmp
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Delete the temporary files that earlier writes of ``target`` left beside it when they were killed
+    (``SIGKILL``, a power cut) before renaming them into place.
+
+    Only regular files named as :func:`write_atomic_group` names its temporary files of ``target``,
+    ``.NAME.XXXXXXXX.tmp`` (``NAME`` the target's name, ``XXXXXXXX`` eight of ``[a-z0-9_]``, as
+    :func:`tempfile.mkstemp` draws them), are candidates, and of those only the ones no writer holds: a
+    writer keeps a lock (``flock``) on its temporary file until its renames are done, and the kernel
+    releases it when the writer dies. Everything else beside the target is left as it is."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.tmp")
+    for path in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+        if not pattern.fullmatch(path.name):
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:  # a link, or gone meanwhile
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a live writer's
+                continue
+            os.unlink(path)
+        finally:
+            os.close(fd)
 
 
 @contextmanager
