@@ -10,8 +10,9 @@ Ranking (one positive against ``K`` negatives per query)
 
 Classification (scores and binary labels)
     :func:`auroc`, :func:`average_precision` (global) and :func:`grouped_auroc`,
-    :func:`grouped_average_precision` (one value per group, e.g. per batch). They equal
-    ``sklearn.metrics.roc_auc_score`` / ``average_precision_score``, ties included.
+    :func:`grouped_average_precision` (one value per group, e.g. per batch), and
+    :func:`sampled_auroc_ap` (positives against ``[E, K]`` sampled negatives, in bounded memory).
+    They equal ``sklearn.metrics.roc_auc_score`` / ``average_precision_score``, ties included.
 
 Aggregation
     :func:`micro_mean` (mean over events) and :func:`macro_mean` (mean over groups, e.g.
@@ -35,7 +36,7 @@ to the host to decide, which is inherent to warning.
 from __future__ import annotations
 
 import warnings
-from typing import Optional, cast
+from typing import NamedTuple, Optional, cast
 
 import torch
 from torch import Tensor
@@ -56,6 +57,8 @@ __all__ = [
     "average_precision",
     "grouped_auroc",
     "grouped_average_precision",
+    "AurocAp",
+    "sampled_auroc_ap",
     "micro_mean",
     "macro_mean",
 ]
@@ -333,81 +336,140 @@ def hits_at_k(ranks: Tensor, k: int) -> Tensor:
 
 # --------------------------------------------------------------------------- AUROC / AP
 
+#: most negative scores binned at once: AUROC / AP hold O(CHUNK_SCORES) temporaries, however many scores
+CHUNK_SCORES = 2**20
+#: largest dense (group x level) histogram of the grouped metrics; beyond it, each negative's
+#: bin among its group's levels is found by a search
+DENSE_BINS = 2**23
 
-def _sorted_runs(
-    scores: Tensor, labels: Tensor, groups: Tensor, num_groups: int, *, descending: bool
-) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """Sort by (group ascending, score) and split into runs of tied scores.
 
-    Returns per-run int64 positive / negative counts, the run's group, and per-group
-    positive / negative totals and a has-NaN flag. Runs are indexed ``0..N-1`` (an upper
-    bound on their number, so no host sync is needed); unused runs have zero counts.
+class _Bins(NamedTuple):
+    """Positives and negatives counted per score level: int64 ``[B]`` counts ``pos`` and
+    ``neg``, and ``group`` int64 ``[B]``; a group's bins are contiguous and ascend in score."""
+
+    pos: Tensor
+    neg: Tensor
+    group: Tensor
+
+
+def _levels(values: Tensor, x: Tensor) -> Tensor:
+    r"""Level of each ``x`` among sorted distinct ``values`` ``[U]``, int64 in ``[0, 2U]``:
+    :math:`2i + 1` where ``x == values[i]``, :math:`2i` where ``values[i-1] < x < values[i]``.
+    Levels order like the scores, ties included."""
+    below = torch.searchsorted(values, x)
+    if values.numel() == 0:
+        return 2 * below
+    return 2 * below + (values.take(below.clamp(max=values.numel() - 1)) == x)
+
+
+def _count_into(counts: Tensor, bins: Tensor) -> None:
+    """``counts[b] +=`` the occurrences of ``b`` in ``bins``, over the span of ``bins`` only (a
+    chunk of consecutive queries fills a narrow span of a large table)."""
+    if bins.numel():
+        lo, hi = (int(v) for v in torch.aminmax(bins))  # one host sync
+        counts[lo:hi + 1].add_(torch.bincount(bins - lo, minlength=hi + 1 - lo))
+
+
+def _histograms(pos: Tensor, pos_group: Tensor, neg: Tensor, mask: Optional[Tensor], row_group: Tensor,
+                num_groups: int, grouped: bool) -> tuple[_Bins, Optional[_Bins], Tensor]:
+    r"""Count positives ``pos`` ``[P]`` (group ``pos_group``) and negatives ``neg`` ``[R, K]``
+    (where ``mask``; row ``r`` in group ``row_group[r]``) per level of the distinct positive
+    scores: overall, and per group if ``grouped``. Also returns int64 ``[G]``, NaN scores per group.
+
+    Only comparisons with positives matter to AUROC and AP, so a negative is binned by its
+    :func:`_levels` among the ``U`` distinct positive scores: ``2U + 1`` bins overall. Per
+    group, the bins are ``(group, level)`` (dense, if ``G (2U + 1) <= DENSE_BINS``) or the
+    levels among the group's own distinct positive levels (a search over the ``Q <= P``
+    distinct ``(group, level)`` keys; group ``g`` takes the ``2 Q_g + 2`` bins from
+    ``2 (Q_{<g} + g)``). Negatives go in row chunks of about :data:`CHUNK_SCORES` scores:
+    no ``[R, K]`` temporary. NaN scores are counted, then binned as 0 (their groups are NaN).
     """
-    n = scores.numel()
-    device = scores.device
-    order = torch.sort(scores, descending=descending, stable=True).indices
-    order = order[torch.sort(groups[order], stable=True).indices]  # stable: lexicographic (group, score)
-    s, y, g = scores[order], labels[order], groups[order]
+    device = pos.device
+    dtype = torch.promote_types(pos.dtype, neg.dtype)
+    floating = dtype.is_floating_point
+    nan_g = torch.zeros(num_groups, dtype=torch.long, device=device)
+    pos = pos.to(dtype)
+    if floating:
+        pos_nan = torch.isnan(pos)
+        nan_g.index_add_(0, pos_group, pos_nan.to(torch.long))
+        pos = pos.masked_fill(pos_nan, 0)
+    values, inverse = torch.unique(pos, sorted=True, return_inverse=True)
+    m = 2 * values.numel() + 1
+    pos_level = 2 * inverse + 1
+    whole = _Bins(torch.bincount(pos_level, minlength=m), torch.zeros(m, dtype=torch.long, device=device),
+                  torch.zeros(m, dtype=torch.long, device=device))
+    per_group: Optional[_Bins] = None
+    keys: Optional[Tensor] = None
+    if grouped and num_groups * m <= DENSE_BINS:
+        size = num_groups * m
+        pos_bin = pos_group * m + pos_level
+        bin_group = torch.arange(num_groups, device=device).repeat_interleave(m)
+    elif grouped:
+        keys, key_index = torch.unique(pos_group * m + pos_level, sorted=True, return_inverse=True)
+        per_key = torch.bincount(keys // m, minlength=num_groups)
+        pos_bin = 2 * key_index + 1 + 2 * pos_group
+        bin_group = torch.arange(num_groups, device=device).repeat_interleave(2 * per_key + 2)
+        size = bin_group.numel()
+    if grouped:
+        per_group = _Bins(torch.bincount(pos_bin, minlength=size), torch.zeros(size, dtype=torch.long, device=device),
+                          bin_group)
+    rows = max(1, CHUNK_SCORES // max(neg.size(1), 1))
+    for a in range(0, neg.size(0), rows):
+        x, g = neg[a:a + rows].to(dtype), row_group[a:a + rows, None]
+        valid = None if mask is None else mask[a:a + rows]
+        if floating:
+            nan = torch.isnan(x)
+            if bool(nan.any()):  # one host sync per chunk
+                nan_g.index_add_(0, g[:, 0], (nan if valid is None else nan & valid).any(1).to(torch.long))
+                x = x.masked_fill(nan, 0)
+        level = _levels(values, x)
+        if per_group is None or keys is not None:
+            _count_into(whole.neg, level.flatten() if valid is None else level[valid])
+        if per_group is not None:
+            key_bin = g * m + level if keys is None else _levels(keys, g * m + level) + 2 * g
+            _count_into(per_group.neg, key_bin.flatten() if valid is None else key_bin[valid])
+    if per_group is not None and keys is None:  # dense: the overall counts are the sums over groups
+        whole.neg.add_(per_group.neg.view(num_groups, m).sum(0))
+    return whole, per_group, nan_g
 
-    new_run = torch.ones(n, dtype=torch.bool, device=device)
-    new_run[1:] = (s[1:] != s[:-1]) | (g[1:] != g[:-1])
-    run = torch.cumsum(new_run, 0) - 1
-    y_long = y.to(torch.long)
-    pos_run = torch.zeros(n, dtype=torch.long, device=device).index_add_(0, run, y_long)
-    neg_run = torch.zeros(n, dtype=torch.long, device=device).index_add_(0, run, 1 - y_long)
-    run_group = torch.zeros(n, dtype=torch.long, device=device).scatter_(0, run, g)
 
-    pos_g = torch.zeros(num_groups, dtype=torch.long, device=device).index_add_(0, groups, labels.to(torch.long))
-    tot_g = torch.zeros(num_groups, dtype=torch.long, device=device).index_add_(
-        0, groups, torch.ones_like(groups)
-    )
-    neg_g = tot_g - pos_g
-    if scores.is_floating_point():
-        nan_g = torch.zeros(num_groups, dtype=torch.long, device=device).index_add_(
-            0, groups, torch.isnan(scores).to(torch.long)
-        ) > 0
-    else:
-        nan_g = torch.zeros(num_groups, dtype=torch.bool, device=device)
-    return pos_run, neg_run, run_group, pos_g, neg_g, nan_g
+def _auroc_ap(bins: _Bins, num_groups: int, nan_g: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    r"""AUROC and AP per group from :func:`_histograms`' bins, exact (int64 counts).
+
+    With :math:`n^-_b, n^+_b` negatives and positives in bin :math:`b`, and :math:`N^-_{<b}`
+    negatives in lower bins of its group:
+
+    .. math::
+        2U = \sum_b n^+_b (2 N^-_{<b} + n^-_b), \qquad
+        \mathrm{AP} = \frac{1}{|P|} \sum_{b : n^+_b > 0} n^+_b \frac{TP_b}{TP_b + FP_b}
+
+    with :math:`TP_b, FP_b` the positives / negatives in bin :math:`b` and above.
+
+    Returns float64 ``[G]`` AUROC and AP (NaN where undefined), bool ``[G]`` one-class and
+    no-positive flags, int64 ``[G]`` positives and negatives.
+    """
+    device = bins.pos.device
+    pos_g = torch.zeros(num_groups, dtype=torch.long, device=device).index_add_(0, bins.group, bins.pos)
+    neg_g = torch.zeros(num_groups, dtype=torch.long, device=device).index_add_(0, bins.group, bins.neg)
+    pos_below = torch.cumsum(bins.pos, 0) - bins.pos - _exclusive_cumsum(pos_g)[bins.group]
+    neg_below = torch.cumsum(bins.neg, 0) - bins.neg - _exclusive_cumsum(neg_g)[bins.group]
+    twice_u = torch.zeros(num_groups, dtype=torch.long, device=device).index_add_(
+        0, bins.group, bins.pos * (2 * neg_below + bins.neg))
+    auc = twice_u.to(torch.float64) / (2.0 * pos_g.to(torch.float64) * neg_g.to(torch.float64))
+    tp, fp = pos_g[bins.group] - pos_below, neg_g[bins.group] - neg_below
+    precision = tp.to(torch.float64) / (tp + fp).clamp_min(1).to(torch.float64)
+    contrib = torch.where(bins.pos > 0, bins.pos.to(torch.float64) * precision, torch.zeros_like(precision))
+    ap = torch.zeros(num_groups, dtype=torch.float64, device=device).index_add_(0, bins.group, contrib)
+    ap = ap / pos_g.to(torch.float64)
+    has_nan, no_pos = nan_g > 0, pos_g == 0
+    one_class = no_pos | (neg_g == 0)
+    nan = torch.full_like(auc, float("nan"))
+    return (torch.where(one_class | has_nan, nan, auc), torch.where(no_pos | has_nan, nan, ap), one_class, no_pos,
+            pos_g, neg_g)
 
 
 def _exclusive_cumsum(x: Tensor) -> Tensor:
     return torch.cumsum(x, 0) - x
-
-
-def _grouped_auroc(
-    scores: Tensor, labels: Tensor, groups: Tensor, num_groups: int
-) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    pos_run, neg_run, run_group, pos_g, neg_g, nan_g = _sorted_runs(
-        scores, labels, groups, num_groups, descending=False
-    )
-    # negatives strictly below each run, within its group (runs are sorted by group first)
-    neg_offset_g = _exclusive_cumsum(neg_g)
-    neg_below = _exclusive_cumsum(neg_run) - neg_offset_g[run_group]
-    # 2 * (#pairs pos > neg + 1/2 #pairs pos == neg), exact in int64
-    twice_u = pos_run * (2 * neg_below + neg_run)
-    twice_u_g = torch.zeros(num_groups, dtype=torch.long, device=scores.device).index_add_(0, run_group, twice_u)
-    value = twice_u_g.to(torch.float64) / (2.0 * pos_g.to(torch.float64) * neg_g.to(torch.float64))
-    one_class = (pos_g == 0) | (neg_g == 0)
-    value = torch.where(one_class | nan_g, torch.full_like(value, float("nan")), value)
-    return value, one_class, nan_g, pos_g, neg_g
-
-
-def _grouped_ap(scores: Tensor, labels: Tensor, groups: Tensor, num_groups: int) -> tuple[Tensor, Tensor, Tensor]:
-    pos_run, neg_run, run_group, pos_g, neg_g, nan_g = _sorted_runs(
-        scores, labels, groups, num_groups, descending=True
-    )
-    # true / false positives at the threshold of each run (run included), within its group
-    tp = torch.cumsum(pos_run, 0) - _exclusive_cumsum(pos_g)[run_group]
-    fp = torch.cumsum(neg_run, 0) - _exclusive_cumsum(neg_g)[run_group]
-    has_pos = pos_run > 0
-    precision = tp.to(torch.float64) / (tp + fp).clamp_min(1).to(torch.float64)
-    contrib = torch.where(has_pos, pos_run.to(torch.float64) * precision, torch.zeros_like(precision))
-    sum_g = torch.zeros(num_groups, dtype=torch.float64, device=scores.device).index_add_(0, run_group, contrib)
-    value = sum_g / pos_g.to(torch.float64)
-    no_pos = pos_g == 0
-    value = torch.where(no_pos | nan_g, torch.full_like(value, float("nan")), value)
-    return value, no_pos, nan_g
 
 
 def _warn_groups(metric: str, rule: str, undefined: Tensor, has_nan: Tensor) -> None:
@@ -427,6 +489,33 @@ def _warn_groups(metric: str, rule: str, undefined: Tensor, has_nan: Tensor) -> 
         UndefinedMetricWarning,
         stacklevel=3,
     )
+
+
+def _warn_whole(auc: Optional[Tensor], ap: Optional[Tensor], one_class: Tensor, no_pos: Tensor, nan_g: Tensor,
+                pos_g: Tensor, neg_g: Tensor) -> None:
+    """Warn if the overall AUROC (``auc`` given) or AP (``ap`` given) is undefined (one host sync)."""
+    n_pos, n_neg, n_nan, lone, empty = torch.stack([pos_g[0], neg_g[0], nan_g[0], one_class[0].long(),
+                                                    no_pos[0].long()]).tolist()
+    if auc is not None and (lone or n_nan):
+        why = "`scores` contains NaN" if n_nan else \
+            f"only one class is present ({n_pos} positives, {n_neg} negatives)"
+        warnings.warn(f"AUROC is undefined: {why}. Returning nan.", UndefinedMetricWarning, stacklevel=3)
+    if ap is not None and (empty or n_nan):
+        why = "no positive label is present" if empty else "`scores` contains NaN"
+        warnings.warn(f"Average precision is undefined: {why}. Returning nan.", UndefinedMetricWarning,
+                      stacklevel=3)
+
+
+def _flat(scores: Tensor, labels: Tensor, groups: Optional[Tensor], num_groups: Optional[int]
+          ) -> tuple[Tensor, Tensor, Tensor, Tensor, int]:
+    """Checked flat inputs as positives ``[P]`` and negatives ``[N, 1]`` with their groups, and ``G``."""
+    _check_scores(scores)
+    y = _as_bool_labels(labels, scores)
+    if groups is None:
+        groups, num = torch.zeros(scores.numel(), dtype=torch.long, device=scores.device), 1
+    else:
+        num = _check_groups(groups, scores, num_groups)
+    return scores[y], groups[y], scores[~y].unsqueeze(1), groups[~y], num
 
 
 def auroc(scores: Tensor, labels: Tensor) -> Tensor:
@@ -454,19 +543,11 @@ def auroc(scores: Tensor, labels: Tensor) -> Tensor:
         >>> auroc(torch.tensor([1.0, 1.0]), torch.tensor([True, False]))  # a tie: 1/2
         tensor(0.5000, dtype=torch.float64)
     """
-    _check_scores(scores)
-    y = _as_bool_labels(labels, scores)
-    zeros = torch.zeros(scores.numel(), dtype=torch.long, device=scores.device)
-    value, one_class, nan_g, pos_g, neg_g = _grouped_auroc(scores, y, zeros, 1)
-    counts = torch.stack([pos_g[0], neg_g[0], nan_g[0].to(torch.long)])
-    if bool((one_class | nan_g)[0]):  # one host sync
-        n_pos, n_neg, n_nan = counts.tolist()
-        if n_nan:
-            why = "`scores` contains NaN"
-        else:
-            why = f"only one class is present ({n_pos} positives, {n_neg} negatives)"
-        warnings.warn(f"AUROC is undefined: {why}. Returning nan.", UndefinedMetricWarning, stacklevel=2)
-    return value[0]
+    pos, pos_group, neg, row_group, _ = _flat(scores, labels, None, None)
+    whole, _, nan_g = _histograms(pos, pos_group, neg, None, row_group, 1, grouped=False)
+    auc, _, one_class, no_pos, pos_g, neg_g = _auroc_ap(whole, 1, nan_g)
+    _warn_whole(auc, None, one_class, no_pos, nan_g, pos_g, neg_g)
+    return auc[0]
 
 
 def average_precision(scores: Tensor, labels: Tensor) -> Tensor:
@@ -495,25 +576,19 @@ def average_precision(scores: Tensor, labels: Tensor) -> Tensor:
         >>> average_precision(s, torch.tensor([0, 0, 1, 1]))  # (1/1 + 2/3) / 2
         tensor(0.8333, dtype=torch.float64)
     """
-    _check_scores(scores)
-    y = _as_bool_labels(labels, scores)
-    zeros = torch.zeros(scores.numel(), dtype=torch.long, device=scores.device)
-    value, no_pos, nan_g = _grouped_ap(scores, y, zeros, 1)
-    flags = torch.stack([no_pos[0], nan_g[0]])
-    if bool(flags.any()):  # one host sync
-        why = "no positive label is present" if bool(flags[0]) else "`scores` contains NaN"
-        warnings.warn(
-            f"Average precision is undefined: {why}. Returning nan.", UndefinedMetricWarning, stacklevel=2
-        )
-    return value[0]
+    pos, pos_group, neg, row_group, _ = _flat(scores, labels, None, None)
+    whole, _, nan_g = _histograms(pos, pos_group, neg, None, row_group, 1, grouped=False)
+    _, ap, one_class, no_pos, pos_g, neg_g = _auroc_ap(whole, 1, nan_g)
+    _warn_whole(None, ap, one_class, no_pos, nan_g, pos_g, neg_g)
+    return ap[0]
 
 
 def grouped_auroc(scores: Tensor, labels: Tensor, groups: Tensor, *, num_groups: Optional[int] = None) -> Tensor:
     r"""AUROC of each group separately (e.g. per batch): :func:`auroc` restricted to
     :math:`\{i : g_i = k\}` for :math:`k = 0, \dots, G - 1`.
 
-    Vectorised: one stable lexicographic sort by (group, score), tie runs found by
-    comparing neighbours, and segment sums. Groups need not be contiguous or sorted.
+    Vectorised: negatives are counted per (group, level among the positive scores) with
+    one histogram (:func:`sampled_auroc_ap`). Groups need not be contiguous or sorted.
 
     Args:
         scores (Tensor): float or integer ``[N]``.
@@ -532,12 +607,11 @@ def grouped_auroc(scores: Tensor, labels: Tensor, groups: Tensor, *, num_groups:
         >>> grouped_auroc(s, y, g)
         tensor([1.0000, 0.5000, 1.0000], dtype=torch.float64)
     """
-    _check_scores(scores)
-    y = _as_bool_labels(labels, scores)
-    num = _check_groups(groups, scores, num_groups)
-    value, one_class, nan_g, _, _ = _grouped_auroc(scores, y, groups, num)
-    _warn_groups("AUROC", "only one class (or no members)", one_class, nan_g)
-    return value
+    pos, pos_group, neg, row_group, num = _flat(scores, labels, groups, num_groups)
+    _, bins, nan_g = _histograms(pos, pos_group, neg, None, row_group, num, grouped=True)
+    auc, _, one_class, _, _, _ = _auroc_ap(bins, num, nan_g)  # type: ignore[arg-type]
+    _warn_groups("AUROC", "only one class (or no members)", one_class, nan_g > 0)
+    return auc
 
 
 def grouped_average_precision(
@@ -565,13 +639,82 @@ def grouped_average_precision(
         >>> grouped_average_precision(s, y, g)  # group 1: one threshold, precision 1/2
         tensor([1.0000, 0.5000, 1.0000], dtype=torch.float64)
     """
-    _check_scores(scores)
-    y = _as_bool_labels(labels, scores)
-    num = _check_groups(groups, scores, num_groups)
-    value, no_pos, nan_g = _grouped_ap(scores, y, groups, num)
-    _warn_groups("Average precision", "no positive label (or no members)", no_pos, nan_g)
-    return value
+    pos, pos_group, neg, row_group, num = _flat(scores, labels, groups, num_groups)
+    _, bins, nan_g = _histograms(pos, pos_group, neg, None, row_group, num, grouped=True)
+    _, ap, _, no_pos, _, _ = _auroc_ap(bins, num, nan_g)  # type: ignore[arg-type]
+    _warn_groups("Average precision", "no positive label (or no members)", no_pos, nan_g > 0)
+    return ap
 
+
+class AurocAp(NamedTuple):
+    """AUROC and average precision, overall (0-dim float64) and per group (float64 ``[G]``, or
+    ``None`` without groups)."""
+
+    auroc: Tensor
+    average_precision: Tensor
+    grouped_auroc: Optional[Tensor]
+    grouped_average_precision: Optional[Tensor]
+
+
+def sampled_auroc_ap(pos: Tensor, neg: Tensor, *, mask: Optional[Tensor] = None, groups: Optional[Tensor] = None,
+                     num_groups: Optional[int] = None) -> AurocAp:
+    r"""AUROC and AP of sampled negatives: each query's positive (label 1) and its ``K``
+    negatives (label 0) pooled, overall and per group of queries (e.g. per batch).
+
+    Equals :func:`auroc` / :func:`average_precision` (and :func:`grouped_auroc` /
+    :func:`grouped_average_precision` with each negative in its query's group) of
+    ``scores = cat([pos, neg[mask]])``, ties included, without building that vector: the
+    negatives are binned in row chunks by their level among the distinct positive scores,
+    :math:`O(EK \log U)` time for ``U`` distinct positive scores (a few passes when ``U`` is
+    small, as for EdgeBank's 0/1 scores) and :math:`O(E + U G)` memory beside the inputs.
+
+    Args:
+        pos (Tensor): float or integer ``[E]``, each query's positive score.
+        neg (Tensor): float or integer ``[E, K]``, its negatives' scores (views are not copied).
+        mask (Tensor, optional): bool ``[E, K]``, the negatives that count (``None``: all).
+        groups (Tensor, optional): int64 ``[E]``, group of each query, in ``[0, G)``.
+        num_groups (int, optional): ``G``; default ``groups.max() + 1``.
+
+    Returns:
+        AurocAp: ``auroc``, ``average_precision`` and, with ``groups``, their values per group.
+        Undefined values (one class, a NaN score) are NaN, with an
+        :class:`~tgeval.errors.UndefinedMetricWarning`.
+
+    Example:
+        >>> pos = torch.tensor([0.9, 0.2])
+        >>> neg = torch.tensor([[0.1, 0.3], [0.2, 0.7]])
+        >>> sampled_auroc_ap(pos, neg).auroc  # 0.9 beats 4; 0.2 beats 1, ties 1: 5.5 / 8
+        tensor(0.6875, dtype=torch.float64)
+        >>> sampled_auroc_ap(pos, neg, groups=torch.tensor([0, 1])).grouped_auroc
+        tensor([1.0000, 0.2500], dtype=torch.float64)
+    """
+    _check_scores(pos)
+    if not isinstance(neg, Tensor) or neg.dim() != 2 or neg.size(0) != pos.numel():
+        shape = tuple(neg.shape) if isinstance(neg, Tensor) else type(neg).__name__
+        raise ValueError(f"`neg` must have shape [E, K] with E = pos.numel() = {pos.numel()}, but has shape {shape}.")
+    if neg.dtype == torch.bool or neg.is_complex():
+        raise TypeError(f"`neg` must be a real (float or integer) tensor, but has dtype {neg.dtype}.")
+    for name, other in (("neg", neg), ("mask", mask), ("groups", groups)):
+        if other is not None and isinstance(other, Tensor) and other.device != pos.device:
+            raise ValueError(f"`{name}` is on {other.device} but `pos` is on {pos.device}; move both to one device.")
+    if mask is not None:
+        if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+            raise TypeError(f"`mask` must be a bool tensor, but got {getattr(mask, 'dtype', type(mask).__name__)}.")
+        if mask.shape != neg.shape:
+            raise ValueError(f"`mask` must have the shape of `neg` {tuple(neg.shape)}, but has {tuple(mask.shape)}.")
+    zeros = torch.zeros(pos.numel(), dtype=torch.long, device=pos.device)
+    num = 1 if groups is None else _check_groups(groups, pos, num_groups)
+    whole, per_group, nan_g = _histograms(pos, zeros if groups is None else groups, neg, mask,
+                                          zeros if groups is None else groups, num, grouped=groups is not None)
+    nan_whole = nan_g.sum().reshape(1)
+    auc, ap, one_class, no_pos, pos_g, neg_g = _auroc_ap(whole, 1, nan_whole)
+    _warn_whole(auc, ap, one_class, no_pos, nan_whole, pos_g, neg_g)
+    if per_group is None:
+        return AurocAp(auc[0], ap[0], None, None)
+    auc_g, ap_g, one_class_g, no_pos_g, _, _ = _auroc_ap(per_group, num, nan_g)
+    _warn_groups("AUROC", "only one class (or no members)", one_class_g, nan_g > 0)
+    _warn_groups("Average precision", "no positive label (or no members)", no_pos_g, nan_g > 0)
+    return AurocAp(auc[0], ap[0], auc_g, ap_g)
 
 # --------------------------------------------------------------------------- aggregation
 

@@ -22,15 +22,12 @@ from tgeval.atomic import sha256_of, write_atomic, write_atomic_group
 from tgeval.protocol import metric_name
 from tgeval.eval.metrics import (
     TiePolicy,
-    auroc,
     check_ties,
-    average_precision,
-    grouped_auroc,
-    grouped_average_precision,
     hits_at_k,
     macro_mean,
     micro_mean,
     rank_from_counts,
+    sampled_auroc_ap,
 )
 
 __all__ = ["Result", "STRATA", "summarize", "json_safe"]
@@ -91,23 +88,21 @@ def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1
     # events whose negatives are all masked have nothing to be ranked against: left out, never ranked first
     scored = records["neg_mask"].any(1) if "neg_mask" in records else torch.ones_like(src, dtype=torch.bool)
     if "neg_score" in records:
-        pos, neg = records["score"][scored], records["neg_score"][scored]
+        everything = "neg_mask" not in records or bool(scored.all())  # no copy of the [E, K] scores then
+        pos, neg = (records["score"], records["neg_score"]) if everything else \
+            (records["score"][scored], records["neg_score"][scored])
         table = _ranking_table(records["sampled_above"][scored], records["sampled_equal"][scored], src[scored], ties,
                                hits)
         if "neg_mask" in records:
             table["events_without_negatives"] = int((~scored).sum())
-        b, k = neg.shape
-        if k > 0:
-            valid = records["neg_mask"][scored] if "neg_mask" in records else torch.ones_like(neg, dtype=torch.bool)
-            scores = torch.cat([pos, neg[valid]])
-            labels = torch.cat([torch.ones(b, dtype=torch.bool, device=pos.device),
-                                torch.zeros(int(valid.sum()), dtype=torch.bool, device=pos.device)])
-            batch = torch.cat([records["batch"][scored], records["batch"][scored][:, None].expand(b, k)[valid]])
-            table["auroc"] = {"global": float(auroc(scores, labels)),
-                              "per_batch_mean": float(torch.nanmean(grouped_auroc(scores, labels, batch)))}
-            table["ap"] = {"global": float(average_precision(scores, labels)),
-                           "per_batch_mean": float(torch.nanmean(grouped_average_precision(scores, labels, batch)))}
-            table["negatives"] = {"total": int(valid.sum()),
+        if neg.size(1) > 0:
+            valid = records["neg_mask"][scored] if "neg_mask" in records else None
+            separation = sampled_auroc_ap(pos, neg, mask=valid, groups=records["batch"][scored])
+            table["auroc"] = {"global": float(separation.auroc),
+                              "per_batch_mean": float(torch.nanmean(separation.grouped_auroc))}
+            table["ap"] = {"global": float(separation.average_precision),
+                           "per_batch_mean": float(torch.nanmean(separation.grouped_average_precision))}
+            table["negatives"] = {"total": neg.numel() if valid is None else int(valid.sum()),
                                   "masked": int((~records["neg_mask"]).sum()) if "neg_mask" in records else 0}
         out["sampled"] = table
     if "above" in records:
