@@ -32,7 +32,7 @@ from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scor
 from tgeval.state import State, clone_state
 
 __all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity", "edgebank_window",
-           "UNLIMITED_WINDOW"]
+           "tgb_time_window", "UNLIMITED_WINDOW", "WINDOW_ANCHORS"]
 
 #: windows at or beyond this duration are unlimited: 2^63, past every difference ``t - s >= 0`` of int64
 #: times in ``[0, 2^63)`` (a stream whose times span more, from negative times, is the one case it shortens)
@@ -56,6 +56,33 @@ def edgebank_window(window: Union[int, float, None]) -> Union[int, float, None]:
         raise ValueError(f"window must be a positive duration or None (unlimited), got {window!r}; for unlimited "
                          f"memory pass None or inf.")
     return None if value >= UNLIMITED_WINDOW else value
+
+
+#: where :class:`EdgeBank`'s window ends: at the query time, or at the latest event time fed (TGB's rule)
+WINDOW_ANCHORS = ("query", "latest")
+
+
+def tgb_time_window(t_min: Union[int, float], t_max: Union[int, float], ratio: float = 0.15) -> float:
+    r"""The window duration of TGB's ``EdgeBankPredictor`` (``fixed_time_window``) initialised with
+    events spanning ``[t_min, t_max]``, with TGB's float64 arithmetic (for ``EdgeBank(window=...,
+    anchor="latest")``):
+
+    .. math:: w = t_{max} - (t_{min} + (t_{max} - t_{min})(1 - r)),
+
+    about ``r`` times the span. TGB's link-prediction examples initialise it with the training
+    events and keep it through validation and test.
+
+    Raises:
+        ValueError: ``ratio`` is not in ``(0, 1]``, or the events span no time (``w`` is not positive).
+    """
+    if not 0 < ratio <= 1:
+        raise ValueError(f"ratio must be in (0, 1] (TGB's default: 0.15), got {ratio!r}.")
+    start = float(t_min) + float(t_max - t_min) * (1 - ratio)  # as numpy computes it: int64 span, then float64
+    window = float(t_max) - start
+    if not window > 0:
+        raise ValueError(f"the events span no time (t_min={t_min!r}, t_max={t_max!r}), so TGB's window would be "
+                         f"{window!r}; initialise it with events of more than one timestamp.")
+    return window
 
 
 class _BufferState(TemporalLinkModel):
@@ -96,12 +123,18 @@ class EdgeBank(_BufferState):
             ``2^63`` (``inf``, ``1e300``, ``9.3e18``) is unlimited and recorded as ``None``
             (:func:`edgebank_window`).
         directed: if ``False``, ``(u, v)`` and ``(v, u)`` are the same pair.
+        anchor: where the window ends. ``"query"``: at the query time ``t`` (the window is
+            ``[t - w, t)``). ``"latest"``: at the latest event time ``T`` observed so far (TGB's
+            EdgeBank: a pair counts if last seen at or after ``T - w``; ``T`` moves forward with
+            each update, and inside :meth:`within_batch` with the batch's events before ``t``);
+            :func:`tgb_time_window` gives TGB's ``w``.
     """
 
-    _state_keys = ("keys", "last_seen")
+    _state_keys = ("keys", "last_seen", "latest")
     exact_history = True
     keys: Tensor  # int64 [capacity]: sorted distinct pair keys, then PAD
     last_seen: Tensor  # [capacity]: last time each pair occurred (int64 or float64), then its dtype's lowest value
+    latest: Tensor  # []: latest time of an event fed (dtype of last_seen; its lowest value before any event)
     slots: Tensor  # int64 [capacity]: arange(capacity), not state
     #: smallest capacity of the padded arrays
     min_capacity = 1024
@@ -109,8 +142,11 @@ class EdgeBank(_BufferState):
     #: compaction to twice the pairs stored (one host read), not left at the room it reserved
     bulk_events = 2**16
 
-    def __init__(self, num_nodes: int, window: Union[int, float, None] = None, directed: bool = True) -> None:
+    def __init__(self, num_nodes: int, window: Union[int, float, None] = None, directed: bool = True,
+                 anchor: str = "query") -> None:
         super().__init__(num_nodes)
+        if anchor not in WINDOW_ANCHORS:
+            raise ValueError(f"anchor must be one of {', '.join(map(repr, WINDOW_ANCHORS))}, got {anchor!r}.")
         if num_nodes > MAX_PAIR_KEY_NODES:
             raise ValueError(f"num_nodes={num_nodes} is too large for int64 pair keys (at most {MAX_PAIR_KEY_NODES:,}).")
         self.window = edgebank_window(window)
@@ -119,10 +155,12 @@ class EdgeBank(_BufferState):
         # integer times: a pair counts iff last seen at or after t - floor(w) (exact, int64)
         self._floor = None if self.window is None else math.floor(self.window)
         self.directed = directed
+        self.anchor = anchor
         self.register_buffer("keys", torch.full((self.min_capacity,), PAD, dtype=torch.long), persistent=False)
         self.register_buffer("last_seen", torch.full((self.min_capacity,), _lowest(torch.long), dtype=torch.long),
                              persistent=False)
         self.register_buffer("slots", torch.arange(self.min_capacity), persistent=False)
+        self.register_buffer("latest", torch.tensor(_lowest(torch.long)), persistent=False)
         self._bound = 0  # host-side upper bound of the number of stored pairs
 
     # -- storage ----------------------------------------------------------------------
@@ -137,6 +175,7 @@ class EdgeBank(_BufferState):
         self.keys = torch.full((capacity,), PAD, dtype=torch.long, device=keys.device)
         self.last_seen = torch.full((capacity,), _lowest(last_seen.dtype), dtype=last_seen.dtype, device=keys.device)
         self.keys[:size], self.last_seen[:size] = keys, last_seen
+        self.latest = self.latest.to(last_seen.dtype)
         if self.slots.numel() != capacity:
             self.slots = torch.arange(capacity, device=keys.device)
         self._bound = size
@@ -160,15 +199,35 @@ class EdgeBank(_BufferState):
         self._store(keys, times, capacity)
 
     # -- scoring ----------------------------------------------------------------------
+    def _end(self, t: Tensor) -> Tensor:
+        """Where the window of a query at ``t`` ends (shape of ``t``): ``t`` itself, or with
+        ``anchor="latest"`` the latest event time fed before ``t`` (the stored :attr:`latest`, or
+        inside :meth:`within_batch` the batch's latest time before ``t`` when later)."""
+        if self.anchor == "query":
+            return t
+        latest = self.latest
+        if t.is_floating_point() and not latest.is_floating_point():
+            latest = latest.double()
+        earlier: Optional[Occurrences] = self._earlier
+        if earlier is None:
+            return latest.expand_as(t)
+        times = earlier.all_times  # time-sorted batch
+        if times.dtype != latest.dtype or t.dtype != latest.dtype:
+            times, t, latest = times.double(), t.double(), latest.double()
+        before = torch.searchsorted(times, t.contiguous()) - 1  # index of the batch's latest time < t, or -1
+        batch_latest = torch.where(before >= 0, times.take(before.clamp(min=0)), latest)
+        return torch.maximum(batch_latest, latest)
+
     def _since(self, t: Tensor) -> Tensor:
-        """Earliest last-seen time inside the window at ``t`` (shape of ``t``): ``t - floor(w)`` for
-        integer times (exact: ``s >= t - w`` iff ``s >= t - floor(w)`` for integers; where that is
-        below the int64 range, the lowest int64, so every stored time counts, never a wrap-around),
-        ``t - w`` in float64 otherwise."""
-        if t.is_floating_point() or self.last_seen.is_floating_point():
-            return t.to(torch.float64) - self.window
+        """Earliest last-seen time inside the window at ``t`` (shape of ``t``): with ``e`` its end
+        (:meth:`_end`), ``e - floor(w)`` for integer times (exact: ``s >= e - w`` iff
+        ``s >= e - floor(w)`` for integers; where that is below the int64 range, the lowest int64,
+        so every stored time counts, never a wrap-around), ``e - w`` in float64 otherwise."""
+        end = self._end(t)
+        if end.is_floating_point() or self.last_seen.is_floating_point():
+            return end.to(torch.float64) - self.window
         span: int = self._floor  # type: ignore[assignment]  # 0 <= span < 2^63
-        return t.clamp(min=_lowest(torch.long) + span) - span
+        return end.clamp(min=_lowest(torch.long) + span) - span
 
     def membership(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         """``M`` (bool, shape of ``src``): the pair was seen before ``t`` (within the window):
@@ -233,21 +292,24 @@ class EdgeBank(_BufferState):
         # a pair's batch time is its latest: stored times are older than the batch
         seen.scatter_(0, moved, self.last_seen).scatter_reduce_(0, slot, times, reduce="amax", include_self=False)
         self.keys, self.last_seen = merged[:capacity], seen[:capacity]
+        self.latest = torch.maximum(self.latest, times.max())
         self._bound += size
         if size > max(reserved_from, self.bulk_events):  # a bulk update (a warm-up) reserved room for `size` new keys:
             keys, times = self._stored()  # fit the capacity to the pairs stored (one host read)
             self._store(keys, times, max(self.min_capacity, 2 * (keys.numel() + 1)))
 
     def reset_state(self) -> None:
+        self.latest = torch.full((), _lowest(torch.long), dtype=torch.long, device=self.keys.device)
         self._store(self.keys.new_zeros(0), self.last_seen.new_zeros(0), self.min_capacity)
 
     def snapshot(self) -> State:
         keys, last_seen = self._stored()
-        return {"keys": keys.clone(), "last_seen": last_seen.clone()}
+        return {"keys": keys.clone(), "last_seen": last_seen.clone(), "latest": self.latest.clone()}
 
     def restore(self, state: State) -> None:
         device = self.keys.device
         keys, last_seen = state["keys"].to(device), state["last_seen"].to(device)
+        self.latest = state["latest"].to(device)
         self._store(keys, last_seen, max(self.min_capacity, 2 * (keys.numel() + 1)))
 
     # -- all-entity shortcut ----------------------------------------------------------
@@ -320,8 +382,9 @@ class EdgeBank(_BufferState):
     def describe(self) -> dict:
         clamped = {} if self.window_given is None else {"window_given": self.window_given,
                                                          "window_rule": "a window at or beyond 2^63 is unlimited"}
+        anchor = {} if self.window is None or self.anchor == "query" else {"anchor": self.anchor}
         return {"name": "edgebank" if self.window is None else "edgebank-window",
-                "window": self.window, **clamped, "directed": self.directed, "num_nodes": self.num_nodes}
+                "window": self.window, **clamped, **anchor, "directed": self.directed, "num_nodes": self.num_nodes}
 
 
 def _endpoints(batch: TemporalData) -> Occurrences:
