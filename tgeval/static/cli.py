@@ -44,14 +44,23 @@ def format_static(report: dict) -> str:
         how = (f"{p['heuristic']} {'inverse' if p['inverse'] else 'forward'} shift split at {p['thresholds']} "
                f"(valid {sizes['valid']}; dropped without a training node: valid {dropped['valid']}, test "
                f"{dropped['test']}; EMD train-test {p['emd_train_test']:.4f})")
-    lines = [f"{report['data']['num_nodes']} nodes, {report['data']['num_edges']} edges; {how}: "
+    sides = report["sides"]
+    if sides["kind"] == "bipartite":
+        sigma = "sigma source {sigma[source][sigma]:.4f}, destination {sigma[destination][sigma]:.4f}".format(
+            sigma=report["sigma_sides"])
+        kind = (f"bipartite graph ({sides['source_nodes']} source-side and {sides['destination_nodes']} "
+                f"destination-side nodes; negatives join the sides; cn, aa, ra count paths of length 3)")
+    else:
+        sigma, kind = f"sigma = {report['sigma']:.4f}", "unipartite graph"
+    lines = [f"{report['data']['num_nodes']} nodes, {report['data']['num_edges']} edges, {kind}; {how}: "
              f"{p['num_train_edges']} train, {p['num_test_edges']} test; one negative per positive",
-             f"sigma = {report['sigma']:.4f}; PA AUROC: analytic Phi(sigma) = {report['pa_auroc_analytic']:.4f}, "
+             f"{sigma}; PA AUROC: analytic {report['pa_auroc_formula']} = {report['pa_auroc_analytic']:.4f}, "
              f"uniform {report['pa_auroc_uniform']:.4f}, degree-corrected {report['pa_auroc_degree_corrected']:.4f}",
              f"{'method':<8} {'AUROC unif':>10} {'AUROC dc':>9} {'VCMPR@' + str(p['c']):>10}"]
     for m, value in report["vcmpr_at_c"].items():
         u, d = report["benchmarks"]["uniform"][m]["auroc"], report["benchmarks"]["degree_corrected"][m]["auroc"]
         lines.append(f"{m:<8} {u:>10.4f} {d:>9.4f} {value:>10.4f}")
+    lines += [f"{m:<8} not scored: {why}" for m, why in report["not_applicable"].items()]
     if "heart" in report:
         h = report["heart"]
         lines.append(f"HeaRT ({h['negatives']['heuristic']}, M={h['negatives']['per_positive']}) MRR: "
@@ -70,7 +79,7 @@ def _graph(args: argparse.Namespace) -> tuple[StaticGraph, dict]:
     projected = _projected(args.end, data)
     source = {"name": str(args.data), "fingerprint": fingerprint(data), "format": args.format,
               "end": args.end, "num_events": int(data.num_events), "projected_events": int(projected.num_events)}
-    return static_graph(projected, num_nodes=info.num_nodes), source
+    return static_graph(projected, num_nodes=info.num_nodes, dst_offset=info.dst_offset if info.bipartite else None), source
 
 
 def _report(args: argparse.Namespace, report: dict, file: str) -> int:
