@@ -4,6 +4,11 @@ stream, and the seeded random edge split.
 A :class:`StaticGraph` holds each undirected edge once, as :math:`(u, v)` with :math:`u < v`,
 sorted by the pair key :math:`u n + v` (``n = num_nodes``). Self-loops never appear; what the
 cleaning removed or merged is counted on the graph.
+
+A graph is **bipartite** when it has a ``dst_offset`` :math:`d`: ids :math:`< d` are the source
+side, ids :math:`\ge d` the destination side (the layout of the readers' ``bipartite=True``,
+``ReadInfo.dst_offset``), and every edge joins the two sides, so :math:`u < d \le v`. Without
+one it is unipartite: any two nodes may be linked.
 """
 
 from __future__ import annotations
@@ -39,6 +44,11 @@ class StaticGraph:
         self_loops: columns (or events) with ``u == v`` removed while building.
         duplicates: columns (events) repeating an earlier ``(u, v)`` in the same direction, merged.
         reverse: distinct directed pairs ``(v, u)`` merged into the edge of an earlier ``(u, v)``.
+        dst_offset: bipartite graphs: the first id of the destination side (module docstring);
+            ``None``: unipartite.
+
+    Raises:
+        StaticGraphError: ``dst_offset`` outside ``[1, num_nodes)``, or an edge within one side.
     """
 
     edge_index: Tensor
@@ -47,6 +57,39 @@ class StaticGraph:
     self_loops: int = 0
     duplicates: int = 0
     reverse: int = 0
+    dst_offset: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        d = self.dst_offset
+        if d is None:
+            return
+        if not 1 <= d < self.num_nodes:
+            raise StaticGraphError(f"dst_offset={d} leaves a side empty: it must lie in [1, num_nodes={self.num_nodes}) "
+                                   f"(sources below it, destinations from it on).")
+        within = torch.nonzero((self.edge_index[0] >= d) | (self.edge_index[1] < d)).flatten()
+        if within.numel():
+            u, v = self.edge_index[:, within[0]].tolist()
+            raise StaticGraphError(f"{within.numel()} edges join two nodes of one side of the bipartite graph "
+                                   f"(dst_offset={d}), e.g. {u}-{v}. Pass dst_offset=None for a unipartite graph, or "
+                                   f"read the file with bipartite=True so that the sides get disjoint id ranges.")
+
+    @property
+    def bipartite(self) -> bool:
+        return self.dst_offset is not None
+
+    def side(self) -> Tensor:
+        """bool ``[num_nodes]``: ``True`` on the destination side (all ``False`` when unipartite)."""
+        ids = torch.arange(self.num_nodes, device=self.device)
+        return ids >= self.dst_offset if self.dst_offset is not None else torch.zeros_like(ids, dtype=torch.bool)
+
+    def describe_sides(self) -> dict:
+        """Whether the graph is bipartite and, if so, its sides (sizes count the nodes of degree ``>= 1``)."""
+        if self.dst_offset is None:
+            return {"kind": "unipartite"}
+        active = self.degree() > 0
+        return {"kind": "bipartite", "dst_offset": self.dst_offset,
+                "source_nodes": int(active[: self.dst_offset].sum()),
+                "destination_nodes": int(active[self.dst_offset:].sum())}
 
     @property
     def num_edges(self) -> int:
@@ -74,7 +117,8 @@ class StaticGraph:
         return Data(edge_index=ei, num_nodes=self.num_nodes)
 
 
-def _build(src: Tensor, dst: Tensor, num_nodes: int, *, weighted: bool, what: str) -> StaticGraph:
+def _build(src: Tensor, dst: Tensor, num_nodes: int, *, weighted: bool, what: str,
+           dst_offset: Optional[int]) -> StaticGraph:
     """Clean directed pairs ``(src, dst)`` into a :class:`StaticGraph` (counting every removal)."""
     if src.numel() and (int(src.min()) < 0 or int(dst.min()) < 0 or int(torch.maximum(src.max(), dst.max())) >= num_nodes):
         raise StaticGraphError(f"{what}: node ids must lie in [0, num_nodes={num_nodes}), got "
@@ -93,10 +137,10 @@ def _build(src: Tensor, dst: Tensor, num_nodes: int, *, weighted: bool, what: st
     edge_index = torch.stack([keys // num_nodes, keys % num_nodes])
     return StaticGraph(edge_index, num_nodes, weight=count.double() if weighted else None,
                        self_loops=int(loop.sum()), duplicates=int(src.numel() - directed.numel()),
-                       reverse=int(directed.numel() - keys.numel()))
+                       reverse=int(directed.numel() - keys.numel()), dst_offset=dst_offset)
 
 
-def from_pyg(data: Data) -> StaticGraph:
+def from_pyg(data: Data, *, dst_offset: Optional[int] = None) -> StaticGraph:
     """The undirected simple graph of a PyG ``Data`` with ``edge_index``.
 
     Directions are merged (``(u, v)`` and ``(v, u)`` are one edge), self-loops and repeated
@@ -105,9 +149,11 @@ def from_pyg(data: Data) -> StaticGraph:
     Args:
         data: with ``edge_index`` int64 ``[2, E]``; ``data.num_nodes`` (set, or from ``x``) bounds
             the ids, else ``max(edge_index) + 1``.
+        dst_offset: a bipartite graph's first destination-side id (module docstring), or ``None``.
 
     Raises:
-        StaticGraphError: no edge is left, or an id lies outside ``[0, num_nodes)``.
+        StaticGraphError: no edge is left, an id lies outside ``[0, num_nodes)``, or an edge
+            lies within one side.
         TypeError: ``data`` has no integer ``edge_index``.
     """
     edge_index = getattr(data, "edge_index", None)
@@ -121,10 +167,11 @@ def from_pyg(data: Data) -> StaticGraph:
         num_nodes = int(data.num_nodes)
     else:  # as PyG would infer it, without its warning
         num_nodes = int(edge_index.max()) + 1 if edge_index.numel() else 0
-    return _build(edge_index[0], edge_index[1], num_nodes, weighted=False, what="the graph")
+    return _build(edge_index[0], edge_index[1], num_nodes, weighted=False, what="the graph", dst_offset=dst_offset)
 
 
-def static_graph(data: TemporalData, end: Optional[float] = None, *, num_nodes: Optional[int] = None) -> StaticGraph:
+def static_graph(data: TemporalData, end: Optional[float] = None, *, num_nodes: Optional[int] = None,
+                 dst_offset: Optional[int] = None) -> StaticGraph:
     """Project the events with ``t < end`` (all events when ``end`` is ``None``) onto a static graph.
 
     Every undirected pair with at least one such event (self-loops removed and counted) is an
@@ -134,16 +181,19 @@ def static_graph(data: TemporalData, end: Optional[float] = None, *, num_nodes: 
         data: events ``src``, ``dst``, ``t`` (in any order).
         end: exclusive time bound.
         num_nodes: bound of the ids (default ``max(src, dst) + 1``).
+        dst_offset: bipartite data (the reader's ``ReadInfo.dst_offset``): the first id of the
+            destination side; ``None``: unipartite.
 
     Raises:
-        StaticGraphError: no edge before ``end``.
+        StaticGraphError: no edge before ``end``, or an event within one side.
     """
     src, dst = data.src.long(), data.dst.long()
     n = int(num_nodes) if num_nodes is not None else (int(torch.maximum(src.max(), dst.max())) + 1 if src.numel() else 0)
     if end is not None:
         keep = data.t < end
         src, dst = src[keep], dst[keep]
-    return _build(src, dst, n, weighted=True, what=f"the events before t={end}" if end is not None else "the events")
+    return _build(src, dst, n, weighted=True, what=f"the events before t={end}" if end is not None else "the events",
+                  dst_offset=dst_offset)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ For a positive :math:`(u, v)` and :math:`M` negatives, :math:`\lceil M/2 \rceil`
 corrupt :math:`u`. The corrupting nodes of an endpoint :math:`x` are its top-scoring
 candidates :math:`w` under a heuristic (``"cn"``, ``"ra"``, or ``"ppr"``: :math:`\pi_x[w]`,
 :mod:`tgeval.static.ppr`) computed on the training graph,
-among the **non-edges** (:math:`w \ne x` and :math:`(x, w)` not an edge of the whole graph),
+among the **non-edges** (:math:`w \ne x` and :math:`(x, w)` not an edge of the whole graph;
+on a bipartite graph :math:`w` lies on the other side of :math:`x`, as the corrupted endpoint did),
 ties in a seeded random order (:func:`~tgeval.static.recommend.top_c`). An endpoint with
 fewer than the needed non-edges raises :class:`~tgeval.errors.SamplerError`, unless
 ``replace=True``: its list then repeats cyclically (counted).
@@ -66,7 +67,11 @@ def _corruptions(adj: Adjacency, nodes: Tensor, k: int, heuristic: HeartHeuristi
     if k == 0:
         return torch.zeros(nodes.numel(), 0, dtype=torch.long, device=nodes.device), 0
     distinct, where = torch.unique(nodes, return_inverse=True)
-    available = graph.num_nodes - 1 - graph.degree()[distinct]
+    if graph.dst_offset is None:
+        available = graph.num_nodes - 1 - graph.degree()[distinct]
+    else:  # the other side's nodes
+        d = graph.dst_offset
+        available = torch.where(distinct < d, graph.num_nodes - d, d) - graph.degree()[distinct]
     short = available < k
     if bool(short.any()) and not replace:
         x = int(distinct[torch.nonzero(short)[0, 0]])

@@ -18,6 +18,25 @@ Edge tests read a bool map of the :math:`n^2` pairs when it fits in ``map_limit`
 else ``searchsorted`` on the sorted keys; both give the same answers. Everything stays on the
 graph's device. Pairs with :math:`u = v` are scored like others (a common neighbour of degree
 1 then adds 0 to AA, whose term is undefined).
+
+**Bipartite graphs** (:attr:`Adjacency.dst_offset`). Two nodes of different sides never share a
+neighbour, so CN, AA and RA would score every candidate link 0. They count the **paths of
+length 3** :math:`u - a - b - v` instead (:math:`a \in \Gamma(u)`, :math:`b \in \Gamma(v)`,
+:math:`a b` an edge: the usual bipartite variant), each path weighted by its two inner nodes,
+
+.. math::
+    \mathrm{CN}_3 = \sum_{u - a - b - v} 1, \quad
+    \mathrm{AA}_3 = \sum_{u - a - b - v} \frac{1}{\log k_a \log k_b}, \quad
+    \mathrm{RA}_3 = \sum_{u - a - b - v} \frac{1}{k_a k_b},
+
+i.e. the entry :math:`(u, v)` of :math:`A F A F A` with :math:`F = \mathrm{diag}(f)` (the walks of
+length 3) less, when :math:`uv` is itself an edge, the walks that revisit an endpoint:
+:math:`f_v s_v + f_u s_u - f_u f_v` with :math:`s_x = \sum_{y \in \Gamma(x)} f_y`. They are
+computed as PPR vectors are (:mod:`tgeval.static.ppr`): per block of distinct sources, three
+sparse products with a dense ``[n, S]`` block of at most ``budget`` entries. Pairs within one
+side have no path of odd length and score 0. Jaccard has no such variant (its union of
+neighbourhoods lies on two different sides): on a bipartite graph it does not apply
+(:data:`BIPARTITE_UNDEFINED`) and :func:`heuristic_scores` refuses it. PA needs no change.
 """
 
 from __future__ import annotations
@@ -31,15 +50,22 @@ from torch import Tensor
 from tgeval.choices import STATIC_HEURISTICS as HEURISTICS
 from tgeval.choices import StaticHeuristic as Heuristic
 from tgeval.data.sorted_keys import expand_ranges, is_member
+from tgeval.errors import StaticGraphError
 from tgeval.static.graph import StaticGraph
 
-__all__ = ["Heuristic", "HEURISTICS", "PairScorer", "Adjacency", "adjacency", "heuristic_scores", "score_pairs"]
+__all__ = ["Heuristic", "HEURISTICS", "BIPARTITE_UNDEFINED", "PairScorer", "Adjacency", "adjacency",
+           "heuristic_scores", "score_pairs", "not_applicable"]
 
 #: any other scorer of pairs (e.g. a trained GNN): int64 ``[B]`` twice -> float64 ``[B]``
 PairScorer = Callable[[Tensor, Tensor], Tensor]
 
 _BUDGET = 1 << 22  # neighbours expanded at once
 _MAP_LIMIT = 1 << 26  # bytes of the largest pair map (64 MiB: graphs up to 8,192 nodes)
+
+#: heuristics without a definition on a bipartite graph -> why (module docstring)
+BIPARTITE_UNDEFINED: dict[str, str] = {
+    "jaccard": "does not apply to a bipartite graph: the two endpoints' neighbourhoods lie on different sides, so "
+               "their intersection is always empty and no length-3 variant keeps Jaccard's meaning"}
 
 
 @dataclass(frozen=True)
@@ -52,6 +78,7 @@ class Adjacency:
         keys: int64 ``[2E]`` sorted ``row * n + col`` of the stored entries.
         degree: float64 ``[n]``.
         pair_map: bool ``[n^2]``, true at the keys, or ``None`` (the graph is too large for it).
+        dst_offset: the graph's :attr:`~tgeval.static.graph.StaticGraph.dst_offset` (``None``: unipartite).
     """
 
     matrix: Tensor
@@ -59,6 +86,7 @@ class Adjacency:
     keys: Tensor
     degree: Tensor
     pair_map: Optional[Tensor] = None
+    dst_offset: Optional[int] = None
 
     @property
     def num_nodes(self) -> int:
@@ -91,7 +119,7 @@ def adjacency(graph: StaticGraph, *, map_limit: int = _MAP_LIMIT) -> Adjacency:
     if n * n <= map_limit:
         pair_map = torch.zeros(n * n, dtype=torch.bool, device=graph.device)
         pair_map[keys] = True
-    return Adjacency(matrix, rowptr, keys, (rowptr[1:] - rowptr[:-1]).double(), pair_map)
+    return Adjacency(matrix, rowptr, keys, (rowptr[1:] - rowptr[:-1]).double(), pair_map, graph.dst_offset)
 
 
 def _common_neighbour_sums(adj: Adjacency, src: Tensor, dst: Tensor, weight: Optional[Tensor], budget: int) -> Tensor:
@@ -143,25 +171,72 @@ def _common_neighbour_sums(adj: Adjacency, src: Tensor, dst: Tensor, weight: Opt
     return out
 
 
+def _path3_sums(adj: Adjacency, src: Tensor, dst: Tensor, weight: Optional[Tensor], budget: int) -> Tensor:
+    r""":math:`\sum_{u - a - b - v} f(a) f(b)` over the paths of length 3 of each pair, ``weight[w] = f(w)``
+    (``None``: :math:`f = 1`, the path count): float64 ``[B]`` (module docstring)."""
+    n, device = adj.num_nodes, src.device
+    out = torch.zeros(src.numel(), dtype=torch.float64, device=device)
+    if src.numel() == 0:
+        return out
+    f = torch.ones(n, dtype=torch.float64, device=device) if weight is None else weight
+    indices = adj.matrix.indices()
+    plain = torch.sparse_coo_tensor(indices, torch.ones(indices.size(1), dtype=torch.float64, device=device), (n, n),
+                                    is_coalesced=True, check_invariants=False)
+    weighted = torch.sparse_coo_tensor(indices, f[adj.col], (n, n), is_coalesced=True, check_invariants=False)  # A F
+    distinct, where = torch.unique(src, return_inverse=True)
+    width = max(1, budget // max(n, 1))
+    for s0 in range(0, distinct.numel(), width):
+        block = distinct[s0 : s0 + width]
+        x = torch.zeros(n, block.numel(), dtype=torch.float64, device=device)
+        x[block, torch.arange(block.numel(), device=device)] = 1.0
+        x = weighted @ (weighted @ (plain @ x))  # columns: rows u of A F A F A
+        mine = torch.nonzero((where >= s0) & (where < s0 + block.numel())).flatten()
+        out[mine] = x[dst[mine], where[mine] - s0]
+    # an edge uv also has the walks u-v-b-v and u-a-u-v, which are not paths
+    edge = adj.contains(src * n + dst)
+    if bool(edge.any()):
+        s = plain @ f[:, None]
+        u, v = src[edge], dst[edge]
+        out[edge] -= f[v] * s[v, 0] + f[u] * s[u, 0] - f[u] * f[v]
+    return out.clamp(min=0.0)  # rounding of the weighted sums, never below the true value 0
+
+
+def not_applicable(adj: Adjacency, method: Union[str, PairScorer]) -> Optional[str]:
+    """Why ``method`` does not apply to the graph of ``adj`` (:data:`BIPARTITE_UNDEFINED`), or ``None`` if it does."""
+    if adj.dst_offset is None or callable(method):
+        return None
+    return BIPARTITE_UNDEFINED.get(method)
+
+
 def heuristic_scores(adj: Adjacency, src: Tensor, dst: Tensor, method: Heuristic, *, budget: int = _BUDGET) -> Tensor:
     """Scores of the pairs ``(src[i], dst[i])`` under ``method`` (module docstring): float64 ``[B]``.
 
     Args:
-        adj: the graph's :class:`Adjacency`.
+        adj: the graph's :class:`Adjacency`; bipartite: the length-3 variants (module docstring).
         src, dst: int64 ``[B]`` node ids on the graph's device.
         method: ``"cn"``, ``"jaccard"``, ``"aa"``, ``"ra"`` or ``"pa"``.
-        budget: most neighbours expanded at once (bounds the memory).
+        budget: most neighbours expanded at once, or bipartite: most entries of a dense block
+            (bounds the memory).
+
+    Raises:
+        StaticGraphError: ``method`` does not apply to a bipartite graph (:data:`BIPARTITE_UNDEFINED`).
 
     Example:
         >>> from tgeval.static.graph import StaticGraph
         >>> g = StaticGraph(torch.tensor([[0, 0, 1], [1, 2, 2]]), 4)  # a triangle 0-1-2 and node 3
         >>> heuristic_scores(adjacency(g), torch.tensor([0, 0]), torch.tensor([1, 3]), "cn")
         tensor([1., 0.], dtype=torch.float64)
+        >>> g = StaticGraph(torch.tensor([[0, 1, 1], [2, 2, 3]]), 4, dst_offset=2)  # the path 0-2-1-3
+        >>> heuristic_scores(adjacency(g), torch.tensor([0]), torch.tensor([3]), "cn")  # one path of length 3
+        tensor([1.], dtype=torch.float64)
     """
     if method not in HEURISTICS:
         raise ValueError(f"method must be one of {HEURISTICS}, got {method!r}.")
     if src.shape != dst.shape or src.dim() != 1:
         raise ValueError(f"src and dst must be 1-D of one shape, got {tuple(src.shape)} and {tuple(dst.shape)}.")
+    reason = not_applicable(adj, method)
+    if reason is not None:
+        raise StaticGraphError(f"{method} {reason}. Use cn, aa, ra (counted over paths of length 3) or pa instead.")
     deg = adj.degree
     if method == "pa":
         return deg[src] * deg[dst]
@@ -170,6 +245,8 @@ def heuristic_scores(adj: Adjacency, src: Tensor, dst: Tensor, method: Heuristic
         weight = torch.where(deg > 0, 1.0 / deg, torch.zeros_like(deg))
     elif method == "aa":
         weight = torch.where(deg > 1, 1.0 / torch.log(deg.clamp(min=2.0)), torch.zeros_like(deg))
+    if adj.dst_offset is not None:
+        return _path3_sums(adj, src, dst, weight, int(budget))
     sums = _common_neighbour_sums(adj, src, dst, weight, int(budget))
     if method != "jaccard":
         return sums

@@ -1,7 +1,7 @@
 r"""Recommendation-style check of static link prediction (SPEC §10): top-C, VCMPR@C, RBO.
 
 **Top-C.** For a node :math:`u` the candidates are every node :math:`v \ne u` with
-:math:`(u, v)` not a training edge. Its top-:math:`C` list sorts them by score, descending,
+:math:`(u, v)` not a training edge (on a bipartite graph, every such node of the other side). Its top-:math:`C` list sorts them by score, descending,
 ties broken by the smaller node id. It is computed exactly in blocks of sources x candidates
 (at most ``budget`` pairs per block): a block's scores are merged into the running top-C of
 its sources by a stable sort of ``[best | block]``, which keeps the order (score desc, id asc)
@@ -48,7 +48,8 @@ def top_c(adj: Adjacency, method: Union[Heuristic, PairScorer], sources: Tensor,
     """Each source's top-``c`` non-training candidates under ``method`` (module docstring).
 
     Args:
-        adj: adjacency of the training graph (its edges are never candidates).
+        adj: adjacency of the training graph (its edges are never candidates; bipartite: nor
+            nodes of the source's own side).
         method: a heuristic of :mod:`tgeval.static.heuristics`, or a pair scorer (e.g. a trained GNN).
         sources: int64 ``[S]`` node ids.
         c: list length ``C >= 1``.
@@ -79,6 +80,8 @@ def top_c(adj: Adjacency, method: Union[Heuristic, PairScorer], sources: Tensor,
             v = cand.repeat(src.numel())
             scores = score_pairs(adj, method, u, v)
             invalid = (u == v) | adj.contains(u * n + v)
+            if adj.dst_offset is not None:  # bipartite: candidates lie on the other side
+                invalid |= (u >= adj.dst_offset) == (v >= adj.dst_offset)
             if exclude is not None:
                 invalid |= is_member(exclude, edge_keys(u, v, n))
             scores = scores.masked_fill(invalid, float("-inf")).view(src.numel(), -1)

@@ -2,7 +2,9 @@ r"""Structural-shift splits of a static graph's links (SPEC §10).
 
 Every link :math:`e = (u, v)` of the graph :math:`G` gets a heuristic score :math:`h(e)`:
 
-* ``"cn"``: common neighbours in :math:`G`; ``"pa"``: :math:`k_u k_v` in :math:`G`;
+* ``"cn"``: common neighbours in :math:`G` (on a bipartite graph, which has none across its sides:
+  the paths of length 3 between :math:`u` and :math:`v`, :mod:`tgeval.static.heuristics`);
+  ``"pa"``: :math:`k_u k_v` in :math:`G`;
 * ``"sp"``: :math:`1 / \mathrm{SP}_{G - e}(u, v)`, the shortest-path length with the link
   itself removed while measuring (``0`` when :math:`v` is not reached within ``max_depth``).
 
@@ -145,7 +147,8 @@ class ShiftSplit:
                 "max_depth": self.max_depth, **self.counts, "emd_train_test": self.emd,
                 "rule": ("h <= i_train: train; i_train < h <= i_valid: valid; h > i_valid: test"
                          + (" (inverse: train and test swapped)" if self.inverse else "")),
-                "score": {"cn": "common neighbours", "pa": "k_u * k_v",
+                "score": {"cn": "paths of length 3 (bipartite)" if self.graph.bipartite else "common neighbours",
+                          "pa": "k_u * k_v",
                           "sp": "1 / shortest-path length without the link itself (0 beyond max_depth)"}[self.heuristic]}
 
 
