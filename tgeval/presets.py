@@ -30,10 +30,11 @@ the manifest's ``preset`` names the preset, every setting it applied and every o
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional, Sequence
 
-__all__ = ["Preset", "TGB", "PRESETS", "apply_preset"]
+__all__ = ["Preset", "TGB", "PRESETS", "apply_preset", "given_options"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,14 @@ class Preset:
 
         return chronological_split(data, self.settings["split"])
 
+    def edgebank_window(self, data, split) -> float:
+        """The preset's EdgeBank window for ``EdgeBank(window=w, anchor="latest")``: TGB's
+        (:func:`~tgeval.models.heuristics.tgb_time_window` of the training events' span)."""
+        from tgeval.models.heuristics import tgb_time_window
+
+        train = data.t[split.train.start:split.train.end]
+        return tgb_time_window(train.min().item(), train.max().item(), ratio=self.settings["window_ratio"])
+
     def catalog(self, data, num_nodes: int | None = None):
         """The preset's catalog of ``data`` (:func:`~tgeval.data.catalog.build_catalog`)."""
         from tgeval.data.catalog import build_catalog
@@ -79,7 +88,7 @@ class Preset:
 #: The Temporal Graph Benchmark's link-prediction protocol (see the module docstring).
 TGB = Preset("tgb", {"split": (0.70, 0.15, 0.15), "protocol": "online", "history": "batch", "batch_size": 200,
                      "all_entity": True, "catalog": "range", "ties": "average", "directed": True,
-                     "uncovered": "rank", "window": "tgb"},
+                     "uncovered": "rank", "window": "tgb", "window_ratio": 0.15},
              without_file={"negatives": 0})
 
 PRESETS = {preset.name: preset for preset in (TGB,)}
@@ -103,3 +112,17 @@ def apply_preset(args: Any, given: set[str], sampler_is_file: bool) -> dict:
 
 def _json(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
+
+
+def given_options(parser: argparse.ArgumentParser, argv: Optional[Sequence[str]]) -> set[str]:
+    """The destinations that the command line ``argv`` sets explicitly: ``argv`` parsed again by
+    ``parser`` with every default of its subcommands suppressed."""
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    saved = [(action, action.default) for sub in commands.choices.values() for action in sub._actions]
+    for action, _ in saved:
+        action.default = argparse.SUPPRESS
+    try:
+        return set(vars(parser.parse_args(argv)))
+    finally:
+        for action, default in saved:
+            action.default = default

@@ -16,11 +16,13 @@ from tgeval.models.heuristics import EdgeBank
 from tgeval.presets import TGB
 
 
-def tgb_edgebank_mrr(src, dst, t, start, end, batch_size=200):
-    """TGB's examples/linkproppred edgebank.py with memory_mode='unlimited', negatives = every id
-    in [min dst, max dst] but the source's destinations at that time (TGB's generator), in
-    plain Python."""
-    memory = {(int(u), int(v)) for u, v in zip(src[:start], dst[:start])}
+def tgb_edgebank_mrr(src, dst, t, start, end, train_end, window=False, batch_size=200):
+    """TGB's examples/linkproppred edgebank.py (memory_mode 'unlimited', or 'fixed_time_window'
+    with ratio 0.15 of the training span), negatives = every id in [min dst, max dst] but the
+    source's destinations at that time (TGB's generator), in plain Python."""
+    memory = {(int(u), int(v)): int(s) for u, v, s in zip(src[:start], dst[:start], t[:start])}
+    span = float(t[train_end - 1] - t[0])
+    latest, duration = float(t[start - 1]), float(t[train_end - 1]) - (float(t[0]) + span * 0.85)
     candidates = np.arange(int(dst.min()), int(dst.max()) + 1)
     reciprocal = []
     for a in range(start, end, batch_size):
@@ -29,11 +31,14 @@ def tgb_edgebank_mrr(src, dst, t, start, end, batch_size=200):
             u, v = int(src[i]), int(dst[i])
             same = set(dst[start:end][(src[start:end] == u) & (t[start:end] == t[i])].tolist())
             negatives = [c for c in candidates.tolist() if c not in same]
-            positive = 1.0 if (u, v) in memory else 0.0
-            scores = np.array([1.0 if (u, c) in memory else 0.0 for c in negatives])
+            def known(c):
+                return (u, c) in memory and (not window or memory[(u, c)] >= latest - duration)
+            positive = 1.0 if known(v) else 0.0
+            scores = np.array([1.0 if known(c) else 0.0 for c in negatives])
             rank = 0.5 * ((scores > positive).sum() + (scores >= positive).sum()) + 1
             reciprocal.append(1.0 / rank)
-        memory.update((int(u), int(v)) for u, v in zip(src[a:z], dst[a:z]))
+        memory.update({(int(u), int(v)): int(s) for u, v, s in zip(src[a:z], dst[a:z], t[a:z])})
+        latest = max(latest, float(t[a:z].max()))
     return float(np.mean(reciprocal))
 
 
@@ -44,23 +49,28 @@ def test_preset_protocol_fields():
     assert TGB.protocol(history="exact").history == "exact"
 
 
-def test_edgebank_under_the_preset_equals_tgbs_loop():
+@pytest.mark.parametrize("window", [False, True], ids=["unlimited", "time window"])
+def test_edgebank_under_the_preset_equals_tgbs_loop(window):
     # distinct timestamps: TGB's fixed slices of 200 are then tgeval's timestamp batches
     data = generate_events(num_events=1500, num_nodes=40, seed=3, bipartite=True)
     data.t = torch.arange(data.num_events) * 7
     split = TGB.split(data)
     catalog = TGB.catalog(data)
-    result = evaluate(EdgeBank(int(data.dst.max()) + 1), data, split.test, TGB.protocol(), catalog=catalog)
+    options = dict(window=TGB.edgebank_window(data, split), anchor="latest") if window else {}
+    result = evaluate(EdgeBank(int(data.dst.max()) + 1, **options), data, split.test, TGB.protocol(), catalog=catalog)
     src, dst, t = data.src.numpy(), data.dst.numpy(), data.t.numpy()
-    expected = tgb_edgebank_mrr(src, dst, t, split.test.start, split.test.end)
+    expected = tgb_edgebank_mrr(src, dst, t, split.test.start, split.test.end, split.train.end, window)
     assert result.metrics["all_entity"]["mrr"]["micro"] == pytest.approx(expected, abs=1e-12)
 
 
 @pytest.mark.datasets
-def test_wikipedia_edgebank_reaches_tgbs_published_mrr():
+@pytest.mark.parametrize("window, published", [(False, 0.495), (True, 0.571)], ids=["unlimited", "time window"])
+def test_wikipedia_edgebank_reaches_tgbs_published_mrr(window, published):
     if dataset_path("wikipedia") is None:
         pytest.skip("../shared/datasets/wikipedia/ml_wikipedia.txt not found (set TGEVAL_DATA_DIR)")
     data, info = load_dataset("wikipedia")
-    result = evaluate(EdgeBank(info.num_nodes), data, TGB.split(data).test, TGB.protocol(),
+    split = TGB.split(data)
+    options = dict(window=TGB.edgebank_window(data, split), anchor="latest") if window else {}
+    result = evaluate(EdgeBank(info.num_nodes, **options), data, split.test, TGB.protocol(),
                       catalog=TGB.catalog(data, info.num_nodes))
-    assert round(result.metrics["all_entity"]["mrr"]["micro"], 3) == 0.495  # TGB's leaderboard: EdgeBank(unlimited)
+    assert round(result.metrics["all_entity"]["mrr"]["micro"], 3) == published  # TGB's leaderboard
