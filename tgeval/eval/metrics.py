@@ -64,6 +64,9 @@ __all__ = [
 ]
 
 
+#: most scores compared or binned at once: :func:`count_above_equal` and AUROC / AP work in row chunks
+#: of about this many scores, so their temporaries do not grow with ``E x K``
+CHUNK_SCORES = 2**20
 
 # --------------------------------------------------------------------------- validation
 
@@ -207,6 +210,11 @@ def count_above_equal(pos: Tensor, neg: Tensor, mask: Optional[Tensor] = None,
     if not isinstance(neg, Tensor) or neg.dim() != 2 or neg.size(0) != pos.numel():
         shape = tuple(neg.shape) if isinstance(neg, Tensor) else type(neg).__name__
         raise ValueError(f"`neg` must have shape [Q, K] with Q = pos.numel() = {pos.numel()}, but has shape {shape}.")
+    rows = max(1, CHUNK_SCORES // max(neg.size(1), 1))
+    if neg.size(0) > rows:  # row chunks: the [Q, K] comparisons are never held at once
+        parts = [count_above_equal(pos[a:a + rows], neg[a:a + rows], None if mask is None else mask[a:a + rows],
+                                   tolerance) for a in range(0, neg.size(0), rows)]
+        return torch.cat([above for above, _ in parts]), torch.cat([equal for _, equal in parts])
     if tolerance > 0:  # the band applies around finite positives only (an infinite one ties only with itself)
         p = pos.unsqueeze(1)
         band = torch.where(p.isfinite(), tie_band(p, tolerance), 0.0)
@@ -336,8 +344,6 @@ def hits_at_k(ranks: Tensor, k: int) -> Tensor:
 
 # --------------------------------------------------------------------------- AUROC / AP
 
-#: most negative scores binned at once: AUROC / AP hold O(CHUNK_SCORES) temporaries, however many scores
-CHUNK_SCORES = 2**20
 #: largest dense (group x level) histogram of the grouped metrics; beyond it, each negative's
 #: bin among its group's levels is found by a search
 DENSE_BINS = 2**23
@@ -415,7 +421,7 @@ def _histograms(pos: Tensor, pos_group: Tensor, neg: Tensor, mask: Optional[Tens
                           bin_group)
     rows = max(1, CHUNK_SCORES // max(neg.size(1), 1))
     for a in range(0, neg.size(0), rows):
-        x, g = neg[a:a + rows].to(dtype), row_group[a:a + rows, None]
+        x, g = neg[a:a + rows].to(dtype).contiguous(), row_group[a:a + rows, None]  # views: one chunk copied
         valid = None if mask is None else mask[a:a + rows]
         if floating:
             nan = torch.isnan(x)

@@ -224,9 +224,11 @@ class PairwiseNotice:
             SlowPathWarning, stacklevel=2)
 
 
-def check_no_nan(scores: Tensor, what: str) -> None:
-    """Raise ``ValueError`` if ``scores`` holds NaN (a NaN would silently rank first)."""
-    if bool(torch.isnan(scores).any()):
+def check_no_nan(scores: Tensor, what: str, mask: Optional[Tensor] = None) -> None:
+    """Raise ``ValueError`` if ``scores`` holds NaN (a NaN would silently rank first) where ``mask``
+    (bool, the shape of ``scores``; ``None``: everywhere)."""
+    nan = torch.isnan(scores)
+    if bool((nan if mask is None else nan & mask).any()):
         raise ValueError(f"the model returned NaN {what}: ranks would be meaningless. "
                          f"Check the model for numerical problems before evaluating.")
 

@@ -248,10 +248,10 @@ class _Records:
         out = {key: value.cpu() for key, value in self.counts.items()}
         out.update({key: torch.cat(value).cpu() for key, value in self.parts.items()})
         if self.scores is not None:
-            scores = self.scores.cpu()
-            out["score"] = scores[:, 0].clone()
+            scores = self.scores.cpu()  # views of its columns: no second copy of the E x K scores
+            out["score"] = scores[:, 0]
             if self.k:
-                out["neg_score"] = scores[:, 1:].clone()
+                out["neg_score"] = scores[:, 1:]
         return out
 
 
@@ -262,7 +262,7 @@ def _check_finite(records: dict[str, Tensor], candidate_nan: Tensor, steps: list
         check_no_nan(records["score"], "positive scores")
     if "neg_score" in records:
         neg = records["neg_score"]
-        check_no_nan(neg if "neg_mask" not in records else neg[records["neg_mask"]], "scores")
+        check_no_nan(neg, "scores", records.get("neg_mask"))
     if bool(candidate_nan.any()):
         first = steps[int(torch.nonzero(candidate_nan.cpu())[0, 0])]
         raise ValueError(f"the model returned NaN candidate scores (first in batch {first}): ranks would be "
@@ -399,68 +399,70 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     notice = None if catalog is None else PairwiseNotice(model, num_events, catalog, prefilter, shard)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    start_time = time.perf_counter()
-    clock = _Clock(device)
-    with _eval_mode(model), torch.no_grad():
-        for first, last in _windows(step_bounds, WINDOW_EVENTS):
-            window = _Window(events, keys, step_bounds, first, last, sampler=sampler, num_negatives=num_negatives,
-                             generator=generator, catalog=catalog, directed=directed, shortcut=shortcut)
-            plan, data = window.plan, window.data
-            if window.negatives is not None:
-                records.append(**_negative_records(window.negatives))
-            if plan is not None:
-                records.append(candidates=plan.num_candidates, filtered=plan.num_filtered, covered=plan.covered)
-            for j, b in enumerate(range(first, last)):
-                with record_function("tgeval.replay.step"):
-                    a, z = window.bounds[j], window.bounds[j + 1]
-                    size = z - a
-                    if window.queries is not None:
-                        q0, q1 = window.query_starts[j], window.query_starts[j + 1]
-                        queries = tuple(q[q0:q1] for q in window.queries)
-                    else:  # a sampler with history: draw after the previous batch was observed
-                        negatives = as_negatives(sampler.sample(_slice(data, keys, a, z), num_negatives,  # type: ignore[union-attr]
-                                                                generator))
-                        records.append(**_negative_records(negatives))
-                        queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
-                                           window.pairs[j])
-                    src, t = data.src[a:z], data.t[a:z]
-                    batch = _slice(data, model_keys, a, z) if online else None  # within => online
-                    guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
-                        else nullcontext()
-                    with model.within_batch(batch) if within else nullcontext(), guard:
-                        scores = model.score(*queries)
-                        block = scores[:size * (1 + k)].view(size, 1 + k)
-                        records.write_scores(step_bounds[b], block)
-                        if plan is not None and catalog is not None:
-                            pos = block[:, 0]
-                            pairs = window.pairs[j]
-                            counts = None if pairs is None else shortcut_counts(
-                                model, src, t, pos, catalog, pairs, scores[size * (1 + k):])
-                            if counts is None:
-                                above, equal, nan = chunked_counts(model, src, t, pos, catalog, plan, a, z,
-                                                                   candidate_budget, shard, prefilter, notice)
-                                candidate_nan[b] = nan
-                            elif shard[0] == 0:  # exact, cheap, counted whole: once, on rank 0
-                                above, equal = counts
-                            else:
-                                above, equal = torch.zeros_like(counts[0]), torch.zeros_like(counts[1])
-                            records.write_counts(step_bounds[b], above=above, equal=equal)
-                    if batch is not None and online:
-                        checked_update(model, batch)
-                        if sampler is not None and not sampler.history_free:
-                            sampler.observe(_slice(data, keys, a, z))
-                    clock.mark()
-                progress.report(steps[b + 1], num_batches)
-    if shard[1] > 1 and catalog is not None:
-        candidate_nan = _sum_over_ranks(records.counts, candidate_nan)
-    latencies = clock.latencies()
-    elapsed = time.perf_counter() - start_time
-    out = records.host()
-    _check_finite(out, candidate_nan, steps)
-    if k:  # a pure function of the recorded scores: once per pass, not once per batch
-        out["sampled_above"], out["sampled_equal"] = count_above_equal(out["score"], out["neg_score"],
-                                                                       out.get("neg_mask"), float(model.tie_tolerance))
-    out["batch"] = torch.repeat_interleave(torch.arange(num_batches), torch.tensor(boundaries).diff())
+    with progress.phase("replay"):  # the scoring loop; `elapsed` is its wall time
+        start_time = time.perf_counter()
+        clock = _Clock(device)
+        with _eval_mode(model), torch.no_grad():
+            for first, last in _windows(step_bounds, WINDOW_EVENTS):
+                window = _Window(events, keys, step_bounds, first, last, sampler=sampler, num_negatives=num_negatives,
+                                 generator=generator, catalog=catalog, directed=directed, shortcut=shortcut)
+                plan, data = window.plan, window.data
+                if window.negatives is not None:
+                    records.append(**_negative_records(window.negatives))
+                if plan is not None:
+                    records.append(candidates=plan.num_candidates, filtered=plan.num_filtered, covered=plan.covered)
+                for j, b in enumerate(range(first, last)):
+                    with record_function("tgeval.replay.step"):
+                        a, z = window.bounds[j], window.bounds[j + 1]
+                        size = z - a
+                        if window.queries is not None:
+                            q0, q1 = window.query_starts[j], window.query_starts[j + 1]
+                            queries = tuple(q[q0:q1] for q in window.queries)
+                        else:  # a sampler with history: draw after the previous batch was observed
+                            negatives = as_negatives(sampler.sample(_slice(data, keys, a, z), num_negatives,  # type: ignore[union-attr]
+                                                                    generator))
+                            records.append(**_negative_records(negatives))
+                            queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
+                                               window.pairs[j])
+                        src, t = data.src[a:z], data.t[a:z]
+                        batch = _slice(data, model_keys, a, z) if online else None  # within => online
+                        guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
+                            else nullcontext()
+                        with model.within_batch(batch) if within else nullcontext(), guard:
+                            scores = model.score(*queries)
+                            block = scores[:size * (1 + k)].view(size, 1 + k)
+                            records.write_scores(step_bounds[b], block)
+                            if plan is not None and catalog is not None:
+                                pos = block[:, 0]
+                                pairs = window.pairs[j]
+                                counts = None if pairs is None else shortcut_counts(
+                                    model, src, t, pos, catalog, pairs, scores[size * (1 + k):])
+                                if counts is None:
+                                    above, equal, nan = chunked_counts(model, src, t, pos, catalog, plan, a, z,
+                                                                       candidate_budget, shard, prefilter, notice)
+                                    candidate_nan[b] = nan
+                                elif shard[0] == 0:  # exact, cheap, counted whole: once, on rank 0
+                                    above, equal = counts
+                                else:
+                                    above, equal = torch.zeros_like(counts[0]), torch.zeros_like(counts[1])
+                                records.write_counts(step_bounds[b], above=above, equal=equal)
+                        if batch is not None and online:
+                            checked_update(model, batch)
+                            if sampler is not None and not sampler.history_free:
+                                sampler.observe(_slice(data, keys, a, z))
+                        clock.mark()
+                    progress.report(steps[b + 1], num_batches)
+        if shard[1] > 1 and catalog is not None:
+            candidate_nan = _sum_over_ranks(records.counts, candidate_nan)
+        latencies = clock.latencies()
+        elapsed = time.perf_counter() - start_time
+    with progress.phase("metrics"):
+        out = records.host()
+        _check_finite(out, candidate_nan, steps)
+        if k:  # a pure function of the recorded scores: once per pass, not once per batch
+            out["sampled_above"], out["sampled_equal"] = count_above_equal(
+                out["score"], out["neg_score"], out.get("neg_mask"), float(model.tie_tolerance))
+        out["batch"] = torch.repeat_interleave(torch.arange(num_batches), torch.tensor(boundaries).diff())
     return out, latencies, elapsed
 
 
@@ -572,98 +574,106 @@ def evaluate(
     Warns:
         UntrainedModelWarning: the model has parameters and none changed since it was built.
     """
-    if distributed:
-        require_group()
-    replay_mode, num_negatives, ties, hits = protocol.replay, protocol.num_negatives, protocol.ties, protocol.hits
-    batch_size, seed, directed, uncovered = protocol.batch_size, protocol.seed, protocol.directed, protocol.uncovered
-    history = _history_mode(model, replay_mode, protocol.history)
-    if not protocol.warm and model.training:
-        _warn_mode_switch(model)
-    data = _checked_inputs(model, data, segment, sampler=sampler, num_negatives=num_negatives, catalog=catalog,
-                           uncovered=uncovered, prefilter=protocol.prefilter)
-    if model.as_built():
-        warnings.warn(f"{type(model).__name__} is evaluated with its parameters unchanged since it was built (never "
-                      f"trained, nor loaded from a trained checkpoint): unless its constructor loads trained weights, "
-                      f"these are the numbers of random weights. Train it first (tgeval.fit, train_epoch, `tgeval "
-                      f"train`) or load a trained checkpoint.", UntrainedModelWarning, stacklevel=2)
-    device = data.src.device
-    if catalog is not None and catalog.device != device:
-        catalog = catalog.to(device)
-    input_fingerprint = fingerprint(data)
-    rank, world = rank_and_world() if distributed else (0, 1)
-    if distributed:
-        check_same("the evaluation (data, segment, model state, catalog, sampler, options)", (
-            input_fingerprint, segment.to_dict(), state_digest(model), model.describe(),
-            None if catalog is None else catalog.describe(), None if sampler is None else sampler.describe(),
-            protocol.to_dict(), history, candidate_budget, use_shortcut))
-    check_built_for(data, known={data.num_events: input_fingerprint}, segment=segment.built_from,
-                    catalog=None if catalog is None else catalog.built_from,
-                    sampler=None if sampler is None else sampler.describe())
-    # Replay in canonical order (t, src, dst): file order inside a group cannot matter.
-    order = canonical_order(data.src, data.dst, data.t)
-    data = permute_events(data, order)
-    data.e_id = order  # index of each event in the input (file order), carried by every batch
-    data.position = torch.arange(data.num_events, device=device)  # index in replay order (keys samplers' draws)
-    past, events = data[: segment.start], data[segment.start : segment.end]
-    if protocol.warm:  # in eval mode, as the pass
-        with _eval_mode(model):
-            warm_up(model, past, batch_size=batch_size, sampler=sampler)
-    generator = torch.Generator(device=device).manual_seed(seed)
-    strata = event_strata(past.src, past.dst, events.src, events.dst, model.num_nodes, directed=directed)
-
-    bounds = timestamp_batch_boundaries(events.t, batch_size)
-    boundaries = bounds.tolist()  # computed once per pass
-    records, latencies, elapsed = _replay(model, events, boundaries, online=replay_mode == "online", sampler=sampler,
-                                          num_negatives=num_negatives, catalog=catalog, generator=generator,
-                                          candidate_budget=candidate_budget, use_shortcut=use_shortcut,
-                                          check_state=check_state, directed=directed,
-                                          history=history, shard=(rank, world),
-                                          prefilter=protocol.prefilter)
-    records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(),
-                   t=events.t.cpu(), stratum=strata.cpu())
-    metrics = summarize(records, ties=ties, hits=hits, uncovered=uncovered)
-    if protocol.prefilter is not None and "all_entity" in metrics:
-        metrics["all_entity"]["approximate"] = {
-            "prefilter": protocol.prefilter,
-            "rule": "per step, only the L catalog items with the highest candidate_prior were scored; the others "
-                    "counted as below every positive, so ranks can only be better than exact"}
-    lat = torch.tensor(latencies, dtype=torch.float64)
-    performance = {
-        "events_per_second": segment.num_events / elapsed if elapsed > 0 else float("inf"),
-        "seconds": elapsed,
-        "num_batches": len(boundaries) - 1,
-        "num_steps": len(latencies),
-        "step_latency_ms": {"mean": float(lat.mean()) * 1e3, "median": float(lat.median()) * 1e3,
-                             "max": float(lat.max()) * 1e3},
-        **provenance.peak_memory(device),
-    }
-    manifest = {
-        "created": provenance.created(),
-        # the data's name and the split it comes from are the caller's to fill (the CLI does)
-        "data": {"name": None, "fingerprint": input_fingerprint, "canonical_fingerprint": fingerprint(data),
-                 "num_events": data.num_events, "num_nodes": model.num_nodes},
-        "split": None,
-        "segment": segment.to_dict(),
-        "protocol": protocol.to_dict(),
-        "history": None if history is None else _history_record(history, events.src, events.dst, events.t,
-                                                                      bounds),
-        "model": model.describe(),
-        "checkpoint": model.checkpoint_record,  # a loaded checkpoint's training spec, data, counts
-        "sampler": None if sampler is None else sampler.describe(),
-        "negatives_checksum": None if sampler is None else negatives_checksum(
-            records["src"], records["dst"], records["t"], records["neg"], records.get("neg_src"),
-            records.get("neg_mask")),
-        "catalog": None if catalog is None else catalog.describe(),
-        "tie_tolerance": model.tie_tolerance,
-        "aggregation": {"micro": "mean over events", "macro": "mean over sources of per-source means"},
-        "strata_reference": "events before the segment (pairs directed)" if directed
-        else "events before the segment (pairs undirected)",
-        "candidate_budget": candidate_budget,
-        "state_guard": check_state,
-        "device": str(device),
-        "distributed": {"world_size": world, "backend": dist.get_backend() if distributed else None,
-                        "sharded": "columns of the chunked all-entity path" if world > 1 else None},
-        "threads": provenance.threads(),
-        "versions": provenance.versions(),
-    }
+    with progress.timing() as clock:
+        with progress.phase("prepare"):
+            if distributed:
+                require_group()
+            replay_mode, num_negatives, ties, hits = (protocol.replay, protocol.num_negatives, protocol.ties,
+                                                      protocol.hits)
+            batch_size, seed, directed, uncovered = (protocol.batch_size, protocol.seed, protocol.directed,
+                                                     protocol.uncovered)
+            history = _history_mode(model, replay_mode, protocol.history)
+            if not protocol.warm and model.training:
+                _warn_mode_switch(model)
+            data = _checked_inputs(model, data, segment, sampler=sampler, num_negatives=num_negatives, catalog=catalog,
+                                   uncovered=uncovered, prefilter=protocol.prefilter)
+            if model.as_built():
+                warnings.warn(f"{type(model).__name__} is evaluated with its parameters unchanged since it was built "
+                              f"(never trained, nor loaded from a trained checkpoint): unless its constructor loads "
+                              f"trained weights, these are the numbers of random weights. Train it first (tgeval.fit, "
+                              f"train_epoch, `tgeval train`) or load a trained checkpoint.", UntrainedModelWarning,
+                              stacklevel=2)
+            device = data.src.device
+            if catalog is not None and catalog.device != device:
+                catalog = catalog.to(device)
+            input_fingerprint = fingerprint(data)
+            rank, world = rank_and_world() if distributed else (0, 1)
+            if distributed:
+                check_same("the evaluation (data, segment, model state, catalog, sampler, options)", (
+                    input_fingerprint, segment.to_dict(), state_digest(model), model.describe(),
+                    None if catalog is None else catalog.describe(), None if sampler is None else sampler.describe(),
+                    protocol.to_dict(), history, candidate_budget, use_shortcut))
+            check_built_for(data, known={data.num_events: input_fingerprint}, segment=segment.built_from,
+                            catalog=None if catalog is None else catalog.built_from,
+                            sampler=None if sampler is None else sampler.describe())
+            # Replay in canonical order (t, src, dst): file order inside a group cannot matter.
+            order = canonical_order(data.src, data.dst, data.t)
+            data = permute_events(data, order)
+            data.e_id = order  # index of each event in the input (file order), carried by every batch
+            # index in replay order (keys samplers' draws)
+            data.position = torch.arange(data.num_events, device=device)
+            past, events = data[: segment.start], data[segment.start : segment.end]
+        if protocol.warm:  # in eval mode, as the pass
+            with progress.phase("warm_up"), _eval_mode(model):
+                warm_up(model, past, batch_size=batch_size, sampler=sampler)
+        with progress.phase("prepare"):
+            generator = torch.Generator(device=device).manual_seed(seed)
+            strata = event_strata(past.src, past.dst, events.src, events.dst, model.num_nodes, directed=directed)
+            bounds = timestamp_batch_boundaries(events.t, batch_size)
+            boundaries = bounds.tolist()  # computed once per pass
+        records, latencies, elapsed = _replay(model, events, boundaries, online=replay_mode == "online",
+                                              sampler=sampler, num_negatives=num_negatives, catalog=catalog,
+                                              generator=generator, candidate_budget=candidate_budget,
+                                              use_shortcut=use_shortcut, check_state=check_state, directed=directed,
+                                              history=history, shard=(rank, world), prefilter=protocol.prefilter)
+        with progress.phase("metrics"):
+            records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(),
+                           t=events.t.cpu(), stratum=strata.cpu())
+            metrics = summarize(records, ties=ties, hits=hits, uncovered=uncovered)
+            if protocol.prefilter is not None and "all_entity" in metrics:
+                metrics["all_entity"]["approximate"] = {
+                    "prefilter": protocol.prefilter,
+                    "rule": "per step, only the L catalog items with the highest candidate_prior were scored; the "
+                            "others counted as below every positive, so ranks can only be better than exact"}
+        with progress.phase("manifest"):
+            lat = torch.tensor(latencies, dtype=torch.float64)
+            performance = {
+                "events_per_second": segment.num_events / elapsed if elapsed > 0 else float("inf"),
+                "seconds": elapsed,
+                "num_batches": len(boundaries) - 1,
+                "num_steps": len(latencies),
+                "step_latency_ms": {"mean": float(lat.mean()) * 1e3, "median": float(lat.median()) * 1e3,
+                                     "max": float(lat.max()) * 1e3},
+                **provenance.peak_memory(device),
+            }
+            manifest = {
+                "created": provenance.created(),
+                # the data's name and the split it comes from are the caller's to fill (the CLI does)
+                "data": {"name": None, "fingerprint": input_fingerprint, "canonical_fingerprint": fingerprint(data),
+                         "num_events": data.num_events, "num_nodes": model.num_nodes},
+                "split": None,
+                "segment": segment.to_dict(),
+                "protocol": protocol.to_dict(),
+                "history": None if history is None else _history_record(history, events.src, events.dst, events.t,
+                                                                              bounds),
+                "model": model.describe(),
+                "checkpoint": model.checkpoint_record,  # a loaded checkpoint's training spec, data, counts
+                "sampler": None if sampler is None else sampler.describe(),
+                "negatives_checksum": None if sampler is None else negatives_checksum(
+                    records["src"], records["dst"], records["t"], records["neg"], records.get("neg_src"),
+                    records.get("neg_mask")),
+                "catalog": None if catalog is None else catalog.describe(),
+                "tie_tolerance": model.tie_tolerance,
+                "aggregation": {"micro": "mean over events", "macro": "mean over sources of per-source means"},
+                "strata_reference": "events before the segment (pairs directed)" if directed
+                else "events before the segment (pairs undirected)",
+                "candidate_budget": candidate_budget,
+                "state_guard": check_state,
+                "device": str(device),
+                "distributed": {"world_size": world, "backend": dist.get_backend() if distributed else None,
+                                "sharded": "columns of the chunked all-entity path" if world > 1 else None},
+                "threads": provenance.threads(),
+                "versions": provenance.versions(),
+            }
+        performance.update(clock.snapshot())  # every second of the call, by phase
     return Result(metrics, manifest, performance, records)

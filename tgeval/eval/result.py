@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import sha256_of, write_atomic, write_atomic_group
+from tgeval.progress import Timeline
 from tgeval.protocol import metric_name
 from tgeval.eval.metrics import (
     TiePolicy,
@@ -147,7 +148,10 @@ class Result:
     Attributes:
         metrics: output of :func:`summarize` (``sampled``, ``all_entity``, ``strata``).
         manifest: everything needed to reproduce the numbers (SPEC §11).
-        performance: throughput, latency and memory of the replay.
+        performance: throughput, latency and memory of the replay; ``wall_seconds`` of the whole
+            :func:`~tgeval.eval.replay.evaluate` call and its ``phases`` (seconds of ``prepare``,
+            ``warm_up``, ``replay``, ``metrics``, ``manifest`` and ``other``, summing to ``wall_seconds``);
+            the command line adds ``command``, the same for the whole command (``read``, ..., ``write``).
         records: per-event tensors on CPU (see :data:`_EVENT_COLUMNS`); not written to
             JSON, see :meth:`save_events`.
     """
@@ -167,7 +171,11 @@ class Result:
                            catalog=m["catalog"])
 
     def to_dict(self) -> dict:
-        return json_safe({"manifest": self.manifest, "metrics": self.metrics, "performance": self.performance})
+        """JSON-safe ``manifest``, ``metrics`` and ``performance``; a :class:`~tgeval.progress.Timeline` in
+        ``performance`` (the command line's) is written as its :meth:`~tgeval.progress.Timeline.snapshot` now."""
+        performance = {key: value.snapshot() if isinstance(value, Timeline) else value
+                       for key, value in self.performance.items()}
+        return json_safe({"manifest": self.manifest, "metrics": self.metrics, "performance": performance})
 
     def save(self, path: str | os.PathLike, events: str | os.PathLike | None = None) -> None:
         """Write the result as JSON, atomically; with ``events``, also its per-event CSV
