@@ -134,6 +134,9 @@ def test_bipartite_heuristics_count_paths_of_length_3(method):
     want = torch.tensor([_paths3(g, a, b, f) for a, b in zip(u.flatten().tolist(), v.flatten().tolist())],
                         dtype=torch.float64)
     assert torch.allclose(got, want, rtol=1e-12, atol=1e-12) and float(want.max()) > 0
+    # one source against every destination: the rows are built for the other endpoint
+    row = heuristic_scores(adj, torch.full((n - d,), 3), torch.arange(d, n), method)
+    assert torch.allclose(row, want.view(d, n - d)[3], rtol=1e-12, atol=1e-12)
     same = heuristic_scores(adj, torch.tensor([0, d]), torch.tensor([1, d + 1]), method)  # within one side
     assert same.tolist() == [0.0, 0.0]
 

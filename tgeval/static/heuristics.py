@@ -32,8 +32,9 @@ length 3** :math:`u - a - b - v` instead (:math:`a \in \Gamma(u)`, :math:`b \in 
 i.e. the entry :math:`(u, v)` of :math:`A F A F A` with :math:`F = \mathrm{diag}(f)` (the walks of
 length 3) less, when :math:`uv` is itself an edge, the walks that revisit an endpoint:
 :math:`f_v s_v + f_u s_u - f_u f_v` with :math:`s_x = \sum_{y \in \Gamma(x)} f_y`. They are
-computed as PPR vectors are (:mod:`tgeval.static.ppr`): per block of distinct sources, three
-sparse products with a dense ``[n, S]`` block of at most ``budget`` entries. Pairs within one
+computed per block of distinct sources :math:`u`, whose dense rows of :math:`A F A` (at most
+``budget`` entries) are summed from expanded neighbour lists; each pair then gathers that row
+over :math:`\Gamma(v)`. Pairs within one
 side have no path of odd length and score 0. Jaccard has no such variant (its union of
 neighbourhoods lies on two different sides): on a bipartite graph it does not apply
 (:data:`BIPARTITE_UNDEFINED`) and :func:`heuristic_scores` refuses it. PA needs no change.
@@ -173,31 +174,43 @@ def _common_neighbour_sums(adj: Adjacency, src: Tensor, dst: Tensor, weight: Opt
 
 def _path3_sums(adj: Adjacency, src: Tensor, dst: Tensor, weight: Optional[Tensor], budget: int) -> Tensor:
     r""":math:`\sum_{u - a - b - v} f(a) f(b)` over the paths of length 3 of each pair, ``weight[w] = f(w)``
-    (``None``: :math:`f = 1`, the path count): float64 ``[B]`` (module docstring)."""
+    (``None``: :math:`f = 1`, the path count): float64 ``[B]`` (module docstring).
+
+    Per block of distinct sources :math:`u`, the dense rows :math:`W_u[b] = \sum_{a \in \Gamma(u) \cap
+    \Gamma(b)} f(a)` (walks :math:`u - a - b`) are summed from the expanded neighbour lists of
+    :math:`\Gamma(u)`; each pair then sums :math:`f(b) W_u[b]` over :math:`b \in \Gamma(v)`, per pair in
+    order (exact for counts, the same whatever the blocks). The rows are built for whichever
+    endpoint has fewer distinct nodes in the batch (the score is symmetric)."""
     n, device = adj.num_nodes, src.device
     out = torch.zeros(src.numel(), dtype=torch.float64, device=device)
     if src.numel() == 0:
         return out
     f = torch.ones(n, dtype=torch.float64, device=device) if weight is None else weight
-    indices = adj.matrix.indices()
-    plain = torch.sparse_coo_tensor(indices, torch.ones(indices.size(1), dtype=torch.float64, device=device), (n, n),
-                                    is_coalesced=True, check_invariants=False)
-    weighted = torch.sparse_coo_tensor(indices, f[adj.col], (n, n), is_coalesced=True, check_invariants=False)  # A F
+    rowptr, col = adj.rowptr, adj.col
+    length = rowptr[1:] - rowptr[:-1]
     distinct, where = torch.unique(src, return_inverse=True)
+    other, other_where = torch.unique(dst, return_inverse=True)
+    if other.numel() < distinct.numel():  # the score is symmetric: build the fewer rows
+        src, dst, distinct, where = dst, src, other, other_where
     width = max(1, budget // max(n, 1))
     for s0 in range(0, distinct.numel(), width):
         block = distinct[s0 : s0 + width]
-        x = torch.zeros(n, block.numel(), dtype=torch.float64, device=device)
-        x[block, torch.arange(block.numel(), device=device)] = 1.0
-        x = weighted @ (weighted @ (plain @ x))  # columns: rows u of A F A F A
+        owner, index = expand_ranges(rowptr[block], length[block])  # a in Gamma(u)
+        a = col[index]
+        hop, second = expand_ranges(rowptr[a], length[a])  # b in Gamma(a)
+        walks = torch.zeros(block.numel() * n, dtype=torch.float64, device=device)
+        walks.index_add_(0, owner[hop] * n + col[second], f[a][hop])
         mine = torch.nonzero((where >= s0) & (where < s0 + block.numel())).flatten()
-        out[mine] = x[dst[mine], where[mine] - s0]
+        pair, third = expand_ranges(rowptr[dst[mine]], length[dst[mine]])  # b in Gamma(v)
+        b = col[third]
+        terms = f[b] * walks[(where[mine][pair] - s0) * n + b]
+        out[mine] = torch.bincount(pair, weights=terms, minlength=mine.numel())
     # an edge uv also has the walks u-v-b-v and u-a-u-v, which are not paths
     edge = adj.contains(src * n + dst)
     if bool(edge.any()):
-        s = plain @ f[:, None]
+        s = torch.bincount(adj.matrix.indices()[0], weights=f[col], minlength=n)
         u, v = src[edge], dst[edge]
-        out[edge] -= f[v] * s[v, 0] + f[u] * s[u, 0] - f[u] * f[v]
+        out[edge] -= f[v] * s[v] + f[u] * s[u] - f[u] * f[v]
     return out.clamp(min=0.0)  # rounding of the weighted sums, never below the true value 0
 
 
