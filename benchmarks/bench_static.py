@@ -4,8 +4,12 @@
    (all events), tgeval's batched sparse kernels vs networkx's functions (``common_neighbors``,
    ``jaccard_coefficient``, ...) on the same pairs, same process; the scores are checked equal.
 2. Sampling: negative pairs per second, uniform and degree-corrected, distinct and with
-   replacement, on the static graph of Wikipedia (all events; 9,227 nodes) and UCI.
-3. ``tgeval static`` on UCI (whole file, the five heuristics and the GCN and GraphSAGE baselines)
+   replacement, on the static graph of Wikipedia (all events; 9,227 nodes; bipartite: one
+   endpoint per side) and UCI.
+3. Bipartite heuristics: CN, Adamic-Adar and RA over paths of length 3 on 10^4 random
+   user-page pairs of Wikipedia's graph, tgeval's sparse products vs a networkx loop over the
+   neighbours' neighbourhoods, same pairs; the scores are checked equal.
+4. ``tgeval static`` on UCI (whole file, the five heuristics and the GCN and GraphSAGE baselines)
    as a subprocess: wall time, imports included.
 
 Run: python benchmarks/bench_static.py [--data-dir DIR] [--repeat 3] [--threads 1]
@@ -14,6 +18,7 @@ Run: python benchmarks/bench_static.py [--data-dir DIR] [--repeat 3] [--threads 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -83,15 +88,52 @@ def bench_sampling(repeat: int) -> None:
             rows.append([name, "-", "-", "-", "dataset not found"])
             continue
         data, info = load_dataset(name)
-        graph = static_graph(data, num_nodes=info.num_nodes)
+        graph = static_graph(data, num_nodes=info.num_nodes, dst_offset=info.dst_offset if info.bipartite else None)
         num = 1_000_000 if name == "wikipedia" else 100_000
         for weighting in ("uniform", "degree"):
             sampler = PairSampler(graph, weighting=weighting)
             for replace in (False, True):
                 seconds = best_time(lambda: sampler.sample(num, seed=1, replace=replace), repeat)
-                rows.append([f"{name} ({graph.num_nodes} nodes, {graph.num_edges} edges)", weighting,
+                rows.append([f"{name} ({graph.num_nodes} nodes, {graph.num_edges} edges, "
+                             f"{graph.describe_sides()['kind']})", weighting,
                              "with" if replace else "distinct", f"{num:,}", f"{num / seconds:,.0f}"])
     print_table(["graph", "weighting", "replacement", "negatives", "negatives/s"], rows)
+
+
+def paths3_networkx(g: nx.Graph, method: str, pairs: list[tuple[int, int]]) -> list[float]:
+    """Sum over the paths u - a - b - v of f(a) f(b), by a loop over u's neighbours' neighbourhoods."""
+    f = {"cn": lambda w: 1.0, "aa": lambda w: 1.0 / math.log(g.degree(w)), "ra": lambda w: 1.0 / g.degree(w)}[method]
+    return [float(sum(f(a) * f(b) for a in g[u] for b in g[a] if b != u and a != v and b in g[v]))
+            for u, v in pairs]
+
+
+def bench_bipartite(repeat: int) -> None:
+    if dataset_path("wikipedia") is None:
+        print("\n3. bipartite heuristics: skipped (Wikipedia is not available)")
+        return
+    data, info = load_dataset("wikipedia")
+    graph = static_graph(data, num_nodes=info.num_nodes, dst_offset=info.dst_offset)
+    adj = adjacency(graph)
+    d, n, num = graph.dst_offset, graph.num_nodes, 10_000
+    gen = torch.Generator().manual_seed(0)
+    src, dst = torch.randint(0, d, (num,), generator=gen), torch.randint(d, n, (num,), generator=gen)
+    pairs = list(zip(src.tolist(), dst.tolist()))
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(graph.edge_index.T.tolist())
+    print(f"\n3. bipartite heuristics (paths of length 3) on {num:,} random user-page pairs of Wikipedia's graph; "
+          f"best of {repeat} runs each")
+    rows = []
+    for method in ("cn", "aa", "ra"):
+        ours = best_time(lambda: heuristic_scores(adj, src, dst, method), repeat)
+        start = time.perf_counter()
+        reference = paths3_networkx(g, method, pairs)
+        theirs = time.perf_counter() - start
+        same = torch.allclose(heuristic_scores(adj, src, dst, method), torch.tensor(reference, dtype=torch.float64),
+                              rtol=1e-12, atol=1e-12)
+        rows.append([method, f"{num / ours:,.0f}", f"{num / theirs:,.0f}", f"{theirs / ours:.1f}",
+                     "yes" if same else "NO"])
+    print_table(["method", "tgeval pairs/s", "networkx loop pairs/s", "x networkx", "equal scores"], rows)
 
 
 def bench_cli(threads: int) -> None:
@@ -103,7 +145,7 @@ def bench_cli(threads: int) -> None:
         start = time.perf_counter()
         done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=REPO_ROOT)
         seconds = time.perf_counter() - start
-    print("\n3. `tgeval static` on UCI (all events; heuristics, GCN and GraphSAGE; C=50), as a subprocess:")
+    print("\n4. `tgeval static` on UCI (all events; heuristics, GCN and GraphSAGE; C=50), as a subprocess:")
     print(f"   {' '.join(['python'] + command[1:-1])} OUT")
     print(f"   wall time {seconds:.1f} s (exit code {done.returncode})")
     print("   " + "\n   ".join(done.stdout.strip().splitlines()))
@@ -123,6 +165,7 @@ def main() -> None:
     with torch.no_grad():
         bench_heuristics(args.repeat)
         bench_sampling(args.repeat)
+        bench_bipartite(args.repeat)
     bench_cli(args.threads)
 
 
