@@ -3,16 +3,19 @@ self-contained HTML page of a results folder.
 
 The page is titled with the data's name (paths in it cut to their last component; the folder's name
 when no result names its data). Results are grouped by the events they were evaluated on (data
-fingerprint, segment name and range): each segment has its own section, headed by its name, event
-range and time span, with its protocol lines, its Models table (time-block bootstrap intervals of
-each model's all-entity MRR), its K-sweep with Kendall's τ, its time profile of ranks and its strata
-bars. Results of different segments are never in one table or one plot, so they are never ranked
-against each other. Then come the Birth–Death diagrams when the folder holds ``diagnose`` output,
-and every manifest in a collapsible block. Every plot has a caption in words that names its
-protocol, time axes as dates or durations (:func:`~tgeval.diagnostics.plots.time_axis`) and its
-legend outside the axes. Long names wrap, so the page never scrolls sideways. Images are embedded as
-``data:`` PNGs; the page loads nothing else. Files of the folder that are not results are listed
-with the reason, never dropped silently.
+fingerprint, segment name and range), then by the settings they were measured under (seed, K, sampler,
+catalog, ties, replay, history and every other protocol setting): each group has its own section, headed
+by the segment's name, event range and time span (and the settings that tell it from the segment's other
+sections), with its protocol lines, its Models table (time-block bootstrap intervals of each model's
+all-entity MRR), its K-sweep with Kendall's τ, its time profile of ranks and its strata bars. Results of
+different sections are never in one table or one plot, so they are never ranked against each other. A
+result whose per-event file is missing, lies outside the folder or was not written with it (its sha256
+differs) is shown from its JSON alone, with the reason. Then come the Birth–Death diagrams when the
+folder holds ``diagnose`` output, and every manifest in a collapsible block. Every plot has a caption in
+words that names its protocol, time axes as dates or durations
+(:func:`~tgeval.diagnostics.plots.time_axis`) and its legend outside the axes. Long names wrap, so the
+page never scrolls sideways. Images are embedded as ``data:`` PNGs; the page loads nothing else. Files
+of the folder that are not results are listed with the reason, never dropped silently.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import io
 import json
 import math
 import os
+import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
@@ -31,7 +35,7 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import write_atomic
-from tgeval.diagnostics.compare import compare, k_label, load_events
+from tgeval.diagnostics.compare import EventsFileError, compare, events_file_of, k_label, load_events
 from tgeval.diagnostics.plots import duration_unit, legend_outside, rank_axis, short_name, time_axis
 from tgeval.diagnostics.time_profile import time_profile
 from tgeval.eval.result import STRATA, Result
@@ -164,10 +168,12 @@ def _figure(width: float = 8.5, height: float = 3.6) -> tuple[Any, Any]:
     return fig, fig.add_subplot(1, 1, 1)
 
 
-def _load(folder: Path) -> tuple[dict[str, Result], dict[str, dict[str, Tensor]], list[tuple[str, str]]]:
-    """Results by file stem, their per-event tables (results saved with events), and the skipped
-    files with the reason."""
-    results, tables, skipped = {}, {}, []
+def _load(folder: Path) -> tuple[dict[str, Result], dict[str, dict[str, Tensor]], dict[str, str],
+                                 list[tuple[str, str]]]:
+    """Results by file stem, their per-event tables (results saved with events), why a result's per-event file
+    was not used (:class:`~tgeval.diagnostics.compare.EventsFileError`: missing, elsewhere, or not written with
+    it), and the skipped files with the reason."""
+    results, tables, unused, skipped = {}, {}, {}, []
     for path in sorted(folder.glob("*.json")):
         if path.name in ("diagnose.json", "summary.json"):  # shown in the Birth-Death section / the table
             continue
@@ -179,8 +185,11 @@ def _load(folder: Path) -> tuple[dict[str, Result], dict[str, dict[str, Tensor]]
             continue
         results[path.stem] = result
         if result.manifest.get("events_file"):
-            tables[path.stem] = load_events(path)  # verified against the recorded sha256
-    return results, tables, skipped
+            try:  # verified against the recorded sha256
+                tables[path.stem] = load_events(events_file_of(path, direct=False))
+            except EventsFileError as error:  # the result is shown from its JSON alone, and says why
+                unused[path.stem] = str(error)
+    return results, tables, unused, skipped
 
 
 def _interval(table: dict[str, Tensor], uncovered: str) -> tuple[float, float]:
@@ -211,21 +220,87 @@ def _by_segment(results: dict[str, Result]) -> list[list[str]]:
     return [groups[key] for key in sorted(groups, key=lambda key: (data.index(key[0]), *key[1:]))]
 
 
-def _segment_heading(result: Result, with_data: bool) -> str:
+#: Labels of protocol settings in section headings (``hits`` only chooses the Hits@k reported: no setting).
+_SETTING_LABELS = {"num_negatives": "K", "batch_size": "batch size", "uncovered": "uncovered positives",
+                   "prefilter": "pre-filter", "warm": "warm start"}
+
+
+def _settings(result: Result) -> dict[str, Any]:
+    """What a result's numbers were measured under besides its events, by label: every protocol setting but
+    ``hits`` (``K`` is 0 without a sampler), the sampler and the catalog as described (a negatives file by its
+    checksum, not by the path it was read from)."""
+    m, p = result.manifest, result.manifest["protocol"]
+    out = {_SETTING_LABELS.get(key, key): value for key, value in p.items() if key != "hits"}
+    out["K"] = p["num_negatives"] if m["sampler"] is not None else 0
+    out["sampler"], out["catalog"] = _without_paths(m["sampler"]), m["catalog"]
+    return out
+
+
+def _without_paths(value: Any) -> Any:
+    """``value`` without its ``path`` entries, at any depth."""
+    if isinstance(value, dict):
+        return {key: _without_paths(item) for key, item in value.items() if key != "path"}
+    return [_without_paths(item) for item in value] if isinstance(value, list) else value
+
+
+def _setting_words(label: str, value: Any, others: Sequence[Any]) -> str:
+    """``label=value`` of a setting whose value differs among ``others``; a sampler or a catalog by its name (or
+    kind; a catalog with its size), and the entries in which it differs from ``others`` of that name, e.g.
+    ``sampler=uniform (catalog=all)``."""
+    if value is None:
+        return f"{label}={'model default' if label == 'history' else 'none'}"
+    if not isinstance(value, dict):
+        return f"{label}={value}"
+    name = value.get("name", value.get("kind"))
+    alike = [o for o in others if isinstance(o, dict) and o.get("name", o.get("kind")) == name]
+    shown = [f"{key}={item.get('name', item.get('kind', '...')) if isinstance(item, dict) else item}"
+             for key, item in value.items() if any(o.get(key) != item for o in alike)]
+    size = f" ({value['size']:,} items)" if "size" in value else ""
+    return f"{label}={name}{size}" + (f" ({', '.join(shown)})" if shown else "")
+
+
+def _sections(results: dict[str, Result]) -> list[tuple[list[str], list[str]]]:
+    """Names of the results by section: grouped by the events they were evaluated on (:func:`_by_segment`), then
+    by the settings they were measured under (:func:`_settings`), in order of first appearance; with each group,
+    the words of the settings that tell it from the other groups of its segment (none when the segment has one)."""
+    out = []
+    for names in _by_segment(results):
+        settings = {name: _settings(results[name]) for name in names}
+        key = {name: json.dumps(value, sort_keys=True, default=str) for name, value in settings.items()}
+        groups: dict[str, list[str]] = {}
+        for name in names:
+            groups.setdefault(key[name], []).append(name)
+        labels = dict.fromkeys(label for value in settings.values() for label in value)
+        differing = [label for label in labels if len({json.dumps(value.get(label), sort_keys=True, default=str)
+                                                       for value in settings.values()}) > 1]
+        for group in groups.values():
+            mine = settings[group[0]]
+            out.append((group, [_setting_words(label, mine.get(label), [value.get(label) for value in
+                                                                        settings.values()]) for label in differing]))
+    return out
+
+
+def _segment_heading(result: Result, with_data: bool, settings: Sequence[str]) -> str:
     """``<h2>`` and a note: the segment's name, event range and time span (and the data when the folder holds
-    several)."""
+    several), and the ``settings`` that tell this section from the other sections of its segment."""
     seg, data = result.manifest["segment"], result.manifest["data"]
     heading = f"{_SEGMENT_WORDS.get(seg['name'], seg['name'])} segment: events [{seg['start']}, {seg['end']})"
     if with_data:
         heading += f" of {short_name(data.get('name') or 'unnamed data')} (fingerprint {data['fingerprint'][:12]})"
+    if settings:
+        heading += f"; {', '.join(settings)}"
     axis = time_axis(seg["t_first"], seg["t_last"])
     span = seg["t_last"] - seg["t_first"]
     unit, size = duration_unit(span)
     length = f"{span:g} time units" if axis.kind == "plain" else f"{span / size:.3g} {unit}"
+    others = ("results of other segments have their own sections and are never ranked against these" if not settings
+              else f"results of this segment measured under other settings (they differ in "
+                   f"{', '.join(word.split('=')[0] for word in settings)}), and of other segments, have their own "
+                   f"sections and are never ranked against these")
     return (f"<h2>{html.escape(heading)}</h2><p class=\"note\">{seg['num_events']} events from "
             f"{html.escape(axis.text(seg['t_first']))} to {html.escape(axis.text(seg['t_last']))} ({length}). Every "
-            f"row and plot of this section was measured on these events; results of other segments have their "
-            f"own sections and are never ranked against these.</p>")
+            f"row and plot of this section was measured on these events"
+            f"{' under these settings' if settings else ''}; {html.escape(others)}.</p>")
 
 
 def _catalog_words(result: Result) -> str:
@@ -236,15 +311,14 @@ def _catalog_words(result: Result) -> str:
 
 
 def _column(results: dict[str, Result], part: str, metric: str) -> str:
-    """A column's heading: the metric's name with its protocol (:meth:`Result.metric_name`) when every result that
-    measured it shares one, else its plain name and where each row's protocol is."""
+    """A column's heading: the metric's name with its protocol (:meth:`Result.metric_name`), which the results of
+    a section share (:func:`_sections`), or its plain name when none of them measured it."""
     measured = "sampler" if part == "sampled" else "catalog"
     names = {r.metric_name(part, metric) for r in results.values() if r.manifest[measured] is not None}
-    if len(names) == 1:
+    if names:
         return names.pop()
     plain = metric.replace("hits@", "Hits@") if metric.startswith("hits@") else metric.upper()
-    plain = plain if part == "sampled" else f"all-entity {plain}"
-    return f"{plain} ({'not measured' if not names else 'protocol per row: see the protocol lines'})"
+    return f"{plain if part == 'sampled' else 'all-entity ' + plain} (not measured)"
 
 
 def _main_table(results: dict[str, Result], tables: dict[str, dict[str, Tensor]]) -> str:
@@ -338,8 +412,7 @@ def _strata_figure(results: dict[str, Result]) -> Any:
 
 
 def _strata(results: dict[str, Result]) -> str:
-    found = {r.manifest["protocol"]["ties"] for r in results.values()}
-    ties = f"{found.pop()} ties" if len(found) == 1 else "ties per row: see the protocol lines"
+    ties = f"{next(iter(results.values())).manifest['protocol']['ties']} ties"  # one per section (_sections)
     caption = (f"MRR on three kinds of events, relative to the events before the segment: pairs seen before "
                f"(repeated), new pairs of known nodes, and events with a node never seen; n is the number of events "
                f"of each kind. A bar is the model's {_column(results, 'all_entity', 'mrr')} where it was measured "
@@ -358,13 +431,16 @@ def _birth_death(folder: Path) -> str:
             f'{lt["nodes"]["surprise"]:.1%}, pairs {lt["pairs"]["surprise"]:.1%}</p>' + "".join(images))
 
 
-def _segment_section(results: dict[str, Result], tables: dict[str, dict[str, Tensor]], comparison: Optional[dict],
-                     with_data: bool) -> str:
-    """The section of one segment's results: heading, protocol lines, Models table and plots."""
+def _segment_section(results: dict[str, Result], tables: dict[str, dict[str, Tensor]], unused: dict[str, str],
+                     comparison: Optional[dict], with_data: bool, settings: Sequence[str]) -> str:
+    """The section of one segment's results measured under one set of settings: heading, protocol lines, Models
+    table (with why a result's per-event file was not used) and plots."""
     first = next(iter(results.values()))
-    parts = ["<section>", _segment_heading(first, with_data),
+    parts = ["<section>", _segment_heading(first, with_data, settings),
              f"<p>{html.escape(protocol_lines(list(results.items()))).replace(chr(10), '<br>')}</p>",
              "<h3>Models</h3>", _main_table(results, tables)]
+    parts += [f'<p class="note">{html.escape(name)}: its per-event file was not used (no interval, not in the '
+              f'K-sweep nor the time profile): {html.escape(unused[name])}</p>' for name in results if name in unused]
     with_events = {name: tables[name] for name in results if name in tables and "above" in tables[name]}
     if with_events:
         if comparison is None or set(comparison["models"]) != set(with_events):
@@ -381,21 +457,29 @@ def _segment_section(results: dict[str, Result], tables: dict[str, dict[str, Ten
 def build_report(folder: PathLike, comparison: Optional[dict] = None) -> str:
     """The HTML page of the results in ``folder`` (see the module docstring).
 
-    ``comparison``: :func:`~tgeval.diagnostics.compare.compare` of the per-event files of one segment's
-    results, when the caller has computed it; used for the segment whose results with all-entity ranks are
-    exactly its models (every other segment's is computed here)."""
-    folder = Path(folder)
-    results, tables, skipped = _load(folder)
+    ``comparison``: :func:`~tgeval.diagnostics.compare.compare` of the per-event files of one section's
+    results, when the caller has computed it; used for the section whose results with all-entity ranks are
+    exactly its models (every other section's is computed here)."""
+    return _page(Path(folder), comparison)[0]
+
+
+def _page(folder: Path, comparison: Optional[dict]) -> tuple[str, dict[str, str]]:
+    """:func:`build_report`'s page, and why the per-event file of a result was not used, by result."""
+    results, tables, unused, skipped = _load(folder)
     if not results:
         raise ValueError(f"{folder}: no result JSON (from `tgeval evaluate --out` or `tgeval run`) to report.")
     title = _title(results, folder)
-    groups = _by_segment(results)
+    sections = _sections(results)
+    segments = len(_by_segment(results))
     several_data = len({r.manifest["data"]["fingerprint"] for r in results.values()}) > 1
+    layout = ("one section each" if len(sections) == segments else
+              f"{len(sections)} sections, one per segment and settings: results measured under other settings are "
+              f"never ranked together")
     parts = [f"<h1>{html.escape(title)}</h1>",
              f'<p class="note">tgeval report of the results folder {html.escape(folder.resolve().name)}: '
-             f'{len(results)} results on {len(groups)} segment(s), one section each.</p>']
-    parts += [_segment_section({name: results[name] for name in group}, tables, comparison, several_data)
-              for group in groups]
+             f'{len(results)} results on {segments} segment(s), {layout}.</p>']
+    parts += [_segment_section({name: results[name] for name in names}, tables, unused, comparison, several_data,
+                               settings) for names, settings in sections]
     if (folder / "diagnose.json").is_file():
         parts += ["<h2>Birth–Death</h2>", _birth_death(folder)]
     parts.append("<h2>Manifests</h2>")
@@ -407,20 +491,25 @@ def build_report(folder: PathLike, comparison: Optional[dict] = None) -> str:
             f"<li>{html.escape(name)}: {html.escape(why)}</li>" for name, why in skipped) + "</ul>")
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)}: tgeval report</title>"
-            f"<style>{_STYLE}</style></head><body>" + "\n".join(parts) + "</body></html>\n")
+            f"<style>{_STYLE}</style></head><body>" + "\n".join(parts) + "</body></html>\n"), unused
 
 
-def write_report(folder: PathLike, out: PathLike, comparison: Optional[dict] = None) -> Path:
-    """Write :func:`build_report` of ``folder`` to ``out`` atomically; returns ``out``."""
-    write_atomic(out, build_report(folder, comparison))
-    return Path(out)
+def write_report(folder: PathLike, out: PathLike, comparison: Optional[dict] = None) -> dict[str, str]:
+    """Write :func:`build_report` of ``folder`` to ``out`` atomically; returns why the per-event file of a result
+    was not used, by result (each also said on the page)."""
+    page, unused = _page(Path(folder), comparison)
+    write_atomic(out, page)
+    return unused
 
 
 def report_command(args: argparse.Namespace) -> int:
-    """``tgeval report RESULTS_DIR --out report.html``."""
+    """``tgeval report RESULTS_DIR --out report.html``; a result whose per-event file cannot be used is reported
+    from its JSON alone, and said on stderr."""
     from tgeval.atomic import check_writable
 
     check_writable(args.out, what="--out")
-    path = write_report(args.results, args.out)
-    print(f"wrote {path}")
+    unused = write_report(args.results, args.out)
+    for name, why in unused.items():
+        print(f"tgeval: warning: result {name!r} is reported without its per-event file: {why}", file=sys.stderr)
+    print(f"wrote {args.out}")
     return 0

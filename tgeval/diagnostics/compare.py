@@ -38,7 +38,8 @@ from tgeval.eval.result import STRATA
 from tgeval.eval.stats import block_bootstrap_difference
 from tgeval.eval.result import json_safe
 
-__all__ = ["EventSetMismatchError", "load_events", "compare", "format_compare", "compare_command", "k_label"]
+__all__ = ["EventSetMismatchError", "EventsFileError", "events_file_of", "load_events", "compare", "format_compare",
+           "compare_command", "k_label"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 _REQUIRED = ("event", "t", "above", "equal", "candidates")
@@ -46,6 +47,12 @@ _REQUIRED = ("event", "t", "above", "equal", "candidates")
 
 class EventSetMismatchError(TGEvalError, ValueError):
     """Compared results were not evaluated on the same events (``event`` ids differ)."""
+
+
+class EventsFileError(TGEvalError, ValueError):
+    """A result's per-event file cannot be read with it: the result names none, or a path that is
+    missing, outside the result's folder or no regular file, or a file whose sha256 differs from
+    the one the result recorded (not written with it)."""
 
 
 def _parse_column(name: str, values: list[str]) -> Tensor:
@@ -66,24 +73,49 @@ def _parse_column(name: str, values: list[str]) -> Tensor:
         raise ValueError(f"column {name!r} holds a value that is neither bool, int nor float.") from None
 
 
-def _events_file_of(result_path: Path) -> Path:
+def events_file_of(result_path: PathLike, *, direct: bool = True) -> Path:
     """The per-event file a result JSON names: a regular file inside the JSON's folder (a result
     cannot point the reader elsewhere, e.g. at ``/dev/zero``), whose sha256 matches the one the
-    result recorded (a pair broken by a kill between its two writes is refused)."""
+    result recorded (a pair broken by a kill between its two writes is refused).
+
+    ``direct``: the reader also takes the per-event CSV itself (``tgeval compare``); a message
+    then names that fix too where it applies.
+
+    Raises:
+        EventsFileError: if the result names no per-event file, or one that is missing, outside the
+            result's folder or no regular file, or one whose sha256 differs from the recorded one.
+    """
+    result_path = Path(result_path)
     with open(result_path, encoding="utf-8") as handle:
         manifest = json.load(handle).get("manifest", {})
     events_file, recorded = manifest.get("events_file"), manifest.get("events_sha256")
     if not events_file:
-        raise ValueError(f"{result_path}: this result names no per-event file; write one with "
-                         f"`tgeval evaluate ... --save-events EVENTS.csv` and compare those.")
+        raise EventsFileError(f"{result_path}: this result names no per-event file; write one with "
+                              f"`tgeval evaluate ... --save-events EVENTS.csv` and compare those.")
     folder = result_path.resolve().parent
     path = (folder / events_file).resolve()
+    csv_name = Path(events_file).name if events_file.endswith(".csv") else f"{result_path.stem}.csv"
+    again = (f"evaluate again with --save-events beside --out (`tgeval evaluate ... --out {result_path} "
+             f"--save-events {result_path.parent / csv_name}`), which writes the pair anew")
     if not path.is_relative_to(folder) or not path.is_file():
-        raise ValueError(f"{result_path}: its events_file {events_file!r} is not a regular file inside the result's "
-                         f"folder {str(folder)!r}; pass the per-event CSV itself.")
+        if not path.exists():
+            why, direct_fix = (f"{str(path)!r} does not exist (moved, renamed or deleted since the result was "
+                               f"written)", "If the CSV was moved, pass its new path itself (`tgeval compare "
+                               "PATH.csv ...`); else ")
+        elif not path.is_file():
+            why, direct_fix = f"{str(path)!r} is no regular file", ""
+        else:
+            why, direct_fix = (f"it resolves to {str(path)!r}, outside that folder, and a result's per-event file "
+                               f"is read only beside it", f"Pass that CSV itself (`tgeval compare {path} ...`), "
+                               f"or ")
+        fix = (direct_fix if direct else "") + again
+        raise EventsFileError(f"{result_path}: its events_file {events_file!r} is not a regular file inside the "
+                              f"result's folder {str(folder)!r}: {why}. {fix[0].upper()}{fix[1:]}.")
     if recorded is not None and file_sha256(path) != recorded:
-        raise ValueError(f"{result_path}: the events file {str(path)!r} does not match this result (sha256 differs "
-                         f"from the recorded {recorded}): the pair was not written together. Evaluate again.")
+        raise EventsFileError(f"{result_path}: the events file {str(path)!r} does not match this result (its sha256 "
+                              f"differs from the recorded {recorded}): the pair was not written together (e.g. a "
+                              f"later evaluation was killed between writing the CSV and the JSON, or the CSV was "
+                              f"replaced since). {again[0].upper()}{again[1:]}.")
     return path
 
 
@@ -104,10 +136,12 @@ def load_events(csv_path: PathLike) -> dict[str, Tensor]:
         dict[str, Tensor]: column name -> ``[E]`` tensor.
 
     Raises:
+        EventsFileError: for a result JSON whose per-event file cannot be read with it
+            (:func:`events_file_of`).
         ValueError: if the file has no header or a malformed row / column.
     """
     if str(csv_path).endswith(".json"):
-        csv_path = _events_file_of(Path(csv_path))
+        csv_path = events_file_of(csv_path)
     with open(csv_path, newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)
