@@ -440,6 +440,25 @@ def _feature_block(table: _Table, columns: Sequence[int]) -> np.ndarray:
     return np.stack([_floats(fields, j, "numeric event features", fix) for j in columns], axis=1)
 
 
+def _float32_features(table: _Table, columns: Sequence[int]) -> np.ndarray:
+    """float32 ``[rows, len(columns)]`` of :func:`_feature_block`; a value beyond the float32 range (|x| > 3.4e38),
+    which would become inf, raises naming its line and column."""
+    block = _feature_block(table, columns)
+    with np.errstate(over="ignore"):
+        out = block.astype(np.float32)
+    over = np.argwhere(np.isinf(out))  # the block is finite: inf is an overflow of the cast
+    if over.size:
+        row, k = (int(i) for i in over[0])
+        fields = table.fields(max(columns) + 1)
+        found = fields.column(columns[k])[row].strip()
+        raise DataFormatError(
+            f"{fields.where(row)}: column {fields.name(columns[k])!r} holds {found!r}, beyond the float32 range of "
+            f"event features (|x| <= {float(np.finfo(np.float32).max):.4g}; {len(over)} of the file's feature values "
+            f"exceed it). Rescale that column (e.g. a logarithm or a larger unit), or drop it from the features."
+        )
+    return out
+
+
 def _integers(values: list[str]) -> Optional[np.ndarray]:
     """int64 array when every field is an integer literal, else ``None`` (fast path)."""
     try:
@@ -470,16 +489,19 @@ def _whole(fields: _Fields, j: int, what: str, fix: str) -> np.ndarray:
 
 
 def _ids(fields: _Fields, j: int, *, allow_text: bool) -> np.ndarray:
-    """int64 ids, or (``allow_text``) a str array when some id is not a number."""
+    """int64 ids, or (``allow_text``) a str array of the ids as written when some id is not a number, or
+    is an integer beyond int64 (ids to renumber: exact as names, where int64 or float64 would not be)."""
     values = fields.column(j)
-    if allow_text and _integers(values) is None and _first_failure(values, float) >= 0:
+    if allow_text and _integers(values) is None and (_first_failure(values, float) >= 0
+                                                     or _first_failure(values, int) < 0):
         return np.array([v.strip() for v in values])
-    return _whole(
-        fields,
-        j,
-        "integer node ids",
-        "Pass remap=True to number textual ids 0..n-1, or check the column mapping.",
-    )
+    if allow_text:
+        fix = ("Node ids are integers or names, and a number with a fraction or an exponent is neither: check the "
+               "column mapping, or write the ids as integers.")
+    else:
+        fix = ("Pass remap=True to number ids 0..n-1 (textual ones, or beyond the int64 range), or check the column "
+               "mapping.")
+    return _whole(fields, j, "integer node ids", fix)
 
 
 def _parse_datetime(text: str, time_format: str) -> int:
@@ -629,7 +651,7 @@ def _build(
     if src.dtype.kind != dst.dtype.kind:  # one side textual: both are names, as written
         src, dst = (np.array([v.strip() for v in fields.column(j)]) for j in (src_j, dst_j))
     t, merged_times = _times(fields, t_j, time_format)
-    msg = _feature_block(table, msg_js).astype(np.float32) if msg_js else None
+    msg = _float32_features(table, msg_js) if msg_js else None
     y = _whole(fields, y_j, "integer labels", "Labels are stored as int64 `y`.") if y_j is not None else None
 
     decreasing = np.flatnonzero(t[1:] < t[:-1])
