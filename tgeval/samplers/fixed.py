@@ -569,12 +569,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
             f"{len(missing)} of {data.num_events} events have no negatives in the TGB file {str(path)!r} (first: "
             f"event {i} of the segment, key (src, dst, t) = {(src_l[i], dst_l[i], t_l[i])}). Use the file of this "
             f"split (val / test) and the dataset's original ids and timestamps.")
-    rows = []
-    for key in keys:
-        value = np.asarray(table[key]).reshape(-1)
-        if value.size and not (np.issubdtype(value.dtype, np.integer) or np.all(np.mod(value, 1) == 0)):
-            raise NegativesFileError(f"TGB negatives of key {key} are not integer node ids ({value.dtype}).")
-        rows.append(value.astype(np.int64))
+    rows = [_node_ids(path, key, table[key]) for key in keys]
     lengths = np.array([r.size for r in rows], dtype=np.int64)
     width = int(lengths.max()) if lengths.size else 0
     if width == 0:
@@ -617,6 +612,28 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
                                             None, mask[scored])
     stored = StoredNegatives(src=src, dst=dst, t=t, neg=neg_t, neg_mask=mask, header=header)
     return FixedNegativeSampler(stored, path=path, num_negatives=num_negatives)
+
+
+def _node_ids(path: PathLike, key: tuple, value: Any) -> np.ndarray:
+    """int64 ``[n]`` of one TGB row: integers, or floats / Python objects that are whole numbers within int64;
+    anything else (text, booleans, fractions, NaN, huge numbers) raises
+    :class:`~tgeval.errors.NegativesFileError` naming the key and the value."""
+    array = np.asarray(value).reshape(-1)
+    if array.dtype.kind in "iu" or not array.size:
+        return array.astype(np.int64)
+    if array.dtype.kind == "f":
+        bad = np.flatnonzero(~((np.floor(array) == array) & (np.abs(array) < 2.0**63)))
+    elif array.dtype.kind == "O":  # Python objects (a pickled list): integers within int64 pass
+        bad = [i for i, v in enumerate(array.tolist()) if type(v) is not int or not -2**63 <= v < 2**63]
+    else:  # text, bytes, booleans, complex numbers
+        bad = [0]
+    if not len(bad):
+        return array.astype(np.int64)
+    first = int(bad[0])
+    found = f"{array.tolist()[first]!r} (dtype {array.dtype})"
+    raise NegativesFileError(f"TGB negatives file {str(path)!r}: the negatives of key (src, dst, t) = {key} hold "
+                             f"{found}, not integer node ids. Write each row as integer ids (an int64 array, as "
+                             f"tgeval.samplers.write_tgb_negatives and TGB do), or use the file TGB distributes.")
 
 
 def _check_node_range(path: PathLike, neg: Tensor, row: Callable[[int], str], data: Optional[TemporalData],

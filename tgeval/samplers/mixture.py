@@ -14,6 +14,7 @@ distinct only within itself): such repeats are kept, documented and counted
 
 from __future__ import annotations
 
+import math
 from typing import Optional, Sequence
 
 import torch
@@ -53,7 +54,7 @@ class MixtureSampler(NegativeSampler):
         proportions: one non-negative weight per component (not all zero).
 
     Raises:
-        ValueError: if lengths differ or a proportion is negative.
+        ValueError: if lengths differ, or a proportion is negative or not finite.
     """
 
     name = "mixture"
@@ -62,8 +63,8 @@ class MixtureSampler(NegativeSampler):
         if len(components) == 0 or len(components) != len(proportions):
             raise ValueError(f"need one proportion per component, got {len(components)} components and "
                              f"{len(proportions)} proportions.")
-        if any(not float(p) >= 0 for p in proportions) or not sum(proportions) > 0:
-            raise ValueError(f"proportions must be non-negative and not all zero, got {list(proportions)}.")
+        if any(not 0 <= float(p) < math.inf for p in proportions) or not sum(proportions) > 0:
+            raise ValueError(f"proportions must be finite, non-negative and not all zero, got {list(proportions)}.")
         self.components = list(components)
         self.proportions = [float(p) for p in proportions]
         self.uses_whole_stream = any(getattr(c, "uses_whole_stream", False) for c in self.components)

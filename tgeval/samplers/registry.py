@@ -173,6 +173,11 @@ def from_spec(spec: str, *, data: TemporalData, split: Split, catalog: Catalog,
         if not options:
             raise ValueError("a mixture spec lists components with proportions, e.g. "
                              "'mixture:historical=0.5,uniform=0.5'.")
+        for part, weight in options.items():
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+                raise ValueError(f"mixture weight {part}={weight} in {spec!r} is not a number: a mixture spec is "
+                                 f"mixture:NAME=WEIGHT,NAME=WEIGHT,... with finite non-negative weights, e.g. "
+                                 f"'mixture:historical=0.5,uniform=0.5'.")
         components = [from_spec(part, data=data, split=split, catalog=catalog, segment=segment) for part in options]
         return MixtureSampler(components, [float(p) for p in options.values()])
     entry = _entry(name)
