@@ -24,7 +24,7 @@ from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_M
                             REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES, UNCOVERED_RULES,
                             VAL_METRICS, VAL_STATES, WEIGHTINGS, flag)
 from tgeval.data import formats
-from tgeval.errors import TGEvalError
+from tgeval.errors import InputPathError, TGEvalError
 from tgeval.models import registry
 from tgeval.protocol import DEFAULT_NEGATIVES, DEFAULT_VAL_NEGATIVES
 
@@ -459,6 +459,36 @@ def command_paths(args: argparse.Namespace) -> tuple[Paths, Paths, Paths]:
     return inputs, {}, {"--out": folder}  # run: the folder is swapped in whole
 
 
+def _input_hints() -> dict[str, str]:
+    """What an input flag takes, said when its path is missing (the data file and files named by the user
+    need no more than their path)."""
+    names = ", ".join((*registry.names("heuristic"), *GNN_MODELS))
+    checkpoint = "a checkpoint file written by `tgeval train --checkpoint-dir DIR` (DIR/best.pt or DIR/last.pt)"
+    return {"--model": f"it is neither a model name ({names}) nor a checkpoint file. Give a name, or {checkpoint}.",
+            "--intervention": f"--intervention membership takes {checkpoint}."}
+
+
+def check_inputs(inputs: Paths) -> None:
+    """Raise :class:`~tgeval.errors.InputPathError` for an input of a command (keyed by how the user named it,
+    as for :func:`tgeval.atomic.check_distinct`; ``None`` skipped) that does not exist or is a folder: called
+    when a command meets a missing file or a folder where it reads one (after its options are checked), so the
+    user reads which input it is and what to give instead of Python's bare error. ``train --resume`` is left to
+    :func:`tgeval.training.fit.fit`, which resumes from the ``best.pt`` beside a missing ``last.pt``."""
+    hints = _input_hints()
+    for name, path in inputs.items():
+        if path is None or name == "--resume":
+            continue
+        if not path.exists():
+            where = "" if path.is_absolute() else f" (relative to {os.getcwd()!r})"
+            raise InputPathError(f"{name} {str(path)!r} does not exist{where}: "
+                                 + hints.get(name, "check the path."))
+        if path.is_dir():
+            held = sorted(entry.name for entry in path.iterdir() if entry.is_file())
+            inside = f"it holds {', '.join(held[:5])}{', ...' if held[5:] else ''}" if held else "it holds no file"
+            raise InputPathError(f"{name} {str(path)!r} is a folder, but a file is expected ({inside}): give the "
+                                 f"path of the file itself.")
+
+
 def _terminate(signum: int, frame: Any) -> None:
     """SIGTERM ends the command like Ctrl-C: as an exception, so that temporary files are removed."""
     raise SystemExit(128 + signum)
@@ -557,9 +587,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
             refuse_launch(args.command)  # before any work: its ranks would repeat it and race on its files
         _set_threads(getattr(args, "threads", None))
-        check_distinct(*command_paths(args))  # before any work: no output destroys an input or another output
+        inputs, outputs, replaced = command_paths(args)
+        check_distinct(inputs, outputs, replaced)  # before any work: no output destroys an input or another output
         module, name = args.handler
-        return int(getattr(importlib.import_module(module), name)(args))
+        try:
+            return int(getattr(importlib.import_module(module), name)(args))
+        except (FileNotFoundError, IsADirectoryError):
+            check_inputs(inputs)  # the input that is missing or a folder, named with the fix
+            raise
     except (TGEvalError, ValueError, TypeError, OSError) as error:
         print(f"tgeval: error: {type(error).__name__}: {cli_message(str(error), _subparser(parser, args.command))}",
               file=sys.stderr)

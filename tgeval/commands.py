@@ -49,7 +49,7 @@ from tgeval.samplers import FixedNegativeSampler, UniformSampler, from_spec
 from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.static.gnn import GNNConfig, train_link_gnn
 from tgeval.static.graph import static_graph
-from tgeval.training.checkpoint import load_checkpoint, seed_all
+from tgeval.training.checkpoint import full_disk_refused, load_checkpoint, seed_all
 from tgeval.training.fit import check_new_run, default_val_sampler, fit, validation_history
 from tgeval.training.train import train_epoch
 
@@ -92,23 +92,21 @@ def _window(args: argparse.Namespace, data: TemporalData, split: Split, num_node
     return args.window, {"rule": "given on the command line"}  # exact: --window parses ints as ints
 
 
-def _reader_options(items: Sequence[str]) -> dict[str, Any]:
+def _reader_options(items: Sequence[str], fmt: str) -> dict[str, Any]:
+    """``--option KEY=VALUE`` items as text by key, each an option of format ``fmt``'s reader."""
+    taken = formats.entry(fmt).options
     options: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ValueError(f"--option needs KEY=VALUE, got {item!r} (e.g. --option src_col=Source).")
+        if key not in taken:
+            elsewhere = [name for name in formats.names() if key in formats.entry(name).options]
+            raise ValueError(f"--option {item!r}: format {fmt!r} takes no option {key!r}; its options: "
+                             f"{', '.join(taken) or 'none (its layout is fixed)'}."
+                             + (f" {key!r} is an option of --format {' / '.join(elsewhere)}." if elsewhere else ""))
         options[key] = value
     return options
-
-
-def _checked_model_argument(model: str) -> None:
-    """``--model`` of ``evaluate``: a heuristic's or a static GNN's name, or an existing checkpoint file."""
-    heuristics = registry.names("heuristic")
-    if model not in heuristics and model not in GNN_MODELS and not Path(model).is_file():
-        raise ValueError(f"--model {model!r} is neither a model name ({', '.join((*heuristics, *GNN_MODELS))}) nor "
-                         f"a checkpoint file. Give a name, or the path of a checkpoint written by `tgeval train "
-                         f"--checkpoint-dir`.")
 
 
 def _report_reading(info: ReadInfo) -> None:
@@ -165,7 +163,6 @@ def _process_device(name: str) -> tuple[torch.device, bool]:
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
-    _checked_model_argument(args.model)
     if args.model in GNN_MODELS and args.protocol != "fixed":
         raise ValueError(f"--model {args.model} is a static GNN fitted once on the events before the segment: its "
                          f"history is fixed, so evaluate it with --protocol fixed (as the temporal models' state "
@@ -184,7 +181,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
     if args.model == "edgebank-window" and args.window == "val" and args.segment == "val":
         raise ValueError("--window val chooses the window on the validation segment, so it cannot also be the "
                          "evaluated segment. Evaluate --segment test, or give --window a duration.")
-    options = typed_options(formats.entry(args.format).reader(), _reader_options(args.option),
+    options = typed_options(formats.entry(args.format).reader(), _reader_options(args.option, args.format),
                             f"reader {args.format!r} option")
     data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, duplicates=args.duplicates, **options)
@@ -470,7 +467,8 @@ def _train(args: argparse.Namespace, device: torch.device, distributed: bool) ->
     print(_metric_names(result))
     print(format_table([(f"{args.model} (trained)", result)]))
     if args.out and is_main():
-        result.save(args.out)
+        with full_disk_refused(args.out, "Free space, or give --out on another disk, and run the command again."):
+            result.save(args.out)
         print(f"wrote {args.out}")
     return 0
 

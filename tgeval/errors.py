@@ -17,6 +17,7 @@ __all__ = [
     "HiddenStateError",
     "ModelCapabilityError",
     "CheckpointError",
+    "InputPathError",
     "OutputPathError",
     "DeviceError",
     "DistributedError",
@@ -83,6 +84,11 @@ class ModelCapabilityError(TGEvalError, TypeError):
 class CheckpointError(TGEvalError, ValueError):
     """A checkpoint cannot be used: not a checkpoint, corrupted, of an unknown model, or
     written for other data, another model configuration or another training specification."""
+
+
+class InputPathError(TGEvalError, ValueError):
+    """An input path cannot be read as given: it does not exist, or it is a folder where a file is
+    expected; the message names the input, its path and what to give instead."""
 
 
 class OutputPathError(TGEvalError, ValueError):

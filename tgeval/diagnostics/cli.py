@@ -15,7 +15,7 @@ from typing import Any, Optional, Union
 
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import write_atomic
+from tgeval.atomic import check_writable, write_atomic
 from tgeval.cli import DIAGNOSE_FILES
 from tgeval.data.io import read_events
 from tgeval.data.split import chronological_split
@@ -156,14 +156,12 @@ def _intervention_command(args: argparse.Namespace, data: TemporalData, num_node
 def diagnose_command(args: argparse.Namespace) -> int:
     """Run :func:`diagnose` for parsed ``tgeval diagnose`` arguments (or, with ``--intervention``,
     the membership intervention); print a summary. Returns 0."""
+    check_writable(args.out, folder=True, what="--out")  # before any work: a folder (or none yet) that accepts files
     if args.intervention is not None:
-        kind, path = args.intervention
+        kind = args.intervention[0]
         if kind != "membership":
             raise ValueError(f"--intervention takes 'membership CHECKPOINT' (the one intervention there is), got "
                              f"{kind!r}.")
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"--intervention membership takes a checkpoint file written by `tgeval train "
-                                    f"--checkpoint-dir DIR` (DIR/best.pt or DIR/last.pt); {path!r} is not a file.")
     else:
         given = [flag for flag, value in (("--split", args.split), ("--negatives", args.negatives),
                                           ("--seed", args.seed)) if value is not None]

@@ -25,13 +25,19 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
+import shutil
 import json
 import io
 import os
+import pickle
 import random
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from pathlib import Path
+from typing import Any, Iterator, Optional, Union
 
 import numpy as np
 import torch
@@ -41,7 +47,7 @@ from torch_geometric.data import TemporalData
 from tgeval.atomic import sha256_of, write_atomic
 from tgeval.data.fingerprint import fingerprint
 from tgeval.distributed import rank_and_world
-from tgeval.errors import CheckpointError
+from tgeval.errors import CheckpointError, OutputPathError
 from tgeval.eval.result import json_safe
 from tgeval.models import registry
 from tgeval.models.neural import NeuralLinkModel
@@ -49,7 +55,7 @@ from tgeval.provenance import versions
 from tgeval.state import State, load_parameters, parameters_of
 
 __all__ = ["CheckpointError", "Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "seed_all",
-           "rng_state", "set_rng_state"]
+           "rng_state", "set_rng_state", "full_disk_refused", "resume_advice"]
 
 FORMAT_VERSION = 2  # 2: the generator states of every process (1: of one)
 _MAGIC = b"TGEVAL-CHECKPOINT"
@@ -117,6 +123,34 @@ def set_rng_state(state: dict) -> None:
 
 
 # -- files -----------------------------------------------------------------------------
+#: what a write meets on a full disk or a spent quota
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def resume_advice(folder: Union[str, os.PathLike]) -> str:
+    """What to do when a run's checkpoint folder could not be written: its last complete epoch is on disk."""
+    return f"Free space, then resume the run from its last complete epoch, {Path(folder) / 'last.pt'} (--resume)."
+
+
+@contextmanager
+def full_disk_refused(path: Union[str, os.PathLike], fix: str) -> Iterator[None]:
+    """Turn a full disk (``ENOSPC``, ``EDQUOT``) while the block writes ``path`` atomically into an
+    :class:`~tgeval.errors.OutputPathError` naming the path, the space left and ``fix``; the atomic
+    write left the previous file as it was."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in _NO_SPACE:
+            raise
+        folder = Path(path).absolute().parent
+        while not folder.exists():
+            folder = folder.parent
+        free, why = shutil.disk_usage(folder).free, error.strerror or os.strerror(error.errno)
+        raise OutputPathError(f"{path} could not be written: no space left on the disk of {str(folder)!r} "
+                              f"({free / 2**20:,.1f} MiB free; {why}). The previous {Path(path).name}, if any, is "
+                              f"unchanged. {fix}") from None
+
+
 def _plain(value: Any) -> Any:
     """A JSON-like value rebuilt through JSON, so that its pickled bytes depend on its contents only
     (pickle shares repeated objects: the same keys read back from a checkpoint and written by a
@@ -189,7 +223,8 @@ def save_checkpoint(
     body = buffer.getvalue()
     header = _MAGIC + f" {FORMAT_VERSION} sha256:{hashlib.sha256(body).hexdigest()}\n".encode()
     content = header + body
-    write_atomic(path, content)
+    with full_disk_refused(path, resume_advice(Path(path).parent)):
+        write_atomic(path, content)
     return sha256_of(content)
 
 
@@ -274,6 +309,18 @@ def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict
                               f"modified). Use another checkpoint of the run (last.pt / best.pt) or train again.")
     try:
         payload = torch.load(io.BytesIO(body), map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as error:  # torch's safe loader refused it: never suggest loading it unsafely
+        named = re.search(r"GLOBAL ([\w.]+)", str(error))
+        if named:
+            raise CheckpointError(f"{path} holds Python code or objects that a tgeval checkpoint never holds (it names "
+                                  f"{named[1]}), so it was refused unread and nothing from it ran. Check where the "
+                                  f"file came from: a checkpoint of `tgeval train --checkpoint-dir` holds tensors and "
+                                  f"plain values only. Use one you wrote, or train again.") from None
+        detail = re.search(r"WeightsUnpickler error:\s*(.+?)\s*$", str(error), flags=re.M)
+        raise CheckpointError(f"{path} passed its checksum but torch cannot read it: its payload is no pickle of "
+                              f"tensors and plain values{f' ({detail[1]})' if detail else ''}, so it was refused "
+                              f"unread. Check where the file came from; use a checkpoint of `tgeval train "
+                              f"--checkpoint-dir`, or train again.") from None
     except Exception as error:  # torch raises several types for unreadable archives
         raise CheckpointError(f"{path} passed its checksum but torch cannot read it ({error}). If it was saved "
                               f"on another device, pass map_location (the CLI's --device); else load it with the "

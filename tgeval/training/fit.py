@@ -42,7 +42,8 @@ from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol, metric_name
 from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.samplers.uniform import UniformSampler
 from tgeval.state import checked_reset, clone_state, load_parameters, parameters_of
-from tgeval.training.checkpoint import CheckpointError, load_checkpoint, model_name, rng_state, save_checkpoint
+from tgeval.training.checkpoint import (CheckpointError, full_disk_refused, load_checkpoint, model_name,
+                                       resume_advice, rng_state, save_checkpoint)
 from tgeval.training.losses import LossFn
 from tgeval.training.train import train_epoch
 
@@ -194,11 +195,14 @@ def _resume_file(resume: Union[str, os.PathLike]) -> Path:
     ``last.pt`` does; later epochs leave the previous ``last.pt``, a complete epoch, to resume from).
 
     Raises:
-        CheckpointError: neither file exists.
+        CheckpointError: neither file exists, or ``resume`` is a folder.
     """
     path = Path(resume)
     if path.is_file():
         return path
+    if path.is_dir():
+        raise CheckpointError(f"{path} is a folder, but resume (--resume) takes a file: the run's last.pt, e.g. "
+                              f"{path / 'last.pt'}.")
     best = path.with_name("best.pt")
     if path.name == "last.pt" and best.is_file():
         return best
@@ -426,7 +430,8 @@ def fit(
                                          best_parameters=None if improved else best_parameters,
                                          state=trained_state, state_training=True, rng=rngs)
                 files[kind] = {"path": str(path), "sha256": digest}
-            write_atomic(folder / TIMINGS_FILE, json.dumps(_timings(records), indent=1))
+            with full_disk_refused(folder / TIMINGS_FILE, resume_advice(folder)):
+                write_atomic(folder / TIMINGS_FILE, json.dumps(_timings(records), indent=1))
         if on_epoch is not None:
             on_epoch({**records[-1], "val_names": training["validation"]["names"]})
 
