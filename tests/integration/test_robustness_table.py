@@ -6,18 +6,26 @@ are the rows of ``test_interrupted_writes.py``."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import gzip
+import hashlib
+import io
 import json
 import os
 import pickle
 import re
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, ContextManager, Optional
+from unittest import mock
 
+import numpy as np
 import pytest
+import torch
 
 from tgeval import build_catalog, chronological_split
 from tgeval.cli import main
@@ -55,7 +63,9 @@ CSV_OPTIONS = ["--option", "src_col=src", "--option", "dst_col=dst", "--option",
 class Row:
     """One case: files to write (name -> text / bytes, or a function of the folder that writes
     them), the command (``{dir}`` is the row's folder), and what must come out: an error class
-    and a pattern of its message (the fix), or a check of the result JSON."""
+    (``"usage"``: a usage error of the command line, naming its flag) and a pattern of its message
+    (the fix), or a check of the result JSON. ``fault`` is a fault the command meets while it runs
+    (e.g. a full disk)."""
 
     name: str
     command: list[str]
@@ -64,6 +74,12 @@ class Row:
     fix: str = ""
     check: Optional[Callable[[dict], bool]] = None
     prepare: Optional[Callable[[Path], None]] = None
+    fault: Callable[[], ContextManager] = contextlib.nullcontext
+
+
+def advice(says: str, never: str) -> str:
+    """A pattern of a message that says ``says`` and nowhere ``never`` (advice that does not apply)."""
+    return rf"^(?!.*{never})(?=.*{says})"
 
 
 def evaluate(data: str = "events.txt", *options: str, fmt: str = "snap", save: bool = True,
@@ -151,6 +167,38 @@ def tgb_file_of_other_events(folder: Path) -> None:
     write_tgb_negatives(folder / "ns.pkl", [0], [1], [2], [[3, 4, 5]])
 
 
+def crafted_checkpoint(folder: Path) -> None:
+    """A file with a valid checkpoint header and checksum whose payload pickles a call (torch's safe
+    loader must refuse it)."""
+    buffer = io.BytesIO()
+    torch.save({"model": Payload(str(folder / "pwned"))}, buffer)
+    body = buffer.getvalue()
+    (folder / "crafted.pt").write_bytes(b"TGEVAL-CHECKPOINT 2 sha256:" + hashlib.sha256(body).hexdigest().encode()
+                                        + b"\n" + body)
+
+
+def tgb_file_of_text(folder: Path) -> None:
+    """A TGB file with a key per test event whose negatives are strings of ids."""
+    data, split = stream_and_split(folder)
+    test = split.test.select(data)
+    keys = zip(test.src.tolist(), test.dst.tolist(), test.t.tolist())
+    (folder / "ns.pkl").write_bytes(pickle.dumps({key: np.array(["3", "4", "5"]) for key in keys}))
+
+
+@functools.lru_cache(maxsize=None)
+def _metrics(text: str, *options: str) -> dict:
+    """The metrics of ``evaluate()`` with ``options`` on the SNAP file ``text`` (the reference of a row)."""
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "events.txt").write_text(text)
+        assert main([part.replace("{dir}", folder) for part in evaluate("events.txt", *options, save=False)]) == 0
+        return json.loads((Path(folder) / "r.json").read_text())["metrics"]
+
+
+def full_disk() -> ContextManager:
+    """Every file write meets a full disk (``fsync`` fails with ``ENOSPC``, as on a disk that fills up)."""
+    return mock.patch("os.fsync", side_effect=OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+
+
 def result_naming(events_file: str) -> Callable[[Path], None]:
     """A result pair whose JSON then names another events file (an edit, or a hostile result)."""
     def apply(folder: Path) -> None:
@@ -180,6 +228,26 @@ ROWS = [
     Row("unsorted", evaluate(), {"events.txt": lines_with({7: "1 2 999999\n"})}, "TemporalDataError", "--sort"),
     Row("huge sparse ids", evaluate(), {"events.txt": lines_with({7: "%d 2 %d\n" % (2**40, EVENTS.t[7])})},
         "DataFormatError", "--remap"),
+    Row("id beyond int64", evaluate(), {"events.txt": lines_with({7: "%d 2 %d\n" % (2**63 + 5, EVENTS.t[7])})},
+        "DataFormatError", "Pass --remap to number ids 0..n-1 .*beyond the int64 range"),
+    Row("id beyond int64 with --remap is renumbered", evaluate("events.txt", "--remap", save=False),
+        {"events.txt": lines_with({7: "%d 2 %d\n" % (2**63 + 5, EVENTS.t[7])})},
+        check=lambda r: r["manifest"]["reader"]["remapped"] and r["metrics"] == _metrics(  # as any other new id
+            lines_with({7: "%d 2 %d\n" % (2**40, EVENTS.t[7])}), "--remap")),
+    Row("fractional id with --remap", evaluate("events.txt", "--remap"),
+        {"events.txt": lines_with({7: "1.5 2 %d\n" % EVENTS.t[7]})}, "DataFormatError",
+        advice("check the column mapping", never="--remap")),
+    Row("feature beyond float32", evaluate("events.csv", *CSV_OPTIONS, fmt="csv"),
+        {"events.csv": csv_with_feature("1e39")}, "DataFormatError",
+        advice("line 6: column 'f' holds '1e39', beyond the float32 range.*Rescale", never="NaN")),
+    Row("data file missing", evaluate("missing.txt"), {}, "InputPathError",
+        "the data file .*missing.txt' does not exist: check the path"),
+    Row("data file is a folder", evaluate("folder"), {"folder/events.txt": SNAP}, "InputPathError",
+        "is a folder, but a file is expected \\(it holds events.txt\\)"),
+    Row("--model is a folder", evaluate("events.txt", "--model", "{dir}/trained"), {"events.txt": SNAP},
+        "InputPathError", "--model .* is a folder, .*it holds last.pt", prepare=checkpoint),
+    Row("compare of a missing events file", ["compare", "{dir}/a.csv", "{dir}/b.csv"], {"a.csv": "x"},
+        "InputPathError", "events file 2 .*b.csv' does not exist"),
     Row("jodie reader on a DGB file", evaluate("ml.csv", fmt="jodie"),
         {"ml.csv": ",u,i,ts,label,idx\n0,1,2,1.0,0,1\n1,2,3,2.0,0,2\n"}, "DataFormatError", "--format dgb"),
     Row("tgb reader on a DGB file", evaluate("ml.csv", fmt="tgb"),
@@ -220,6 +288,34 @@ ROWS = [
         {"events.csv": SNAP.replace(" ", ",")}, "DataFormatError", "column|index"),
     Row("reader option of the wrong type", evaluate("events.csv", "--option", "has_header=maybe", fmt="csv"),
         {"events.csv": SNAP.replace(" ", ",")}, "ValueError", "true|false"),
+    Row("reader option the format does not take", evaluate("events.txt", "--option", "src_col=1"),
+        {"events.txt": SNAP}, "ValueError", "format 'snap' takes no option 'src_col'; its options: none .*"
+                                            "'src_col' is an option of --format csv"),
+    Row("mixture weight not a number", evaluate("events.txt", "--sampler", "mixture:uniform=abc"),
+        {"events.txt": SNAP}, "ValueError", "weight uniform=abc .*mixture:NAME=WEIGHT"),
+    Row("mixture weight infinite", evaluate("events.txt", "--sampler", "mixture:uniform=inf,historical=1"),
+        {"events.txt": SNAP}, "ValueError", "proportions must be finite"),
+    # -- numbers beyond what a flag takes: usage errors naming the flag, or the exact meaning of the value -----
+    Row("--window 1e300 is unlimited", evaluate("events.txt", "--model", "edgebank-window", "--window", "1e300",
+                                                save=False), {"events.txt": SNAP},
+        check=lambda r: r["manifest"]["model"]["window"] is None and r["metrics"] == _metrics(SNAP)),
+    Row("--window inf is unlimited", evaluate("events.txt", "--model", "edgebank-window", "--window", "inf",
+                                              save=False), {"events.txt": SNAP},
+        check=lambda r: r["manifest"]["model"]["window"] is None and r["metrics"] == _metrics(SNAP)),
+    Row("--window nan", evaluate("events.txt", "--model", "edgebank-window", "--window", "nan"), {"events.txt": SNAP},
+        "usage", "--window: .*positive duration"),
+    Row("--negatives 1e20", evaluate("events.txt", "--negatives", "1e20"), {"events.txt": SNAP}, "usage",
+        "--negatives: expected an integer"),
+    Row("--negatives 10^20", evaluate("events.txt", "--negatives", str(10**20)), {"events.txt": SNAP}, "usage",
+        "--negatives: must be at most 2,147,483,647"),
+    Row("--batch-size 10^20", evaluate("events.txt", "--batch-size", str(10**20)), {"events.txt": SNAP}, "usage",
+        "--batch-size: must be at most 2,147,483,647"),
+    Row("--hits 10^20", evaluate("events.txt", "--hits", str(10**20)), {"events.txt": SNAP}, "usage",
+        "--hits: every k must lie in"),
+    Row("--seed 2^70", evaluate("events.txt", "--seed", str(2**70)), {"events.txt": SNAP}, "usage",
+        "--seed: a seed lies in"),
+    Row("--lr -1", train("--lr", "-1"), {"events.txt": SNAP}, "usage", "--lr: a learning rate is a positive finite"),
+    Row("--lr nan", train("--lr", "nan"), {"events.txt": SNAP}, "usage", "--lr: a learning rate is a positive finite"),
     # -- devices and output paths ----------------------------------------------------------------------
     Row("cuda without CUDA", evaluate("events.txt", "--device", "cuda:7"), {"events.txt": SNAP}, "DeviceError",
         "--device cpu|cpu"),
@@ -228,6 +324,25 @@ ROWS = [
         "OutputPathError", "file name|folder"),
     Row("existing run directory", train(), {"events.txt": SNAP, "ckpt/last.pt": "old run"}, "OutputPathError",
         "--resume|--overwrite"),
+    Row("--checkpoint-dir is a file", train(), {"events.txt": SNAP, "ckpt": "a file"}, "OutputPathError",
+        "checkpoint folder .*ckpt' is a file, but a folder is expected"),
+    Row("--resume is a folder", train("--resume", "{dir}/ckpt"), {"events.txt": SNAP, "ckpt/notes.txt": ""},
+        "CheckpointError",
+        r"is a folder, but resume \(--resume\) takes a file: the run's last.pt, e.g. .*ckpt/last.pt"),
+    Row("diagnose --out is a file", ["diagnose", "{dir}/events.txt", "--format", "snap", "--out", "{dir}/diag"],
+        {"events.txt": SNAP, "diag": "a file"}, "OutputPathError", "--out .*diag' is a file, but a folder is expected"),
+    Row("static --out is a file", ["static", "{dir}/events.txt", "--format", "snap", "--out", "{dir}/st"],
+        {"events.txt": SNAP, "st": "a file"}, "OutputPathError", "--out .*st' is a file, but a folder is expected"),
+    Row("full disk while writing a checkpoint", train(), {"events.txt": SNAP}, "OutputPathError",
+        r"ckpt/best.pt could not be written: no space left .*MiB free.*resume the run from its last complete epoch, "
+        r".*ckpt/last.pt", prepare=lambda folder: (folder / "ckpt").mkdir(), fault=full_disk),
+    Row("full disk while writing the result", ["train", "{dir}/events.txt", "--format", "snap", "--model",
+                                               "membership", "--epochs", "1", "--out", "{dir}/r.json"],
+        {"events.txt": SNAP}, "OutputPathError",
+        r"r.json could not be written: no space left .*MiB free.*give --out on another disk", fault=full_disk),
+    Row("checkpoint of other data resumed", train("--resume", "{dir}/trained/last.pt", "--epochs", "2"),
+        {"events.txt": lines_with({10: "1 2 %d\n" % EVENTS.t[10]})}, "CheckpointError",
+        "trained on other data \\(fingerprint sha256:\\w+, this data sha256:\\w+\\)", prepare=checkpoint),
     Row("zero epochs", ["train", "{dir}/events.txt", "--format", "snap", "--model", "membership", "--epochs", "0",
                         "--out", "{dir}/r.json"], {"events.txt": SNAP}, "ValueError", "--epochs .*>= 1|at least 1"),
     Row("neural-only option for membership", ["train", "{dir}/events.txt", "--format", "snap", "--model", "membership",
@@ -238,7 +353,7 @@ ROWS = [
         {"events.txt": SNAP}, "ValueError", "only apply to --intervention"),
     Row("intervention of a heuristic name", ["diagnose", "{dir}/events.txt", "--format", "snap", "--intervention",
                                              "membership", "edgebank", "--out", "{dir}/diag"],
-        {"events.txt": SNAP}, "FileNotFoundError", "checkpoint file written by `tgeval train"),
+        {"events.txt": SNAP}, "InputPathError", "checkpoint file written by `tgeval train"),
     # -- an output onto an input or another output (issue 29 part 1), a used run folder (part 2) ----------
     Row("--out is the data file", evaluate(save=False, result="events.txt"),
         {"events.txt": SNAP}, "OutputPathError", "is also the data file .*Give --out another path"),
@@ -284,8 +399,14 @@ ROWS = [
         "NegativesFileError", "refusing to load it, nothing from it ran", prepare=crafted_tgb_file),
     Row("TGB file of other events", evaluate("events.txt", "--sampler", "tgb:path={dir}/ns.pkl"),
         {"events.txt": SNAP}, "NegativesFileError", "file of this split", prepare=tgb_file_of_other_events),
+    Row("TGB file of text", evaluate("events.txt", "--sampler", "tgb:path={dir}/ns.pkl"), {"events.txt": SNAP},
+        "NegativesFileError", r"hold '3' \(dtype <U1\), not integer node ids. Write each row as integer ids",
+        prepare=tgb_file_of_text),
+    Row("crafted checkpoint", evaluate("events.txt", "--model", "{dir}/crafted.pt"), {"events.txt": SNAP},
+        "CheckpointError", advice("refused unread and nothing from it ran. Check where the file came from",
+                                  never="weights_only"), prepare=crafted_checkpoint),
     Row("compare follows only files next to the result", ["compare", "{dir}/r.json"], {"events.txt": SNAP},
-        "ValueError", "not a regular file inside", prepare=result_naming("/dev/zero")),
+        "EventsFileError", "not a regular file inside", prepare=result_naming("/dev/zero")),
     Row("truncated checkpoint", evaluate("events.txt", "--model", "{dir}/trained/last.pt"), {"events.txt": SNAP},
         "CheckpointError", "train .*again|retrain|checkpoint",
         prepare=then(checkpoint, damage("trained/last.pt", lambda b: b[: len(b) // 2]))),
@@ -309,22 +430,33 @@ def test_row(row: Row, tmp_path: Path, capsys) -> None:
     _prepare(row, tmp_path)
     before = {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*")}
     capsys.readouterr()
-    code = main([part.replace("{dir}", str(tmp_path)) for part in row.command])
+    with row.fault(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            code = main([part.replace("{dir}", str(tmp_path)) for part in row.command])
+        except SystemExit as stop:  # a usage error of the command line
+            code = stop.code
     err = capsys.readouterr().err
     made = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*") if path not in before)
     assert "Traceback" not in err
+    leaked = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert not leaked, f"a numeric warning leaked: {leaked}"
+    assert not (tmp_path / "pwned").exists()  # nothing from a crafted file ran
     if row.error is None:
         assert code == 0, err
         assert row.check(json.loads((tmp_path / "r.json").read_text()))
         assert not [name for name in made if ".tmp" in name], f"temporary files left behind: {made}"
         return
     assert code == 2, err
-    match = re.search(r"tgeval: error: (\w+): (.*)", err, flags=re.S)
-    assert match, err
-    assert match.group(1) == row.error, err
-    assert re.search(row.fix, match.group(2)), f"the message does not name the fix ({row.fix!r}): {err}"
+    if row.error == "usage":
+        match = re.search(r"tgeval \w+: error: argument (.*)", err, flags=re.S)
+        assert match, err
+    else:
+        match = re.search(r"tgeval: error: (\w+): (.*)", err, flags=re.S)
+        assert match, err
+        assert match.group(1) == row.error, err
+    assert re.search(row.fix, match.group(match.lastindex), flags=re.S), \
+        f"the message does not name the fix ({row.fix!r}): {err}"
     assert not made, f"output left behind after the error: {made}"
     changed = [str(path) for path, mtime in before.items() if path.is_file() and path.stat().st_mtime_ns != mtime]
     assert not changed, f"files changed by the failed command: {changed}"
-    if row.name == "crafted TGB pickle":
-        assert not (tmp_path / "pwned").exists()  # nothing from the file ran
