@@ -24,6 +24,7 @@ from tgeval.eval.metrics import auroc
 from tgeval.static import (PairSampler, StaticGraph, adjacency, benchmark_of, from_pyg, heart_negatives,
                            heuristic_scores, lognormal_sigma, pa_auroc_analytic, random_edge_split, run_static,
                            shift_split, static_graph, top_c)
+from tgeval.static.gnn import GNNConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -199,10 +200,11 @@ def test_pa_on_lognormal_bipartite_graphs(seed):
 def test_report_and_cli_follow_the_sides(tmp_path, capsys):
     data, graph = _small(seed=5, n_src=60, n_dst=30, events=900)
     report = run_static(random_edge_split(graph, 0.25, seed=1), tmp_path / "lib", c=5,
-                        methods=("cn", "jaccard", "ra", "pa"), heart=("cn", 2))
+                        methods=("cn", "jaccard", "ra", "pa", "gcn"), heart=("cn", 2), gnn=GNNConfig(dim=8, epochs=5))
     assert report["sides"] == graph.describe_sides()
     assert set(report["not_applicable"]) == {"jaccard"} and "jaccard" not in report["vcmpr_at_c"]
-    assert set(report["benchmarks"]["uniform"]) == {"cn", "ra", "pa"} and "jaccard" not in report["heart"]["methods"]
+    assert set(report["benchmarks"]["uniform"]) == {"cn", "ra", "pa", "gcn"} and "jaccard" not in report["heart"]["methods"]
+    assert report["protocol"]["benchmarks"]["degree_corrected"]["stubs"].startswith("the test edges")
     train = random_edge_split(graph, 0.25, seed=1).train.degree()
     sides = {name: float(lognormal_sigma(x)) for name, x in (("source", train[:60]), ("destination", train[60:]))}
     assert report["sigma_sides"]["source"]["sigma"] == pytest.approx(sides["source"], rel=1e-12)
@@ -225,6 +227,19 @@ def test_report_and_cli_follow_the_sides(tmp_path, capsys):
                  "--out", str(tmp_path / "uni")]) == 0
     assert "unipartite graph" in capsys.readouterr().out
     assert json.loads((tmp_path / "uni" / "static.json").read_text())["sides"] == {"kind": "unipartite"}
+
+
+def test_bipartite_benchmark_on_a_device(device):
+    _, graph = _small(seed=6)
+    moved = StaticGraph(graph.edge_index.to(device), graph.num_nodes, dst_offset=graph.dst_offset)
+    bench = benchmark_of(random_edge_split(moved, 0.25, seed=2))
+    on_cpu = benchmark_of(random_edge_split(graph, 0.25, seed=2))
+    for name, neg in bench.negatives.items():
+        assert neg.device == moved.device and torch.equal(neg.cpu(), on_cpu.negatives[name])
+    pairs = on_cpu.negatives["uniform"]
+    for method in ("cn", "ra"):  # counts exactly; weighted sums up to the order of additions on the device
+        here = heuristic_scores(bench.adjacency, pairs[0].to(device), pairs[1].to(device), method).cpu()
+        assert torch.allclose(here, heuristic_scores(on_cpu.adjacency, pairs[0], pairs[1], method), rtol=1e-12, atol=0)
 
 
 @pytest.mark.datasets

@@ -1,7 +1,8 @@
 """Static link-prediction evaluation (SPEC §10): degree bias, degree-corrected negatives,
 neighbourhood heuristics, the recommendation check (top-C, VCMPR@C, RBO), structural-shift splits and HeaRT negatives.
 
-``graph = from_pyg(data)`` or ``static_graph(temporal_data, end)``; ``random_edge_split``;
+``graph = from_pyg(data)`` or ``static_graph(temporal_data, end)`` (``dst_offset=`` for a bipartite
+graph: every tool then keeps to its two sides); ``random_edge_split``;
 ``PairSampler(graph, weighting="uniform" | "degree")``; ``heuristic_scores``; ``lognormal_sigma``
 and ``pa_auroc_analytic``; ``top_c``, ``vcmpr_per_node``, ``rank_biased_overlap``;
 ``shift_split`` (structural-shift splits by CN, shortest path or PA); ``heart_negatives`` and
