@@ -13,6 +13,10 @@ products) compare exactly.
 * :class:`PreferentialAttachment` — :math:`k_u k_v`, degrees counted over past events.
 * :class:`Popularity` — destination in-degree over past events, optionally decayed with a
   half-life.
+* :class:`LocalRecency` / :class:`GlobalRecency` — :math:`-(t - \tau)`, :math:`\tau` the last time
+  of the pair ``(u, v)`` / of ``v`` as a destination (optionally within a window).
+* :class:`LocalPopularity` / :class:`GlobalPopularity` — the number of past events of the pair /
+  of ``v`` as a destination, within a window or decayed with a half-life.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer, time_store
 from tgeval.state import State, clone_state
 
-__all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity", "edgebank_window",
-           "tgb_time_window", "UNLIMITED_WINDOW", "WINDOW_ANCHORS"]
+__all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity", "LocalRecency",
+           "GlobalRecency", "LocalPopularity", "GlobalPopularity", "edgebank_window", "tgb_time_window",
+           "UNLIMITED_WINDOW", "WINDOW_ANCHORS", "SCOPES"]
 
 #: windows at or beyond this duration are unlimited: 2^63, past every difference ``t - s >= 0`` of int64
 #: times in ``[0, 2^63)`` (a stream whose times span more, from negative times, is the one case it shortens)
@@ -223,11 +228,7 @@ class EdgeBank(_BufferState):
         (:meth:`_end`), ``e - floor(w)`` for integer times (exact: ``s >= e - w`` iff
         ``s >= e - floor(w)`` for integers; where that is below the int64 range, the lowest int64,
         so every stored time counts, never a wrap-around), ``e - w`` in float64 otherwise."""
-        end = self._end(t)
-        if end.is_floating_point() or self.last_seen.is_floating_point():
-            return end.to(torch.float64) - self.window
-        span: int = self._floor  # type: ignore[assignment]  # 0 <= span < 2^63
-        return end.clamp(min=_lowest(torch.long) + span) - span
+        return _window_start(self._end(t), self.window, self._floor, self.last_seen.is_floating_point())
 
     def membership(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         """``M`` (bool, shape of ``src``): the pair was seen before ``t`` (within the window):
@@ -396,6 +397,16 @@ def _endpoints(batch: TemporalData) -> Occurrences:
 def _lowest(dtype: torch.dtype) -> Union[int, float]:
     """The lowest value of ``dtype`` (padding of time arrays)."""
     return float("-inf") if dtype.is_floating_point else torch.iinfo(dtype).min
+
+
+def _window_start(end: Tensor, window: Union[int, float], floor: int, float_times: bool) -> Tensor:
+    """``end - window``, the earliest time inside a window ending at ``end``: ``end - floor`` in int64
+    for integer times (``floor = floor(window)``, ``0 <= floor < 2^63``: exact, since ``s >= end - w``
+    iff ``s >= end - floor(w)`` for integers; the lowest int64 where that is below the range, so every
+    time counts, never a wrap-around), in float64 when either side holds floating-point times."""
+    if float_times or end.is_floating_point():
+        return end.to(torch.float64) - window
+    return end.clamp(min=_lowest(torch.long) + floor) - floor
 
 
 def _count_in_time(keys: Tensor, time: Tensor, include: Tensor, n: int, src: Tensor, *,
@@ -575,3 +586,182 @@ class Popularity(_BufferState):
 
     def describe(self) -> dict:
         return {"name": "popularity", "half_life": self.half_life, "num_nodes": self.num_nodes}
+
+
+#: what a recency or popularity heuristic keys on: the pair ``(u, v)``, or the destination ``v`` alone
+SCOPES = ("local", "global")
+
+
+class _Recency(EdgeBank):
+    r"""Recency: :math:`s_t(u, v) = -(t - \tau)`, with :math:`\tau` the last time before :math:`t` of
+    the pair ``(u, v)`` (:class:`LocalRecency`) or of ``v`` as a destination (:class:`GlobalRecency`);
+    ``-inf`` when there is none (or none in :math:`[t - w, t)` with a ``window``).
+
+    The gap :math:`t - \tau` is taken in the stream's time kind (exact in int64), then rounded to
+    float64 (exact below :math:`2^{53}`; beyond, rounding keeps the order, possibly tying close
+    gaps). A decayed recency :math:`2^{-(t - \tau)/h}` ranks the same, so none is offered. Storage and
+    updates are :class:`EdgeBank`'s (the last time of each key), with exact history.
+    """
+
+    scope = "local"
+
+    def __init__(self, num_nodes: int, window: Union[int, float, None] = None) -> None:
+        super().__init__(num_nodes, window=window)
+
+    def _key(self, src: Tensor, dst: Tensor) -> Tensor:
+        return dst if self.scope == "global" else super()._key(src, dst)
+
+    def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        key = self._key(src, dst)
+        pos = torch.searchsorted(self.keys, key)
+        found = self.keys.take(pos) == key
+        last = self.last_seen.take(pos)
+        earlier: Optional[Occurrences] = self._earlier
+        if earlier is not None:  # the key's latest occurrence in the batch before t
+            count = earlier.count_before(key, t)
+            batch_last = earlier.times.take(torch.searchsorted(earlier.keys, key) + (count - 1).clamp(min=0))
+            if batch_last.dtype != last.dtype:
+                batch_last, last = batch_last.double(), last.double()
+            last = torch.where(count > 0, torch.maximum(last, batch_last), last)  # stored times are older
+            found |= count > 0
+        if self.window is not None:
+            found &= last >= self._since(t)
+        gap = t.double() - last.double() if t.is_floating_point() or last.is_floating_point() else (t - last).double()
+        return torch.where(found, -gap, torch.full_like(gap, -math.inf))
+
+    def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
+                       catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
+        return None  # scores take many values: the engine scores the catalog
+
+    def describe(self) -> dict:
+        return {"name": f"recency-{self.scope}", "window": self.window, "num_nodes": self.num_nodes}
+
+
+class LocalRecency(_Recency):
+    __doc__ = _Recency.__doc__
+
+
+class GlobalRecency(_Recency):
+    __doc__ = _Recency.__doc__
+    scope = "global"
+
+
+class _EventCounts(_BufferState):
+    r"""Popularity of the destination: the number of past events of the pair ``(u, v)``
+    (:class:`LocalPopularity`) or of ``v`` as a destination (:class:`GlobalPopularity`), before
+    :math:`t` (with a ``window`` ``w``: in :math:`[t - w, t)`), with exact history.
+
+    With ``half_life=h`` (instead of a window) an event at time :math:`s` counts
+    :math:`2^{-(t - s)/h}`, and the score is the base-2 log of the decayed count, as in
+    :class:`Popularity`:
+
+    .. math:: s_t = \log_2 \sum_j 2^{(s_j - \tau)/h} - (t - \tau)/h,
+
+    with :math:`\tau` the key's last time; the sum is recomputed from the stored events at each
+    update (so it does not depend on how the events were batched), and the scores are as of the
+    batch start (no exact history). ``-inf`` for a key without events.
+
+    State: every event's key and time in time order (with a window, only those at or after the
+    latest time minus ``w``: no later query can count the others), indexed by key
+    (:class:`~tgeval.data.sorted_keys.Occurrences`) at each update, :math:`O(M \log M)` for
+    :math:`M` stored events.
+    """
+
+    scope = "local"
+    _state_keys = ("keys", "times")
+    keys: Tensor  # int64 [M]: each stored event's key, in time order
+    times: Tensor  # [M]: its time (int64, or float64 for float time)
+
+    def __init__(self, num_nodes: int, window: Union[int, float, None] = None,
+                 half_life: Optional[float] = None) -> None:
+        super().__init__(num_nodes)
+        if self.scope == "local" and num_nodes > MAX_PAIR_KEY_NODES:
+            raise ValueError(f"num_nodes={num_nodes} is too large for int64 pair keys (at most {MAX_PAIR_KEY_NODES:,}).")
+        if half_life is not None and not half_life > 0:
+            raise ValueError(f"half_life must be positive or None, got {half_life}.")
+        self.window = edgebank_window(window)
+        if self.window is not None and half_life is not None:
+            raise ValueError(f"give a window or a half_life, not both (window={window!r}, half_life={half_life!r}): "
+                             f"a half-life already discounts old events.")
+        self._floor = None if self.window is None else math.floor(self.window)
+        self.half_life = half_life
+        self.exact_history = half_life is None
+        self.register_buffer("keys", torch.zeros(0, dtype=torch.long), persistent=False)
+        self.register_buffer("times", torch.zeros(0, dtype=torch.long), persistent=False)
+        self._index()
+
+    def _key(self, src: Tensor, dst: Tensor) -> Tensor:
+        return dst if self.scope == "global" else torch.add(dst, src, alpha=self.num_nodes)
+
+    def _index(self) -> None:
+        """Index the stored events by key; with a half-life, each key's log-sum and last time."""
+        self._log = log = Occurrences(self.keys, self.times, times_sorted=True)
+        if self.half_life is None:
+            return
+        run_end = torch.searchsorted(log.keys, log.keys[:-1], right=True) - 1
+        last = log.times.take(run_end)  # the key's last time, per occurrence
+        exponent = (log.times[:-1] - last).double() / self.half_life  # <= 0: no overflow
+        sums = torch.zeros(log.keys.numel(), dtype=torch.float64, device=log.keys.device)
+        self._log_sum = torch.log2(sums.index_add_(0, log.run_start, torch.exp2(exponent)))
+        self._last = log.times.clone()
+        self._last[:-1] = last
+
+    def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        key, log = self._key(src, dst), self._log
+        if self.half_life is not None:
+            start = torch.searchsorted(log.keys, key)
+            last = self._last.take(start)
+            gap = t.double() - last.double() if t.is_floating_point() or last.is_floating_point() else (
+                t - last).double()
+            score = self._log_sum.take(start) - gap / self.half_life
+            return torch.where(log.keys.take(start) == key, score, torch.full_like(score, -math.inf))
+        earlier: Optional[Occurrences] = self._earlier
+        sources = (log,) if earlier is None else (log, earlier)
+        count = sum(occurrences.count_before(key, t) for occurrences in sources)
+        if self.window is not None:
+            since = _window_start(t, self.window, self._floor, self.times.is_floating_point())
+            count = count - sum(occurrences.count_before(key, since) for occurrences in sources)
+        return count.double()
+
+    def _index_earlier(self, batch: TemporalData) -> Occurrences:
+        return Occurrences(self._key(batch.src, batch.dst), batch.t, times_sorted=True)
+
+    def update(self, batch: TemporalData) -> None:
+        if batch.src.numel() == 0:
+            return
+        self.times = time_store(self.times, batch.t)
+        keys = torch.cat([self.keys, self._key(batch.src, batch.dst)])
+        times = torch.cat([self.times, batch.t.to(self.times.dtype)])
+        if self.window is not None:  # keep the events at or after the latest time minus w
+            first = torch.searchsorted(times, _window_start(times[-1:], self.window, self._floor,
+                                                            times.is_floating_point()))
+            keys, times = keys[first:], times[first:]
+        self.keys, self.times = keys, times
+        self._index()
+
+    def reset_state(self) -> None:
+        self.keys, self.times = self.keys.new_zeros(0), self.times.new_zeros(0).long()
+        self._index()
+
+    def restore(self, state: State) -> None:
+        super().restore(state)
+        self._index()
+
+    def _apply(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+        """Moving the buffers (``.to(device)``) moves their index too."""
+        module = super()._apply(fn, *args, **kwargs)
+        self._index()
+        return module
+
+    def describe(self) -> dict:
+        return {"name": f"popularity-{self.scope}", "window": self.window, "half_life": self.half_life,
+                "num_nodes": self.num_nodes}
+
+
+class LocalPopularity(_EventCounts):
+    __doc__ = _EventCounts.__doc__
+
+
+class GlobalPopularity(_EventCounts):
+    __doc__ = _EventCounts.__doc__
+    scope = "global"

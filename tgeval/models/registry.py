@@ -189,5 +189,13 @@ register("edgebank-window", "tgeval.models.heuristics:EdgeBank",
 register("node-memory", "tgeval.models.heuristics:NodeMemory", help="1 if both endpoints took part in an earlier event")
 register("pa", "tgeval.models.heuristics:PreferentialAttachment", help="product of the endpoints' degrees")
 register("popularity", "tgeval.models.heuristics:Popularity", help="the destination's (decayed) count of past events")
+register("recency-local", "tgeval.models.heuristics:LocalRecency",
+         help="-(time since the pair was last seen), -inf if never (or not within --window)")
+register("recency-global", "tgeval.models.heuristics:GlobalRecency",
+         help="-(time since the destination was last a destination), -inf if never (or not within --window)")
+register("popularity-local", "tgeval.models.heuristics:LocalPopularity",
+         help="the pair's count of past events (within --window, or decayed with a half-life)")
+register("popularity-global", "tgeval.models.heuristics:GlobalPopularity",
+         help="the destination's count of past events (within --window, or decayed with a half-life)")
 register("membership", "tgeval.models.heuristics:PairMembership", trainable=True,
          help="s = b + beta * 1{pair seen before} (trainable)")
