@@ -592,7 +592,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         module, name = args.handler
         try:
             return int(getattr(importlib.import_module(module), name)(args))
-        except (FileNotFoundError, IsADirectoryError):
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             check_inputs(inputs)  # the input that is missing or a folder, named with the fix
             raise
     except (TGEvalError, ValueError, TypeError, OSError) as error:

@@ -195,7 +195,7 @@ def _resume_file(resume: Union[str, os.PathLike]) -> Path:
     ``last.pt`` does; later epochs leave the previous ``last.pt``, a complete epoch, to resume from).
 
     Raises:
-        CheckpointError: neither file exists, or ``resume`` is a folder.
+        CheckpointError: neither file exists (or not even their folder), or ``resume`` is a folder.
     """
     path = Path(resume)
     if path.is_file():
@@ -203,6 +203,9 @@ def _resume_file(resume: Union[str, os.PathLike]) -> Path:
     if path.is_dir():
         raise CheckpointError(f"{path} is a folder, but resume (--resume) takes a file: the run's last.pt, e.g. "
                               f"{path / 'last.pt'}.")
+    if not path.parent.is_dir():
+        raise CheckpointError(f"{path} does not exist: there is no folder {path.parent}. Check the path given to "
+                              f"resume (--resume): the last.pt in the run's checkpoint folder.")
     best = path.with_name("best.pt")
     if path.name == "last.pt" and best.is_file():
         return best
