@@ -17,7 +17,7 @@ import torch
 
 from tgeval.data.fingerprint import tensor_checksum
 from tgeval.data.synthetic import generate_events
-from tgeval.static import (HEURISTICS, PairSampler, StaticGraph, adjacency, benchmark_of, heart_negatives,
+from tgeval.static import (HEURISTICS, PairSampler, StaticGraph, benchmark_of, heart_negatives,
                            heuristic_scores, random_edge_split, run_static, shift_split, static_graph, top_c,
                            train_link_gnn)
 from tgeval.static.gnn import GNNConfig
@@ -54,7 +54,8 @@ def unipartite_outputs(folder: Path) -> dict:
         trained = train_link_gnn(bench.split.train, GNNConfig(encoder=encoder, dim=8, epochs=3, negatives="degree"))
         sums[f"gnn/{encoder}"] = tensor_checksum(trained.embeddings, trained.losses)
     shift = shift_split(graph, "cn", (2.0, 4.0), seed=2)
-    sums["shift"] = tensor_checksum(shift.train.edge_index, shift.valid, shift.test, *benchmark_of(shift).negatives.values())
+    sums["shift"] = tensor_checksum(shift.train.edge_index, shift.valid, shift.test,
+                                    *benchmark_of(shift).negatives.values())
     report = run_static(bench.split, folder, c=10, methods=("cn", "jaccard", "aa", "ra", "pa", "gcn"),
                         heart=("cn", 4), gnn=GNNConfig(dim=8, epochs=3, seed=1))
     numbers = {k: v for k, v in report.items() if k not in _DESCRIPTIVE}

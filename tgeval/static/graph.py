@@ -64,8 +64,8 @@ class StaticGraph:
         if d is None:
             return
         if not 1 <= d < self.num_nodes:
-            raise StaticGraphError(f"dst_offset={d} leaves a side empty: it must lie in [1, num_nodes={self.num_nodes}) "
-                                   f"(sources below it, destinations from it on).")
+            raise StaticGraphError(f"dst_offset={d} leaves a side empty: it must lie in [1, num_nodes="
+                                   f"{self.num_nodes}) (sources below it, destinations from it on).")
         within = torch.nonzero((self.edge_index[0] >= d) | (self.edge_index[1] < d)).flatten()
         if within.numel():
             u, v = self.edge_index[:, within[0]].tolist()

@@ -101,7 +101,8 @@ class PairSampler:
             self.draw_lists = (ends.flatten() if weighting == "degree" else torch.nonzero(degree > 0).flatten(),) * 2
         else:  # every edge (and stub pair) is (source-side u, destination-side v)
             active = torch.nonzero(degree > 0).flatten()
-            self.draw_lists = ((ends[0], ends[1]) if weighting == "degree" else (active[active < d], active[active >= d]))
+            self.draw_lists = ((ends[0], ends[1]) if weighting == "degree"
+                               else (active[active < d], active[active >= d]))
         excluded = [graph.keys()]
         if exclude is not None:
             exclude = exclude.to(device).long()

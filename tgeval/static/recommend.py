@@ -1,11 +1,12 @@
 r"""Recommendation-style check of static link prediction (SPEC §10): top-C, VCMPR@C, RBO.
 
 **Top-C.** For a node :math:`u` the candidates are every node :math:`v \ne u` with
-:math:`(u, v)` not a training edge (on a bipartite graph, every such node of the other side). Its top-:math:`C` list sorts them by score, descending,
-ties broken by the smaller node id. It is computed exactly in blocks of sources x candidates
-(at most ``budget`` pairs per block): a block's scores are merged into the running top-C of
-its sources by a stable sort of ``[best | block]``, which keeps the order (score desc, id asc)
-because blocks visit candidates in increasing id order. With ``tie_seed``, ties follow a seeded
+:math:`(u, v)` not a training edge (on a bipartite graph, every such node of the other side).
+Its top-:math:`C` list sorts them by score, descending, ties broken by the smaller node id.
+It is computed exactly in blocks of sources x candidates (at most ``budget`` pairs per block):
+a block's scores are merged into the running top-C of its sources by a stable sort of
+``[best | block]``, which keeps the order (score desc, id asc) because blocks visit candidates
+in increasing id order. With ``tie_seed``, ties follow a seeded
 random key per (source, candidate) instead (two stable sorts per block).
 
 **VCMPR@C** (vertex-centric max precision–recall). With :math:`T_u` the test edges at

@@ -52,7 +52,8 @@ from tgeval.static.graph import EdgeSplit, StaticGraph, edge_keys, random_edge_s
 from tgeval.static.heart import HeartHeuristic, heart_negatives, heart_ranking
 from tgeval.static.gnn import GNN_MODELS, GNNConfig, TrainedGNN, train_link_gnn
 from tgeval.errors import StaticGraphError
-from tgeval.static.heuristics import HEURISTICS, Adjacency, Heuristic, PairScorer, adjacency, not_applicable, score_pairs
+from tgeval.static.heuristics import (HEURISTICS, Adjacency, Heuristic, PairScorer, adjacency, not_applicable,
+                                      score_pairs)
 from tgeval.static.negatives import PairSampler, Weighting
 from tgeval.static.recommend import method_ranking, rank_biased_overlap, top_c, vcmpr_per_node
 from tgeval.static.shift import ShiftSplit
