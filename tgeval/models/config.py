@@ -88,6 +88,10 @@ class TGNConfig(ModelConfig):
             cheap all-entity ranking), or ``"query"``, the scored event's time minus the
             interaction's, as DyGLib's TGN (an embedding per scored pair: sampled metrics and
             training only; with ``history="neighbors"`` the batch's earlier events are neighbours).
+        time_origin: where the memory's clock starts: ``"start"``, at the earliest time of the
+            first events after a reset (recorded in the state), so scores do not change when every
+            timestamp is shifted, or ``"zero"``, at time 0 (PyG's recipe: a node's first message
+            encodes its absolute time).
     """
 
     memory_dim: int = 100
@@ -96,6 +100,7 @@ class TGNConfig(ModelConfig):
     num_neighbors: int = 10
     dropout: float = 0.1
     time_gap: Literal["latest", "query"] = "latest"
+    time_origin: Literal["start", "zero"] = "start"
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,7 @@ class DyRepConfig(ModelConfig):
             then: the attention is trained through the scores), or ``"event"``, when the event
             is observed, from the partner's state before the event's batch, and stored with the
             message, as DyGLib's DyRep (no gradient reaches the attention then).
+        time_origin: where the memory's clock starts, as :attr:`TGNConfig.time_origin`.
     """
 
     memory_dim: int = 100
@@ -119,6 +125,7 @@ class DyRepConfig(ModelConfig):
     num_neighbors: int = 10
     dropout: float = 0.1
     partner_embedding: Literal["applied", "event"] = "applied"
+    time_origin: Literal["start", "zero"] = "start"
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -38,9 +38,9 @@ class DyRepMemory(TensorMemory):
     stored after the raw message, :attr:`stored_extra` columns)."""
 
     def __init__(self, num_nodes: int, raw_msg_dim: int, memory_dim: int, time_dim: int, num_neighbors: int,
-                 dropout: float, at_event: bool = False) -> None:
+                 dropout: float, at_event: bool = False, time_origin: str = "start") -> None:
         super().__init__(num_nodes, raw_msg_dim, memory_dim, time_dim,
-                         IdentityMessage(raw_msg_dim, memory_dim, time_dim), cell="rnn")
+                         IdentityMessage(raw_msg_dim, memory_dim, time_dim), cell="rnn", time_origin=time_origin)
         self.at_event = at_event
         self.stored_extra = memory_dim if at_event else 0
         self.neighbors = NeighborBuffer(num_nodes, num_neighbors, raw_msg_dim)
@@ -121,7 +121,8 @@ class DyRep(NeuralLinkModel):
     def __init__(self, config: DyRepConfig) -> None:
         super().__init__(config, config.memory_dim)
         self.memory = DyRepMemory(config.num_nodes, config.msg_dim, config.memory_dim, config.time_dim,
-                                  config.num_neighbors, config.dropout, at_event=config.partner_embedding == "event")
+                                  config.num_neighbors, config.dropout, at_event=config.partner_embedding == "event",
+                                  time_origin=config.time_origin)
 
     @property
     def stateful_parts(self) -> dict[str, nn.Module]:

@@ -20,6 +20,15 @@ changes that the replay engine needs (SPEC §2):
   whether the node was the event's source), registered as non-persistent buffers: they
   move with ``.to(device)``, are part of :meth:`snapshot`, and are updated by vectorised
   filtering instead of per-node Python dicts.
+* **Time from the stream's start.** PyG's ``last_update`` starts at 0, so a node's first
+  message encodes :math:`\phi(t - 0)`, the absolute time: scores then depend on the calendar
+  (shifting every timestamp by a constant changes them). With ``time_origin="start"`` (the
+  default) the clock starts at the earliest time of the first batch after a reset, the
+  *origin* :math:`t_0`, and a node never updated has :math:`\tau_u = t_0`: every time the model
+  encodes is a difference of two event times (or of an event time and :math:`t_0`), taken in
+  the stream's kind (int64 stays exact at any magnitude) before it becomes float, so a shift
+  of all timestamps changes no score. The origin is part of the state (:meth:`snapshot`).
+  ``time_origin="zero"`` is PyG's :math:`t_0 = 0`.
 
 Every step has fixed shapes once the number of pending messages involved is known on the
 host: :meth:`TensorMemory.update_state` reads it together with the number of nodes in one
@@ -70,6 +79,7 @@ class TensorMemory(TGNMemory):
         num_nodes, raw_msg_dim, memory_dim, time_dim, message_module: as ``TGNMemory``.
         aggregator_module: defaults to :class:`LatestMeanAggregator`.
         cell: ``"gru"`` (TGN) or ``"rnn"`` (a tanh RNN cell, DyRep).
+        time_origin: ``"start"`` (time from the stream's start) or ``"zero"`` (PyG's absolute time).
     """
 
     #: the whole state is in registered buffers (the scoring guard's version check covers it)
@@ -82,17 +92,25 @@ class TensorMemory(TGNMemory):
     pending_t: Tensor          # int64 / float64 [P]   event time (the kind of the stream's time)
     pending_msg: Tensor        # float [P, R + stored_extra] raw event message (+ what a subclass stores with it)
     pending_from_src: Tensor   # bool  [P]   node was the event's source (msg_s_module) or destination
-    last_update: Tensor        # int64 / float64 [num_nodes]   PyG's buffer, promoted for float time
+    last_update: Tensor        # int64 / float64 [num_nodes]   PyG's (float time: promoted); t_0: never updated
+    origin: Tensor             # int64 / float64 [1]   t_0; [0] (no origin yet) until the first update of "start"
+
+    #: where the clock starts: ``"start"``, the first update's earliest time, or ``"zero"`` (PyG's)
+    time_origin = "start"
 
     def __init__(self, num_nodes: int, raw_msg_dim: int, memory_dim: int, time_dim: int,
                  message_module: nn.Module, aggregator_module: Optional[nn.Module] = None,
-                 cell: str = "gru") -> None:
+                 cell: str = "gru", time_origin: str = "start") -> None:
         super().__init__(num_nodes, raw_msg_dim, memory_dim, time_dim, message_module,
                          aggregator_module if aggregator_module is not None else LatestMeanAggregator())
         if cell == "rnn":
             self.gru = nn.RNNCell(self.gru.input_size, memory_dim)  # type: ignore[assignment,has-type]
         elif cell != "gru":
             raise ValueError(f"cell must be 'gru' or 'rnn', got {cell!r}.")
+        if time_origin not in ("start", "zero"):
+            raise ValueError(f"time_origin must be 'start' or 'zero', got {time_origin!r}.")
+        self.time_origin = time_origin
+        self._reset_origin()
         self._assoc.zero_()  # PyG's scratch buffer (unused here) is saved in state_dict: no uninitialised bytes
 
     # -- stores -----------------------------------------------------------------------
@@ -105,6 +123,22 @@ class TensorMemory(TGNMemory):
         self.register_buffer("pending_msg", self.memory.new_empty((0, self.raw_msg_dim + self.stored_extra)),
                              persistent=False)
         self.register_buffer("pending_from_src", torch.empty(0, dtype=torch.bool, device=device), persistent=False)
+
+    def reset_state(self) -> None:
+        super().reset_state()
+        self._reset_origin()
+
+    def _reset_origin(self) -> None:
+        """No origin yet (``"start"``: the next update sets it) or PyG's 0 (``"zero"``)."""
+        size = int(self.time_origin == "zero")
+        self.register_buffer("origin", self.last_update.new_zeros(size), persistent=False)
+
+    def _start_clock(self, t: Tensor) -> None:
+        """At the first update without an origin: the origin is the earliest of the times ``t``, and every
+        node's last update (none was updated since the reset) starts there."""
+        if self.origin.numel() == 0 and t.numel():  # shapes: known on the host
+            self.origin = t.min().view(1).to(self.last_update.dtype)
+            self.last_update.copy_(self.origin.expand_as(self.last_update))
 
     def _member(self, n_id: Tensor) -> Tensor:
         """``[P]`` bool: pending messages addressed to a node of ``n_id``."""
@@ -183,6 +217,8 @@ class TensorMemory(TGNMemory):
             count, *sizes = host_ints(touched.sum(), *self.message_sizes(touched))
             nodes = positions(touched, count)
         self.last_update, self.pending_t = time_store(self.last_update, t), time_store(self.pending_t, t)
+        self.origin = time_store(self.origin, t)
+        self._start_clock(t)
         memory, last_update = self._get_updated_memory(nodes, sizes)
         self.memory[nodes] = memory.detach()
         self.last_update[nodes] = last_update
@@ -200,12 +236,16 @@ class TensorMemory(TGNMemory):
 
     # -- snapshots --------------------------------------------------------------------
     def snapshot(self) -> State:
-        keys = ("memory", "last_update") + _STORE
+        keys = ("memory", "last_update", "origin") + _STORE
         return {key: clone_state(getattr(self, key)) for key in keys}
 
     def restore(self, state: State) -> None:
+        """Return to ``state``; a snapshot without ``"origin"`` (written before the origin was state)
+        measured time from 0, and keeps doing so."""
         self.memory.copy_(state["memory"])
         self.last_update = clone_state(state["last_update"]).to(self.memory.device)  # int64 or float64 times
+        origin = state["origin"] if "origin" in state else self.last_update.new_zeros(1)
+        self.origin = clone_state(origin).to(self.memory.device)
         for key in _STORE:
             setattr(self, key, clone_state(state[key]).to(self.memory.device))
 

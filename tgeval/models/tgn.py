@@ -11,6 +11,8 @@ r"""TGN (Rossi et al., 2020) on PyG's temporal modules (SPEC §8).
   :math:`t`, and the neighbours include the batch's events before :math:`t` under
   ``history="neighbors"``, as DyGLib's TGN (its memory stays as of the batch start): a node is
   then embedded per scored pair, so there is no all-entity ranking.
+* Time: measured from the stream's start (``time_origin="start"``, the default: scores do not
+  depend on the calendar) or from 0 (``"zero"``, PyG's recipe); see :mod:`tgeval.models.memory`.
 * Decoder: :class:`~tgeval.models.layers.LinkDecoder`.
 
 The defaults are the recipe of PyG's ``examples/tgn.py``: memory, time and embedding
@@ -49,7 +51,7 @@ class TGN(NeuralLinkModel):
         super().__init__(config, config.embedding_dim)
         c = config
         self.memory = TensorMemory(c.num_nodes, c.msg_dim, c.memory_dim, c.time_dim,
-                                   IdentityMessage(c.msg_dim, c.memory_dim, c.time_dim))
+                                   IdentityMessage(c.msg_dim, c.memory_dim, c.time_dim), time_origin=c.time_origin)
         self.neighbors = NeighborBuffer(c.num_nodes, c.num_neighbors, c.msg_dim)
         # an embedding at a query time reads the batch's earlier events as neighbours (memory stays stale)
         self.batch_neighbors = c.time_gap == "query"

@@ -207,7 +207,8 @@ def trained(name, data, seed=0, epochs=1):
 
 
 def test_snapshot_holds_the_whole_state(stream):
-    keys = {"memory", "last_update", "pending_node", "pending_partner", "pending_t", "pending_msg", "pending_from_src"}
+    keys = {"memory", "last_update", "origin", "pending_node", "pending_partner", "pending_t", "pending_msg",
+            "pending_from_src"}
     buffer_keys = {"neighbors", "e_id", "event_t", "event_msg", "num_inserted"}
     tgn, dyrep, mixer = (warmed(name, stream).snapshot() for name in ("tgn", "dyrep", "graphmixer"))
     assert set(tgn) == {"memory", "neighbors"} and set(tgn["memory"]) == keys
