@@ -19,7 +19,19 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 __all__ = ["ModelConfig", "TGNConfig", "DyRepConfig", "GraphMixerConfig", "DATA_FIELDS", "from_data", "hyperparameters",
-           "check_config"]
+           "check_config", "MAX_WIDTH", "MAX_NEIGHBORS", "MAX_LAYERS", "MAX_PARAMETERS"]
+
+#: most a width hyperparameter (``memory_dim``, ``time_dim``, ``embedding_dim``, ``hidden_dim``)
+#: may be: 40x the recipes' 100
+MAX_WIDTH = 4096
+#: most recent interactions per node (``num_neighbors``)
+MAX_NEIGHBORS = 1024
+#: most mixer blocks (``num_layers``)
+MAX_LAYERS = 64
+#: most trained parameters of a model (2^30: 4 GiB of float32, 16 GiB with gradients and Adam's moments)
+MAX_PARAMETERS = 2**30
+_BOUNDS = {"num_neighbors": MAX_NEIGHBORS, "num_layers": MAX_LAYERS,
+           **{name: MAX_WIDTH for name in ("memory_dim", "time_dim", "embedding_dim", "hidden_dim")}}
 
 
 def from_data(*default: Any) -> Any:
@@ -41,7 +53,10 @@ def hyperparameters(config: type) -> dict[str, tuple[type, Any]]:
 
 def check_config(config: Any) -> None:
     """Raise ``ValueError`` for a config field out of range: widths and counts >= 1 (``node_dim``
-    >= 0), ``dropout`` in [0, 1), a ``Literal`` field one of its values."""
+    >= 0) and at most their bound (:data:`MAX_WIDTH`, :data:`MAX_NEIGHBORS`, :data:`MAX_LAYERS`),
+    ``dropout`` in [0, 1), a ``Literal`` field one of its values; then a model of more than
+    :data:`MAX_PARAMETERS` parameters (``config.parameter_count()``, where the class has it)."""
+    name = type(config).__name__
     hints = get_type_hints(type(config))
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
@@ -57,6 +72,30 @@ def check_config(config: Any) -> None:
             raise ValueError(f"{type(config).__name__}.dropout must be in [0, 1), got {value!r}.")
         if hints[f.name] is int and value < low:
             raise ValueError(f"{type(config).__name__}.{f.name} must be >= {low}, got {value}.")
+        if value > _BOUNDS.get(f.name, value):
+            raise ValueError(f"{name}.{f.name} must be <= {_BOUNDS[f.name]:,}, got {value:,}: pass a smaller "
+                             f"{f.name} (the recipes use {getattr(type(config), f.name)}).")
+    count = getattr(config, "parameter_count", lambda: None)()
+    if count is not None and count > MAX_PARAMETERS:
+        widths = ", ".join(f"{key}={getattr(config, key)}" for key in _BOUNDS if hasattr(config, key))
+        raise ValueError(f"{name} with {widths} has {count:,} parameters, more than {MAX_PARAMETERS:,} (2^30: 4 GiB of "
+                         f"float32, 16 GiB to train with Adam): pass smaller widths.")
+
+
+def _linear(inputs: int, outputs: int, bias: bool = True) -> int:
+    """Parameters of ``nn.Linear(inputs, outputs, bias)``."""
+    return (inputs + bias) * outputs
+
+
+def _attention(in_dim: int, out_dim: int, edge_dim: int) -> int:
+    """Parameters of :class:`~tgeval.models.layers.GraphAttentionEmbedding` (two-head ``TransformerConv``: key,
+    query, value and skip maps, an edge map without bias), its time encoder not counted."""
+    return 4 * _linear(in_dim, out_dim) + _linear(edge_dim, out_dim, bias=False)
+
+
+def _decoder(dim: int) -> int:
+    """Parameters of :class:`~tgeval.models.layers.LinkDecoder`."""
+    return 2 * _linear(dim, dim) + _linear(dim, 1)
 
 
 @dataclass(frozen=True)
@@ -102,6 +141,13 @@ class TGNConfig(ModelConfig):
     time_gap: Literal["latest", "query"] = "latest"
     time_origin: Literal["start", "zero"] = "start"
 
+    def parameter_count(self) -> int:
+        """Trained parameters of the TGN: time encoder, GRU cell over messages ``[s_u | s_v | x | phi]``,
+        attention, decoder."""
+        d, message = self.memory_dim, 2 * self.memory_dim + self.msg_dim + self.time_dim
+        return (_linear(1, self.time_dim) + 3 * (_linear(message, d) + _linear(d, d))
+                + _attention(d, self.embedding_dim, self.msg_dim + self.time_dim) + _decoder(self.embedding_dim))
+
 
 @dataclass(frozen=True)
 class DyRepConfig(ModelConfig):
@@ -126,6 +172,12 @@ class DyRepConfig(ModelConfig):
     dropout: float = 0.1
     partner_embedding: Literal["applied", "event"] = "applied"
     time_origin: Literal["start", "zero"] = "start"
+
+    def parameter_count(self) -> int:
+        """Trained parameters of the DyRep: time encoder, RNN cell, partner attention, decoder."""
+        d, message = self.memory_dim, 2 * self.memory_dim + self.msg_dim + self.time_dim
+        return (_linear(1, self.time_dim) + _linear(message, d) + _linear(d, d)
+                + _attention(d, d, self.msg_dim + self.time_dim) + _decoder(d))
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -161,3 +213,11 @@ class GraphMixerConfig(ModelConfig):
     num_layers: int = 2
     dropout: float = 0.1
     time_gap: Literal["latest", "query"] = "latest"
+
+    def parameter_count(self) -> int:
+        """Trained parameters of the GraphMixer: token map, mixer blocks (two layer norms, token MLP
+        ``K -> K // 2 -> K``, channel MLP ``H -> 4H -> H``), layer norm, output map, decoder."""
+        h, k = self.hidden_dim, self.num_neighbors
+        block = 4 * h + _linear(k, max(1, k // 2)) + _linear(max(1, k // 2), k) + _linear(h, 4 * h) + _linear(4 * h, h)
+        return (_linear(self.msg_dim + self.time_dim, h) + self.num_layers * block + 2 * h
+                + _linear(h + self.node_dim, self.embedding_dim) + _decoder(self.embedding_dim))
