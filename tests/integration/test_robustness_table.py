@@ -247,7 +247,7 @@ ROWS = [
     Row("data file under a file", evaluate("events.txt/events.txt"), {"events.txt": SNAP}, "InputPathError",
         "the data file .*events.txt/events.txt' does not exist: check the path"),
     Row("--resume in a missing folder", train("--resume", "{dir}/run/last.pt"), {"events.txt": SNAP},
-        "CheckpointError", r"run/last.pt does not exist: there is no folder .*run. Check the path given to resume"),
+        "CheckpointError", r"run/last.pt does not exist, nor its folder .*run: check the path given to resume"),
     Row("--model is a folder", evaluate("events.txt", "--model", "{dir}/trained"), {"events.txt": SNAP},
         "InputPathError", "--model .* is a folder, .*it holds last.pt", prepare=checkpoint),
     Row("compare of a missing events file", ["compare", "{dir}/a.csv", "{dir}/b.csv"], {"a.csv": "x"},

@@ -204,8 +204,9 @@ def _resume_file(resume: Union[str, os.PathLike]) -> Path:
         raise CheckpointError(f"{path} is a folder, but resume (--resume) takes a file: the run's last.pt, e.g. "
                               f"{path / 'last.pt'}.")
     if not path.parent.is_dir():
-        raise CheckpointError(f"{path} does not exist: there is no folder {path.parent}. Check the path given to "
-                              f"resume (--resume): the last.pt in the run's checkpoint folder.")
+        raise CheckpointError(f"{path} does not exist, nor its folder {path.parent}: check the path given to resume "
+                              f"(--resume), the last.pt in the run's checkpoint folder (a run that never completed an "
+                              f"epoch is started again without it).")
     best = path.with_name("best.pt")
     if path.name == "last.pt" and best.is_file():
         return best
