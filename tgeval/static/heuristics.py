@@ -188,10 +188,13 @@ def _path3_sums(adj: Adjacency, src: Tensor, dst: Tensor, weight: Optional[Tenso
     f = torch.ones(n, dtype=torch.float64, device=device) if weight is None else weight
     rowptr, col = adj.rowptr, adj.col
     length = rowptr[1:] - rowptr[:-1]
-    distinct, where = torch.unique(src, return_inverse=True)
-    other, other_where = torch.unique(dst, return_inverse=True)
-    if other.numel() < distinct.numel():  # the score is symmetric: build the fewer rows
-        src, dst, distinct, where = dst, src, other, other_where
+    present = torch.zeros(2, n, dtype=torch.bool, device=device)
+    present[0, src] = True
+    present[1, dst] = True
+    if int(present[1].sum()) < int(present[0].sum()):  # the score is symmetric: build the fewer rows
+        src, dst, present = dst, src, present.flip(0)
+    distinct = torch.nonzero(present[0]).flatten()
+    where = torch.cumsum(present[0], 0)[src] - 1  # the rank of src[i] among the distinct sources
     width = max(1, budget // max(n, 1))
     for s0 in range(0, distinct.numel(), width):
         block = distinct[s0 : s0 + width]
