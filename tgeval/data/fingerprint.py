@@ -19,7 +19,7 @@ def _update(digest: "hashlib._Hash", name: str, value: Tensor) -> None:
     value = value.detach().cpu().contiguous()
     header = f"{name}:{value.dtype}:{tuple(value.shape)};".encode()
     digest.update(header)
-    digest.update(value.numpy().tobytes())
+    digest.update(value.numpy())  # contiguous: hashed in place, no copy of the bytes
 
 
 def tensor_checksum(*tensors: Tensor) -> str:

@@ -53,7 +53,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import file_sha256, write_atomic
+from tgeval.atomic import write_atomic
 from tgeval.data.fingerprint import fingerprint, tensor_checksum
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
@@ -482,15 +482,19 @@ class _TGBUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-def load_tgb_pickle(path: PathLike) -> Any:
-    """Unpickle a TGB negatives file without running code from it (see the module docstring).
+def load_tgb_pickle(path: PathLike, *, with_hash: bool = False) -> Any:
+    """Unpickle a TGB negatives file without running code from it (see the module docstring);
+    with ``with_hash``, ``("sha256:<hex>", table)`` from one read of the file.
 
     Raises:
         NegativesFileError: a forbidden global (named), or a file that cannot be unpickled.
     """
     try:
         with open(path, "rb") as handle:
-            return _TGBUnpickler(handle).load()
+            if not with_hash:
+                return _TGBUnpickler(handle).load()
+            blob = handle.read()
+        return f"sha256:{hashlib.sha256(blob).hexdigest()}", _TGBUnpickler(io.BytesIO(blob)).load()
     except NegativesFileError as exc:
         raise NegativesFileError(f"TGB negatives file {str(path)!r}: {exc}") from None
     except Exception as exc:
@@ -545,8 +549,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     if short not in ("error", "allow"):
         raise ValueError(f"short must be 'error' or 'allow', got {short!r}.")
     data = validate(data).cpu()  # the key table is built on the CPU
-    file_hash = file_sha256(path)
-    table = load_tgb_pickle(path)
+    file_hash, table = load_tgb_pickle(path, with_hash=True)
     if not isinstance(table, dict):
         raise NegativesFileError(f"TGB negatives file {str(path)!r} holds a {type(table).__name__}, expected a dict "
                                  f"keyed by (src, dst, t).")
@@ -569,9 +572,8 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
             f"{len(missing)} of {data.num_events} events have no negatives in the TGB file {str(path)!r} (first: "
             f"event {i} of the segment, key (src, dst, t) = {(src_l[i], dst_l[i], t_l[i])}). Use the file of this "
             f"split (val / test) and the dataset's original ids and timestamps.")
-    rows = [_node_ids(path, key, table[key]) for key in keys]
-    lengths = np.array([r.size for r in rows], dtype=np.int64)
-    width = int(lengths.max()) if lengths.size else 0
+    neg, lengths = _padded_rows(path, keys, [table[key] for key in keys])
+    width = neg.shape[1]
     if width == 0:
         raise NegativesFileError(f"TGB negatives file {str(path)!r} holds no negatives for these events.")
     short_rows = np.flatnonzero(lengths < width)
@@ -584,10 +586,6 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
             f"against fewer negatives. Use a complete file, or pass short='allow' (`tgb:path=...,short=allow`) to "
             f"mask the missing slots (counted; the effective K per event is reported, events without negatives "
             f"are excluded from sampled metrics).")
-    neg = np.empty((len(rows), width), dtype=np.int64)
-    for r, (value, key) in enumerate(zip(rows, keys)):
-        neg[r, : value.size] = value
-        neg[r, value.size :] = value[0] if value.size else key[1]  # valid id in padded slots
     neg_t = torch.from_numpy(neg)
     bound = _check_node_range(path, neg_t, lambda r: f"key (src, dst, t) = {keys[r]}", data, num_nodes)
     mask = torch.arange(width)[None, :] < torch.from_numpy(lengths)[:, None]
@@ -597,8 +595,9 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     num_collisions = num_sources = 0
     if collisions == "mask":
         hit = _collisions(src, dst, t, neg_t, data, directed) & mask
-        num_collisions = int(hit.sum())
-        num_sources = int((hit & (neg_t == src[:, None])).sum())  # TGB's random negatives may hold the source
+        num_collisions = int(torch.count_nonzero(hit))
+        # TGB's random negatives may hold the source
+        num_sources = int(torch.count_nonzero(hit & (neg_t == src[:, None]))) if num_collisions else 0
         mask &= ~hit
     header = {"format": "tgb", "source": "tgb", "file_sha256": file_hash, "num_rows": len(keys),
               "num_padded_rows": int((lengths < width).sum()), "num_padded_slots": int((width - lengths).sum()),
@@ -614,6 +613,37 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     return FixedNegativeSampler(stored, path=path, num_negatives=num_negatives)
 
 
+def _padded_rows(path: PathLike, keys: list[tuple], values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of a TGB file as one int64 ``[R, W]`` matrix (``W`` the longest row; a shorter row
+    padded with a valid id: its first negative, else its key's destination) and their lengths
+    ``[R]``: the rows joined and checked at once, converted one by one (:func:`_node_ids`, which
+    names the first bad row) only when they are not all integers or whole numbers."""
+    arrays = [np.asarray(value).reshape(-1) for value in values]
+    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    kinds = {a.dtype.kind for a in arrays if a.size}  # joined only when one kind of number: no promotion
+    flat = np.concatenate(arrays) if arrays and len(kinds) <= 1 else None
+    if flat is not None and (kinds <= {"i", "u"} or (kinds == {"f"} and _whole_int64(flat).all())):
+        flat = flat.astype(np.int64, copy=False)
+    else:
+        flat = np.concatenate([_node_ids(path, key, a) for key, a in zip(keys, arrays)] or [np.zeros(0, np.int64)])
+    width = int(lengths.max()) if lengths.size else 0
+    present = np.arange(width)[None, :] < lengths[:, None]
+    if present.all():
+        return flat.reshape(len(arrays), width), lengths
+    first = np.cumsum(lengths) - lengths
+    fill = np.where(lengths > 0, flat[np.minimum(first, max(flat.size - 1, 0))] if flat.size else 0,
+                    np.array([key[1] for key in keys], dtype=np.int64))
+    neg = np.empty((len(arrays), width), dtype=np.int64)
+    neg[present] = flat  # row-major: each row's values fill its first slots
+    neg[~present] = np.repeat(fill, width - lengths)
+    return neg, lengths
+
+
+def _whole_int64(array: np.ndarray) -> np.ndarray:
+    """bool: floats that are whole numbers within int64."""
+    return (np.floor(array) == array) & (np.abs(array) < 2.0**63)
+
+
 def _node_ids(path: PathLike, key: tuple, value: Any) -> np.ndarray:
     """int64 ``[n]`` of one TGB row: integers, or floats / Python objects that are whole numbers within int64;
     anything else (text, booleans, fractions, NaN, huge numbers) raises
@@ -622,7 +652,7 @@ def _node_ids(path: PathLike, key: tuple, value: Any) -> np.ndarray:
     if array.dtype.kind in "iu" or not array.size:
         return array.astype(np.int64)
     if array.dtype.kind == "f":
-        bad = np.flatnonzero(~((np.floor(array) == array) & (np.abs(array) < 2.0**63)))
+        bad = np.flatnonzero(~_whole_int64(array))
     elif array.dtype.kind == "O":  # Python objects (a pickled list): integers within int64 pass
         bad = [i for i, v in enumerate(array.tolist()) if type(v) is not int or not -2**63 <= v < 2**63]
     else:  # text, bytes, booleans, complex numbers
@@ -658,31 +688,49 @@ def _check_node_range(path: PathLike, neg: Tensor, row: Callable[[int], str], da
     return bound
 
 
+#: the most forbidden ids of one row (its source and the destinations of its simultaneous events) for
+#: which the collision mask compares the negatives with each of them; more are looked up in sorted keys
+DENSE_FORBIDDEN = 8
+
+
 def _collisions(src: Tensor, dst: Tensor, t: Tensor, neg: Tensor, data: TemporalData, directed: bool) -> Tensor:
     """bool ``[R, K]``: slot holds the row's source or a destination of an event of ``data``
     with the row's ``(src, t)`` (which includes the true destination).
 
-    Ids are replaced by their rank among the ids present, so the int64 keys ``group * n + item``
-    stay far below ``2**63`` whatever the ids' magnitude (ids near ``2**62`` included)."""
-    ids, inverse = torch.unique(torch.cat([neg.flatten(), src, data.src, data.dst]), return_inverse=True)
+    The forbidden ids of each row come from sorted keys ``group * n + item`` over the ranks of the
+    ids of ``data`` and the rows (so keys stay far below ``2**63`` whatever the ids' magnitude,
+    ids near ``2**62`` included). With at most :data:`DENSE_FORBIDDEN` per row the negatives are
+    compared with each (a few passes over ``[R, K]``); with more, they are looked up in those keys
+    (a negative that is no id of the events is never forbidden)."""
+    ids = torch.unique(torch.cat([src, data.src, data.dst]))  # every id that can be forbidden
     n = ids.numel()
-    parts = inverse.split([neg.numel(), src.numel(), data.num_events, data.num_events])
-    neg, src, data_src, data_dst = parts[0].view_as(neg), *parts[1:]
     times = torch.unique(data.t)
     # (t, source) group key of each forbidden (group, item) pair and of each row
-    pairs_src, pairs_item, pairs_t = [data_src, src], [data_dst, src], [data.t, t]
+    pairs_src, pairs_item, pairs_t = [data.src, src], [data.dst, src], [data.t, t]
     if not directed:
-        pairs_src.append(data_dst)
-        pairs_item.append(data_src)
+        pairs_src.append(data.dst)
+        pairs_item.append(data.src)
         pairs_t.append(data.t)
-    p_group = torch.searchsorted(times, torch.cat(pairs_t)) * n + torch.cat(pairs_src)
-    r_group = torch.searchsorted(times, t) * n + src
+    p_group = torch.searchsorted(times, torch.cat(pairs_t)) * n + torch.searchsorted(ids, torch.cat(pairs_src))
+    r_group = torch.searchsorted(times, t) * n + torch.searchsorted(ids, src)
     groups, inverse = torch.unique(torch.cat([p_group, r_group]), return_inverse=True)  # compact group ids
     p_id, r_id = inverse[: p_group.numel()], inverse[p_group.numel():]
-    forbidden = torch.unique(p_id * n + torch.cat(pairs_item))
-    query = (r_id[:, None] * n + neg).flatten()
-    pos = torch.searchsorted(forbidden, query).clamp(max=max(forbidden.numel() - 1, 0))
-    return (forbidden[pos] == query).view_as(neg)
+    forbidden = torch.unique(p_id * n + torch.searchsorted(ids, torch.cat(pairs_item)))  # sorted, distinct
+    group_of, item = forbidden // n, ids[forbidden % n]
+    per_group = torch.bincount(group_of, minlength=groups.numel())
+    width = int(per_group.max()) if per_group.numel() else 0
+    if width <= DENSE_FORBIDDEN:
+        table = torch.full((groups.numel(), width), -1, dtype=torch.long)  # ids are >= 0: -1 matches none
+        table[group_of, torch.arange(forbidden.numel()) - (torch.cumsum(per_group, 0) - per_group)[group_of]] = item
+        rows = table[r_id]
+        hit = torch.zeros_like(neg, dtype=torch.bool)
+        for j in range(width):
+            hit |= neg == rows[:, j:j + 1]
+        return hit
+    pos = torch.searchsorted(ids, neg).clamp(max=n - 1)
+    query = r_id[:, None] * n + pos
+    at = torch.searchsorted(forbidden, query).clamp(max=forbidden.numel() - 1)
+    return (ids[pos] == neg) & (forbidden[at] == query)
 
 
 def write_tgb_negatives(path: PathLike, src: Union[Tensor, Sequence[int]], dst: Union[Tensor, Sequence[int]],

@@ -115,9 +115,14 @@ def test_tgeval_file_ids_outside_the_node_range_are_refused(tmp_path):
     assert FixedNegativeSampler.from_file(path, data=data, num_nodes=N).num_negatives == 8
 
 
+@pytest.mark.parametrize("dense", [True, False], ids=["compared", "looked-up"])
 @pytest.mark.parametrize("big", [7, 2**62, 2**63 - 1])
-def test_collision_mask_is_exact_for_huge_ids_brute_force(tmp_path, big):
-    """Small ids with one node renamed ``big``: keys ``group * (max id + 1) + item`` wrapped around int64."""
+def test_collision_mask_is_exact_for_huge_ids_brute_force(tmp_path, big, dense, monkeypatch):
+    """Small ids with one node renamed ``big``: keys ``group * (max id + 1) + item`` wrapped around int64.
+    Both ways of finding the forbidden slots: comparing with each forbidden id of the row, and
+    looking the negatives up in sorted keys (as for rows with many simultaneous positives)."""
+    if not dense:
+        monkeypatch.setattr("tgeval.samplers.fixed.DENSE_FORBIDDEN", 0)
     g = torch.Generator().manual_seed(1)
 
     def ids(shape):
