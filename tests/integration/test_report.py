@@ -233,5 +233,5 @@ def test_results_without_an_all_entity_pass_or_negatives_are_reported(results, t
     assert "<th>MRR (K=20, uniform)</th>" in page  # the one result with a sampled pass names the column
     assert main(["evaluate", str(events), "--format", "snap", "--model", "pa", "--negatives", "5", "--no-all-entity",
                  "--out", str(folder / "k5.json")]) == 0
-    page = build_report(folder)  # K=20 and K=5 rows: the column names no single K
-    assert "<th>MRR (protocol per row: see the protocol lines)</th>" in page and "k5: " in page
+    page = build_report(folder)  # K=20 and K=5 rows: each K its own section, its column named with it
+    assert "<th>MRR (K=5, uniform)</th>" in page and "<th>MRR (K=20, uniform)</th>" in page
