@@ -346,7 +346,7 @@ def hits_at_k(ranks: Tensor, k: int) -> Tensor:
 
 #: largest dense (group x level) histogram of the grouped metrics; beyond it, each negative's
 #: bin among its group's levels is found by a search
-DENSE_BINS = 2**23
+DENSE_BINS = 2**22
 
 
 class _Bins(NamedTuple):
@@ -457,15 +457,18 @@ def _auroc_ap(bins: _Bins, num_groups: int, nan_g: Tensor) -> tuple[Tensor, Tens
     device = bins.pos.device
     pos_g = torch.zeros(num_groups, dtype=torch.long, device=device).index_add_(0, bins.group, bins.pos)
     neg_g = torch.zeros(num_groups, dtype=torch.long, device=device).index_add_(0, bins.group, bins.neg)
-    pos_below = torch.cumsum(bins.pos, 0) - bins.pos - _exclusive_cumsum(pos_g)[bins.group]
-    neg_below = torch.cumsum(bins.neg, 0) - bins.neg - _exclusive_cumsum(neg_g)[bins.group]
+    # only bins holding positives contribute: the rest of a (mostly empty, dense) table is never expanded
+    hit = torch.nonzero(bins.pos).squeeze(1)
+    group, n_pos, n_neg = bins.group[hit], bins.pos[hit], bins.neg[hit]
+    pos_below = torch.cumsum(bins.pos, 0)[hit] - n_pos - _exclusive_cumsum(pos_g)[group]
+    neg_below = torch.cumsum(bins.neg, 0)[hit] - n_neg - _exclusive_cumsum(neg_g)[group]
     twice_u = torch.zeros(num_groups, dtype=torch.long, device=device).index_add_(
-        0, bins.group, bins.pos * (2 * neg_below + bins.neg))
+        0, group, n_pos * (2 * neg_below + n_neg))
     auc = twice_u.to(torch.float64) / (2.0 * pos_g.to(torch.float64) * neg_g.to(torch.float64))
-    tp, fp = pos_g[bins.group] - pos_below, neg_g[bins.group] - neg_below
-    precision = tp.to(torch.float64) / (tp + fp).clamp_min(1).to(torch.float64)
-    contrib = torch.where(bins.pos > 0, bins.pos.to(torch.float64) * precision, torch.zeros_like(precision))
-    ap = torch.zeros(num_groups, dtype=torch.float64, device=device).index_add_(0, bins.group, contrib)
+    tp, fp = pos_g[group] - pos_below, neg_g[group] - neg_below
+    precision = tp.to(torch.float64) / (tp + fp).to(torch.float64)  # tp >= 1: the bin's own positives
+    ap = torch.zeros(num_groups, dtype=torch.float64, device=device).index_add_(
+        0, group, n_pos.to(torch.float64) * precision)
     ap = ap / pos_g.to(torch.float64)
     has_nan, no_pos = nan_g > 0, pos_g == 0
     one_class = no_pos | (neg_g == 0)

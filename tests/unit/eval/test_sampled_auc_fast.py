@@ -16,7 +16,7 @@ from tgeval.errors import UndefinedMetricWarning
 from tgeval.eval.metrics import grouped_auroc, grouped_average_precision, sampled_auroc_ap
 from tgeval.eval.result import summarize
 
-PATHS = {"dense, one chunk": (2**20, 2**23), "dense, chunks of 5": (5, 2**23), "searched, chunks of 5": (5, 0)}
+PATHS = {"dense, one chunk": (2**20, 2**22), "dense, chunks of 5": (5, 2**22), "searched, chunks of 5": (5, 0)}
 
 
 @pytest.fixture(params=list(PATHS))
