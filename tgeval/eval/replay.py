@@ -2,7 +2,7 @@ r"""The replay engine: fixed-history and online evaluation over timestamp batche
 
 The order score -> record -> update lives here and nowhere else::
 
-    for each window of consecutive timestamp batches (at most WINDOW_EVENTS events):
+    for each window of consecutive timestamp batches (at most WINDOW_EVENTS events, WINDOW_QUERIES pairs):
         prepare what does not depend on scores: the candidate plan (exclusions, candidate
         counts, coverage), the negatives of a history-free sampler, every batch's queries
         for each batch of the window:
@@ -271,6 +271,9 @@ def _check_finite(records: dict[str, Tensor], candidate_nan: Tensor, steps: list
 
 #: most events whose candidate plan and history-free negatives are prepared at once
 WINDOW_EVENTS = 2**16
+#: most scored pairs (each event's positive and ``K`` negatives) whose queries a window prepares at
+#: once: with TGB's ``K = 999``, windows of about 2,000 events, not ``2**16 x 1,000`` queries
+WINDOW_QUERIES = 2**21
 
 #: most events of one step of an exact-history pass without a sampler with history: such a
 #: pass does not depend on how its events are batched (each event sees exactly the events
@@ -403,7 +406,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
         start_time = time.perf_counter()
         clock = _Clock(device)
         with _eval_mode(model), torch.no_grad():
-            for first, last in _windows(step_bounds, WINDOW_EVENTS):
+            for first, last in _windows(step_bounds, min(WINDOW_EVENTS, max(1, WINDOW_QUERIES // (1 + k)))):
                 window = _Window(events, keys, step_bounds, first, last, sampler=sampler, num_negatives=num_negatives,
                                  generator=generator, catalog=catalog, directed=directed, shortcut=shortcut)
                 plan, data = window.plan, window.data

@@ -11,6 +11,7 @@ import torch
 
 import tgeval.eval.metrics as metrics
 from tgeval import Protocol, build_catalog, chronological_split, evaluate, progress
+from tgeval.eval import replay
 from tgeval.eval.metrics import count_above_equal
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import UniformSampler
@@ -76,7 +77,7 @@ def _result(k: int = 3):
     split = chronological_split(data, (0.5, 0.25, 0.25))
     catalog = build_catalog(data, "train", train_end=split.train.end)
     with progress.timing() as command:
-        result = evaluate(EdgeBank(4), data, split.test, Protocol(num_negatives=k, batch_size=2),
+        result = evaluate(EdgeBank(4), data, split.test, Protocol(num_negatives=k, batch_size=2, history="batch"),
                           sampler=UniformSampler(catalog, replace=True), catalog=catalog)
     return result, command
 
@@ -125,3 +126,23 @@ def test_count_above_equal_in_row_chunks(tolerance: float, monkeypatch) -> None:
     assert all(torch.equal(a, b) for a, b in zip(whole, chunked))
     empty = count_above_equal(torch.zeros(0), torch.zeros(0, 4))
     assert empty[0].shape == (0,)
+
+
+def test_windows_bound_the_prepared_queries(monkeypatch) -> None:
+    """With many negatives per event, a window prepares at most WINDOW_QUERIES (event, item) queries
+    (unless one batch alone holds more), and the records do not depend on it."""
+    whole, _ = _result(k=5)
+    sizes = []
+    original = replay._Window.__init__
+
+    def spy(self, events, keys, bounds, first, last, **kwargs):
+        original(self, events, keys, bounds, first, last, **kwargs)
+        sizes.append((bounds[last] - bounds[first], last - first))
+
+    monkeypatch.setattr(replay._Window, "__init__", spy)
+    monkeypatch.setattr(replay, "WINDOW_QUERIES", 6 * 2)  # 2 events of 1 + 5 queries: one batch
+    windowed, _ = _result(k=5)
+    assert len(sizes) > 1 and all(events * 6 <= 12 or batches == 1 for events, batches in sizes)
+    for key in ("score", "neg_score", "neg", "sampled_above", "sampled_equal", "above", "equal"):
+        assert torch.equal(windowed.records[key], whole.records[key]), key
+    assert windowed.metrics == whole.metrics
