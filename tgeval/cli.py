@@ -26,6 +26,7 @@ from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_M
 from tgeval.data import formats
 from tgeval.errors import InputPathError, TGEvalError
 from tgeval.models import registry
+from tgeval.presets import PRESETS, apply_preset, given_options
 from tgeval.protocol import DEFAULT_NEGATIVES, DEFAULT_VAL_NEGATIVES
 
 __all__ = ["main", "build_parser", "hyperparameter_flags", "cli_message"]
@@ -191,9 +192,9 @@ def _static_end(text: str) -> str:
 
 
 def _window(text: str) -> str | int | float:
-    """``--window``: ``val``, ``test-duration`` or a positive duration, an exact int when written as one (a
+    """``--window``: ``val``, ``test-duration``, ``tgb`` or a positive duration, an exact int when written as one (a
     duration at or beyond 2^63, ``inf`` included, is unlimited: ``tgeval.models.heuristics.edgebank_window``)."""
-    if text in ("val", "test-duration"):
+    if text in ("val", "test-duration", "tgb"):
         return text
     try:
         value: int | float = int(text)
@@ -203,7 +204,7 @@ def _window(text: str) -> str | int | float:
         except ValueError:
             value = float("nan")
     if not value > 0:  # NaN included
-        raise argparse.ArgumentTypeError(f"--window takes 'val', 'test-duration' or a positive duration (inf: "
+        raise argparse.ArgumentTypeError(f"--window takes 'val', 'test-duration', 'tgb' or a positive duration (inf: "
                                          f"unlimited), got {text!r}")
     return value
 
@@ -299,7 +300,13 @@ def build_parser() -> argparse.ArgumentParser:
                          f"a checkpoint of `tgeval train`")
     ev.add_argument("--window", type=_window, default="val",
                     help="edgebank-window: a duration (at or beyond 2^63, e.g. inf: unlimited), 'val' (chosen on "
-                         "validation) or 'test-duration'")
+                         "validation), 'test-duration' or 'tgb' (TGB's: 0.15 x the training span, ending at the latest "
+                         "time observed)")
+    ev.add_argument("--preset", choices=tuple(PRESETS), default=None,
+                    help="a benchmark's whole protocol: 'tgb' = --protocol online --history batch --batch-size 200 "
+                         "--all-entity --catalog range --negatives 0 (unless --sampler is given, e.g. "
+                         "tgb:path=FILE) --ties average --window tgb, TGB's split; flags given beside it win and "
+                         "are recorded as overridden")
     ev.add_argument("--protocol", choices=REPLAY_MODES, default="online",
                     help="online: the model observes each batch after scoring it; fixed: its state stays as at the "
                          "segment start")
@@ -576,6 +583,8 @@ def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.Argume
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # usage errors and --help end here, before torch is imported
+    if getattr(args, "preset", None):
+        args.preset_record = apply_preset(args, given_options(build_parser(), argv))
     import torch
 
     on_main_thread = threading.current_thread() is threading.main_thread()

@@ -43,6 +43,7 @@ from tgeval.models.fixed_scorer import FixedScorerModel
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
 from tgeval.models.neural import message_dim
 from tgeval.options import typed_options
+from tgeval.presets import TGB
 from tgeval.protocol import DEFAULT_NEGATIVES, Protocol
 from tgeval.report import format_number, format_table, protocol_line, protocol_lines, write_report
 from tgeval.samplers import FixedNegativeSampler, UniformSampler, from_spec
@@ -82,8 +83,12 @@ def _static_gnn(name: str, data: TemporalData, segment: Segment, num_nodes: int,
 
 def _window(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
             catalog: Catalog) -> tuple[Optional[float], dict]:
-    """EdgeBank window from ``--window``: a number, ``test-duration`` or ``val`` (selected on validation)."""
+    """EdgeBank window from ``--window``: a number, ``test-duration``, ``tgb`` or ``val`` (selected on validation)."""
     segment = split[args.segment]
+    if args.window == "tgb":
+        window = TGB.edgebank_window(data, split)
+        return window, {"rule": f"TGB's: {TGB.window_ratio} x the training span, a pair counting when last seen at or "
+                                f"after the latest time observed minus the window (anchor 'latest')", "window": window}
     if args.window == "test-duration":
         return segment_duration(segment), {"rule": f"duration of the evaluated {args.segment!r} segment"}
     if args.window == "val":
@@ -198,7 +203,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
         window, selection = _window(args, data, split, num_nodes, catalog)
     label = args.model
     if args.model in registry.names("heuristic"):
-        model = registry.build(args.model, num_nodes=num_nodes, window=window, directed=args.directed).to(device)
+        model = registry.build(args.model, num_nodes=num_nodes, window=window, directed=args.directed,
+                               anchor="latest" if args.window == "tgb" else "query").to(device)
     elif args.model in GNN_MODELS:
         model = _static_gnn(args.model, data, segment, num_nodes, args.seed)
     else:
@@ -216,6 +222,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
     if not main:  # rank 0 alone prints and writes
         return 0
     result.manifest["selection"] = selection
+    result.manifest["preset"] = getattr(args, "preset_record", None)
     result.manifest["reader"] = {"format": args.format, "options": options, "remapped": info.remapped,
                                  "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read,
                                  "num_duplicates": info.num_duplicates, "duplicates": info.duplicates,

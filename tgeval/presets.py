@@ -45,20 +45,22 @@ class Preset:
         name: the preset's name (``--preset NAME``).
         settings: command-line destination -> value, as ``tgeval evaluate`` parses it
             (``history``, ``batch_size``, ``catalog``, ...).
-        without_file: settings applied only when no negatives file is given (a file sets its own
-            ``K``).
+        without_sampler: settings applied only when no ``--sampler`` is given (a negatives file
+            sets its own ``K``; another sampler keeps the usual one).
+        window_ratio: EdgeBank's window as a fraction of the training span.
     """
 
     name: str
     settings: Mapping[str, Any]
-    without_file: Mapping[str, Any] = field(default_factory=dict)
+    without_sampler: Mapping[str, Any] = field(default_factory=dict)
+    window_ratio: float = 0.15
 
     def protocol(self, **overrides: Any):
         """The :class:`~tgeval.protocol.Protocol` of the preset (``num_negatives=0``: no sampled
         metrics, the candidates being the whole ``range`` catalog), fields in ``overrides`` replaced."""
         from tgeval.protocol import Protocol
 
-        s = {**self.settings, **self.without_file}
+        s = {**self.settings, **self.without_sampler}
         fields = {"replay": s["protocol"], "history": s["history"], "batch_size": s["batch_size"],
                   "ties": s["ties"], "num_negatives": s["negatives"], "directed": s["directed"],
                   "uncovered": s["uncovered"]}
@@ -76,7 +78,7 @@ class Preset:
         from tgeval.models.heuristics import tgb_time_window
 
         train = data.t[split.train.start:split.train.end]
-        return tgb_time_window(train.min().item(), train.max().item(), ratio=self.settings["window_ratio"])
+        return tgb_time_window(train.min().item(), train.max().item(), ratio=self.window_ratio)
 
     def catalog(self, data, num_nodes: int | None = None):
         """The preset's catalog of ``data`` (:func:`~tgeval.data.catalog.build_catalog`)."""
@@ -88,18 +90,20 @@ class Preset:
 #: The Temporal Graph Benchmark's link-prediction protocol (see the module docstring).
 TGB = Preset("tgb", {"split": (0.70, 0.15, 0.15), "protocol": "online", "history": "batch", "batch_size": 200,
                      "all_entity": True, "catalog": "range", "ties": "average", "directed": True,
-                     "uncovered": "rank", "window": "tgb", "window_ratio": 0.15},
-             without_file={"negatives": 0})
+                     "uncovered": "rank", "window": "tgb"},
+             without_sampler={"negatives": 0})
 
 PRESETS = {preset.name: preset for preset in (TGB,)}
 
 
-def apply_preset(args: Any, given: set[str], sampler_is_file: bool) -> dict:
+def apply_preset(args: Any, given: set[str]) -> dict:
     """Set ``args.<setting>`` for every setting of the preset ``args.preset`` that the command line
-    did not give (``given``: the destinations set explicitly); return the record the manifest keeps:
-    ``{"name", "settings": what was applied, "overridden": {setting: value given instead}}``."""
+    did not give (``given``: the destinations set explicitly, :func:`given_options`); return the
+    record the manifest keeps: ``{"name", "settings": what was applied, "overridden": {setting:
+    value given instead}}``. With ``--sampler`` given, the settings for no sampler are not applied
+    and the sampler is recorded as overridden."""
     preset = PRESETS[args.preset]
-    settings = {**preset.settings, **({} if sampler_is_file else preset.without_file)}
+    settings = {**preset.settings, **({} if "sampler" in given else preset.without_sampler)}
     applied, overridden = {}, {}
     for key, value in settings.items():
         if key in given:
@@ -107,6 +111,8 @@ def apply_preset(args: Any, given: set[str], sampler_is_file: bool) -> dict:
         else:
             setattr(args, key, value)
             applied[key] = _json(value)
+    if "sampler" in given:
+        overridden["sampler"] = args.sampler
     return {"name": preset.name, "settings": applied, "overridden": overridden}
 
 

@@ -76,6 +76,10 @@ def protocol_line(result: Result) -> str:
         catalog += f", APPROXIMATE: top-{p['prefilter']} pre-filter per step (ranks optimistic)"
     history = m.get("history")
     replay = f"{p['replay']} replay" + ("" if history is None else f", history {history['mode']}")
+    preset = m.get("preset")
+    if preset is not None:  # named first: the settings below are the preset's unless listed as overridden
+        overridden = ", ".join(f"{k}={v}" for k, v in preset["overridden"].items())
+        replay = f"preset {preset['name']}" + (f" (overridden: {overridden})" if overridden else "") + f"; {replay}"
     line = (f"{m['segment']['name']} segment, {m['segment']['num_events']} events; {replay}; "
             f"sampler {sampler}, K={p['num_negatives'] if m['sampler'] is not None else 0}; catalog {catalog}; "
             f"ties {p['ties']}; "

@@ -49,4 +49,4 @@ def test_a_nan_zero_negative_or_unknown_window_is_refused(tmp_path, window, caps
     with pytest.raises(SystemExit) as exit_:
         main(["evaluate", str(path), "--format", "snap", "--model", "edgebank-window", f"--window={window}"])
     assert exit_.value.code == 2
-    assert "--window takes 'val', 'test-duration' or a positive duration" in capsys.readouterr().err
+    assert "--window takes 'val', 'test-duration', 'tgb' or a positive duration" in capsys.readouterr().err

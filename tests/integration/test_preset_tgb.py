@@ -5,15 +5,20 @@ pessimistic ranks) and, on the shared Wikipedia file, against TGB's published Ed
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
 
 from tgeval import evaluate
-from tgeval.data.datasets import dataset_path, load_dataset
+from tgeval.cli import main
+from tgeval.data.datasets import dataset_path
 from tgeval.data.synthetic import generate_events
 from tgeval.models.heuristics import EdgeBank
 from tgeval.presets import TGB
+from tgeval.samplers import write_tgb_negatives
+from tests.helpers import snap_text
 
 
 def tgb_edgebank_mrr(src, dst, t, start, end, train_end, window=False, batch_size=200):
@@ -52,8 +57,7 @@ def test_preset_protocol_fields():
 @pytest.mark.parametrize("window", [False, True], ids=["unlimited", "time window"])
 def test_edgebank_under_the_preset_equals_tgbs_loop(window):
     # distinct timestamps: TGB's fixed slices of 200 are then tgeval's timestamp batches
-    data = generate_events(num_events=1500, num_nodes=40, seed=3, bipartite=True)
-    data.t = torch.arange(data.num_events) * 7
+    data = distinct_times_stream()
     split = TGB.split(data)
     catalog = TGB.catalog(data)
     options = dict(window=TGB.edgebank_window(data, split), anchor="latest") if window else {}
@@ -63,14 +67,67 @@ def test_edgebank_under_the_preset_equals_tgbs_loop(window):
     assert result.metrics["all_entity"]["mrr"]["micro"] == pytest.approx(expected, abs=1e-12)
 
 
-@pytest.mark.datasets
-@pytest.mark.parametrize("window, published", [(False, 0.495), (True, 0.571)], ids=["unlimited", "time window"])
-def test_wikipedia_edgebank_reaches_tgbs_published_mrr(window, published):
-    if dataset_path("wikipedia") is None:
-        pytest.skip("../shared/datasets/wikipedia/ml_wikipedia.txt not found (set TGEVAL_DATA_DIR)")
-    data, info = load_dataset("wikipedia")
+def distinct_times_stream():
+    """A bipartite stream whose timestamps are all distinct: TGB's fixed slices of 200 are then
+    tgeval's timestamp batches."""
+    data = generate_events(num_events=1500, num_nodes=40, seed=3, bipartite=True)
+    data.t = torch.arange(data.num_events) * 7
+    return data
+
+
+def run(tmp_path, *flags):
+    events = tmp_path / "events.txt"
+    events.write_text(snap_text(distinct_times_stream()))
+    out = tmp_path / "r.json"
+    assert main(["evaluate", str(events), "--format", "snap", *flags, "--out", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("model", ["edgebank", "edgebank-window"])
+def test_the_flag_gives_the_python_presets_numbers(tmp_path, model, capsys):
+    saved = run(tmp_path, "--model", model, "--preset", "tgb")
+    data = distinct_times_stream()
     split = TGB.split(data)
-    options = dict(window=TGB.edgebank_window(data, split), anchor="latest") if window else {}
-    result = evaluate(EdgeBank(info.num_nodes, **options), data, split.test, TGB.protocol(),
-                      catalog=TGB.catalog(data, info.num_nodes))
-    assert round(result.metrics["all_entity"]["mrr"]["micro"], 3) == published  # TGB's leaderboard
+    options = dict(window=TGB.edgebank_window(data, split), anchor="latest") if model == "edgebank-window" else {}
+    expected = evaluate(EdgeBank(int(data.dst.max()) + 1, **options), data, split.test, TGB.protocol(),
+                        catalog=TGB.catalog(data))
+    assert saved["metrics"]["all_entity"]["mrr"] == expected.metrics["all_entity"]["mrr"]
+    assert saved["metrics"].get("sampled") is None and saved["manifest"]["catalog"]["kind"] == "range"
+    preset = saved["manifest"]["preset"]
+    assert preset["name"] == "tgb" and preset["overridden"] == {}
+    assert preset["settings"]["history"] == "batch" and preset["settings"]["negatives"] == 0
+    assert "preset tgb; online replay, history batch" in capsys.readouterr().out
+
+
+def test_flags_beside_the_preset_win_and_are_recorded(tmp_path, capsys):
+    saved = run(tmp_path, "--model", "edgebank", "--preset", "tgb", "--history", "exact", "--catalog=train")
+    assert saved["manifest"]["history"]["mode"] == "exact" and saved["manifest"]["catalog"]["kind"] == "train"
+    assert saved["manifest"]["preset"]["overridden"] == {"history": "exact", "catalog": "train"}
+    assert "history" not in saved["manifest"]["preset"]["settings"]
+    assert "preset tgb (overridden: history=exact, catalog=train)" in capsys.readouterr().out
+
+
+def test_a_tgb_negatives_file_sets_k(tmp_path):
+    data = distinct_times_stream()
+    test = TGB.split(data).test
+    src, dst, t = (x[test.start:test.end] for x in (data.src, data.dst, data.t))
+    pages = torch.arange(int(data.dst.min()), int(data.dst.max()) + 1)
+    negatives = [pages[pages != d].tolist() for d in dst.tolist()]  # every other page, as tgbl-wiki-v2's
+    write_tgb_negatives(tmp_path / "ns.pkl", src, dst, t, negatives)
+    saved = run(tmp_path, "--model", "edgebank", "--preset", "tgb", "--sampler", f"tgb:path={tmp_path / 'ns.pkl'}")
+    assert saved["manifest"]["protocol"]["num_negatives"] == pages.numel() - 1
+    assert saved["manifest"]["preset"]["overridden"] == {"sampler": f"tgb:path={tmp_path / 'ns.pkl'}"}
+    # against every other page, the file's MRR is the range catalog's
+    assert saved["metrics"]["sampled"]["mrr"] == pytest.approx(saved["metrics"]["all_entity"]["mrr"], abs=1e-12)
+
+
+@pytest.mark.datasets
+@pytest.mark.parametrize("model, published", [("edgebank", 0.495), ("edgebank-window", 0.571)])
+def test_wikipedia_reaches_tgbs_published_mrr(tmp_path, model, published):
+    path = dataset_path("wikipedia")
+    if path is None:
+        pytest.skip("../shared/datasets/wikipedia/ml_wikipedia.txt not found (set TGEVAL_DATA_DIR)")
+    out = tmp_path / "r.json"
+    assert main(["evaluate", str(path), "--format", "snap", "--model", model, "--preset", "tgb", "--out", str(out)]) == 0
+    mrr = json.loads(out.read_text())["metrics"]["all_entity"]["mrr"]["micro"]
+    assert round(mrr, 3) == published  # TGB's leaderboard: EdgeBank (unlimited) and EdgeBank (time window)
