@@ -22,6 +22,8 @@ __all__ = [
     "DeviceError",
     "DistributedError",
     "StaticGraphError",
+    "EventSetMismatchError",
+    "EventsFileError",
     "UndefinedMetricWarning",
     "SlowPathWarning",
     "UntrainedModelWarning",
@@ -108,6 +110,16 @@ class DistributedError(TGEvalError, ValueError):
 class StaticGraphError(TGEvalError, ValueError):
     """A static graph cannot be evaluated as asked: no edge left after cleaning, or an edge split
     that would leave the training graph or the test edges empty."""
+
+
+class EventSetMismatchError(TGEvalError, ValueError):
+    """Compared results were not evaluated on the same events (``event`` ids differ)."""
+
+
+class EventsFileError(TGEvalError, ValueError):
+    """A result's per-event file cannot be read with it: the result names none, or a path that is
+    missing, outside the result's folder or no regular file, or a file whose sha256 differs from
+    the one the result recorded (not written with it)."""
 
 
 class UndefinedMetricWarning(UserWarning):

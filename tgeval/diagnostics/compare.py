@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import file_sha256, write_atomic
-from tgeval.errors import TGEvalError
+from tgeval.errors import EventSetMismatchError, EventsFileError
 from tgeval.eval.expected import DEFAULT_SWEEP, k_sweep
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.result import STRATA
@@ -43,16 +43,6 @@ __all__ = ["EventSetMismatchError", "EventsFileError", "events_file_of", "load_e
 
 PathLike = Union[str, "os.PathLike[str]"]
 _REQUIRED = ("event", "t", "above", "equal", "candidates")
-
-
-class EventSetMismatchError(TGEvalError, ValueError):
-    """Compared results were not evaluated on the same events (``event`` ids differ)."""
-
-
-class EventsFileError(TGEvalError, ValueError):
-    """A result's per-event file cannot be read with it: the result names none, or a path that is
-    missing, outside the result's folder or no regular file, or a file whose sha256 differs from
-    the one the result recorded (not written with it)."""
 
 
 def _parse_column(name: str, values: list[str]) -> Tensor:
