@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Literal, Optional, Sequence, get_args, get_origin
+from typing import Any, Callable, Literal, Optional, Sequence, get_args, get_origin
 
 from tgeval.atomic import check_distinct
 from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS, HEART_HEURISTICS, HISTORY_MODES,
@@ -70,14 +70,21 @@ def _seed(text: str) -> int:
     return value
 
 
-def _learning_rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"a learning rate is a positive finite number, got {text!r}")
-    return value
+def _positive_finite(what: str) -> Callable[[str], float]:
+    """The type of a flag that takes a positive finite number (``what`` names it in the error)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"{what} is a positive finite number, got {text!r}")
+        return value
+    return parse
+
+
+_learning_rate = _positive_finite("a learning rate")
+_half_life = _positive_finite("a half-life")
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -211,6 +218,9 @@ def _window(text: str) -> str | int | float:
 
 def _add_static_common(parser: argparse.ArgumentParser, out_help: str) -> None:
     _add_event_file(parser, data_help="event file (projected onto an undirected static graph)")
+    parser.add_argument("--unipartite", action="store_true",
+                        help="one side: treat the graph as unipartite even when --bipartite or the format makes it "
+                             "bipartite (negatives and heuristics over every pair of nodes)")
     parser.add_argument("--end", type=_static_end, default="all",
                         help="project the events with t < END: 'all' (default), 'train' (the training segment of "
                              "the 70/15/15 chronological split) or a time")
@@ -298,10 +308,14 @@ def build_parser() -> argparse.ArgumentParser:
                          f"({', '.join(GNN_MODELS)}: "
                          f"trained on the graph of the events before the segment; --protocol fixed) or the path of "
                          f"a checkpoint of `tgeval train`")
-    ev.add_argument("--window", type=_window, default="val",
+    ev.add_argument("--window", type=_window, default=None,
                     help="edgebank-window: a duration (at or beyond 2^63, e.g. inf: unlimited), 'val' (chosen on "
-                         "validation), 'test-duration' or 'tgb' (TGB's: 0.15 x the training span, ending at the latest "
-                         "time observed)")
+                         "validation, the default), 'test-duration' or 'tgb' (TGB's: 0.15 x the training span, ending "
+                         "at the latest time observed); recency-* and popularity-local / -global: a duration or "
+                         "'test-duration' (default: unlimited)")
+    ev.add_argument("--half-life", type=_half_life, default=None,
+                    help="popularity, popularity-local / -global: decay each past event by 2^(-age / HALF_LIFE) "
+                         "(default: plain counts)")
     ev.add_argument("--preset", choices=tuple(PRESETS), default=None,
                     help="a benchmark's whole protocol: 'tgb' = --protocol online --history batch --batch-size 200 "
                          "--all-entity --catalog range --negatives 0 (unless --sampler is given, e.g. "

@@ -81,9 +81,34 @@ def _static_gnn(name: str, data: TemporalData, segment: Segment, num_nodes: int,
         "name": name, "training_graph": f"events [0, {segment.start}) as a static graph", **trained.describe()})
 
 
+def _heuristic_window(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
+                      catalog: Catalog) -> tuple[Optional[float], Optional[dict]]:
+    """The window of ``--model`` and how it was chosen (``None`` when it takes none or is unlimited).
+
+    ``edgebank-window`` takes every rule of :func:`_window` (``val`` by default); the other heuristics
+    with a window (recency, windowed popularity) a duration or ``test-duration``. ``val`` and ``tgb``
+    are rules of EdgeBank's window: given for another model they are refused, set by ``--preset`` they
+    leave its window unlimited. ``--half-life`` is checked to apply."""
+    taken = registry.options(args.model) if args.model in registry.names("heuristic") else ()
+    if args.half_life is not None and "half_life" not in taken:
+        decayed = [name for name in registry.names("heuristic") if "half_life" in registry.options(name)]
+        raise ValueError(f"--half-life applies to {', '.join(decayed)}, not to --model {args.model}.")
+    if args.model == "edgebank-window":
+        return _window(args, data, split, num_nodes, catalog)
+    if "window" not in taken or args.model == "edgebank" or args.window is None:
+        return None, None
+    if args.window in ("val", "tgb"):
+        if args.window == "tgb" and "window" in (getattr(args, "preset_record", None) or {}).get("settings", {}):
+            return None, {"rule": "unlimited: the preset's window (--window tgb) is EdgeBank's"}
+        raise ValueError(f"--window {args.window} is a rule of edgebank-window's window; give --model {args.model} a "
+                         f"duration or test-duration (or no --window: unlimited).")
+    return _window(args, data, split, num_nodes, catalog)
+
+
 def _window(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
             catalog: Catalog) -> tuple[Optional[float], dict]:
-    """EdgeBank window from ``--window``: a number, ``test-duration``, ``tgb`` or ``val`` (selected on validation)."""
+    """EdgeBank window from ``--window``: a number, ``test-duration``, ``tgb`` or ``val`` (selected on validation,
+    the default)."""
     segment = split[args.segment]
     if args.window == "tgb":
         window = TGB.edgebank_window(data, split)
@@ -91,7 +116,7 @@ def _window(args: argparse.Namespace, data: TemporalData, split: Split, num_node
                                 f"after the latest time observed minus the window (anchor 'latest')", "window": window}
     if args.window == "test-duration":
         return segment_duration(segment), {"rule": f"duration of the evaluated {args.segment!r} segment"}
-    if args.window == "val":
+    if args.window in (None, "val"):
         return select_window(lambda w: EdgeBank(num_nodes, window=w, directed=args.directed), data, split.val,
                              catalog, ties=args.ties, batch_size=args.batch_size)
     return args.window, {"rule": "given on the command line"}  # exact: --window parses ints as ints
@@ -183,7 +208,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
     for path, what in ((args.out, "--out"), (args.save_events, "--save-events")):
         if path is not None:
             check_writable(path, what=what)
-    if args.model == "edgebank-window" and args.window == "val" and args.segment == "val":
+    if args.model == "edgebank-window" and args.window in (None, "val") and args.segment == "val":
         raise ValueError("--window val chooses the window on the validation segment, so it cannot also be the "
                          "evaluated segment. Evaluate --segment test, or give --window a duration.")
     options = typed_options(formats.entry(args.format).reader(), _reader_options(args.option, args.format),
@@ -197,14 +222,11 @@ def evaluate_command(args: argparse.Namespace) -> int:
     segment = split[args.segment]
     num_nodes = info.num_nodes
     catalog = build_catalog(data, args.catalog, train_end=split.train.end, num_nodes=num_nodes)
-    selection = None
-    window = None
-    if args.model == "edgebank-window":
-        window, selection = _window(args, data, split, num_nodes, catalog)
+    window, selection = _heuristic_window(args, data, split, num_nodes, catalog)
     label = args.model
     if args.model in registry.names("heuristic"):
         model = registry.build(args.model, num_nodes=num_nodes, window=window, directed=args.directed,
-                               anchor="latest" if args.window == "tgb" else "query").to(device)
+                               half_life=args.half_life, anchor="latest" if args.window == "tgb" else "query").to(device)
     elif args.model in GNN_MODELS:
         model = _static_gnn(args.model, data, segment, num_nodes, args.seed)
     else:

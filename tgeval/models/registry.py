@@ -37,7 +37,7 @@ from typing import Any, Literal, Mapping, Optional, Union
 
 from tgeval.models.config import DyRepConfig, GraphMixerConfig, TGNConfig, hyperparameters
 
-__all__ = ["ModelEntry", "register", "unregister", "names", "entry", "name_of", "build", "Kind"]
+__all__ = ["ModelEntry", "register", "unregister", "names", "entry", "name_of", "build", "options", "Kind"]
 
 Kind = Literal["neural", "heuristic"]
 
@@ -151,6 +151,15 @@ def name_of(model: Any) -> str:
             return name
     raise ValueError(f"{type(model).__name__} is not a registered model. Register it with "
                      f"tgeval.models.registry.register(name, cls, config=...); registered: {', '.join(names())}.")
+
+
+def options(name: str) -> tuple[str, ...]:
+    """The options :func:`build` passes on for ``name``: its config's fields (neural models), else its
+    constructor's parameters besides ``num_nodes``."""
+    e = entry(name)
+    if e.config is not None:
+        return tuple(f.name for f in dataclasses.fields(e.config))
+    return tuple(p for p in inspect.signature(e.model_class()).parameters if p != "num_nodes")
 
 
 def build(name: str, **options: Any) -> Any:

@@ -1,0 +1,58 @@
+"""The recency and popularity heuristics from the command line: --window and --half-life reach the
+model (the result equals the Python API's), EdgeBank's window rules and a half-life are refused
+where they do not apply, and under --preset tgb (whose window is EdgeBank's) their window stays
+unlimited, recorded."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tgeval import build_catalog, chronological_split, evaluate
+from tgeval.cli import main
+from tgeval.data.synthetic import generate_events
+from tgeval.models.heuristics import LocalPopularity, LocalRecency
+from tgeval.protocol import Protocol
+from tests.helpers import snap_text
+
+DATA = generate_events(num_events=800, num_nodes=40, seed=1)
+
+
+def run(tmp_path, *flags):
+    events = tmp_path / "events.txt"
+    events.write_text(snap_text(DATA))
+    out = tmp_path / "r.json"
+    code = main(["evaluate", str(events), "--format", "snap", "--negatives", "0", *flags, "--out", str(out)])
+    return code, (json.loads(out.read_text()) if code == 0 else None)
+
+
+@pytest.mark.parametrize("flags, model", [(("--model", "recency-local", "--window", "50"), LocalRecency(40, window=50)),
+                                          (("--model", "popularity-local", "--half-life", "30"),
+                                           LocalPopularity(40, half_life=30.0))])
+def test_options_reach_the_model(tmp_path, flags, model):
+    code, saved = run(tmp_path, *flags)
+    assert code == 0
+    split = chronological_split(DATA)
+    catalog = build_catalog(DATA, "train", train_end=split.train.end, num_nodes=40)
+    expected = evaluate(model, DATA, split.test, Protocol(num_negatives=0), catalog=catalog)
+    assert saved["metrics"]["all_entity"]["mrr"] == expected.metrics["all_entity"]["mrr"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (("--model", "recency-global", "--window", "val"), r"--window val is a rule of edgebank-window's window"),
+    (("--model", "edgebank", "--half-life", "3"), r"--half-life applies to popularity, popularity-global, "
+                                                  r"popularity-local, not to --model edgebank"),
+])
+def test_options_that_do_not_apply_are_refused(tmp_path, flags, message, capsys):
+    code, _ = run(tmp_path, *flags)
+    assert code == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_the_tgb_preset_leaves_their_window_unlimited(tmp_path):
+    code, saved = run(tmp_path, "--model", "recency-local", "--preset", "tgb")
+    assert code == 0
+    assert saved["manifest"]["model"]["window"] is None
+    assert saved["manifest"]["selection"] == {"rule": "unlimited: the preset's window (--window tgb) is EdgeBank's"}
