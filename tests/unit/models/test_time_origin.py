@@ -1,6 +1,9 @@
 """The memory's time origin is state: set by the first update after a reset, snapshot, restored, reset
 and saved in checkpoints; a snapshot written before the origin was state restores PyG's origin 0."""
 
+import hashlib
+import io
+
 import pytest
 import torch
 
@@ -81,3 +84,21 @@ def test_a_checkpoint_keeps_the_origin(name, stream, tmp_path):
     loaded = load_checkpoint(tmp_path / "last.pt", data=stream).model
     assert loaded.config.time_origin == "start" and loaded.memory.origin.tolist() == [T0]
     assert torch.equal(scores(model.eval(), stream), scores(loaded, stream))
+
+
+@pytest.mark.parametrize("name", ["tgn", "dyrep"])
+def test_a_checkpoint_from_before_the_origin_is_rebuilt_measuring_time_from_zero(name, stream, tmp_path):
+    """Its config has no ``time_origin``: the model it was trained as measured time from 0."""
+    zero = fed(name, stream[:100], time_origin="zero")
+    save_checkpoint(tmp_path / "last.pt", zero, None, epoch=0, data=stream)
+    header, body = (tmp_path / "last.pt").read_bytes().split(b"\n", 1)
+    payload = torch.load(io.BytesIO(body), weights_only=True)
+    del payload["model"]["config"]["time_origin"]
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    body = buffer.getvalue()  # the header names the body's sha256
+    (tmp_path / "old.pt").write_bytes(header.rsplit(b" ", 1)[0] + f" sha256:{hashlib.sha256(body).hexdigest()}\n".encode()
+                                      + body)
+    loaded = load_checkpoint(tmp_path / "old.pt", data=stream).model
+    assert loaded.config.time_origin == "zero"
+    assert torch.equal(scores(zero.eval(), stream), scores(loaded, stream))
