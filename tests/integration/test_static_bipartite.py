@@ -229,6 +229,11 @@ def test_report_and_cli_follow_the_sides(tmp_path, capsys):
                  "--out", str(tmp_path / "uni")]) == 0
     assert "unipartite graph" in capsys.readouterr().out
     assert json.loads((tmp_path / "uni" / "static.json").read_text())["sides"] == {"kind": "unipartite"}
+    assert main(["static", str(tmp_path / "x.txt"), "--format", "snap", "--bipartite", "--unipartite", "--C", "5",
+                 "--threads", "1", "--out", str(tmp_path / "forced")]) == 0  # one side forced
+    assert "unipartite graph" in capsys.readouterr().out
+    forced = json.loads((tmp_path / "forced" / "static.json").read_text())
+    assert forced["sides"] == {"kind": "unipartite"} and "jaccard" in forced["benchmarks"]["uniform"]
 
 
 def test_bipartite_benchmark_on_a_device(device):

@@ -79,7 +79,8 @@ def _graph(args: argparse.Namespace) -> tuple[StaticGraph, dict]:
     projected = _projected(args.end, data)
     source = {"name": str(args.data), "fingerprint": fingerprint(data), "format": args.format,
               "end": args.end, "num_events": int(data.num_events), "projected_events": int(projected.num_events)}
-    sides = info.dst_offset if info.bipartite else None  # the reader's bipartite flag (--bipartite, or the format's)
+    # the reader's bipartite flag (--bipartite, or the format's), unless --unipartite
+    sides = info.dst_offset if info.bipartite and not args.unipartite else None
     return static_graph(projected, num_nodes=info.num_nodes, dst_offset=sides), source
 
 
