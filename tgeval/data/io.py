@@ -642,12 +642,17 @@ def _build(
     bipartite: bool,
     sort: bool,
     directed: bool,
+    items_after_sources: bool = False,
 ) -> tuple[TemporalData, ReadInfo]:
-    """Convert the chosen columns, check order, remap ids and validate (module rules)."""
+    """Convert the chosen columns, check order, remap ids and validate (module rules).
+    ``items_after_sources`` (bipartite, no remap): destination ids are shifted past the largest source
+    id, ``dst + max(src) + 1`` (TGB's numbering of JODIE's separately numbered users and items)."""
     do_remap = bipartite if remap is None else remap
     fields = table.fields(max(src_j, dst_j, t_j, -1 if y_j is None else y_j) + 1)
     src = _ids(fields, src_j, allow_text=do_remap)
     dst = _ids(fields, dst_j, allow_text=do_remap)
+    if items_after_sources:
+        dst = dst + (int(src.max()) + 1 if src.size else 0)
     if src.dtype.kind != dst.dtype.kind:  # one side textual: both are names, as written
         src, dst = (np.array([v.strip() for v in fields.column(j)]) for j in (src_j, dst_j))
     t, merged_times = _times(fields, t_j, time_format)
@@ -993,16 +998,7 @@ def read_jodie(
         DataFormatError: a malformed line, or a first line that is data, not a header.
         TemporalDataError: unsorted events with ``sort=False``.
     """
-    layout = "user_id,item_id,timestamp,state_label,features..."
-    table = _parse_table(
-        path,
-        delimiter=",",
-        has_header=True,
-        comments=(),
-        min_cols=4,
-        layout=layout,
-        names=lambda num_cols: _JODIE_COLUMNS + tuple(f"f{k}" for k in range(num_cols - 4)),
-    )
+    table = _jodie_table(path)
     _refuse_other_format(table, "jodie")
     return _build(
         table,
@@ -1018,6 +1014,27 @@ def read_jodie(
         sort=sort,
         directed=directed,
     )
+
+
+def _jodie_table(path: PathLike) -> "_Table":
+    """A JODIE CSV split into fields: its header names the feature list as one column."""
+    return _parse_table(
+        path,
+        delimiter=",",
+        has_header=True,
+        comments=(),
+        min_cols=4,
+        layout="user_id,item_id,timestamp,state_label,features...",
+        names=lambda num_cols: _JODIE_COLUMNS + tuple(f"f{k}" for k in range(num_cols - 4)),
+    )
+
+
+def _first_line(path: PathLike) -> str:
+    """The first line of a text file (plain or gzip), without reading the rest."""
+    with open(path, "rb") as handle:
+        gzipped = handle.read(2) == b"\x1f\x8b"
+    with (gzip.open if gzipped else open)(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as handle:
+        return handle.readline().rstrip("\r\n")
 
 
 _TGB_ROLES: dict[str, tuple[str, ...]] = {
@@ -1052,6 +1069,11 @@ def read_tgb(
     ``callsign``) are listed in ``info.ignored_columns``. Textual node ids (airport codes)
     need ``remap=True``.
 
+    TGB ships its JODIE datasets (tgbl-wiki) as JODIE's own CSV (header ``user_id,item_id,
+    timestamp,state_label,...``); such a file is read as TGB reads it: users keep their ids, items
+    are numbered after them (``item_id + max(user_id) + 1``), the state label is ``y`` and the
+    features are ``msg``, so ids, keys of TGB's negatives files and TGB's results match.
+
     Args:
         path: the file (plain or gzip).
         remap: renumber ids to ``0..n-1`` (default: only when ``bipartite``).
@@ -1068,6 +1090,15 @@ def read_tgb(
         DataFormatError: a role found in no column or in several, or a malformed line.
         TemporalDataError: unsorted events with ``sort=False``.
     """
+    if _looks_like(_first_line(path).split(",")) == "jodie":
+        if remap:
+            raise DataFormatError(f"{os.fspath(path)}: a TGB file in JODIE's layout is numbered as TGB numbers it "
+                                  f"(items after users); remap would renumber it. Drop remap (--remap), or read it "
+                                  f"with format='jodie' (--format jodie) to renumber by first appearance.")
+        table = _jodie_table(path)
+        return _build(table, "tgb", src_j=0, dst_j=1, t_j=2, msg_js=tuple(range(4, table.num_cols)), y_j=3,
+                      time_format=None, remap=False, bipartite=True, sort=sort, directed=directed,
+                      items_after_sources=True)
     table = _parse_table(
         path, delimiter=",", has_header=True, comments=(), min_cols=3, layout="header such as 'ts,src,dst,w'"
     )

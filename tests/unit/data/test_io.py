@@ -572,10 +572,23 @@ def test_a_file_of_another_format_is_named_not_misread(tmp_path: Path) -> None:
             read_events(dgb, fmt)
     jodie = tmp_path / "wikipedia.csv"
     jodie.write_text("user_id,item_id,timestamp,state_label,comma_separated_list_of_features\n0,0,1.0,0,0.5\n")
-    for fmt in ("dgb", "tgb"):
-        with pytest.raises(DataFormatError, match="is a 'jodie' file's"):
-            read_events(jodie, fmt)
+    with pytest.raises(DataFormatError, match="is a 'jodie' file's"):
+        read_events(jodie, "dgb")
     assert read_events(dgb, "dgb")[1].num_events == 2 and read_events(jodie, "jodie")[1].num_events == 1
+
+
+def test_tgb_reads_its_jodie_files_with_tgbs_numbering(tmp_path: Path) -> None:
+    """TGB ships tgbl-wiki as JODIE's CSV and numbers items after users: item + max(user) + 1 (users
+    0..2, items 0..2 -> 3..5 here; unlike --format jodie, nothing is renumbered by appearance)."""
+    path = write(tmp_path, "tgbl-wiki_edgelist.csv", "user_id,item_id,timestamp,state_label,"
+                 "comma_separated_list_of_features\n2,1,0.0,0,0.5,-1.0\n0,0,3.0,1,0.25,2.0\n1,2,7.0,0,0.0,0.0\n")
+    data, info = read_events(path, "tgb")
+    assert data.src.tolist() == [2, 0, 1] and data.dst.tolist() == [4, 3, 5]
+    assert info.bipartite and not info.remapped and info.dst_offset == 3 and info.format == "tgb"
+    assert data.y.tolist() == [0, 1, 0] and data.msg.tolist() == [[0.5, -1.0], [0.25, 2.0], [0.0, 0.0]]
+    assert read_events(path, "jodie")[0].src.tolist() == [0, 1, 2]  # jodie renumbers by first appearance
+    with pytest.raises(DataFormatError, match=r"numbered as TGB numbers it \(items after users\); remap would "):
+        read_events(path, "tgb", remap=True)
 
 
 def test_times_merged_by_float_parsing_are_counted(tmp_path: Path) -> None:
