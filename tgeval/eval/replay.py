@@ -220,33 +220,32 @@ class _Records:
     """Per-event records of a pass, kept on the device and copied to the host once at the end.
 
     Scores live in one ``[E, 1 + K]`` matrix (positive, then the negatives), so a batch
-    writes them with one copy.
+    writes them with one copy; every other record is one ``[E, ...]`` tensor too, written in
+    place (never a list of parts concatenated at the end, a second copy of ``E x K`` ids).
     """
 
     def __init__(self, num_events: int, k: int, device: torch.device) -> None:
         self.num_events, self.k, self.device = num_events, k, device
         self.scores: Optional[Tensor] = None
-        self.counts: dict[str, Tensor] = {}
-        self.parts: dict[str, list[Tensor]] = {}
+        self.rows: dict[str, Tensor] = {}
 
     def write_scores(self, start: int, scores: Tensor) -> None:
         if self.scores is None:
             self.scores = torch.empty(self.num_events, 1 + self.k, dtype=scores.dtype, device=self.device)
         self.scores[start:start + scores.size(0)] = scores
 
-    def write_counts(self, start: int, **values: Tensor) -> None:
+    def write(self, start: int, **values: Tensor) -> None:
+        """Rows ``[start, start + n)`` of each record (``[n, ...]``), allocated ``[E, ...]`` on first use
+        (a bool mask as all True: rows of batches whose negatives came without a mask)."""
         for key, value in values.items():
-            if key not in self.counts:
-                self.counts[key] = torch.empty(self.num_events, dtype=torch.long, device=self.device)
-            self.counts[key][start:start + value.numel()] = value
-
-    def append(self, **values: Tensor) -> None:
-        for key, value in values.items():
-            self.parts.setdefault(key, []).append(value)
+            if key not in self.rows:
+                shape, fill = (self.num_events, *value.shape[1:]), torch.ones if value.dtype == torch.bool \
+                    else torch.empty
+                self.rows[key] = fill(shape, dtype=value.dtype, device=self.device)
+            self.rows[key][start:start + value.size(0)] = value
 
     def host(self) -> dict[str, Tensor]:
-        out = {key: value.cpu() for key, value in self.counts.items()}
-        out.update({key: torch.cat(value).cpu() for key, value in self.parts.items()})
+        out = {key: value.cpu() for key, value in self.rows.items()}
         if self.scores is not None:
             scores = self.scores.cpu()  # views of its columns: no second copy of the E x K scores
             out["score"] = scores[:, 0]
@@ -411,9 +410,10 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                                  generator=generator, catalog=catalog, directed=directed, shortcut=shortcut)
                 plan, data = window.plan, window.data
                 if window.negatives is not None:
-                    records.append(**_negative_records(window.negatives))
+                    records.write(window.offset, **_negative_records(window.negatives))
                 if plan is not None:
-                    records.append(candidates=plan.num_candidates, filtered=plan.num_filtered, covered=plan.covered)
+                    records.write(window.offset, candidates=plan.num_candidates, filtered=plan.num_filtered,
+                                  covered=plan.covered)
                 for j, b in enumerate(range(first, last)):
                     with record_function("tgeval.replay.step"):
                         a, z = window.bounds[j], window.bounds[j + 1]
@@ -424,7 +424,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                         else:  # a sampler with history: draw after the previous batch was observed
                             negatives = as_negatives(sampler.sample(_slice(data, keys, a, z), num_negatives,  # type: ignore[union-attr]
                                                                     generator))
-                            records.append(**_negative_records(negatives))
+                            records.write(window.offset + a, **_negative_records(negatives))
                             queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
                                                window.pairs[j])
                         src, t = data.src[a:z], data.t[a:z]
@@ -448,7 +448,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                                     above, equal = counts
                                 else:
                                     above, equal = torch.zeros_like(counts[0]), torch.zeros_like(counts[1])
-                                records.write_counts(step_bounds[b], above=above, equal=equal)
+                                records.write(step_bounds[b], above=above, equal=equal)
                         if batch is not None and online:
                             checked_update(model, batch)
                             if sampler is not None and not sampler.history_free:
@@ -456,7 +456,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                         clock.mark()
                     progress.report(steps[b + 1], num_batches)
         if shard[1] > 1 and catalog is not None:
-            candidate_nan = _sum_over_ranks(records.counts, candidate_nan)
+            candidate_nan = _sum_over_ranks(records.rows, candidate_nan)
         latencies = clock.latencies()
         elapsed = time.perf_counter() - start_time
     with progress.phase("metrics"):
