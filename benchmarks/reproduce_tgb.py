@@ -25,6 +25,9 @@ Run: python benchmarks/reproduce_tgb.py [--data-dir DIR] [--work runs/tgb] [--th
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -35,6 +38,7 @@ from _common import add_common_args, apply_common_args, print_header, print_tabl
 from torch_geometric.data import TemporalData
 
 from tgeval import evaluate
+from tgeval.atomic import write_atomic
 from tgeval.data.datasets import dataset_path, load_dataset
 from tgeval.models.heuristics import EdgeBank
 from tgeval.presets import TGB
@@ -102,8 +106,8 @@ def tgeval_runs(data: TemporalData, split, files: dict[str, Path]) -> tuple[list
     return rows, mrr
 
 
-def tgb_pipeline(data: TemporalData, split, files: dict[str, Path], window: str) -> tuple[float, float]:
-    """TGB's example loop (see the module docstring): the test MRR and the seconds of validation + test."""
+def tgb_pipeline(data: TemporalData, split, files: dict[str, Path], window: str) -> tuple[float, dict[str, float]]:
+    """TGB's example loop (see the module docstring): the test MRR and the seconds of each pass (val, test)."""
     from tgb.linkproppred.evaluate import Evaluator
     from tgb.linkproppred.negative_sampler import NegativeEdgeSampler
 
@@ -113,8 +117,9 @@ def tgb_pipeline(data: TemporalData, split, files: dict[str, Path], window: str)
     span = float(t[train].max() - t[train].min())
     latest, duration = float(t[train].max()), WINDOW_RATIO * span
     sampler, evaluator = NegativeEdgeSampler(dataset_name=NAME), Evaluator(name=NAME)
-    start = time.perf_counter()
+    seconds = {}
     for mode in ("val", "test"):
+        start = time.perf_counter()
         sampler.load_eval_set(str(files[mode]), split_mode=mode)
         segment = getattr(split, mode)
         scores = []
@@ -131,7 +136,38 @@ def tgb_pipeline(data: TemporalData, split, files: dict[str, Path], window: str)
                                               "eval_metric": ["mrr"]})["mrr"])
             latest = max(latest, float(t[a:z].max()))
             memory.update({(u, v): s for u, v, s in zip(src[a:z].tolist(), dst[a:z].tolist(), t[a:z].tolist())})
-    return float(np.mean(scores)), time.perf_counter() - start
+        seconds[mode] = time.perf_counter() - start
+    return float(np.mean(scores)), seconds
+
+
+def tgb_edge_list(data: TemporalData, work: Path) -> Path:
+    """The events as TGB ships tgbl-wiki: JODIE's CSV, users and items numbered separately from 0 (no
+    features: the shared file has none)."""
+    path = work / f"{NAME}_edgelist.csv"
+    if not path.exists():
+        users = int(data.src.max()) + 1
+        rows = np.stack([data.src.numpy(), data.dst.numpy() - users, data.t.numpy(), np.zeros(data.num_events, np.int64)],
+                        axis=1)
+        write_atomic(path, "user_id,item_id,timestamp,state_label,comma_separated_list_of_features\n"
+                     + "\n".join(",".join(map(str, row)) for row in rows.tolist()) + "\n")
+    return path
+
+
+def cli_run(threads: int, *flags: str) -> tuple[float, float, float, str]:
+    """``tgeval evaluate`` in a fresh process: its test all-entity or sampled MRR, the command's seconds
+    (``performance.command``: reading to writing, imports excluded), the peak resident memory added by the
+    command (GiB, ``ru_maxrss`` after it less before it, imports done) and its phases."""
+    code = ("import json, resource, tempfile; import tgeval.commands; from tgeval.cli import main\n"
+            "out = tempfile.mktemp(suffix='.json'); before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            f"assert main({list(flags)!r} + ['--threads', '{threads}', '--out', out]) == 0\n"
+            "saved = json.load(open(out)); m, timeline = saved['metrics'], saved['performance']['command']\n"
+            "mrr = (m.get('sampled') or m['all_entity'])['mrr']['micro']\n"
+            "peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 2**20\n"
+            "phases = ', '.join(f'{k} {v:.1f}' for k, v in timeline['phases'].items())\n"
+            "print(json.dumps([mrr, timeline['wall_seconds'], peak, phases]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=_common.REPO_ROOT)
+    return tuple(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def main() -> None:
@@ -152,10 +188,21 @@ def main() -> None:
     if not args.skip_tgb:
         for window in ("unlimited", "time window"):
             value, seconds = tgb_pipeline(data, split, files, window)
-            rows.append([f"TGB's pipeline, EdgeBank {window}", "negatives file (val + test)", f"{value:.4f}",
-                         f"{seconds:.2f}"])
-            print(f"EdgeBank {window}: TGB's MRR {value:.6f}, tgeval's {mrr[(window, 'negatives file')]:.6f}")
+            rows.append([f"TGB's pipeline, EdgeBank {window}", "negatives file (test pass)", f"{value:.4f}",
+                         f"{seconds['test']:.2f}"])
+            print(f"EdgeBank {window}: TGB's MRR {value:.6f}, tgeval's {mrr[(window, 'negatives file')]:.6f}; "
+                  f"TGB's seconds: val {seconds['val']:.1f}, test {seconds['test']:.1f}")
     print_table(["run", "candidates", "test MRR", "seconds"], rows)
+    edges = tgb_edge_list(data, args.work)
+    command = ["evaluate", str(edges), "--format", "tgb", "--model", "edgebank", "--preset", "tgb"]
+    whole = [("all pages", command), ("TGB's test file", command + ["--sampler", f"tgb:path={files['test']},short=allow"])]
+    measured = [(name, *cli_run(args.threads, *flags)) for name, flags in whole]
+    print(f"\nwhole command in a fresh process: tgeval {' '.join(command)} [--sampler tgb:path=FILE,short=allow]")
+    print_table(["candidates", "test MRR", "seconds", "added peak GiB", "phases (s)"],
+                [[name, f"{value:.4f}", f"{seconds:.1f}", f"{peak:.2f}", phases]
+                 for name, value, seconds, peak, phases in measured])
+    (_, _, t_all, m_all, _), (_, _, t_file, m_file, _) = measured
+    print(f"file run / all-pages run: time {t_file / t_all:.2f}x, peak memory {m_file / m_all:.2f}x")
 
 
 if __name__ == "__main__":

@@ -193,6 +193,13 @@ def _process_device(name: str) -> tuple[torch.device, bool]:
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
+    """``tgeval evaluate``; every second of it is counted by phase (``performance.command``: read, the
+    evaluation's own phases, write; printed on stderr)."""
+    with progress.timing() as timeline:
+        return _evaluate(args, timeline)
+
+
+def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
     if args.model in GNN_MODELS and args.protocol != "fixed":
         raise ValueError(f"--model {args.model} is a static GNN fitted once on the events before the segment: its "
                          f"history is fixed, so evaluate it with --protocol fixed (as the temporal models' state "
@@ -213,8 +220,9 @@ def evaluate_command(args: argparse.Namespace) -> int:
                          "evaluated segment. Evaluate --segment test, or give --window a duration.")
     options = typed_options(formats.entry(args.format).reader(), _reader_options(args.option, args.format),
                             f"reader {args.format!r} option")
-    data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
-                             sort=args.sort, duplicates=args.duplicates, **options)
+    with progress.phase("read"):
+        data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
+                                 sort=args.sort, duplicates=args.duplicates, **options)
     if main:
         _report_reading(info)
     data = data.to(device)
@@ -234,7 +242,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
         model, label = checkpoint.model, f"{checkpoint.name} ({Path(args.model).name})"
     sampler = None
     if args.negatives != 0:
-        sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog, segment=args.segment)
+        with progress.phase("read"):  # a negatives file is read here
+            sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog, segment=args.segment)
         if isinstance(sampler, FixedNegativeSampler):  # a file defines its K
             sampler = _fixed_width(sampler, args.negatives, args.sampler)
             protocol = replace(protocol, num_negatives=sampler.num_negatives)
@@ -252,13 +261,16 @@ def evaluate_command(args: argparse.Namespace) -> int:
     print(protocol_line(result))
     print(_metric_names(result))
     print(format_table([(label, result)]))
-    if args.out:  # with --save-events, one pair: the JSON names the CSV and its sha256 (`tgeval compare` reads it)
-        result.save(args.out, events=args.save_events)
-    elif args.save_events:
-        result.save_events(args.save_events)
+    result.performance["command"] = timeline  # written as its snapshot when the result is saved
+    with progress.phase("write"):
+        if args.out:  # with --save-events, one pair: the JSON names the CSV and its sha256 (`tgeval compare` reads it)
+            result.save(args.out, events=args.save_events)
+        elif args.save_events:
+            result.save_events(args.save_events)
     for path in (args.save_events, args.out):
         if path:
             print(f"wrote {path}")
+    print(f"time: {timeline.summary()}", file=sys.stderr)
     return 0
 
 

@@ -97,6 +97,9 @@ def test_the_flag_gives_the_python_presets_numbers(tmp_path, model, capsys):
     assert preset["name"] == "tgb" and preset["overridden"] == {}
     assert preset["settings"]["history"] == "batch" and preset["settings"]["negatives"] == 0
     assert "preset tgb; online replay, history batch" in capsys.readouterr().out
+    command = saved["performance"]["command"]  # every second of the command, by phase
+    assert {"read", "warm_up", "replay", "metrics", "write", "other"} <= command["phases"].keys()
+    assert sum(command["phases"].values()) == pytest.approx(command["wall_seconds"], rel=1e-9)
 
 
 def test_flags_beside_the_preset_win_and_are_recorded(tmp_path, capsys):
