@@ -46,10 +46,13 @@ GraphMixer 0.118 ± 0.002.
 Every epoch prints one line (training loss and seconds, validation MRR and seconds) as it ends, and
 ``--out`` is rewritten atomically after each epoch (runs in progress have ``"finished": false``).
 Training one model is hours on a CPU at one thread: run models side by side as separate processes,
-each with its own ``--out``.
+each with its own ``--out``. With ``--checkpoint-dir`` each run keeps its ``last.pt`` / ``best.pt``, and
+``--resume`` continues it from there (``fit``'s resume: bit-identical to an uninterrupted run), across
+sessions too.
 
 Run: python benchmarks/tgb_leaderboard.py [--models tgn,dyrep,graphmixer] [--seeds 0,1,2] [--epochs N]
      [--patience N] [--threads 1] [--data-dir DIR] [--out tgb_leaderboard.json] [--max-events N]
+     [--checkpoint-dir DIR [--resume]]
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
@@ -107,6 +111,14 @@ def mrr(result) -> float:
     return float(result.metrics["all_entity"]["mrr"]["micro"])
 
 
+def epoch_line(record: dict, num_val_events: int) -> dict:
+    """What the JSON keeps of one of ``fit``'s epoch records (timings ``None`` where a resumed run lost them)."""
+    rate = record.get("val_events_per_second")
+    return {"epoch": record["epoch"], "loss": record["loss"], "train_seconds": record.get("seconds"),
+            "val_mrr": record["val"]["all_entity_mrr"], "val_seconds": num_val_events / rate if rate else None,
+            "improved": record["improved"]}
+
+
 def run_one(name: str, seed: int, data: TemporalData, split, num_nodes: int, catalogs: dict, args,
             report: dict) -> dict:
     """Train ``name`` with its recipe (seed ``seed``), test it under TGB's and tgeval's protocols; the
@@ -123,32 +135,35 @@ def run_one(name: str, seed: int, data: TemporalData, split, num_nodes: int, cat
     key = f"{name}/seed {seed}"
     report["runs"][key] = entry
 
+    num_val_events = split.val.end - split.val.start
+
     def on_epoch(record: dict) -> None:
-        val_seconds = record["num_val_events"] / record["val_events_per_second"]
-        entry["history"].append({"epoch": record["epoch"], "loss": record["loss"], "train_seconds": record["seconds"],
-                                 "val_mrr": record["val"]["all_entity_mrr"], "val_seconds": val_seconds,
-                                 "improved": record["improved"]})
+        line = epoch_line(record, num_val_events)
+        entry["history"].append(line)
         entry["epochs_run"] = len(entry["history"])
         write_atomic(args.out, json.dumps(report, indent=1) + "\n")
-        print(f"  {key}, epoch {record['epoch']}: loss {record['loss']:.4f}, train {record['seconds']:.0f} s, "
-              f"validation MRR {record['val']['all_entity_mrr']:.4f} ({val_seconds:.0f} s)"
-              f"{'  (best)' if record['improved'] else ''}", flush=True)
+        print(f"  {key}, epoch {line['epoch']}: loss {line['loss']:.4f}, train {line['train_seconds']:.0f} s, "
+              f"validation MRR {line['val_mrr']:.4f} ({line['val_seconds']:.0f} s)"
+              f"{'  (best)' if line['improved'] else ''}", flush=True)
 
-    num_val_events = split.val.end - split.val.start
+    folder = None if args.checkpoint_dir is None else Path(args.checkpoint_dir) / f"{name}-seed{seed}"
+    resume = folder / "last.pt" if args.resume and folder is not None and (folder / "last.pt").exists() else None
     run = fit(model, data, split, sampler=UniformSampler(catalogs[recipe["train_negatives"]]), loss="bce",
               optimizer=torch.optim.Adam(model.parameters(), lr=LEARNING_RATE), epochs=epochs, patience=patience,
               batch_size=BATCH_SIZE, num_negatives=1, seed=seed, history="batch", val_metric="all_entity_mrr",
               val_sampler=UniformSampler(catalogs["range"]), val_negatives=1, val_catalog=catalogs["range"],
-              val_state="training",
-              on_epoch=lambda record: on_epoch({**record, "num_val_events": num_val_events}))
+              val_state="training", checkpoint_dir=folder, resume=resume, overwrite=resume is None,
+              on_epoch=on_epoch)
+    entry["history"] = [epoch_line(record, num_val_events) for record in run["history"]]  # a resumed run's earlier ones
     began = time.perf_counter()
     tgb = evaluate(model, data, split.test, TGB.protocol(), catalog=catalogs["range"])
     own = evaluate(model, data, split.test, Protocol(num_negatives=0), catalog=catalogs["train"])
-    train_seconds = [record["train_seconds"] for record in entry["history"]]
-    entry.update({"finished": True, "best_epoch": run["best_epoch"], "best_val_mrr": run["best_value"],
-                  "stopped_early": run["stopped_early"], "test_mrr_tgb_preset": mrr(tgb),
+    timed = [line["train_seconds"] for line in entry["history"] if line["train_seconds"] is not None]
+    entry.update({"finished": True, "epochs_run": run["epochs_run"], "best_epoch": run["best_epoch"],
+                  "best_val_mrr": run["best_value"], "stopped_early": run["stopped_early"],
+                  "resumed_from": run["resumed_from"], "test_mrr_tgb_preset": mrr(tgb),
                   "test_mrr_tgeval_protocol": mrr(own), "tgeval_protocol_history": own.manifest["history"]["mode"],
-                  "train_seconds_per_epoch": sum(train_seconds) / len(train_seconds),
+                  "train_seconds_per_epoch": sum(timed) / len(timed) if timed else None,
                   "test_seconds": time.perf_counter() - began})
     write_atomic(args.out, json.dumps(report, indent=1) + "\n")
     return entry
@@ -166,11 +181,19 @@ def main() -> None:
                              "../shared/datasets)")
     parser.add_argument("--out", default="tgb_leaderboard.json", help="JSON of every run (rewritten after each epoch)")
     parser.add_argument("--max-events", type=int, default=None, help="use the first N events only (a smoke test)")
+    parser.add_argument("--checkpoint-dir", default=None,
+                        help="write each run's last.pt / best.pt under DIR/<model>-seed<seed> (replacing a run there "
+                             "unless --resume)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue each run from its last.pt under --checkpoint-dir where there is one (a run "
+                             "stopped by a deadline, or trained longer with a larger --epochs)")
     args = parser.parse_args()
     models = args.models.split(",")
     unknown = [name for name in models if name not in RECIPES]
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)}: choose from {', '.join(RECIPES)}")
+    if args.resume and args.checkpoint_dir is None:
+        parser.error("--resume continues the runs under --checkpoint-dir: give it")
     if args.max_events is not None and args.max_events < 10:
         parser.error(f"--max-events must be >= 10 (three non-empty segments), got {args.max_events}")
     apply_common_args(args)
