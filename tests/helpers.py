@@ -87,6 +87,20 @@ def brute_force_counts(score_fn, src, dst, t, catalog_items, available_from=None
     return out
 
 
+
+def assert_matches_reference(rec, data, reference, catalog_items, name):
+    """Every recorded score of ``rec`` (a result's records: positives and sampled negatives) and every
+    all-entity count equals ``reference(events, u, v, t)``, a brute force over ``data``'s events."""
+    events = list(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))
+    for i, (u, v, t) in enumerate(zip(rec["src"].tolist(), rec["dst"].tolist(), rec["t"].tolist())):
+        assert rec["score"][i].item() == reference(events, u, v, t), (name, i)
+        for q, s in zip(rec["neg"][i].tolist(), rec["neg_score"][i].tolist()):
+            assert s == reference(events, u, q, t), (name, i, q)
+    expected = brute_force_counts(lambda u, c, s: reference(events, u, c, s), rec["src"], rec["dst"], rec["t"],
+                                  catalog_items)
+    assert [(a, e) for a, e, _ in expected] == list(zip(rec["above"].tolist(), rec["equal"].tolist())), name
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free now (for a test's process group)."""
     import socket

@@ -20,7 +20,7 @@ from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popul
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.conftest import make_stream
-from tests.helpers import brute_force_counts, small_neural_model
+from tests.helpers import assert_matches_reference, small_neural_model
 from tests.strategies import segment_from, streams
 
 N = 10
@@ -67,16 +67,7 @@ def test_exact_scores_equal_a_per_timestamp_brute_force(data, name, start, batch
     assert result.manifest["history"]["mode"] == "exact"
     if step_events == 0:
         assert result.performance["num_steps"] == result.performance["num_batches"]
-    rec = result.records
-    events = list(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))
-    for i, (u, v, t) in enumerate(zip(rec["src"].tolist(), rec["dst"].tolist(), rec["t"].tolist())):
-        assert rec["score"][i].item() == reference(events, u, v, t), (name, i)
-        for q, s in zip(rec["neg"][i].tolist(), rec["neg_score"][i].tolist()):
-            assert s == reference(events, u, q, t), (name, i, q)
-    segment_src, segment_dst, segment_t = rec["src"], rec["dst"], rec["t"]
-    expected = brute_force_counts(lambda u, c, s: reference(events, u, c, s), segment_src, segment_dst, segment_t,
-                                  CATALOG.items)
-    assert [(a, e) for a, e, _ in expected] == list(zip(rec["above"].tolist(), rec["equal"].tolist())), name
+    assert_matches_reference(result.records, data, reference, CATALOG.items, name)
 
 
 def test_an_exact_pass_scores_consecutive_batches_in_one_step_unless_its_sampler_has_history():

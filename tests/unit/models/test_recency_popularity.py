@@ -19,7 +19,7 @@ from tgeval.models.heuristics import (GlobalPopularity, GlobalRecency, LocalPopu
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.conftest import make_stream
-from tests.helpers import brute_force_counts
+from tests.helpers import assert_matches_reference
 from tests.strategies import segment_from, streams
 
 N = 10
@@ -77,15 +77,7 @@ def test_exact_scores_equal_a_per_timestamp_brute_force(data, name, start, batch
     result = evaluate(_build(name), data, segment, Protocol(num_negatives=3, batch_size=batch_size, seed=seed),
                       sampler=UniformSampler(CATALOG, replace=True), catalog=CATALOG, candidate_budget=7)
     assert result.manifest["history"]["mode"] == "exact"
-    rec = result.records
-    events = list(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))
-    for i, (u, v, t) in enumerate(zip(rec["src"].tolist(), rec["dst"].tolist(), rec["t"].tolist())):
-        assert rec["score"][i].item() == reference(events, u, v, t), (name, i)
-        for q, s in zip(rec["neg"][i].tolist(), rec["neg_score"][i].tolist()):
-            assert s == reference(events, u, q, t), (name, i, q)
-    expected = brute_force_counts(lambda u, c, s: reference(events, u, c, s), rec["src"], rec["dst"], rec["t"],
-                                  CATALOG.items)
-    assert [(a, e) for a, e, _ in expected] == list(zip(rec["above"].tolist(), rec["equal"].tolist())), name
+    assert_matches_reference(result.records, data, reference, CATALOG.items, name)
 
 
 @settings(max_examples=40, deadline=None)
