@@ -313,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "validation, the default), 'test-duration' or 'tgb' (TGB's: 0.15 x the training span, ending "
                          "at the latest time observed); recency-* and popularity-local / -global: a duration or "
                          "'test-duration' (default: unlimited)")
-    ev.add_argument("--half-life", type=_half_life, default=None,
+    ev.add_argument("--half-life", dest="model_half_life", type=_half_life, default=None,  # not the sampler option
                     help="popularity, popularity-local / -global: decay each past event by 2^(-age / HALF_LIFE) "
                          "(default: plain counts)")
     ev.add_argument("--preset", choices=tuple(PRESETS), default=None,
@@ -544,8 +544,8 @@ def cli_message(text: str, parser: argparse.ArgumentParser) -> str:
     """A library message as a command-line user reads it: the options ``parser`` has as flags, named by flag
     (``sort=True`` -> ``--sort``, ``Protocol(prefilter=0)`` -> ``--prefilter 0``, ``batch_size`` ->
     ``--batch-size``, ``Protocol.ties`` -> ``--ties``), outside code spans (backticks) and quoted input
-    (``'...'`` not after ``=``); a flag the message already gave after the library's spelling is not repeated;
-    other names stay as they are.
+    (``'...'`` not after ``=`` or a letter); a flag the message already gave after the library's spelling is not
+    repeated; other names stay as they are.
 
     Example:
         >>> evaluate = _subparser(build_parser(), "evaluate")
@@ -573,7 +573,8 @@ def cli_message(text: str, parser: argparse.ArgumentParser) -> str:
         action = action_of(match)
         return match[0] if action is None else flag(action)
 
-    parts = re.split(r"(`[^`]*`|(?<!=)'[^']*')", text)
+    # a quote after "=" or a word character opens no quoted input: it closes an assignment's value
+    parts = re.split(r"(`[^`]*`|(?<![=\w])'[^']*')", text)
     for i in range(0, len(parts), 2):  # outside code spans and quoted input
         part = re.sub(rf"\bProtocol\((?P<name>\w+)=(?P<value>{_VALUE})\)", assignment, parts[i])
         part = re.sub(rf"\b(?P<name>\w+)=(?P<value>{_VALUE})", assignment, part)

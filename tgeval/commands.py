@@ -90,7 +90,7 @@ def _heuristic_window(args: argparse.Namespace, data: TemporalData, split: Split
     are rules of EdgeBank's window: given for another model they are refused, set by ``--preset`` they
     leave its window unlimited. ``--half-life`` is checked to apply."""
     taken = registry.options(args.model) if args.model in registry.names("heuristic") else ()
-    if args.half_life is not None and "half_life" not in taken:
+    if args.model_half_life is not None and "half_life" not in taken:
         decayed = [name for name in registry.names("heuristic") if "half_life" in registry.options(name)]
         raise ValueError(f"--half-life applies to {', '.join(decayed)}, not to --model {args.model}.")
     if args.model == "edgebank-window":
@@ -233,8 +233,9 @@ def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
     window, selection = _heuristic_window(args, data, split, num_nodes, catalog)
     label = args.model
     if args.model in registry.names("heuristic"):
+        anchor = "latest" if args.window == "tgb" else "query"
         model = registry.build(args.model, num_nodes=num_nodes, window=window, directed=args.directed,
-                               half_life=args.half_life, anchor="latest" if args.window == "tgb" else "query").to(device)
+                               half_life=args.model_half_life, anchor=anchor).to(device)
     elif args.model in GNN_MODELS:
         model = _static_gnn(args.model, data, segment, num_nodes, args.seed)
     else:

@@ -81,3 +81,6 @@ def test_cli_message_translates_only_the_commands_own_options():
     untouched = ("call `validate(data, sort=True)`, pass strict=True, read /data/batch_size/x.txt, "
                  "keep prefilter=None, info.node_ids, --sampler 'historical:num_negatives=3'")
     assert cli_message(untouched, train) == untouched
+    # a value's closing quote opens no quoted input: the spec after it stays as written
+    quoted = "option x='1.2' in 'popularity:batch_size=3'"
+    assert cli_message(quoted, train) == quoted
