@@ -81,9 +81,9 @@ def _rebuild(name: str, config: dict) -> NeuralLinkModel:
     """The model ``name`` built from a checkpoint's ``config``. A config saved before models measured
     time from the stream's start (no ``time_origin``) is rebuilt with ``time_origin="zero"``, the
     time encoding it was trained with."""
-    if "time_origin" in registry.options(name) and "time_origin" not in config:
-        config = {**config, "time_origin": "zero"}
     try:
+        if "time_origin" in registry.options(name) and "time_origin" not in config:
+            config = {**config, "time_origin": "zero"}
         return registry.build(name, **config)
     except ValueError as error:
         raise CheckpointError(f"cannot rebuild the checkpoint's model {name!r} from config {config}: {error}") from None

@@ -137,7 +137,7 @@ def test_tensor_memory_equals_pyg_tgn_memory_in_training_mode(seed):
 
 
 def test_tensor_memory_store_holds_each_nodes_last_batch():
-    memory = TensorMemory(5, 1, 4, 4, IdentityMessage(1, 4, 4))
+    memory = TensorMemory(5, 1, 4, 4, IdentityMessage(1, 4, 4), time_origin="zero")  # PyG's: never updated = 0
     with torch.no_grad():
         memory.update_state(torch.tensor([0, 1]), torch.tensor([1, 2]), torch.tensor([1, 2]), torch.zeros(2, 1))
         memory.update_state(torch.tensor([1]), torch.tensor([3]), torch.tensor([5]), torch.ones(1, 1))
