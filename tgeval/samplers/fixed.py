@@ -42,6 +42,7 @@ import copy
 import hashlib
 import io
 import json
+import math
 import os
 import pickle
 from dataclasses import dataclass, field, replace
@@ -301,6 +302,7 @@ class FixedNegativeSampler(NegativeSampler):
         self.path = None if path is None else str(path)
         self._checksum = negatives.header.get("checksum") or negatives.checksum()
         self._row_of_event: Optional[Tensor] = None
+        self._effective: dict[int, dict] = {}  # effective_num_negatives() per K served (the stored arrays never change)
         if negatives.event is not None:
             size = int(negatives.event.max()) + 1 if negatives.event.numel() else 0
             table = torch.full((size,), -1, dtype=torch.long)
@@ -379,13 +381,18 @@ class FixedNegativeSampler(NegativeSampler):
     def effective_num_negatives(self) -> dict:
         """Unmasked negatives among the served columns, per stored row (one per distinct positive):
         ``min`` / ``median`` / ``max``, and ``num_rows_without`` any (excluded from sampled metrics)."""
+        if self.num_negatives in self._effective:  # a pass over [R, K]: once per K (describe() runs twice a pass)
+            return dict(self._effective[self.num_negatives])
         mask = self.negatives.neg_mask
-        counts = (mask[:, : self.num_negatives].sum(1) if mask is not None
+        counts = (torch.count_nonzero(mask[:, : self.num_negatives], dim=1) if mask is not None
                   else torch.full((self.negatives.src.numel(),), self.num_negatives))
         if counts.numel() == 0:
-            return {"min": 0, "median": 0, "max": 0, "num_rows_without": 0}
-        return {"min": int(counts.min()), "median": float(torch.quantile(counts.double(), 0.5)),
-                "max": int(counts.max()), "num_rows_without": int((counts == 0).sum())}
+            out = {"min": 0, "median": 0, "max": 0, "num_rows_without": 0}
+        else:
+            out = {"min": int(counts.min()), "median": float(torch.quantile(counts.double(), 0.5)),
+                   "max": int(counts.max()), "num_rows_without": int((counts == 0).sum())}
+        self._effective[self.num_negatives] = out
+        return dict(out)
 
     def _rows(self, batch: TemporalData) -> Tensor:
         stored = self.negatives
@@ -470,8 +477,32 @@ TGB_PICKLE_GLOBALS = frozenset(
        ("numpy", "dtype"), ("_codecs", "encode")])
 
 
+class _Row:
+    """A numpy array of a TGB file before it is built: its bytes ``[start, stop)`` in the reader's buffer
+    (not a tuple: a row made of several arrays is no array of numbers, and is refused as such)."""
+
+    __slots__ = ("start", "stop", "dtype", "shape", "order")
+
+    def __init__(self, start: int, stop: int, dtype: np.dtype, shape: tuple, order: str) -> None:
+        self.start, self.stop, self.dtype, self.shape, self.order = start, stop, dtype, shape, order
+
+    def array(self, buffer: bytearray) -> np.ndarray:
+        """The array itself, a view of ``buffer``."""
+        return np.frombuffer(buffer, self.dtype, count=(self.stop - self.start) // self.dtype.itemsize,
+                             offset=self.start).reshape(self.shape, order=self.order)
+
+
 class _TGBUnpickler(pickle.Unpickler):
-    """Resolves only :data:`TGB_PICKLE_GLOBALS`; every other global is refused before it is looked up."""
+    """Resolves only :data:`TGB_PICKLE_GLOBALS`; every other global is refused before it is looked up.
+
+    With ``rows`` (a ``bytearray``), numpy's ``_frombuffer`` (how numpy pickles an array under protocol 5)
+    appends the array's bytes to ``rows`` and yields a :class:`_Row` instead of an array (the pickle's own
+    buffer is emptied: the unpickler's memo keeps the object, not its bytes), so the rows of a file end up
+    in one buffer, in file order, held once."""
+
+    def __init__(self, file: Any, rows: Optional[bytearray] = None) -> None:
+        super().__init__(file)
+        self._rows = rows
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in TGB_PICKLE_GLOBALS:
@@ -479,7 +510,58 @@ class _TGBUnpickler(pickle.Unpickler):
                 f"the file refers to {module}.{name}, which a TGB negatives file never holds (only dicts, tuples, "
                 f"lists, Python scalars and numpy arrays, scalars and dtypes): refusing to load it, nothing from it "
                 f"ran. Download the file again from TGB.")
+        if name == "_frombuffer" and self._rows is not None:
+            return self._frombuffer
         return super().find_class(module, name)
+
+    def _frombuffer(self, buffer: Any, dtype: Any, shape: tuple, order: str) -> _Row:
+        """numpy's ``_frombuffer(buffer, dtype, shape, order)``, its sizes checked, kept as a :class:`_Row`."""
+        dtype = np.dtype(dtype)
+        size = memoryview(buffer).nbytes
+        if dtype.hasobject or order not in ("C", "F") or size != dtype.itemsize * math.prod(shape):
+            raise ValueError(f"an array of {size} bytes cannot hold dtype {dtype}, shape {shape}, order {order!r}")
+        start = len(self._rows)
+        self._rows += buffer
+        if isinstance(buffer, bytearray):
+            buffer.clear()
+        return _Row(start, len(self._rows), dtype, tuple(shape), order)
+
+
+class _Hashing(io.RawIOBase):
+    """A binary file read through, every byte read also fed to ``digest`` (sha256 in one pass, no copy held)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle, self.digest = handle, hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self.handle.readinto(buffer)
+        self.digest.update(memoryview(buffer)[:n])
+        return n
+
+    def readline(self, size: Optional[int] = -1) -> bytes:
+        line = self.handle.readline(size)
+        self.digest.update(line)
+        return line
+
+
+def _load(path: PathLike, rows: Optional[bytearray], with_hash: bool) -> Any:
+    try:
+        with open(path, "rb") as handle:
+            source = _Hashing(handle) if with_hash else handle
+            table = _TGBUnpickler(source, rows).load()
+            if with_hash:  # anything after the pickle's STOP is part of the file too
+                while source.read(2**20):
+                    pass
+                return f"sha256:{source.digest.hexdigest()}", table
+            return table
+    except NegativesFileError as exc:
+        raise NegativesFileError(f"TGB negatives file {str(path)!r}: {exc}") from None
+    except Exception as exc:
+        raise NegativesFileError(f"TGB negatives file {str(path)!r} cannot be unpickled "
+                                 f"({type(exc).__name__}: {exc}). Download it again.") from exc
 
 
 def load_tgb_pickle(path: PathLike, *, with_hash: bool = False) -> Any:
@@ -489,17 +571,7 @@ def load_tgb_pickle(path: PathLike, *, with_hash: bool = False) -> Any:
     Raises:
         NegativesFileError: a forbidden global (named), or a file that cannot be unpickled.
     """
-    try:
-        with open(path, "rb") as handle:
-            if not with_hash:
-                return _TGBUnpickler(handle).load()
-            blob = handle.read()
-        return f"sha256:{hashlib.sha256(blob).hexdigest()}", _TGBUnpickler(io.BytesIO(blob)).load()
-    except NegativesFileError as exc:
-        raise NegativesFileError(f"TGB negatives file {str(path)!r}: {exc}") from None
-    except Exception as exc:
-        raise NegativesFileError(f"TGB negatives file {str(path)!r} cannot be unpickled "
-                                 f"({type(exc).__name__}: {exc}). Download it again.") from exc
+    return _load(path, None, with_hash)
 
 
 def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Literal["mask", "keep"] = "mask",
@@ -549,7 +621,8 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     if short not in ("error", "allow"):
         raise ValueError(f"short must be 'error' or 'allow', got {short!r}.")
     data = validate(data).cpu()  # the key table is built on the CPU
-    file_hash, table = load_tgb_pickle(path, with_hash=True)
+    buffer = bytearray()  # the bytes of the file's arrays, held once (the neg matrix is a view of them)
+    file_hash, table = _load(path, buffer, with_hash=True)
     if not isinstance(table, dict):
         raise NegativesFileError(f"TGB negatives file {str(path)!r} holds a {type(table).__name__}, expected a dict "
                                  f"keyed by (src, dst, t).")
@@ -572,7 +645,8 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
             f"{len(missing)} of {data.num_events} events have no negatives in the TGB file {str(path)!r} (first: "
             f"event {i} of the segment, key (src, dst, t) = {(src_l[i], dst_l[i], t_l[i])}). Use the file of this "
             f"split (val / test) and the dataset's original ids and timestamps.")
-    neg, lengths = _padded_rows(path, keys, [table[key] for key in keys])
+    neg, lengths = _padded_rows(path, keys, [table[key] for key in keys], buffer)
+    del table
     width = neg.shape[1]
     if width == 0:
         raise NegativesFileError(f"TGB negatives file {str(path)!r} holds no negatives for these events.")
@@ -607,36 +681,65 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     # the checksum of the negatives a replay of these events scores (all columns), one row per event
     order = canonical_order(data.src, data.dst, data.t)
     scored = torch.tensor(event_row, dtype=torch.long)[order]
-    header["checksum"] = negatives_checksum(data.src[order], data.dst[order], data.t[order], neg_t[scored],
-                                            None, mask[scored])
+    same = scored.numel() == neg_t.size(0) and bool((scored == torch.arange(scored.numel())).all())
+    header["checksum"] = negatives_checksum(data.src[order], data.dst[order], data.t[order],
+                                            neg_t if same else neg_t[scored], None, mask if same else mask[scored])
     stored = StoredNegatives(src=src, dst=dst, t=t, neg=neg_t, neg_mask=mask, header=header)
     return FixedNegativeSampler(stored, path=path, num_negatives=num_negatives)
 
 
-def _padded_rows(path: PathLike, keys: list[tuple], values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+def _padded_rows(path: PathLike, keys: list[tuple], values: list[Any], buffer: bytearray
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """The rows of a TGB file as one int64 ``[R, W]`` matrix (``W`` the longest row; a shorter row
     padded with a valid id: its first negative, else its key's destination) and their lengths
-    ``[R]``: the rows joined and checked at once, converted one by one (:func:`_node_ids`, which
+    ``[R]``. Rows that are one-dimensional arrays of one integer dtype lying in ``buffer`` one after
+    the other (as TGB writes them, the keys in event order) are that buffer itself, no copy;
+    otherwise they are joined and checked at once, converted one by one (:func:`_node_ids`, which
     names the first bad row) only when they are not all integers or whole numbers."""
-    arrays = [np.asarray(value).reshape(-1) for value in values]
-    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
-    kinds = {a.dtype.kind for a in arrays if a.size}  # joined only when one kind of number: no promotion
-    flat = np.concatenate(arrays) if arrays and len(kinds) <= 1 else None
-    if flat is not None and (kinds <= {"i", "u"} or (kinds == {"f"} and _whole_int64(flat).all())):
+    flat = _buffer_view(values, buffer)
+    if flat is not None:
+        lengths = np.fromiter((v.stop - v.start for v in values), dtype=np.int64, count=len(values))
+        lengths //= flat.dtype.itemsize
         flat = flat.astype(np.int64, copy=False)
     else:
-        flat = np.concatenate([_node_ids(path, key, a) for key, a in zip(keys, arrays)] or [np.zeros(0, np.int64)])
+        arrays = [np.asarray(v.array(buffer) if type(v) is _Row else v).reshape(-1) for v in values]
+        lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+        kinds = {a.dtype.kind for a in arrays if a.size}  # joined only when one kind of number: no promotion
+        flat = np.concatenate(arrays) if arrays and len(kinds) <= 1 else None
+        if flat is not None and (kinds <= {"i", "u"} or (kinds == {"f"} and _whole_int64(flat).all())):
+            flat = flat.astype(np.int64, copy=False)
+        else:
+            flat = np.concatenate([_node_ids(path, key, a) for key, a in zip(keys, arrays)]
+                                  or [np.zeros(0, np.int64)])
     width = int(lengths.max()) if lengths.size else 0
-    present = np.arange(width)[None, :] < lengths[:, None]
-    if present.all():
-        return flat.reshape(len(arrays), width), lengths
+    if (lengths == width).all():
+        return flat.reshape(len(values), width), lengths
     first = np.cumsum(lengths) - lengths
     fill = np.where(lengths > 0, flat[np.minimum(first, max(flat.size - 1, 0))] if flat.size else 0,
                     np.array([key[1] for key in keys], dtype=np.int64))
-    neg = np.empty((len(arrays), width), dtype=np.int64)
-    neg[present] = flat  # row-major: each row's values fill its first slots
-    neg[~present] = np.repeat(fill, width - lengths)
+    neg = np.empty((len(values), width), dtype=np.int64)
+    shift = np.arange(len(values)) * width - first  # value j of row r goes to flat slot j + shift[r]
+    rows = max(1, 2**20 // width)  # in row chunks: no index of every value at once
+    for a in range(0, len(values), rows):
+        b = min(a + rows, len(values))
+        values_at = np.arange(first[a], first[b - 1] + lengths[b - 1])
+        neg.reshape(-1)[values_at + np.repeat(shift[a:b], lengths[a:b])] = flat[values_at]
+        part = neg[a:b]
+        part[np.arange(width)[None, :] >= lengths[a:b, None]] = np.repeat(fill[a:b], width - lengths[a:b])
     return neg, lengths
+
+
+def _buffer_view(values: list[Any], buffer: bytearray) -> Optional[np.ndarray]:
+    """The rows ``values`` as one flat view of ``buffer`` when they are one-dimensional integer
+    :class:`_Row` s of one dtype stored one after the other, else ``None``."""
+    if not values or any(type(v) is not _Row or len(v.shape) != 1 for v in values):
+        return None
+    dtype = values[0].dtype
+    if dtype.kind not in "iu" or any(v.dtype != dtype for v in values) or any(
+            a.stop != b.start for a, b in zip(values[:-1], values[1:])):
+        return None
+    return np.frombuffer(buffer, dtype, count=(values[-1].stop - values[0].start) // dtype.itemsize,
+                         offset=values[0].start)
 
 
 def _whole_int64(array: np.ndarray) -> np.ndarray:
