@@ -32,7 +32,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import PAD, Occurrences
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
-from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer, time_store
+from tgeval.models.base import CandidateScorer, TemporalLinkModel, time_store
 from tgeval.state import State, clone_state
 
 __all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity", "LocalRecency",
@@ -105,8 +105,19 @@ class _BufferState(TemporalLinkModel):
             setattr(self, key, clone_state(state[key]).to(getattr(self, key).device))
 
     def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
-        """Pair by pair on purpose: a score is a few lookups per pair, as cheap as any factorised path."""
-        return pairwise_scorer(self.score, src, t, candidates)
+        """A block is :meth:`score` on the broadcast grid ``(src[:, None], candidates[None, :], t[:, None])``.
+
+        Every heuristic's :meth:`score` is elementwise and broadcasts, so what depends on one side only is
+        computed once per row or per column (a destination's stored count or last time: ``c`` lookups,
+        not ``b x c``; a source's degree; a query's window start) and only what depends on the pair (a
+        pair key's lookup, a count before ``t[i]``) per element of the ``[b, c]`` block: exact (the same
+        operations on the same values as :meth:`score` of the expanded pairs), with no pair expanded.
+        """
+
+        def scores(ev: slice, cand: Union[slice, Tensor]) -> Tensor:
+            rows, cols = src[ev], candidates[cand]
+            return self.score(rows[:, None], cols[None, :], t[ev][:, None]).expand(rows.numel(), cols.numel())
+        return scores
 
 
 class EdgeBank(_BufferState):
@@ -240,9 +251,9 @@ class EdgeBank(_BufferState):
         if self.window is None:
             return found if earlier is None else found | earlier.first_before(key, t)
         since = self._since(t)
-        found &= self.last_seen.take(pos) >= since
+        found = found & (self.last_seen.take(pos) >= since)  # not in place: shapes may broadcast
         if earlier is not None:  # an occurrence in [t - w, t)
-            found |= earlier.count_before(key, t) > earlier.count_before(key, since)
+            found = found | (earlier.count_before(key, t) > earlier.count_before(key, since))
         return found
 
     def _index_earlier(self, batch: TemporalData) -> Occurrences:
@@ -623,9 +634,9 @@ class _Recency(EdgeBank):
             if batch_last.dtype != last.dtype:
                 batch_last, last = batch_last.double(), last.double()
             last = torch.where(count > 0, torch.maximum(last, batch_last), last)  # stored times are older
-            found |= count > 0
+            found = found | (count > 0)  # not in place: a block's found may broadcast ([1, c] against [b, c])
         if self.window is not None:
-            found &= last >= self._since(t)
+            found = found & (last >= self._since(t))
         gap = t.double() - last.double() if t.is_floating_point() or last.is_floating_point() else (t - last).double()
         return torch.where(found, -gap, torch.full_like(gap, -math.inf))
 
