@@ -299,6 +299,28 @@ def test_default_validation_protocol_is_named_and_recorded(data, tmp_path):
     assert catalog_names["all_entity_mrr"] == f"all-entity MRR (catalog train, {catalog.size:,} items)"
 
 
+def test_validation_by_the_all_entity_pass_alone_with_no_negatives(data, tmp_path):
+    """``val_negatives=0``: no validation sampler, the all-entity pass alone chooses the best epoch; its numbers
+    are evaluate's with no sampler by hand, the specification records no sampler and names no sampled metric,
+    and a sampled val_metric or a val_sampler is refused (nothing would draw its negatives)."""
+    split = chronological_split(data)
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=NUM_NODES)
+    records = []
+    _, history = run(TGN, data, epochs=2, val_negatives=0, val_catalog=catalog, val_metric="all_entity_mrr",
+                     checkpoint_dir=tmp_path, on_epoch=records.append)
+    validation = history["training"]["validation"]
+    assert validation["num_negatives"] == 0 and validation["sampler"] is None
+    assert validation["names"] == {"all_entity_mrr": f"all-entity MRR (catalog train, {catalog.size:,} items)"}
+    assert set(records[0]["val"]) == {"all_entity_mrr"} and history["best_value"] is not None
+    best = records[history["best_epoch"]]["val"]["all_entity_mrr"]
+    by_hand = evaluate(load_checkpoint(tmp_path / "best.pt").model, data, split.val,
+                       Protocol(num_negatives=0, batch_size=100), sampler=None, catalog=catalog)
+    assert best == history["best_value"] == by_hand.metrics["all_entity"]["mrr"]["micro"]
+    for refused in ({"val_metric": "ap"}, {"val_metric": "all_entity_mrr", "val_sampler": UniformSampler(catalog)}):
+        with pytest.raises(ValueError, match="val_negatives=0 draws no validation negatives"):
+            run(TGN, data, epochs=1, val_negatives=0, val_catalog=catalog, **refused)
+
+
 def _historical_counts(data, end, batch_size, k):
     """Pairs seen, events, empty pools and short pools (fewer than ``k`` valid items) of the historical sampler
     over ``data[:end]``, by hand: a source's pool is the destinations of its earlier batches, minus itself and

@@ -108,14 +108,15 @@ def val_metrics(result: Result) -> dict[str, Optional[float]]:
     return out
 
 
-def val_names(sampler: NegativeSampler, num_negatives: int, catalog: Optional[Catalog]) -> dict[str, str]:
-    """Each :data:`VAL_METRICS` measured with these validation negatives (and all-entity pass, with
-    ``catalog``), named with its protocol (:func:`~tgeval.protocol.metric_name`), e.g.
+def val_names(sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog]) -> dict[str, str]:
+    """Each :data:`VAL_METRICS` measured with these validation negatives (none with ``sampler=None``) and
+    all-entity pass (with ``catalog``), named with its protocol (:func:`~tgeval.protocol.metric_name`), e.g.
     ``{"ap": "AP (K=1, uniform)"}``."""
-    described = sampler.describe()
+    described = None if sampler is None else sampler.describe()
     return {name: metric_name(part, metric, num_negatives=num_negatives, sampler=described,
                               catalog=None if catalog is None else catalog.describe())
-            for name, (part, metric, _) in VAL_METRICS.items() if part == "sampled" or catalog is not None}
+            for name, (part, metric, _) in VAL_METRICS.items()
+            if (part == "sampled" and sampler is not None) or (part == "all_entity" and catalog is not None)}
 
 
 def default_val_sampler(model: TemporalLinkModel, data: TemporalData, split: Split) -> UniformSampler:
@@ -133,7 +134,8 @@ def validation_history(model: TemporalLinkModel, history: str) -> HistoryMode:
 
 def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimizer, *, epochs: int,
           patience: Optional[int], batch_size: int, num_negatives: int, seed: int, history: str, val_metric: str,
-          val_sampler: NegativeSampler, val_negatives: int, val_catalog: Optional[Catalog], val_state: ValState,
+          val_sampler: Optional[NegativeSampler], val_negatives: int, val_catalog: Optional[Catalog],
+          val_state: ValState,
           val_history: str, extra: dict) -> dict:
     """The training specification recorded with checkpoints and results."""
     group = optimizer.param_groups[0]
@@ -150,7 +152,7 @@ def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimiz
         "patience": patience,
         "validation": {"metric": val_metric, "aggregation": VAL_METRICS[val_metric][2], "protocol": "online",
                        "state": _VAL_STATE_RECORDS[val_state], "history": val_history,
-                       "sampler": split_counters(val_sampler.describe())[0],
+                       "sampler": None if val_sampler is None else split_counters(val_sampler.describe())[0],
                        "num_negatives": val_negatives,
                        "catalog": None if val_catalog is None else val_catalog.describe(),
                        "names": val_names(val_sampler, val_negatives, val_catalog)},
@@ -315,7 +317,9 @@ def fit(
         val_metric: a key of :data:`VAL_METRICS` (``"all_entity_mrr"`` needs ``val_catalog``).
         val_sampler: validation negatives (default: uniform over the training catalog,
             :func:`default_val_sampler`; with ``val_negatives``, the validation protocol of ``tgeval train``).
-        val_negatives: ``K`` of validation (default :data:`~tgeval.protocol.DEFAULT_VAL_NEGATIVES`).
+        val_negatives: ``K`` of validation (default :data:`~tgeval.protocol.DEFAULT_VAL_NEGATIVES`); ``0``: no
+            sampled negatives (no sampler is used), validation by the all-entity pass alone (needs
+            ``val_catalog`` and an all-entity ``val_metric``).
         val_catalog: catalog of an all-entity validation pass (default: none).
         val_state: the state validation scores from: ``"rebuilt"`` (reset and rebuilt from the
             training events with the epoch's final weights, ``evaluate``'s default) or
@@ -367,10 +371,19 @@ def fit(
                                    f"it with val_catalog=None and a sampled val_metric.")
     if epochs < 1 or (patience is not None and patience < 1):
         raise ValueError(f"epochs and patience must be >= 1, got epochs={epochs}, patience={patience}.")
-    val_sampler = default_val_sampler(model, data, split) if val_sampler is None else val_sampler
+    if val_negatives == 0:
+        if VAL_METRICS[val_metric][0] != "all_entity" or val_sampler is not None:
+            raise ValueError(f"val_negatives=0 draws no validation negatives, so only an all-entity val_metric "
+                             f"({', '.join(n for n, (part, _, _) in VAL_METRICS.items() if part == 'all_entity')}) "
+                             f"with a val_catalog can be measured and no val_sampler is used; got "
+                             f"val_metric={val_metric!r}"
+                             f"{'' if val_sampler is None else ' and a val_sampler'}. Choose an all-entity "
+                             f"val_metric and leave val_sampler=None, or give val_negatives >= 1.")
+    elif val_sampler is None:
+        val_sampler = default_val_sampler(model, data, split)
     if val_state not in VAL_STATES:
         raise ValueError(f"val_state must be one of {VAL_STATES}, got {val_state!r}.")
-    if val_state == "training" and not val_sampler.history_free:
+    if val_state == "training" and val_sampler is not None and not val_sampler.history_free:
         raise ValueError(f"val_state='training' validates from the state training left, where nothing warms the "
                          f"history of {val_sampler.describe().get('name')!r} up: use a history-free val_sampler "
                          f"(e.g. UniformSampler), or val_state='rebuilt'.")
