@@ -49,6 +49,7 @@ __all__ = [
     "TIE_POLICIES",
     "check_ties",
     "count_above_equal",
+    "count_true",
     "tie_band",
     "rank_from_counts",
     "reciprocal_rank",
@@ -233,6 +234,15 @@ def count_above_equal(pos: Tensor, neg: Tensor, mask: Optional[Tensor] = None,
     return above.sum(dim=1, dtype=torch.long), equal.sum(dim=1, dtype=torch.long)
 
 
+def count_true(mask: Tensor) -> Tensor:
+    """``True`` entries of each row of a bool ``[R, K]`` matrix, int64 ``[R]``, in row chunks of about
+    :data:`CHUNK_SCORES` entries (a row reduction over a whole large matrix is several times slower)."""
+    rows = max(1, CHUNK_SCORES // max(mask.size(1), 1))
+    if mask.size(0) <= rows:
+        return torch.count_nonzero(mask, dim=1)
+    return torch.cat([torch.count_nonzero(mask[a:a + rows], dim=1) for a in range(0, mask.size(0), rows)])
+
+
 def rank_from_counts(above: Tensor, equal: Tensor, *, ties: TiePolicy) -> Tensor:
     r"""Rank of a positive (1 = best) from its counts of negatives above / equal.
 
@@ -358,22 +368,34 @@ class _Bins(NamedTuple):
     group: Tensor
 
 
+#: at most this many distinct values are compared with one by one in :func:`_levels` (a few
+#: elementwise passes, cheaper than a search per score; EdgeBank's 0/1 scores have two)
+FEW_LEVELS = 4
+
+
 def _levels(values: Tensor, x: Tensor) -> Tensor:
     r"""Level of each ``x`` among sorted distinct ``values`` ``[U]``, int64 in ``[0, 2U]``:
     :math:`2i + 1` where ``x == values[i]``, :math:`2i` where ``values[i-1] < x < values[i]``.
     Levels order like the scores, ties included."""
+    if values.numel() <= FEW_LEVELS:  # 2 |{i : values[i] < x}| + [x in values], counted in uint8 (<= 2U)
+        level = torch.zeros(x.shape, dtype=torch.uint8, device=x.device)
+        for v in values.unbind():
+            level += (x > v).view(torch.uint8) * 2
+            level += (x == v).view(torch.uint8)
+        return level.long()
     below = torch.searchsorted(values, x)
-    if values.numel() == 0:
-        return 2 * below
     return 2 * below + (values.take(below.clamp(max=values.numel() - 1)) == x)
 
 
-def _count_into(counts: Tensor, bins: Tensor) -> None:
-    """``counts[b] +=`` the occurrences of ``b`` in ``bins``, over the span of ``bins`` only (a
-    chunk of consecutive queries fills a narrow span of a large table)."""
+def _count_into(counts: Tensor, bins: Tensor, valid: Optional[Tensor] = None) -> None:
+    """``counts[b] +=`` the occurrences of ``b`` in ``bins`` (where ``valid``), over the span of
+    ``bins`` only (a chunk of consecutive queries fills a narrow span of a large table); invalid
+    entries go to one bin past the span, dropped (no copy of the valid entries)."""
     if bins.numel():
         lo, hi = (int(v) for v in torch.aminmax(bins))  # one host sync
-        counts[lo:hi + 1].add_(torch.bincount(bins - lo, minlength=hi + 1 - lo))
+        if valid is not None:
+            bins = torch.where(valid, bins, hi + 1)
+        counts[lo:hi + 1].add_(torch.bincount((bins - lo).flatten(), minlength=hi + 2 - lo)[:hi + 1 - lo])
 
 
 def _histograms(pos: Tensor, pos_group: Tensor, neg: Tensor, mask: Optional[Tensor], row_group: Tensor,
@@ -430,10 +452,10 @@ def _histograms(pos: Tensor, pos_group: Tensor, neg: Tensor, mask: Optional[Tens
                 x = x.masked_fill(nan, 0)
         level = _levels(values, x)
         if per_group is None or keys is not None:
-            _count_into(whole.neg, level.flatten() if valid is None else level[valid])
+            _count_into(whole.neg, level, valid)
         if per_group is not None:
-            key_bin = g * m + level if keys is None else _levels(keys, g * m + level) + 2 * g
-            _count_into(per_group.neg, key_bin.flatten() if valid is None else key_bin[valid])
+            key_bin = level.add_(g * m) if keys is None else _levels(keys, level.add_(g * m)) + 2 * g
+            _count_into(per_group.neg, key_bin, valid)
     if per_group is not None and keys is None:  # dense: the overall counts are the sums over groups
         whole.neg.add_(per_group.neg.view(num_groups, m).sum(0))
     return whole, per_group, nan_g

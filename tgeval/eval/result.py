@@ -97,14 +97,16 @@ def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1
         if "neg_mask" in records:
             table["events_without_negatives"] = int((~scored).sum())
         if neg.size(1) > 0:
-            valid = records["neg_mask"][scored] if "neg_mask" in records else None
+            valid = None if "neg_mask" not in records else records["neg_mask"] if everything \
+                else records["neg_mask"][scored]
             separation = sampled_auroc_ap(pos, neg, mask=valid, groups=records["batch"][scored])
             table["auroc"] = {"global": float(separation.auroc),
                               "per_batch_mean": float(torch.nanmean(separation.grouped_auroc))}
             table["ap"] = {"global": float(separation.average_precision),
                            "per_batch_mean": float(torch.nanmean(separation.grouped_average_precision))}
-            table["negatives"] = {"total": neg.numel() if valid is None else int(valid.sum()),
-                                  "masked": int((~records["neg_mask"]).sum()) if "neg_mask" in records else 0}
+            table["negatives"] = {"total": neg.numel() if valid is None else int(torch.count_nonzero(valid)),
+                                  "masked": records["neg_mask"].numel() - int(torch.count_nonzero(records["neg_mask"]))
+                                  if "neg_mask" in records else 0}
         out["sampled"] = table
     if "above" in records:
         keep = torch.ones_like(records["covered"]) if uncovered == "rank" else records["covered"]

@@ -60,6 +60,7 @@ from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validate import permute_events, validate
 from tgeval.errors import NegativesFileError, SamplerError
+from tgeval.eval.metrics import count_true
 from tgeval.loader import TimestampBatchLoader
 from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, negatives_checksum
 
@@ -384,7 +385,7 @@ class FixedNegativeSampler(NegativeSampler):
         if self.num_negatives in self._effective:  # a pass over [R, K]: once per K (describe() runs twice a pass)
             return dict(self._effective[self.num_negatives])
         mask = self.negatives.neg_mask
-        counts = (torch.count_nonzero(mask[:, : self.num_negatives], dim=1) if mask is not None
+        counts = (count_true(mask[:, : self.num_negatives]) if mask is not None
                   else torch.full((self.negatives.src.numel(),), self.num_negatives))
         if counts.numel() == 0:
             out = {"min": 0, "median": 0, "max": 0, "num_rows_without": 0}
@@ -502,7 +503,7 @@ class _TGBUnpickler(pickle.Unpickler):
 
     def __init__(self, file: Any, rows: Optional[bytearray] = None) -> None:
         super().__init__(file)
-        self._rows = rows
+        self._rows, self._used = rows, 0  # rows: allocated beforehand (the file's size), filled up to _used
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in TGB_PICKLE_GLOBALS:
@@ -516,15 +517,22 @@ class _TGBUnpickler(pickle.Unpickler):
 
     def _frombuffer(self, buffer: Any, dtype: Any, shape: tuple, order: str) -> _Row:
         """numpy's ``_frombuffer(buffer, dtype, shape, order)``, its sizes checked, kept as a :class:`_Row`."""
-        dtype = np.dtype(dtype)
-        size = memoryview(buffer).nbytes
+        dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        size = len(buffer) if type(buffer) in (bytes, bytearray) else memoryview(buffer).nbytes
         if dtype.hasobject or order not in ("C", "F") or size != dtype.itemsize * math.prod(shape):
             raise ValueError(f"an array of {size} bytes cannot hold dtype {dtype}, shape {shape}, order {order!r}")
-        start = len(self._rows)
-        self._rows += buffer
-        if isinstance(buffer, bytearray):
+        start, self._used = self._used, self._used + size
+        self._rows[start:self._used] = buffer  # within the file's size: never reallocated
+        if type(buffer) is bytearray:
             buffer.clear()
-        return _Row(start, len(self._rows), dtype, tuple(shape), order)
+        return _Row(start, self._used, dtype, tuple(shape), order)
+
+    def load(self) -> Any:
+        """The unpickled object; ``rows`` is then cut to the bytes it holds."""
+        out = super().load()
+        if self._rows is not None:
+            del self._rows[self._used:]
+        return out
 
 
 class _Hashing(io.RawIOBase):
@@ -621,7 +629,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     if short not in ("error", "allow"):
         raise ValueError(f"short must be 'error' or 'allow', got {short!r}.")
     data = validate(data).cpu()  # the key table is built on the CPU
-    buffer = bytearray()  # the bytes of the file's arrays, held once (the neg matrix is a view of them)
+    buffer = bytearray(os.path.getsize(path))  # the bytes of the file's arrays, held once (neg is a view of them)
     file_hash, table = _load(path, buffer, with_hash=True)
     if not isinstance(table, dict):
         raise NegativesFileError(f"TGB negatives file {str(path)!r} holds a {type(table).__name__}, expected a dict "
@@ -722,6 +730,9 @@ def _padded_rows(path: PathLike, keys: list[tuple], values: list[Any], buffer: b
     rows = max(1, 2**20 // width)  # in row chunks: no index of every value at once
     for a in range(0, len(values), rows):
         b = min(a + rows, len(values))
+        if (lengths[a:b] == width).all():  # a chunk of whole rows: one block
+            neg[a:b] = flat[first[a]:first[a] + (b - a) * width].reshape(b - a, width)
+            continue
         values_at = np.arange(first[a], first[b - 1] + lengths[b - 1])
         neg.reshape(-1)[values_at + np.repeat(shift[a:b], lengths[a:b])] = flat[values_at]
         part = neg[a:b]
