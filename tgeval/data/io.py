@@ -36,10 +36,19 @@ Rules shared by all readers (SPEC §1, §12):
 * ``directed`` is recorded in ``info`` for pair statistics (SPEC §3); the reader never
   reorders the endpoints of an event.
 
-Parsing needs only Python and numpy: the text is read once, ids, times and labels are
-converted with ``np.fromiter`` over split fields, feature blocks with
-:func:`numpy.loadtxt`; the field-by-field path runs only to locate a bad value.
-``ml_wikipedia.txt`` (157k lines) loads in 0.15-0.35 s on a 2-core machine.
+Parsing needs only numpy, on two paths that give the same arrays, ``info`` and errors:
+
+* the fast path streams the file in blocks of whole lines (1 MiB) and parses each with numpy's
+  C parser (:func:`numpy.loadtxt`) straight into the final dtypes (int64 ids, times and labels,
+  float32 features), with peak memory about twice the final arrays. It takes well-formed numeric
+  files (printable ASCII data, no quotes, whole-line comments, numbers that numpy and Python read
+  alike) and gives up at the first doubt: an error, text ids, ``time_format``, fractional times
+  with more than 15 characters (exact decimals are needed to count merged times), ...;
+* the exact path then reads the file as text, field by field, accepts what Python's ``int`` and
+  ``float`` accept and names the file, line and fix of every error.
+
+:func:`read_events` with ``cache_dir`` (or ``$TGEVAL_CACHE_DIR``) caches the validated arrays
+(:mod:`tgeval.data.cache`).
 """
 
 from __future__ import annotations
@@ -47,11 +56,14 @@ from __future__ import annotations
 import csv
 import gzip
 import os
+import re
+import warnings
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
-from typing import Any, Callable, Optional, Sequence, Union
+from io import StringIO
+from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -59,7 +71,7 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.choices import DUPLICATE_RULES
-from tgeval.data import formats
+from tgeval.data import cache, formats
 from tgeval.data.validate import validate
 from tgeval.errors import DataFormatError, TemporalDataError
 
@@ -120,6 +132,9 @@ class ReadInfo:
         num_merged_times (int): distinct timestamps of the file (as exact decimals, or
             microseconds of textual times) that became equal when parsed to float64: their
             events now share a timestamp group. 0 for integer times.
+        cache (str): ``"off"`` (no cache folder), ``"hit"`` (arrays loaded from the cache) or ``"miss"``
+            (read from the text, and stored in the cache unless a :class:`~tgeval.data.cache.CacheWarning` said
+            otherwise).
     """
 
     path: str
@@ -146,6 +161,7 @@ class ReadInfo:
     num_duplicates: int = 0
     duplicates: str = "keep"
     num_merged_times: int = 0
+    cache: str = "off"
 
 
 
@@ -153,23 +169,41 @@ class ReadInfo:
 def _first_occurrences(data: TemporalData) -> Tensor:
     """bool ``[E]``: the event is the first in the file equal to it in every field read.
 
-    Events are first grouped by ``(src, dst, t)``; only those whose group repeats are compared
-    on every field (``msg``, ``y``), so wide features cost nothing when there are few repeats."""
-    keys = torch.stack([data.src, data.dst, data.t.view(torch.int64) if data.t.is_floating_point() else data.t], 1)
-    _, group, size = torch.unique(keys, dim=0, return_inverse=True, return_counts=True)
-    repeated = torch.nonzero(size[group] > 1).flatten()
-    columns = [group[repeated, None]]
-    for key in ("msg", "y"):
+    ``t`` is sorted, so only events whose time equals a neighbour's can repeat. Those are grouped by
+    ``(time group, src, dst)`` through one int64 key ``(g * N + src) * N + dst`` (``N = num_nodes``) when it
+    fits, else by rows; only groups that repeat are compared on every field (``t``'s bits, ``msg``, ``y``), so
+    wide features cost nothing when there are few repeats."""
+    t = data.t.numpy()
+    same = t[1:] == t[:-1]
+    keep = torch.ones(t.size, dtype=torch.bool)
+    candidates = np.flatnonzero(np.append(same, False) | np.insert(same, 0, False))
+    if not candidates.size:
+        return keep
+    times = t[candidates]
+    group = np.insert(np.cumsum(times[1:] != times[:-1]), 0, 0)
+    src, dst = data.src.numpy()[candidates], data.dst.numpy()[candidates]
+    nodes = int(max(src.max(), dst.max())) + 1
+    if (int(group[-1]) + 1) * nodes * nodes < 2**63:
+        key = (group * nodes + src) * nodes + dst
+        ordered = np.sort(key)
+        repeated = np.isin(key, ordered[1:][ordered[1:] == ordered[:-1]])
+        candidates, columns = candidates[repeated], [key[repeated, None]]
+        if not candidates.size:
+            return keep
+    else:
+        columns = [np.stack([group, src, dst], 1)]
+    rows = torch.from_numpy(candidates)
+    stacked = [torch.from_numpy(column) for column in columns]
+    for key in ("t", "msg", "y"):
         if key in data:
-            value = data[key].reshape(data.num_events, -1)[repeated]
+            value = data[key].reshape(data.num_events, -1)[rows]
             bits = value.view(torch.int32) if value.dtype == torch.float32 else value.view(torch.int64)
-            columns.append(bits.to(torch.int64))
-    distinct, inverse = torch.unique(torch.cat(columns, 1), dim=0, return_inverse=True)
-    first = torch.full((distinct.size(0),), repeated.numel(), dtype=torch.long)
-    first.scatter_reduce_(0, inverse, torch.arange(repeated.numel()), reduce="amin")  # repeated is ascending
-    keep = torch.ones(data.num_events, dtype=torch.bool)
-    keep[repeated] = False
-    keep[repeated[first]] = True
+            stacked.append(bits.to(torch.int64))
+    distinct, inverse = torch.unique(torch.cat(stacked, 1), dim=0, return_inverse=True)
+    first = torch.full((distinct.size(0),), rows.numel(), dtype=torch.long)
+    first.scatter_reduce_(0, inverse, torch.arange(rows.numel()), reduce="amin")  # rows is ascending
+    keep[rows] = False
+    keep[rows[first]] = True
     return keep
 
 
@@ -240,6 +274,11 @@ def _read_text(path: PathLike) -> str:
                 f"{name}: starts with the gzip magic bytes but cannot be decompressed ({exc}). "
                 f"Re-download the file or decompress it by hand to find the damage."
             ) from exc
+    return _decode(name, raw)
+
+
+def _decode(name: str, raw: bytes) -> str:
+    """UTF-8 bytes (optional BOM) as text with LF line ends."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -293,25 +332,31 @@ def _looks_numeric(field: str) -> bool:
     return True
 
 
-def _parse_table(
-    path: PathLike,
-    *,
-    delimiter: Optional[str],
-    has_header: bool,
-    comments: tuple[str, ...],
-    min_cols: int,
-    layout: str,
-    names: Optional[Callable[[int], tuple[str, ...]]] = None,
-) -> _Table:
-    """Split a file into fields; every data line must have the same number of fields.
+@dataclass(frozen=True)
+class _Layout:
+    """How a format lays out its lines: the separator (``None``: runs of whitespace), whether the first
+    non-blank, non-comment line is a header, comment prefixes, the fewest columns, the expected fields in
+    words for error messages, and ``names(num_cols)`` for formats whose header does not name the fields."""
 
-    The expected count is the header's when there is one and ``names`` is not given,
-    else the first data line's. ``names(num_cols)`` names the columns of formats whose
-    header does not match the fields (JODIE). ``layout`` describes the expected fields
-    in error messages.
+    delimiter: Optional[str]
+    has_header: bool
+    comments: tuple[str, ...]
+    min_cols: int
+    layout: str
+    names: Optional[Callable[[int], tuple[str, ...]]] = None
+
+
+def _parse_table(path: PathLike, spec: _Layout, text: Optional[str] = None) -> _Table:
+    """Split a file (or ``text``, its first lines) into fields; every data line must have the same number
+    of fields.
+
+    The expected count is the header's when there is one and ``spec.names`` is not given,
+    else the first data line's.
     """
+    delimiter, has_header, comments, min_cols, layout, names = (
+        spec.delimiter, spec.has_header, spec.comments, spec.min_cols, spec.layout, spec.names)
     name = os.fspath(path)
-    lines = _read_text(path).split("\n")
+    lines = (_read_text(path) if text is None else text).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     data: list[str] = []
@@ -381,6 +426,207 @@ def _parse_table(
         comment_lines=comment,
         blank_lines=blank,
     )
+
+
+# -------------------------------------------------------------------------- fast path
+
+
+class _Doubt(Exception):
+    """The fast path cannot vouch for a file; the exact path reads it (and names any problem)."""
+
+
+@dataclass(frozen=True)
+class _Roles:
+    """The 0-based columns a reader takes each field from, and how it reads them."""
+
+    src: int
+    dst: int
+    t: int
+    msg: tuple[int, ...] = ()
+    y: Optional[int] = None
+    time_format: Optional[str] = None
+    items_after_sources: bool = False  # bipartite without remap: dst + max(src) + 1 (TGB's numbering of JODIE)
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The converted columns of a file and its line counts; ``line_nos`` (the 1-based line of each event)
+    only on the exact path, the one that names lines in errors."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    t: np.ndarray
+    merged_times: int
+    msg: Optional[np.ndarray]
+    y: Optional[np.ndarray]
+    num_lines: int
+    comment_lines: int
+    blank_lines: int
+    line_nos: Optional[list[int]]
+
+    def line(self, row: int) -> int:
+        if self.line_nos is None:
+            raise _Doubt
+        return self.line_nos[row]
+
+
+_HEAD_BYTES = 1 << 16
+_BLOCK_BYTES = 1 << 20
+_BOM = b"\xef\xbb\xbf"
+#: bytes data lines may hold on the fast path: printable ASCII but the double quote (quoted fields), tab, LF
+_DATA_BYTES = bytes(range(0x20, 0x7F)).replace(b'"', b"") + b"\t\n"
+_NOT_INT = re.compile(r"to int64 at row \d+, column (\d+)\.$")
+#: decimals of at most this many characters (so at most DBL_DIG significant digits) in float64's normal range
+#: parse to distinct floats: no two distinct times of such a file merge
+_SHORT_DECIMAL = 15
+
+
+def _open_bytes(path: PathLike) -> BinaryIO:
+    """The file's bytes, decompressed when it starts with the gzip magic bytes."""
+    with open(path, "rb") as handle:
+        gzipped = handle.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rb") if gzipped else open(path, "rb")  # type: ignore[return-value]
+
+
+def _blocks(path: PathLike) -> Iterator[bytes]:
+    """The file in blocks of whole lines (about :data:`_BLOCK_BYTES`; the last may lack its line end),
+    without the BOM, CRLF and CR made LF (as :func:`_read_text`)."""
+    rest, first = b"", True
+    with _open_bytes(path) as handle:
+        while True:
+            chunk = handle.read(_BLOCK_BYTES)
+            if first:
+                chunk, first = chunk.removeprefix(_BOM), False
+            block = rest + chunk
+            cut = block.rfind(b"\n") + 1 if chunk else len(block)  # a CR of a CRLF stays before its LF
+            rest = block[cut:]
+            if cut:
+                yield block[:cut].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if not chunk:
+                return
+
+
+def _head(path: PathLike, spec: _Layout) -> _Table:
+    """The exact table of the file's first lines (at most :data:`_HEAD_BYTES`): header, names, column count."""
+    with _open_bytes(path) as handle:
+        raw = handle.read(_HEAD_BYTES + 1)
+    if len(raw) > _HEAD_BYTES:
+        raw = raw[: raw.rfind(b"\n") + 1]
+    return _parse_table(path, spec, _decode(os.fspath(path), raw))
+
+
+def _without_line(block: bytes, number: int) -> bytes:
+    """``block`` without its line ``number`` (1-based)."""
+    start = 0
+    for _ in range(number - 1):
+        start = block.index(b"\n", start) + 1
+    end = block.find(b"\n", start)
+    return block[:start] + (block[end + 1:] if end >= 0 else b"")
+
+
+def _load(block: bytes, kinds: list[str], delimiter: Optional[str]) -> np.ndarray:
+    """Records ``[rows]`` of a block, field ``c{j}`` of kind ``kinds[j]`` per column (numpy's C parser checks
+    every line has ``len(kinds)`` fields); an int64 column holding another number turns float64 (in
+    ``kinds``, for the blocks that follow)."""
+    text = block.decode("ascii")
+    while True:
+        dtype = np.dtype([(f"c{j}", kind) for j, kind in enumerate(kinds)])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                return np.loadtxt(StringIO(text), dtype=dtype, delimiter=delimiter, comments=None, quotechar=None,
+                                  ndmin=1)
+        except ValueError as exc:
+            found = _NOT_INT.search(str(exc))
+            if found is None or kinds[int(found[1]) - 1] != "i8":
+                raise _Doubt from None
+            kinds[int(found[1]) - 1] = "f8"
+        except Warning:
+            raise _Doubt from None
+
+
+def _whole_ints(values: np.ndarray) -> np.ndarray:
+    """int64 of an int64 or float64 block column; float64 must be whole and exact (as :func:`_whole`)."""
+    if values.dtype == np.int64:
+        return values.copy()
+    if not np.isfinite(values).all() or _non_whole(values).size:
+        raise _Doubt
+    return values.astype(np.int64)
+
+
+def _fast_columns(path: PathLike, spec: _Layout, head: _Table, roles: _Roles) -> _Columns:
+    """The columns of a well-formed numeric file, parsed block by block in C straight into their final dtypes.
+
+    Raises :class:`_Doubt` where the exact path might read the file differently: quoted fields, other
+    bytes than :data:`_DATA_BYTES` on data lines, a comment prefix inside a line, textual times, values numpy
+    does not parse or that are not finite, integer columns that mix in other numbers beyond 2^53, fractional
+    times longer than :data:`_SHORT_DECIMAL` characters or outside float64's normal range.
+    """
+    ints = [roles.src, roles.dst, roles.t] + ([] if roles.y is None else [roles.y])
+    if head.quoted or roles.time_format is not None or len({*ints, *roles.msg}) < len(ints) + len(roles.msg):
+        raise _Doubt
+    kinds = ["S1"] * head.num_cols
+    for j in ints:
+        kinds[j] = "i8"
+    for j in roles.msg:
+        kinds[j] = "f8"
+    prefixes = tuple(prefix.encode("utf-8") for prefix in spec.comments)
+    comment_line = re.compile(rb"^[ \t]*(?:" + b"|".join(map(re.escape, prefixes)) + rb")[^\n]*\n?", re.M)
+    parts: dict[str, list[np.ndarray]] = {"src": [], "dst": [], "t": [], "y": [], "msg": []}
+    num_lines = comment_lines = rows = 0
+    last = b""
+    for number, block in enumerate(_blocks(path)):
+        num_lines, last = num_lines + block.count(b"\n"), block
+        if number == 0 and head.header_line is not None:
+            block = _without_line(block, head.header_line)
+        if prefixes and any(prefix in block for prefix in prefixes):
+            block.decode("utf-8")  # comments too must be UTF-8
+            block, removed = comment_line.subn(b"", block)
+            comment_lines += removed
+            if any(prefix in block for prefix in prefixes):
+                raise _Doubt
+        if block.translate(None, _DATA_BYTES):
+            raise _Doubt
+        if not block.strip():
+            continue
+        records = _load(block, kinds, spec.delimiter)
+        rows += records.size
+        parts["src"].append(_whole_ints(records[f"c{roles.src}"]))
+        parts["dst"].append(_whole_ints(records[f"c{roles.dst}"]))
+        if roles.y is not None:
+            parts["y"].append(_whole_ints(records[f"c{roles.y}"]))
+        parts["t"].append(records[f"c{roles.t}"].copy())
+        if kinds[roles.t] == "f8":
+            texts = np.loadtxt(StringIO(block.decode("ascii")), dtype=f"S{_SHORT_DECIMAL + 1}", usecols=roles.t,
+                               delimiter=spec.delimiter, comments=None, quotechar=None, ndmin=1)
+            if np.char.str_len(texts).max() > _SHORT_DECIMAL:
+                raise _Doubt
+        if roles.msg:
+            msg = np.stack([records[f"c{j}"] for j in roles.msg], axis=1)
+            with np.errstate(over="ignore"):
+                parts["msg"].append(msg.astype(np.float32))
+            if not np.isfinite(parts["msg"][-1]).all():  # also a value beyond float32's range
+                raise _Doubt
+        del records
+    if not rows:
+        raise _Doubt
+    ints_with_floats = [j for j in ints if kinds[j] == "f8"]
+    columns = {key: np.concatenate(value) for key, value in parts.items() if value}
+    if any(np.abs(columns[role]).max() >= _MAX_EXACT_FLOAT_INT for role, j in
+           (("src", roles.src), ("dst", roles.dst), ("t", roles.t), ("y", roles.y)) if j in ints_with_floats):
+        raise _Doubt  # the exact path reads such a column as float64: large values would lose digits
+    t = columns["t"]
+    if t.dtype == np.float64:
+        tiny = np.abs(t) < np.finfo(np.float64).tiny
+        if not np.isfinite(t).all() or (tiny & (t != 0)).any():
+            raise _Doubt
+        if not _non_whole(t).size:
+            t = t.astype(np.int64)
+    num_lines += bool(last) and not last.endswith(b"\n")
+    return _Columns(
+        src=columns["src"], dst=columns["dst"], t=t, merged_times=0, msg=columns.get("msg"), y=columns.get("y"),
+        num_lines=num_lines, comment_lines=comment_lines,
+        blank_lines=num_lines - comment_lines - rows - (head.header_line is not None), line_nos=None)
 
 
 # ------------------------------------------------------------------------ column layer
@@ -573,16 +819,54 @@ def _resolve(table: _Table, column: Column, role: str) -> int:
     return lowered.index(column.lower())
 
 
+def _exact_columns(table: _Table, roles: _Roles, remap: bool) -> _Columns:
+    """The chosen columns of a whole table converted field by field (exact path); ``remap`` allows textual ids."""
+    fields = table.fields(max(roles.src, roles.dst, roles.t, -1 if roles.y is None else roles.y) + 1)
+    src = _ids(fields, roles.src, allow_text=remap)
+    dst = _ids(fields, roles.dst, allow_text=remap)
+    if src.dtype.kind != dst.dtype.kind:  # one side textual: both are names, as written
+        src, dst = (np.array([v.strip() for v in fields.column(j)]) for j in (roles.src, roles.dst))
+    t, merged_times = _times(fields, roles.t, roles.time_format)
+    return _Columns(
+        src=src,
+        dst=dst,
+        t=t,
+        merged_times=merged_times,
+        msg=_float32_features(table, roles.msg) if roles.msg else None,
+        y=None if roles.y is None else _whole(fields, roles.y, "integer labels", "Labels are stored as int64 `y`."),
+        num_lines=table.num_lines,
+        comment_lines=table.comment_lines,
+        blank_lines=table.blank_lines,
+        line_nos=table.line_nos,
+    )
+
+
 # ------------------------------------------------------------------------ event layer
 
 
 def _first_appearance(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct ids in order of first occurrence, and the new id of every element."""
+    """Distinct ids in order of first occurrence, and the new id of every element. Integer ids spanning at
+    most ``len(ids) + 2^20`` values go through a table of first positions, others through a sort."""
+    if ids.dtype.kind == "i" and ids.size and int(ids.max()) - int(ids.min()) < ids.size + SPARSE_ID_SLACK:
+        low = ids.min()
+        first = np.full(int(ids.max() - low) + 1, ids.size, dtype=np.int64)
+        np.minimum.at(first, ids - low, np.arange(ids.size))
+        present = np.flatnonzero(first < ids.size)
+        order = present[np.argsort(first[present])]
+        rank = np.empty(first.size, dtype=np.int64)
+        rank[order] = np.arange(order.size)
+        return order + low, rank[ids - low]
     unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     return unique[order], rank[inverse.reshape(-1)]
+
+
+def _num_distinct(ids: np.ndarray) -> int:
+    """Distinct values of an int64 array (a sort: numpy's hashing ``unique`` is slower on millions)."""
+    ordered = np.sort(ids)
+    return int(ordered.size and 1 + np.count_nonzero(ordered[1:] != ordered[:-1]))
 
 
 #: ids kept as written must be dense enough: the largest id + 1 (the node slots every model and
@@ -597,7 +881,7 @@ def _check_dense_ids(path: str, src: np.ndarray, dst: np.ndarray) -> None:
     largest = int(max(int(src.max()), int(dst.max()))) if src.size else -1
     if largest + 1 <= SPARSE_ID_SLACK:
         return
-    distinct = int(np.unique(np.concatenate([src, dst])).size)
+    distinct = _num_distinct(np.concatenate([src, dst]))
     if largest + 1 > SPARSE_ID_FACTOR * distinct:
         raise DataFormatError(
             f"{path}: the ids are sparse: the largest is {largest:,} but only {distinct:,} distinct ids occur, so "
@@ -631,37 +915,25 @@ def _sorted_time_column(table: _Table, fmt: str) -> Optional[tuple[str, int]]:
 def _build(
     table: _Table,
     fmt: str,
+    roles: _Roles,
+    columns: _Columns,
     *,
-    src_j: int,
-    dst_j: int,
-    t_j: int,
-    msg_js: Sequence[int],
-    y_j: Optional[int],
-    time_format: Optional[str],
-    remap: Optional[bool],
+    remap: bool,
     bipartite: bool,
     sort: bool,
     directed: bool,
-    items_after_sources: bool = False,
 ) -> tuple[TemporalData, ReadInfo]:
-    """Convert the chosen columns, check order, remap ids and validate (module rules).
-    ``items_after_sources`` (bipartite, no remap): destination ids are shifted past the largest source
-    id, ``dst + max(src) + 1`` (TGB's numbering of JODIE's separately numbered users and items)."""
-    do_remap = bipartite if remap is None else remap
-    fields = table.fields(max(src_j, dst_j, t_j, -1 if y_j is None else y_j) + 1)
-    src = _ids(fields, src_j, allow_text=do_remap)
-    dst = _ids(fields, dst_j, allow_text=do_remap)
-    if items_after_sources:
+    """Check order, remap ids and validate (module rules) the converted columns of ``table`` (its first
+    lines on the fast path: header, names). ``roles.items_after_sources`` (bipartite, no remap): destination
+    ids are shifted past the largest source id, ``dst + max(src) + 1`` (TGB's numbering of JODIE's
+    separately numbered users and items)."""
+    src, dst, t, msg, y = columns.src, columns.dst, columns.t, columns.msg, columns.y
+    if roles.items_after_sources:
         dst = dst + (int(src.max()) + 1 if src.size else 0)
-    if src.dtype.kind != dst.dtype.kind:  # one side textual: both are names, as written
-        src, dst = (np.array([v.strip() for v in fields.column(j)]) for j in (src_j, dst_j))
-    t, merged_times = _times(fields, t_j, time_format)
-    msg = _float32_features(table, msg_js) if msg_js else None
-    y = _whole(fields, y_j, "integer labels", "Labels are stored as int64 `y`.") if y_j is not None else None
-
     decreasing = np.flatnonzero(t[1:] < t[:-1])
     if decreasing.size and not sort:
         row = int(decreasing[0]) + 1
+        line, previous = columns.line(row), columns.line(row - 1)
         other = _sorted_time_column(table, fmt)
         if other is None:
             hint = "Pass sort=True to stable-sort the events by time."
@@ -670,22 +942,21 @@ def _build(
                     f"one, read it with format={other[0]!r} (--format {other[0]}); if it is unsorted, pass sort=True "
                     f"(--sort).")
         raise TemporalDataError(
-            f"{table.path}: `t` (column {table.names[t_j]!r} of format {fmt!r}) must be non-decreasing, but line "
-            f"{table.line_nos[row]} (t={t[row]}) follows line {table.line_nos[row - 1]} (t={t[row - 1]}). {hint}"
+            f"{table.path}: `t` (column {table.names[roles.t]!r} of format {fmt!r}) must be non-decreasing, but line "
+            f"{line} (t={t[row]}) follows line {previous} (t={t[row - 1]}). {hint}"
         )
     if decreasing.size:
         perm = np.argsort(t, kind="stable")
         src, dst, t = src[perm], dst[perm], t[perm]
         msg = msg[perm] if msg is not None else None
         y = y[perm] if y is not None else None
-        line_nos = [table.line_nos[i] for i in perm.tolist()]
-    else:
-        line_nos = table.line_nos
+        if columns.line_nos is not None:
+            columns = replace(columns, line_nos=[columns.line_nos[i] for i in perm.tolist()])
 
     node_ids: Optional[Tensor] = None
     node_names: Optional[tuple[str, ...]] = None
     dst_offset: Optional[int] = None
-    if do_remap:
+    if remap:
         if bipartite:
             src_orig, src_new = _first_appearance(src)
             dst_orig, dst_new = _first_appearance(dst)
@@ -705,7 +976,7 @@ def _build(
             if negative.size:
                 row = int(negative[0])
                 raise DataFormatError(
-                    f"{table.path}, line {line_nos[row]}: {role} ids must be >= 0, found "
+                    f"{table.path}, line {columns.line(row)}: {role} ids must be >= 0, found "
                     f"{int(ids[row])}. Pass remap=True to number ids 0..n-1."
                 )
         _check_dense_ids(table.path, src, dst)
@@ -715,8 +986,8 @@ def _build(
             if src[top_src] >= dst[low_dst]:
                 raise DataFormatError(
                     f"{table.path}: bipartite=True with remap=False needs every source id below "
-                    f"every destination id, but source {int(src[top_src])} (line {line_nos[top_src]}) "
-                    f">= destination {int(dst[low_dst])} (line {line_nos[low_dst]}). Pass remap=True "
+                    f"every destination id, but source {int(src[top_src])} (line {columns.line(top_src)}) "
+                    f">= destination {int(dst[low_dst])} (line {columns.line(low_dst)}). Pass remap=True "
                     f"to place sources in [0, n_src) and destinations in [n_src, n_src + n_dst)."
                 )
             dst_offset = int(src[top_src]) + 1
@@ -732,35 +1003,101 @@ def _build(
         data.y = torch.from_numpy(y)
     data = validate(data)
 
-    columns = {"src": table.names[src_j], "dst": table.names[dst_j], "t": table.names[t_j]}
-    if y_j is not None:
-        columns["y"] = table.names[y_j]
-    used = {src_j, dst_j, t_j, *msg_js, *([y_j] if y_j is not None else [])}
+    names = {"src": table.names[roles.src], "dst": table.names[roles.dst], "t": table.names[roles.t]}
+    if roles.y is not None:
+        names["y"] = table.names[roles.y]
+    used = {roles.src, roles.dst, roles.t, *roles.msg, *([] if roles.y is None else [roles.y])}
+    num_nodes = int(max(int(data.src.max()), int(data.dst.max())) + 1)
     info = ReadInfo(
         path=table.path,
         format=fmt,
         num_events=int(data.t.numel()),
-        num_lines=table.num_lines,
+        num_lines=columns.num_lines,
         header=table.header,
-        comment_lines=table.comment_lines,
-        blank_lines=table.blank_lines,
-        columns=columns,
-        msg_columns=tuple(table.names[j] for j in msg_js),
+        comment_lines=columns.comment_lines,
+        blank_lines=columns.blank_lines,
+        columns=names,
+        msg_columns=tuple(table.names[j] for j in roles.msg),
         ignored_columns=tuple(table.names[j] for j in range(table.num_cols) if j not in used),
-        time_format=time_format,
+        time_format=roles.time_format,
         sorted_on_read=bool(decreasing.size),
-        remapped=do_remap,
+        remapped=remap,
         bipartite=bipartite,
         directed=directed,
-        num_nodes=int(max(int(data.src.max()), int(data.dst.max())) + 1),
-        num_sources=int(np.unique(data.src.numpy()).size),
-        num_destinations=int(np.unique(data.dst.numpy()).size),
+        num_nodes=num_nodes,
+        num_sources=_num_present(data.src.numpy(), num_nodes),
+        num_destinations=_num_present(data.dst.numpy(), num_nodes),
         dst_offset=dst_offset,
         node_ids=node_ids,
         node_names=node_names,
         num_duplicates=int(data.num_events - _first_occurrences(data).sum()),
-        num_merged_times=int(merged_times),
+        num_merged_times=int(columns.merged_times),
     )
+    return data, info
+
+
+def _num_present(ids: np.ndarray, size: int) -> int:
+    """Distinct values of ids in ``[0, size)`` (``size`` is at most ``max(2^20, 32 E)`` once ids are dense)."""
+    seen = np.zeros(size, dtype=bool)
+    seen[ids] = True
+    return int(np.count_nonzero(seen))
+
+
+def _read(
+    path: PathLike,
+    fmt: str,
+    spec: _Layout,
+    pick: Callable[[_Table], _Roles],
+    *,
+    remap: Optional[bool],
+    bipartite: bool,
+    sort: bool,
+    directed: bool,
+) -> tuple[TemporalData, ReadInfo]:
+    """Read ``path`` laid out as ``spec``, its columns chosen by ``pick(table)``: on the fast path, and at any
+    doubt or error on the exact path, which then accepts the file or raises the error that names the problem."""
+    do_remap = bipartite if remap is None else remap
+    try:
+        head = _head(path, spec)
+        roles = pick(head)
+        return _build(head, fmt, roles, _fast_columns(path, spec, head, roles),
+                      remap=do_remap, bipartite=bipartite, sort=sort, directed=directed)
+    except (_Doubt, ValueError, TypeError, OSError, EOFError, zlib.error):
+        table = _parse_table(path, spec)
+        roles = pick(table)
+        return _build(table, fmt, roles, _exact_columns(table, roles, do_remap),
+                      remap=do_remap, bipartite=bipartite, sort=sort, directed=directed)
+
+
+#: ReadInfo fields kept as arrays in a cache entry; the others go to its JSON record (path: the file read now)
+_INFO_ARRAYS = ("node_ids", "node_names")
+
+
+def _to_cache(data: TemporalData, info: ReadInfo) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The arrays and the JSON record of a cache entry."""
+    arrays = {key: value.numpy() for key, value in data.to_dict().items()}
+    if info.node_ids is not None:
+        arrays["node_ids"] = info.node_ids.numpy()
+    if info.node_names is not None:
+        arrays["node_names"] = np.array(info.node_names, dtype=str)
+    record = {f.name: getattr(info, f.name) for f in fields(ReadInfo)
+              if f.name not in (*_INFO_ARRAYS, "path", "cache")}
+    return arrays, record
+
+
+def _from_cache(path: PathLike, arrays: dict[str, np.ndarray],
+                record: dict[str, Any]) -> tuple[TemporalData, ReadInfo]:
+    """``(data, info)`` of a cache entry, checked by :func:`validate` and against its record (``ValueError``,
+    ``TypeError`` or ``KeyError`` when they disagree)."""
+    node_ids, node_names = arrays.pop("node_ids", None), arrays.pop("node_names", None)
+    data = validate(TemporalData(**{key: torch.from_numpy(value) for key, value in arrays.items()}))
+    if data.num_events != record["num_events"]:
+        raise ValueError(f"{data.num_events} events, but the record says {record['num_events']}")
+    tuples = {key: tuple(record[key]) for key in ("header", "msg_columns", "ignored_columns")
+              if record[key] is not None}
+    info = ReadInfo(**{**record, **tuples}, path=os.fspath(path), cache="hit",
+                    node_ids=None if node_ids is None else torch.from_numpy(node_ids),
+                    node_names=None if node_names is None else tuple(node_names.tolist()))
     return data, info
 
 
@@ -797,9 +1134,13 @@ def read_dgb(
         DataFormatError: missing header columns or a malformed line.
         TemporalDataError: unsorted events with ``sort=False``.
     """
-    table = _parse_table(
-        path, delimiter=",", has_header=True, comments=(), min_cols=3, layout="header ',u,i,ts,label,idx'"
-    )
+    return _read(path, "dgb", _DGB, _dgb_roles, remap=remap, bipartite=bipartite, sort=sort, directed=directed)
+
+
+_DGB = _Layout(delimiter=",", has_header=True, comments=(), min_cols=3, layout="header ',u,i,ts,label,idx'")
+
+
+def _dgb_roles(table: _Table) -> _Roles:
     _refuse_other_format(table, "dgb")
     lowered = [h.lower() for h in table.names]
     missing = [name for name in ("u", "i", "ts") if name not in lowered]
@@ -809,20 +1150,8 @@ def read_dgb(
             f"'u', 'i', 'ts' (e.g. ',u,i,ts,label,idx'), found {','.join(table.names)!r} "
             f"(missing {missing}). Use format='csv' with an explicit column mapping."
         )
-    return _build(
-        table,
-        "dgb",
-        src_j=lowered.index("u"),
-        dst_j=lowered.index("i"),
-        t_j=lowered.index("ts"),
-        msg_js=(),
-        y_j=lowered.index("label") if "label" in lowered else None,
-        time_format=None,
-        remap=remap,
-        bipartite=bipartite,
-        sort=sort,
-        directed=directed,
-    )
+    return _Roles(src=lowered.index("u"), dst=lowered.index("i"), t=lowered.index("ts"),
+                  y=lowered.index("label") if "label" in lowered else None)
 
 
 def read_snap(
@@ -853,15 +1182,15 @@ def read_snap(
         DataFormatError: a malformed line.
         TemporalDataError: unsorted events with ``sort=False``.
     """
-    table = _parse_table(
-        path,
-        delimiter=None,
-        has_header=False,
-        comments=("#", "%"),
-        min_cols=3,
-        layout="SRC DST TIME",
-        names=lambda num_cols: ("src", "dst", "t") + tuple(f"extra{k}" for k in range(num_cols - 3)),
-    )
+    return _read(path, "snap", _SNAP, _snap_roles, remap=remap, bipartite=bipartite, sort=sort,
+                 directed=directed)
+
+
+_SNAP = _Layout(delimiter=None, has_header=False, comments=("#", "%"), min_cols=3, layout="SRC DST TIME",
+                names=lambda num_cols: ("src", "dst", "t") + tuple(f"extra{k}" for k in range(num_cols - 3)))
+
+
+def _snap_roles(table: _Table) -> _Roles:
     if table.num_cols == 5 and table.lines:  # SocioPatterns' layout: TIME i j class_i class_j, classes as text
         first = table.lines[0].split()
         if not _looks_numeric(first[3]) and not _looks_numeric(first[4]):
@@ -869,20 +1198,7 @@ def read_snap(
                 f"{table.path}, line {table.line_nos[0]}: 5 fields with text in the last two ({first[3]!r}, "
                 f"{first[4]!r}) are a 'sociopatterns' file's (TIME i j class_i class_j), not 'snap' (SRC DST TIME): "
                 f"read it with format='sociopatterns' (--format sociopatterns).")
-    return _build(
-        table,
-        "snap",
-        src_j=0,
-        dst_j=1,
-        t_j=2,
-        msg_js=(),
-        y_j=None,
-        time_format=None,
-        remap=remap,
-        bipartite=bipartite,
-        sort=sort,
-        directed=directed,
-    )
+    return _Roles(src=0, dst=1, t=2)
 
 
 _SOCIOPATTERNS_COLUMNS = ("t", "i", "j", "class_i", "class_j")
@@ -916,30 +1232,14 @@ def read_sociopatterns(
         DataFormatError: a malformed line.
         TemporalDataError: unsorted events with ``sort=False``.
     """
-    table = _parse_table(
-        path,
-        delimiter="\t",
-        has_header=False,
-        comments=(),
-        min_cols=3,
-        layout="TIME i j class_i class_j",
-        names=lambda num_cols: _SOCIOPATTERNS_COLUMNS[:num_cols]
-        + tuple(f"extra{k}" for k in range(num_cols - len(_SOCIOPATTERNS_COLUMNS))),
-    )
-    return _build(
-        table,
-        "sociopatterns",
-        src_j=1,
-        dst_j=2,
-        t_j=0,
-        msg_js=(),
-        y_j=None,
-        time_format=None,
-        remap=remap,
-        bipartite=bipartite,
-        sort=sort,
-        directed=directed,
-    )
+    return _read(path, "sociopatterns", _SOCIOPATTERNS, lambda table: _Roles(src=1, dst=2, t=0), remap=remap,
+                 bipartite=bipartite, sort=sort, directed=directed)
+
+
+_SOCIOPATTERNS = _Layout(
+    delimiter="\t", has_header=False, comments=(), min_cols=3, layout="TIME i j class_i class_j",
+    names=lambda num_cols: _SOCIOPATTERNS_COLUMNS[:num_cols]
+    + tuple(f"extra{k}" for k in range(num_cols - len(_SOCIOPATTERNS_COLUMNS))))
 
 
 _JODIE_COLUMNS = ("user_id", "item_id", "timestamp", "state_label")
@@ -998,35 +1298,22 @@ def read_jodie(
         DataFormatError: a malformed line, or a first line that is data, not a header.
         TemporalDataError: unsorted events with ``sort=False``.
     """
-    table = _jodie_table(path)
-    _refuse_other_format(table, "jodie")
-    return _build(
-        table,
-        "jodie",
-        src_j=0,
-        dst_j=1,
-        t_j=2,
-        msg_js=tuple(range(4, table.num_cols)),
-        y_j=3,
-        time_format=None,
-        remap=remap,
-        bipartite=bipartite,
-        sort=sort,
-        directed=directed,
-    )
+    def roles(table: _Table) -> _Roles:
+        _refuse_other_format(table, "jodie")
+        return _jodie_roles(table)
+
+    return _read(path, "jodie", _JODIE, roles, remap=remap, bipartite=bipartite, sort=sort, directed=directed)
 
 
-def _jodie_table(path: PathLike) -> "_Table":
-    """A JODIE CSV split into fields: its header names the feature list as one column."""
-    return _parse_table(
-        path,
-        delimiter=",",
-        has_header=True,
-        comments=(),
-        min_cols=4,
-        layout="user_id,item_id,timestamp,state_label,features...",
-        names=lambda num_cols: _JODIE_COLUMNS + tuple(f"f{k}" for k in range(num_cols - 4)),
-    )
+#: a JODIE CSV: its header names the feature list as one column
+_JODIE = _Layout(delimiter=",", has_header=True, comments=(), min_cols=4,
+                 layout="user_id,item_id,timestamp,state_label,features...",
+                 names=lambda num_cols: _JODIE_COLUMNS + tuple(f"f{k}" for k in range(num_cols - 4)))
+
+
+def _jodie_roles(table: _Table, *, items_after_sources: bool = False) -> _Roles:
+    return _Roles(src=0, dst=1, t=2, msg=tuple(range(4, table.num_cols)), y=3,
+                  items_after_sources=items_after_sources)
 
 
 def _first_line(path: PathLike) -> str:
@@ -1095,13 +1382,17 @@ def read_tgb(
             raise DataFormatError(f"{os.fspath(path)}: a TGB file in JODIE's layout is numbered as TGB numbers it "
                                   f"(items after users); remap would renumber it. Drop remap (--remap), or read it "
                                   f"with format='jodie' (--format jodie) to renumber by first appearance.")
-        table = _jodie_table(path)
-        return _build(table, "tgb", src_j=0, dst_j=1, t_j=2, msg_js=tuple(range(4, table.num_cols)), y_j=3,
-                      time_format=None, remap=False, bipartite=True, sort=sort, directed=directed,
-                      items_after_sources=True)
-    table = _parse_table(
-        path, delimiter=",", has_header=True, comments=(), min_cols=3, layout="header such as 'ts,src,dst,w'"
-    )
+        return _read(path, "tgb", _JODIE, lambda table: _jodie_roles(table, items_after_sources=True),
+                     remap=False, bipartite=True, sort=sort, directed=directed)
+    return _read(path, "tgb", _TGB, lambda table: _tgb_roles(table, time_format), remap=remap, bipartite=bipartite,
+                 sort=sort, directed=directed)
+
+
+_TGB = _Layout(delimiter=",", has_header=True, comments=(), min_cols=3, layout="header such as 'ts,src,dst,w'")
+
+
+def _tgb_roles(table: _Table, time_format: Optional[str]) -> _Roles:
+    """Roles by header name; every other column numeric on every line of ``table`` is a feature."""
     _refuse_other_format(table, "tgb")
     lowered = [h.lower() for h in table.names]
     picked: dict[str, int] = {}
@@ -1122,20 +1413,8 @@ def read_tgb(
         for j in range(table.num_cols)
         if j not in picked.values() and _first_failure(everything.column(j), float) < 0
     )
-    return _build(
-        table,
-        "tgb",
-        src_j=picked["src"],
-        dst_j=picked["dst"],
-        t_j=picked["t"],
-        msg_js=msg_js,
-        y_j=picked.get("y"),
-        time_format=time_format,
-        remap=remap,
-        bipartite=bipartite,
-        sort=sort,
-        directed=directed,
-    )
+    return _Roles(src=picked["src"], dst=picked["dst"], t=picked["t"], msg=msg_js, y=picked.get("y"),
+                  time_format=time_format)
 
 
 def read_csv_events(
@@ -1203,28 +1482,19 @@ def read_csv_events(
         raise ValueError(
             f"`delimiter` must be one character or None (runs of whitespace), got {delimiter!r}."
         )
-    table = _parse_table(
-        path,
-        delimiter=delimiter,
-        has_header=has_header,
-        comments=(comment,) if comment else (),
-        min_cols=1,
-        layout="columns " + ", ".join(repr(c) for c in (src_col, dst_col, t_col)),
-    )
-    return _build(
-        table,
-        "csv",
-        src_j=_resolve(table, src_col, "src_col"),
-        dst_j=_resolve(table, dst_col, "dst_col"),
-        t_j=_resolve(table, t_col, "t_col"),
-        msg_js=tuple(_resolve(table, c, "feature_cols") for c in feature_cols),
-        y_j=_resolve(table, label_col, "label_col") if label_col is not None else None,
-        time_format=time_format,
-        remap=remap,
-        bipartite=bipartite,
-        sort=sort,
-        directed=directed,
-    )
+    spec = _Layout(delimiter=delimiter, has_header=has_header, comments=(comment,) if comment else (), min_cols=1,
+                   layout="columns " + ", ".join(repr(c) for c in (src_col, dst_col, t_col)))
+
+    def roles(table: _Table) -> _Roles:
+        return _Roles(
+            src=_resolve(table, src_col, "src_col"),
+            dst=_resolve(table, dst_col, "dst_col"),
+            t=_resolve(table, t_col, "t_col"),
+            msg=tuple(_resolve(table, c, "feature_cols") for c in feature_cols),
+            y=_resolve(table, label_col, "label_col") if label_col is not None else None,
+            time_format=time_format,
+        )
+    return _read(path, "csv", spec, roles, remap=remap, bipartite=bipartite, sort=sort, directed=directed)
 
 
 def read_events(
@@ -1236,6 +1506,7 @@ def read_events(
     sort: bool = False,
     directed: bool = True,
     duplicates: str = "keep",
+    cache_dir: Optional[PathLike] = None,
     **options: Any,
 ) -> tuple[TemporalData, ReadInfo]:
     """Read an event file in a registered format (:mod:`tgeval.data.formats`).
@@ -1258,6 +1529,9 @@ def read_events(
         directed: recorded in ``info.directed`` for pair statistics.
         duplicates: ``"keep"`` (default) or ``"drop"`` the events equal in every field read
             to an earlier one (the first is kept); counted in ``info.num_duplicates`` either way.
+        cache_dir: folder caching the parsed arrays, keyed by the file's sha256 and the options
+            (:mod:`tgeval.data.cache`); default ``$TGEVAL_CACHE_DIR`` when set, else no cache.
+            ``info.cache`` says whether it was used.
 
     Returns:
         tuple: ``(data, info)``: a validated ``TemporalData`` and a :class:`ReadInfo`.
@@ -1268,13 +1542,25 @@ def read_events(
             sparse to keep without ``remap`` (module docstring).
         TemporalDataError: unsorted events with ``sort=False``.
     """
-    reader = formats.entry(format).reader()
+    registered = formats.entry(format)
     if duplicates not in DUPLICATE_RULES:
         raise ValueError(f"duplicates must be one of {DUPLICATE_RULES}, got {duplicates!r}.")
     if bipartite is not None:  # else the reader's default
         options["bipartite"] = bipartite
-    data, info = reader(path, remap=remap, sort=sort, directed=directed, **options)
+    folder = cache.cache_folder(cache_dir)
+    if folder is not None:
+        target = registered.target if isinstance(registered.target, str) else repr(registered.target)
+        key = cache.entry_key(path, {"format": format, "reader": target, "remap": remap, "sort": sort,
+                                     "directed": directed, "duplicates": duplicates, **options})
+        hit = cache.load_entry(folder, key, lambda arrays, record: _from_cache(path, arrays, record))
+        if hit is not None:
+            return hit
+    data, info = registered.reader()(path, remap=remap, sort=sort, directed=directed, **options)
     if duplicates == "drop" and info.num_duplicates:
         first = _first_occurrences(data)
         data = TemporalData(**{key: value[first] for key, value in data.to_dict().items()})
-    return data, replace(info, duplicates=duplicates, num_events=data.num_events)
+    info = replace(info, duplicates=duplicates, num_events=data.num_events)
+    if folder is None:
+        return data, info
+    cache.store_entry(folder, key, *_to_cache(data, info))
+    return data, replace(info, cache="miss")

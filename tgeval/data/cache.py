@@ -1,0 +1,97 @@
+"""A binary cache of parsed event files, so that a repeated run skips parsing the text.
+
+An entry is one uncompressed ``.npz`` in the cache folder holding the validated arrays and a JSON
+record of what the reader reported. It is keyed by the file's sha256, the reader's options and
+:data:`CACHE_VERSION`: the entry's name is the sha256 of that key, and the key is stored inside
+it and compared on every load, so an edited file or other options never meet a stale entry.
+Entries are written atomically (:func:`tgeval.atomic.write_atomic`), so a reader sees a complete
+entry or none. An entry that cannot be read, fails the zip checksums (CRC-32 of every array) or
+holds another key is rebuilt, with a :class:`CacheWarning`. A folder that refuses the new entry
+gives a :class:`CacheWarning` too, and the result read from the text is returned: the cache only
+saves time, so a read-only cache (shared, filled by someone else) still serves its hits.
+
+The folder is the reader's ``cache_dir`` argument, else ``$TGEVAL_CACHE_DIR`` when set and not
+empty; without either nothing is cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any, Callable, Optional, TypeVar, Union
+
+import numpy as np
+
+from tgeval.atomic import file_sha256, write_atomic
+
+__all__ = ["CACHE_ENV", "CACHE_VERSION", "CacheWarning", "cache_folder", "entry_key", "load_entry", "store_entry"]
+
+#: environment variable naming the default cache folder
+CACHE_ENV = "TGEVAL_CACHE_DIR"
+#: raised whenever the arrays or the record stored in an entry change meaning; older entries then miss
+CACHE_VERSION = 1
+
+T = TypeVar("T")
+_KEY = "__key__"
+_RECORD = "__record__"
+
+
+class CacheWarning(UserWarning):
+    """A cache entry could not be used or written; the file was read from its text instead."""
+
+
+def cache_folder(cache_dir: Optional[Union[str, "os.PathLike[str]"]]) -> Optional[Path]:
+    """The cache folder: ``cache_dir``, else ``$TGEVAL_CACHE_DIR`` when set and not empty, else ``None`` (off)."""
+    chosen = cache_dir if cache_dir is not None else os.environ.get(CACHE_ENV) or None
+    return None if chosen is None else Path(chosen)
+
+
+def entry_key(path: Union[str, "os.PathLike[str]"], options: dict[str, Any]) -> str:
+    """The key of a file read with ``options`` (JSON-able): its sha256, the options and the cache version."""
+    return json.dumps({"version": CACHE_VERSION, "sha256": file_sha256(path), "options": options}, sort_keys=True,
+                      default=str)
+
+
+def _entry_path(folder: Path, key: str) -> Path:
+    return folder / f"{hashlib.sha256(key.encode('utf-8')).hexdigest()}.npz"
+
+
+def load_entry(folder: Path, key: str, decode: Callable[[dict[str, np.ndarray], dict[str, Any]], T]) -> Optional[T]:
+    """``decode(arrays, record)`` of the entry stored under ``key``, or ``None`` when there is none. An entry that
+    is unreadable, holds another key or that ``decode`` refuses (``ValueError``, ``TypeError``, ``KeyError``) is
+    left to be overwritten, with a :class:`CacheWarning`."""
+    path = _entry_path(folder, key)
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as entry:
+            arrays = {name: entry[name] for name in entry.files}  # reads every member: checks its CRC-32
+        if arrays.pop(_KEY).tobytes().decode("utf-8") != key:
+            raise ValueError("it holds another file or other options")
+        return decode(arrays, json.loads(arrays.pop(_RECORD).tobytes().decode("utf-8")))
+    except (OSError, ValueError, TypeError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        warnings.warn(f"cache entry {str(path)!r} cannot be used ({type(exc).__name__}: {exc}); reading the file "
+                      f"again and rewriting the entry.", CacheWarning, stacklevel=3)
+        return None
+
+
+def store_entry(folder: Path, key: str, arrays: dict[str, np.ndarray], record: dict[str, Any]) -> bool:
+    """Write the entry for ``key`` atomically; whether it was written (else a :class:`CacheWarning`)."""
+    payload = io.BytesIO()
+    encoded = {_KEY: np.frombuffer(key.encode("utf-8"), dtype=np.uint8),
+               _RECORD: np.frombuffer(json.dumps(record).encode("utf-8"), dtype=np.uint8)}
+    np.savez(payload, **arrays, **encoded)
+    path = _entry_path(folder, key)
+    try:
+        write_atomic(path, payload.getvalue())
+    except OSError as exc:
+        warnings.warn(f"cannot write the cache entry {str(path)!r} ({exc.strerror or exc}); the file was read "
+                      f"from its text. Make {str(folder)!r} writable, or choose another cache folder "
+                      f"(cache_dir, ${CACHE_ENV}).", CacheWarning, stacklevel=3)
+        return False
+    return True
