@@ -29,6 +29,7 @@ waits for the device (the window's preparation reads a few sizes once).
 
 from __future__ import annotations
 
+import hashlib
 import time
 import warnings
 from contextlib import contextmanager, nullcontext
@@ -216,18 +217,44 @@ class _Clock:
         return [b - a for a, b in zip(self.marks[:-1], self.marks[1:])]
 
 
+#: how :func:`~tgeval.data.fingerprint.tensor_checksum` starts; :func:`_hash_part` feeds it the same
+#: header and bytes per tensor, so a checksum taken part by part equals the one of the whole tensors
+_CHECKSUM_PREFIX = b"tgeval-tensors-v1;"
+
+
+def _hash_part(digest: "hashlib._Hash", value: Tensor, name: Optional[str] = None,
+               shape: Optional[tuple] = None) -> None:
+    """Feed ``value``'s bytes to ``digest``, after :func:`~tgeval.data.fingerprint.tensor_checksum`'s header
+    ``name:dtype:shape;`` when ``name`` is given (``shape``: the whole tensor's, of which ``value`` is the first rows)."""
+    value = value.detach().cpu().contiguous()
+    if name is not None:
+        digest.update(f"{name}:{value.dtype}:{tuple(value.shape) if shape is None else shape};".encode())
+    digest.update(value.numpy())
+
+
 class _Records:
     """Per-event records of a pass, kept on the device and copied to the host once at the end.
 
     Scores live in one ``[E, 1 + K]`` matrix (positive, then the negatives), so a batch
     writes them with one copy; every other record is one ``[E, ...]`` tensor too, written in
     place (never a list of parts concatenated at the end, a second copy of ``E x K`` ids).
+
+    With ``events`` (the pass's ``src``, ``dst``, ``t`` in replay order), the negative ids
+    (``neg``, ``[E, K]``) are not kept: each window's rows go into the negatives checksum as
+    they come (:func:`~tgeval.samplers.base.negatives_checksum`, the same value), read by
+    :attr:`checksum`; ``neg_src`` and ``neg_mask``, hashed after ``neg``, are kept.
     """
 
-    def __init__(self, num_events: int, k: int, device: torch.device) -> None:
+    def __init__(self, num_events: int, k: int, device: torch.device,
+                 events: Optional[tuple[Tensor, Tensor, Tensor]] = None) -> None:
         self.num_events, self.k, self.device = num_events, k, device
         self.scores: Optional[Tensor] = None
         self.rows: dict[str, Tensor] = {}
+        self._digest, self._hashed = None, 0  # streamed checksum of the negative ids; rows hashed so far
+        if events is not None:
+            self._digest = hashlib.sha256(_CHECKSUM_PREFIX)
+            for i, value in enumerate(events):
+                _hash_part(self._digest, value, str(i))
 
     def write_scores(self, start: int, scores: Tensor) -> None:
         if self.scores is None:
@@ -238,11 +265,37 @@ class _Records:
         """Rows ``[start, start + n)`` of each record (``[n, ...]``), allocated ``[E, ...]`` on first use
         (a bool mask as all True: rows of batches whose negatives came without a mask)."""
         for key, value in values.items():
+            if key == "neg" and self._digest is not None:
+                self._hash_rows(start, value)
+                continue
             if key not in self.rows:
                 shape, fill = (self.num_events, *value.shape[1:]), torch.ones if value.dtype == torch.bool \
                     else torch.empty
                 self.rows[key] = fill(shape, dtype=value.dtype, device=self.device)
             self.rows[key][start:start + value.size(0)] = value
+
+    def _hash_rows(self, start: int, neg: Tensor) -> None:
+        """Feed rows ``[start, start + n)`` of the negative ids to the checksum (windows come in order)."""
+        if start != self._hashed:
+            raise RuntimeError(f"negatives of rows from {start} arrived after rows up to {self._hashed}: the "
+                               f"streamed checksum needs them in replay order.")
+        if self._hashed == 0:
+            _hash_part(self._digest, neg[:0], "3", shape=(self.num_events, *neg.shape[1:]))
+        _hash_part(self._digest, neg)
+        self._hashed += neg.size(0)
+
+    @property
+    def checksum(self) -> Optional[str]:
+        """The streamed :func:`~tgeval.samplers.base.negatives_checksum` (``None`` without negatives or
+        when the ids are kept)."""
+        if self._digest is None or self._hashed == 0:
+            return None
+        if self._hashed != self.num_events:
+            raise RuntimeError(f"negatives of {self._hashed} of {self.num_events} events were hashed.")
+        digest = self._digest.copy()
+        for i, key in enumerate(key for key in ("neg_src", "neg_mask") if key in self.rows):
+            _hash_part(digest, self.rows[key], str(4 + i))
+        return f"sha256:{digest.hexdigest()}"
 
     def host(self) -> dict[str, Tensor]:
         out = {key: value.cpu() for key, value in self.rows.items()}
@@ -338,6 +391,11 @@ class _Window:
             self._prepare_queries()
 
     def _prepare_queries(self) -> None:
+        if all(pairs is None or pairs.row.numel() == 0 for pairs in self.pairs):  # one layout for the window
+            self.queries = _queries(self.data.src, self.data.dst, self.data.t, self.negatives, None)
+            width = 1 + (0 if self.negatives is None else self.negatives.dst.size(1))
+            self.query_starts = [a * width for a in self.bounds]
+            return
         parts: list[tuple[Tensor, Tensor, Tensor]] = []
         starts = [0]
         for j, (a, z) in enumerate(zip(self.bounds[:-1], self.bounds[1:])):
@@ -359,8 +417,8 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
             sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
             generator: torch.Generator, candidate_budget: int, use_shortcut: bool,
             check_state: Union[bool, Literal["deep"]], directed: bool, history: Optional[str],
-            shard: tuple[int, int] = (0, 1),
-            prefilter: Optional[int] = None) -> tuple[dict[str, Tensor], list[float], float]:
+            shard: tuple[int, int] = (0, 1), prefilter: Optional[int] = None,
+            keep_ids: bool = True) -> tuple[dict[str, Tensor], list[float], float, Optional[str]]:
     """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``
     (under ``history`` ``"exact"`` or ``"neighbors"``, each step is scored inside
     ``model.within_batch(step)``).
@@ -382,7 +440,8 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     the queries of each score call) is prepared once per window of steps; each step then has
     fixed shapes known on the host and copies nothing back from the device. Counts against
     sampled negatives, a pure function of the recorded scores, are taken once at the end.
-    Returns per-event records on CPU, step latencies (s) and the loop's wall time (s).
+    Returns per-event records on CPU, step latencies (s), the loop's wall time (s) and, without
+    ``keep_ids`` (the negative ids are then hashed window by window, not recorded), the negatives checksum.
     The model is in eval mode during the loop and returns to its previous mode after it.
     """
     device = events.src.device
@@ -394,7 +453,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     k = num_negatives if sampler is not None else 0
     keys = per_event_keys(events)
     model_keys = [key for key in keys if key not in ("e_id", "position")]  # engine bookkeeping, for samplers
-    records = _Records(num_events, k, device)
+    records = _Records(num_events, k, device, None if keep_ids else (events.src, events.dst, events.t))
     candidate_nan = torch.zeros(max(len(steps) - 1, 1), dtype=torch.bool, device=device)  # per step
     shortcut = use_shortcut and catalog is not None and prefilter is None \
         and type(model).catalog_counts is not TemporalLinkModel.catalog_counts
@@ -466,7 +525,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
             out["sampled_above"], out["sampled_equal"] = count_above_equal(
                 out["score"], out["neg_score"], out.get("neg_mask"), float(model.tie_tolerance))
         out["batch"] = torch.repeat_interleave(torch.arange(num_batches), torch.tensor(boundaries).diff())
-    return out, latencies, elapsed
+    return out, latencies, elapsed, records.checksum
 
 
 def _sum_over_ranks(counts: dict[str, Tensor], candidate_nan: Tensor) -> Tensor:
@@ -522,6 +581,7 @@ def evaluate(
     check_state: Union[bool, Literal["deep"]] = True,
     use_shortcut: bool = True,
     distributed: bool = False,
+    records: Literal["all", "events", "none"] = "all",
 ) -> Result:
     """Replay ``segment`` of ``data`` through ``model`` and measure link prediction.
 
@@ -555,6 +615,12 @@ def evaluate(
             in the same calls as in one process, so scores, ranks and metrics equal the
             single-process result bit for bit. Every rank returns the result; the manifest
             records the world size.
+        records: the per-event records the result keeps: ``"all"`` (every record, the negative ids
+            and scores ``[E, K]`` included), ``"events"`` (the columns of the per-event CSV,
+            :meth:`~tgeval.eval.result.Result.save_events`, ``[E]`` each) or ``"none"``. Under
+            ``"events"`` and ``"none"`` the negative ids are never held: each window's go into the
+            negatives checksum as they are drawn (the same value); the negative scores are kept
+            for the metrics only.
 
     Returns:
         Result: metrics (micro / macro, by stratum), manifest and per-event records.
@@ -624,11 +690,14 @@ def evaluate(
             strata = event_strata(past.src, past.dst, events.src, events.dst, model.num_nodes, directed=directed)
             bounds = timestamp_batch_boundaries(events.t, batch_size)
             boundaries = bounds.tolist()  # computed once per pass
-        records, latencies, elapsed = _replay(model, events, boundaries, online=replay_mode == "online",
-                                              sampler=sampler, num_negatives=num_negatives, catalog=catalog,
-                                              generator=generator, candidate_budget=candidate_budget,
-                                              use_shortcut=use_shortcut, check_state=check_state, directed=directed,
-                                              history=history, shard=(rank, world), prefilter=protocol.prefilter)
+        if records not in ("all", "events", "none"):
+            raise ValueError(f"records must be 'all', 'events' or 'none', got {records!r}.")
+        keep = records
+        records, latencies, elapsed, streamed = _replay(
+            model, events, boundaries, online=replay_mode == "online", sampler=sampler, num_negatives=num_negatives,
+            catalog=catalog, generator=generator, candidate_budget=candidate_budget, use_shortcut=use_shortcut,
+            check_state=check_state, directed=directed, history=history, shard=(rank, world),
+            prefilter=protocol.prefilter, keep_ids=keep == "all")
         with progress.phase("metrics"):
             records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(),
                            t=events.t.cpu(), stratum=strata.cpu())
@@ -662,7 +731,7 @@ def evaluate(
                 "model": model.describe(),
                 "checkpoint": model.checkpoint_record,  # a loaded checkpoint's training spec, data, counts
                 "sampler": None if sampler is None else sampler.describe(),
-                "negatives_checksum": None if sampler is None else negatives_checksum(
+                "negatives_checksum": None if sampler is None else streamed or negatives_checksum(
                     records["src"], records["dst"], records["t"], records["neg"], records.get("neg_src"),
                     records.get("neg_mask")),
                 "catalog": None if catalog is None else catalog.describe(),
@@ -679,4 +748,12 @@ def evaluate(
                 "versions": provenance.versions(),
             }
         performance.update(clock.snapshot())  # every second of the call, by phase
-    return Result(metrics, manifest, performance, records)
+    if keep == "events":
+        if "neg_mask" in records:  # what the per-event CSV needs of the mask: whether any negative was scored
+            records["has_negatives"] = records["neg_mask"].any(1)
+        records = {key: value for key, value in records.items() if key not in _PER_NEGATIVE}
+    return Result(metrics, manifest, performance, records if keep != "none" else None)
+
+
+#: records with one entry per (event, negative), ``[E, K]``, not kept under ``records="events"``
+_PER_NEGATIVE = ("neg", "neg_src", "neg_mask", "neg_score")

@@ -216,7 +216,9 @@ class Result:
             elif header == "sampled_rank" and "sampled_above" in rec:
                 rank = rank_from_counts(rec["sampled_above"], rec["sampled_equal"], ties=ties)
                 # an event whose negatives are all masked has no sampled rank (left out of sampled metrics)
-                table[header] = rank.masked_fill(~rec["neg_mask"].any(1), float("nan")) if "neg_mask" in rec else rank
+                scored = rec["has_negatives"] if "has_negatives" in rec else \
+                    rec["neg_mask"].any(1) if "neg_mask" in rec else None
+                table[header] = rank if scored is None else rank.masked_fill(~scored, float("nan"))
             elif key is not None and key in rec:
                 table[header] = rec[key]
         return table
