@@ -171,8 +171,8 @@ def _first_occurrences(data: TemporalData) -> Tensor:
 
     ``t`` is sorted, so only events whose time equals a neighbour's can repeat. Those are grouped by
     ``(time group, src, dst)`` through one int64 key ``(g * N + src) * N + dst`` (``N = num_nodes``) when it
-    fits, else by rows; only groups that repeat are compared on every field (``t``'s bits, ``msg``, ``y``), so
-    wide features cost nothing when there are few repeats."""
+    fits, else by rows; only groups that repeat are compared on every field (``t``'s bits, ``msg``, ``y``) by a
+    stable lexicographic sort, so wide features cost nothing when there are few repeats."""
     t = data.t.numpy()
     same = t[1:] == t[:-1]
     keep = torch.ones(t.size, dtype=torch.bool)
@@ -192,18 +192,17 @@ def _first_occurrences(data: TemporalData) -> Tensor:
             return keep
     else:
         columns = [np.stack([group, src, dst], 1)]
-    rows = torch.from_numpy(candidates)
-    stacked = [torch.from_numpy(column) for column in columns]
     for key in ("t", "msg", "y"):
         if key in data:
-            value = data[key].reshape(data.num_events, -1)[rows]
+            value = data[key].reshape(data.num_events, -1)[torch.from_numpy(candidates)]
             bits = value.view(torch.int32) if value.dtype == torch.float32 else value.view(torch.int64)
-            stacked.append(bits.to(torch.int64))
-    distinct, inverse = torch.unique(torch.cat(stacked, 1), dim=0, return_inverse=True)
-    first = torch.full((distinct.size(0),), rows.numel(), dtype=torch.long)
-    first.scatter_reduce_(0, inverse, torch.arange(rows.numel()), reduce="amin")  # rows is ascending
-    keep[rows] = False
-    keep[rows[first]] = True
+            columns.append(bits.to(torch.int64).numpy())
+    rows = np.concatenate(columns, axis=1)
+    order = np.lexsort(rows.T[::-1])  # stable: equal rows stay in file order, the first one leads
+    ordered = rows[order]
+    leads = np.insert(np.flatnonzero((ordered[1:] != ordered[:-1]).any(axis=1)) + 1, 0, 0)
+    keep[torch.from_numpy(candidates)] = False
+    keep[torch.from_numpy(candidates[order[leads]])] = True
     return keep
 
 
@@ -501,7 +500,8 @@ def _blocks(path: PathLike) -> Iterator[bytes]:
             cut = block.rfind(b"\n") + 1 if chunk else len(block)  # a CR of a CRLF stays before its LF
             rest = block[cut:]
             if cut:
-                yield block[:cut].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+                lines = block[:cut]
+                yield lines.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in lines else lines
             if not chunk:
                 return
 
