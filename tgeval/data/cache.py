@@ -69,7 +69,7 @@ def load_entry(folder: Path, key: str, decode: Callable[[dict[str, np.ndarray], 
     if not path.is_file():
         return None
     try:
-        with np.load(path, allow_pickle=False) as entry:
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as entry:
             arrays = {name: entry[name] for name in entry.files}  # reads every member: checks its CRC-32
         if arrays.pop(_KEY).tobytes().decode("utf-8") != key:
             raise ValueError("it holds another file or other options")
