@@ -29,7 +29,6 @@ waits for the device (the window's preparation reads a few sizes once).
 
 from __future__ import annotations
 
-import hashlib
 import time
 import warnings
 from contextlib import contextmanager, nullcontext
@@ -50,6 +49,7 @@ from tgeval.data.strata import event_strata
 from tgeval.data.validate import per_event_keys, permute_events, validate
 from tgeval.distributed import check_same, rank_and_world, require_group, state_digest
 from tgeval.errors import CatalogError, ModelCapabilityError, SplitError, UntrainedModelWarning
+from tgeval.eval.checksum import NegativesDigest
 from tgeval.eval.metrics import count_above_equal
 from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_no_nan, chunked_counts, plan_candidates,
                                  shortcut_counts)
@@ -217,21 +217,6 @@ class _Clock:
         return [b - a for a, b in zip(self.marks[:-1], self.marks[1:])]
 
 
-#: how :func:`~tgeval.data.fingerprint.tensor_checksum` starts; :func:`_hash_part` feeds it the same
-#: header and bytes per tensor, so a checksum taken part by part equals the one of the whole tensors
-_CHECKSUM_PREFIX = b"tgeval-tensors-v1;"
-
-
-def _hash_part(digest: "hashlib._Hash", value: Tensor, name: Optional[str] = None,
-               shape: Optional[tuple] = None) -> None:
-    """Feed ``value``'s bytes to ``digest``, after :func:`~tgeval.data.fingerprint.tensor_checksum`'s header
-    ``name:dtype:shape;`` when ``name`` is given (``shape``: the whole tensor's, of which ``value`` is the first rows)."""
-    value = value.detach().cpu().contiguous()
-    if name is not None:
-        digest.update(f"{name}:{value.dtype}:{tuple(value.shape) if shape is None else shape};".encode())
-    digest.update(value.numpy())
-
-
 class _Records:
     """Per-event records of a pass, kept on the device and copied to the host once at the end.
 
@@ -250,11 +235,8 @@ class _Records:
         self.num_events, self.k, self.device = num_events, k, device
         self.scores: Optional[Tensor] = None
         self.rows: dict[str, Tensor] = {}
-        self._digest, self._hashed = None, 0  # streamed checksum of the negative ids; rows hashed so far
-        if events is not None:
-            self._digest = hashlib.sha256(_CHECKSUM_PREFIX)
-            for i, value in enumerate(events):
-                _hash_part(self._digest, value, str(i))
+        # the negative ids' checksum, fed window by window when they are not kept
+        self._digest = None if events is None else NegativesDigest(*events)
 
     def write_scores(self, start: int, scores: Tensor) -> None:
         if self.scores is None:
@@ -266,7 +248,10 @@ class _Records:
         (a bool mask as all True: rows of batches whose negatives came without a mask)."""
         for key, value in values.items():
             if key == "neg" and self._digest is not None:
-                self._hash_rows(start, value)
+                if start != self._digest.rows:
+                    raise RuntimeError(f"negatives of rows from {start} arrived after rows up to "
+                                       f"{self._digest.rows}: the streamed checksum needs them in replay order.")
+                self._digest.add(value)
                 continue
             if key not in self.rows:
                 shape, fill = (self.num_events, *value.shape[1:]), torch.ones if value.dtype == torch.bool \
@@ -274,28 +259,13 @@ class _Records:
                 self.rows[key] = fill(shape, dtype=value.dtype, device=self.device)
             self.rows[key][start:start + value.size(0)] = value
 
-    def _hash_rows(self, start: int, neg: Tensor) -> None:
-        """Feed rows ``[start, start + n)`` of the negative ids to the checksum (windows come in order)."""
-        if start != self._hashed:
-            raise RuntimeError(f"negatives of rows from {start} arrived after rows up to {self._hashed}: the "
-                               f"streamed checksum needs them in replay order.")
-        if self._hashed == 0:
-            _hash_part(self._digest, neg[:0], "3", shape=(self.num_events, *neg.shape[1:]))
-        _hash_part(self._digest, neg)
-        self._hashed += neg.size(0)
-
     @property
     def checksum(self) -> Optional[str]:
         """The streamed :func:`~tgeval.samplers.base.negatives_checksum` (``None`` without negatives or
         when the ids are kept)."""
-        if self._digest is None or self._hashed == 0:
+        if self._digest is None or self._digest.rows == 0:
             return None
-        if self._hashed != self.num_events:
-            raise RuntimeError(f"negatives of {self._hashed} of {self.num_events} events were hashed.")
-        digest = self._digest.copy()
-        for i, key in enumerate(key for key in ("neg_src", "neg_mask") if key in self.rows):
-            _hash_part(digest, self.rows[key], str(4 + i))
-        return f"sha256:{digest.hexdigest()}"
+        return self._digest.hexdigest(self.rows.get("neg_src"), self.rows.get("neg_mask"))
 
     def host(self) -> dict[str, Tensor]:
         out = {key: value.cpu() for key, value in self.rows.items()}
@@ -324,8 +294,8 @@ def _check_finite(records: dict[str, Tensor], candidate_nan: Tensor, steps: list
 #: most events whose candidate plan and history-free negatives are prepared at once
 WINDOW_EVENTS = 2**16
 #: most scored pairs (each event's positive and ``K`` negatives) whose queries a window prepares at
-#: once: with TGB's ``K = 999``, windows of about 2,000 events, not ``2**16 x 1,000`` queries
-WINDOW_QUERIES = 2**21
+#: once: with TGB's ``K = 999``, windows of about 500 events (12 MiB of queries), not ``2**16 x 1,000``
+WINDOW_QUERIES = 2**19
 
 #: most events of one step of an exact-history pass without a sampler with history: such a
 #: pass does not depend on how its events are batched (each event sees exactly the events
@@ -514,6 +484,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                                 sampler.observe(_slice(data, keys, a, z))
                         clock.mark()
                     progress.report(steps[b + 1], num_batches)
+                del window, plan, data, queries, scores, block  # freed before the next window is prepared
         if shard[1] > 1 and catalog is not None:
             candidate_nan = _sum_over_ranks(records.rows, candidate_nan)
         latencies = clock.latencies()

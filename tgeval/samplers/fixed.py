@@ -60,7 +60,8 @@ from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validate import permute_events, validate
 from tgeval.errors import NegativesFileError, SamplerError
-from tgeval.eval.metrics import count_true
+from tgeval.eval.checksum import NegativesDigest
+from tgeval.eval.metrics import CHUNK_SCORES, count_true
 from tgeval.loader import TimestampBatchLoader
 from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, negatives_checksum
 
@@ -689,9 +690,11 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     # the checksum of the negatives a replay of these events scores (all columns), one row per event
     order = canonical_order(data.src, data.dst, data.t)
     scored = torch.tensor(event_row, dtype=torch.long)[order]
-    same = scored.numel() == neg_t.size(0) and bool((scored == torch.arange(scored.numel())).all())
-    header["checksum"] = negatives_checksum(data.src[order], data.dst[order], data.t[order],
-                                            neg_t if same else neg_t[scored], None, mask if same else mask[scored])
+    digest = NegativesDigest(data.src[order], data.dst[order], data.t[order])
+    rows = max(1, CHUNK_SCORES // max(width, 1))
+    for a in range(0, scored.numel(), rows):  # the rows gathered chunk by chunk: no second [E, K] copy
+        digest.add(neg_t[scored[a:a + rows]])
+    header["checksum"] = digest.hexdigest(None, mask[scored])
     stored = StoredNegatives(src=src, dst=dst, t=t, neg=neg_t, neg_mask=mask, header=header)
     return FixedNegativeSampler(stored, path=path, num_negatives=num_negatives)
 
@@ -700,57 +703,82 @@ def _padded_rows(path: PathLike, keys: list[tuple], values: list[Any], buffer: b
                  ) -> tuple[np.ndarray, np.ndarray]:
     """The rows of a TGB file as one int64 ``[R, W]`` matrix (``W`` the longest row; a shorter row
     padded with a valid id: its first negative, else its key's destination) and their lengths
-    ``[R]``. Rows that are one-dimensional arrays of one integer dtype lying in ``buffer`` one after
-    the other (as TGB writes them, the keys in event order) are that buffer itself, no copy;
-    otherwise they are joined and checked at once, converted one by one (:func:`_node_ids`, which
-    names the first bad row) only when they are not all integers or whole numbers."""
-    flat = _buffer_view(values, buffer)
-    if flat is not None:
-        lengths = np.fromiter((v.stop - v.start for v in values), dtype=np.int64, count=len(values))
-        lengths //= flat.dtype.itemsize
+    ``[R]``. Rows that are one-dimensional int64 arrays lying in ``buffer`` one after the other (as
+    TGB writes them, the keys in event order) are padded in place there: the matrix is a view of
+    ``buffer``, no copy. Other rows are joined and checked at once, converted one by one
+    (:func:`_node_ids`, which names the first bad row) only when they are not all integers or whole
+    numbers."""
+    keys_dst = np.array([key[1] for key in keys], dtype=np.int64)
+    if _in_order(values):
+        lengths = np.fromiter((v.stop - v.start for v in values), dtype=np.int64, count=len(values)) // 8
+        return _pad_in_place(buffer, values[0].start, lengths, keys_dst), lengths
+    arrays = [np.asarray(v.array(buffer) if type(v) is _Row else v).reshape(-1) for v in values]
+    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    kinds = {a.dtype.kind for a in arrays if a.size}  # joined only when one kind of number: no promotion
+    flat = np.concatenate(arrays) if arrays and len(kinds) <= 1 else None
+    if flat is not None and (kinds <= {"i", "u"} or (kinds == {"f"} and _whole_int64(flat).all())):
         flat = flat.astype(np.int64, copy=False)
     else:
-        arrays = [np.asarray(v.array(buffer) if type(v) is _Row else v).reshape(-1) for v in values]
-        lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
-        kinds = {a.dtype.kind for a in arrays if a.size}  # joined only when one kind of number: no promotion
-        flat = np.concatenate(arrays) if arrays and len(kinds) <= 1 else None
-        if flat is not None and (kinds <= {"i", "u"} or (kinds == {"f"} and _whole_int64(flat).all())):
-            flat = flat.astype(np.int64, copy=False)
-        else:
-            flat = np.concatenate([_node_ids(path, key, a) for key, a in zip(keys, arrays)]
-                                  or [np.zeros(0, np.int64)])
+        flat = np.concatenate([_node_ids(path, key, a) for key, a in zip(keys, arrays)] or [np.zeros(0, np.int64)])
     width = int(lengths.max()) if lengths.size else 0
-    if (lengths == width).all():
-        return flat.reshape(len(values), width), lengths
-    first = np.cumsum(lengths) - lengths
-    fill = np.where(lengths > 0, flat[np.minimum(first, max(flat.size - 1, 0))] if flat.size else 0,
-                    np.array([key[1] for key in keys], dtype=np.int64))
     neg = np.empty((len(values), width), dtype=np.int64)
-    shift = np.arange(len(values)) * width - first  # value j of row r goes to flat slot j + shift[r]
-    rows = max(1, 2**20 // width)  # in row chunks: no index of every value at once
-    for a in range(0, len(values), rows):
-        b = min(a + rows, len(values))
-        if (lengths[a:b] == width).all():  # a chunk of whole rows: one block
-            neg[a:b] = flat[first[a]:first[a] + (b - a) * width].reshape(b - a, width)
-            continue
-        values_at = np.arange(first[a], first[b - 1] + lengths[b - 1])
-        neg.reshape(-1)[values_at + np.repeat(shift[a:b], lengths[a:b])] = flat[values_at]
-        part = neg[a:b]
-        part[np.arange(width)[None, :] >= lengths[a:b, None]] = np.repeat(fill[a:b], width - lengths[a:b])
+    first, fill = _fill(flat, lengths, keys_dst)
+    rows = max(1, CHUNK_SCORES // max(width, 1))
+    for a in range(0, lengths.size, rows):
+        b = min(a + rows, lengths.size)
+        _place_rows(neg, flat[first[a]:first[b - 1] + lengths[b - 1]], lengths, fill, a, b)
     return neg, lengths
 
 
-def _buffer_view(values: list[Any], buffer: bytearray) -> Optional[np.ndarray]:
-    """The rows ``values`` as one flat view of ``buffer`` when they are one-dimensional integer
-    :class:`_Row` s of one dtype stored one after the other, else ``None``."""
-    if not values or any(type(v) is not _Row or len(v.shape) != 1 for v in values):
-        return None
-    dtype = values[0].dtype
-    if dtype.kind not in "iu" or any(v.dtype != dtype for v in values) or any(
-            a.stop != b.start for a, b in zip(values[:-1], values[1:])):
-        return None
-    return np.frombuffer(buffer, dtype, count=(values[-1].stop - values[0].start) // dtype.itemsize,
-                         offset=values[0].start)
+def _fill(flat: np.ndarray, lengths: np.ndarray, keys_dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each row starts in ``flat`` (rows one after the other) and its padding id: its first value, else
+    its key's destination."""
+    first = np.cumsum(lengths) - lengths
+    return first, np.where(lengths > 0, flat[np.minimum(first, max(flat.size - 1, 0))] if flat.size else 0, keys_dst)
+
+
+def _in_order(values: list[Any]) -> bool:
+    """``values`` are one-dimensional int64 :class:`_Row` s stored one after the other."""
+    return bool(values) and all(type(v) is _Row and len(v.shape) == 1 and v.dtype == _INT64 for v in values) \
+        and all(a.stop == b.start for a, b in zip(values[:-1], values[1:]))
+
+
+_INT64 = np.dtype(np.int64)
+
+
+def _pad_in_place(buffer: bytearray, offset: int, lengths: np.ndarray, keys_dst: np.ndarray) -> np.ndarray:
+    """The int64 rows of ``lengths`` stored one after the other from byte ``offset`` of ``buffer``, padded to
+    the longest in place (``buffer`` grown by the padding when needed): an ``[R, W]`` view of ``buffer``. A
+    row moves only forward, so the rows are moved from the last chunk to the first, each chunk copied out
+    first."""
+    width = int(lengths.max()) if lengths.size else 0
+    end = offset + 8 * lengths.size * width
+    if len(buffer) < end:
+        buffer.extend(bytes(end - len(buffer)))  # at most the padding's bytes
+    neg = np.frombuffer(buffer, np.int64, count=lengths.size * width, offset=offset).reshape(lengths.size, width)
+    if (lengths == width).all():
+        return neg
+    flat = neg.reshape(-1)
+    first, fill = _fill(flat[:lengths.sum()], lengths, keys_dst)
+    rows = max(1, CHUNK_SCORES // max(width, 1))
+    for a in reversed(range(0, lengths.size, rows)):
+        b = min(a + rows, lengths.size)
+        if first[a] == a * width and (lengths[a:b] == width).all():
+            continue  # no padding before nor in these rows: already in place
+        _place_rows(neg, flat[first[a]:first[b - 1] + lengths[b - 1]].copy(), lengths, fill, a, b)
+    return neg
+
+
+def _place_rows(neg: np.ndarray, values: np.ndarray, lengths: np.ndarray, fill: np.ndarray, a: int, b: int) -> None:
+    """Rows ``[a, b)`` of ``neg`` ``[R, W]``: each row's ``lengths[r]`` ``values`` (row after row), then ``fill[r]``."""
+    width = neg.shape[1]
+    present = np.arange(width)[None, :] < lengths[a:b, None]
+    part = neg[a:b]
+    if present.all():
+        part[...] = values.reshape(b - a, width)
+        return
+    part[present] = values  # row-major: each row's values fill its first slots
+    part[~present] = np.repeat(fill[a:b], width - lengths[a:b])
 
 
 def _whole_int64(array: np.ndarray) -> np.ndarray:
@@ -789,13 +817,16 @@ def _check_node_range(path: PathLike, neg: Tensor, row: Callable[[int], str], da
         bound, where = (int(torch.maximum(data.src.max(), data.dst.max())) + 1 if data.num_events else 0), "data's"
     else:
         bound, where = int(num_nodes), "given"
-    outside = (neg < 0) | (neg > min(bound, 2**63) - 1)  # the bound itself may not fit in int64
-    bad = outside.any(1)
+    top = min(bound, 2**63) - 1  # the bound itself may not fit in int64
+    rows = max(1, CHUNK_SCORES // max(neg.size(1), 1))  # row chunks: no [R, K] temporaries
+    bad = torch.cat([((part < 0) | (part > top)).any(1) for part in neg.split(rows)]) if neg.numel() \
+        else torch.zeros(neg.size(0), dtype=torch.bool)
     if bool(bad.any()):
         r = int(torch.nonzero(bad)[0, 0])
+        outside = (neg[r] < 0) | (neg[r] > top)
         raise NegativesFileError(
             f"negatives file {str(path)!r} holds node ids outside the {where} node range [0, {bound}) in "
-            f"{int(bad.sum())} rows (first: {row(r)}, id {int(neg[r][outside[r]][0])}): a model cannot score them. "
+            f"{int(bad.sum())} rows (first: {row(r)}, id {int(neg[r][outside][0])}): a model cannot score them. "
             f"Use the file of this dataset with its original ids"
             + (", or pass num_nodes= the dataset's node count if the file's ids are nodes outside this data."
                if num_nodes is None else "."))
