@@ -587,7 +587,7 @@ def _fast_columns(path: PathLike, spec: _Layout, head: _Table, roles: _Roles) ->
                 raise _Doubt
         if block.translate(None, _DATA_BYTES):
             raise _Doubt
-        if not block.strip():
+        if not block or block.isspace():
             continue
         records = _load(block, kinds, spec.delimiter)
         rows += records.size
@@ -611,7 +611,7 @@ def _fast_columns(path: PathLike, spec: _Layout, head: _Table, roles: _Roles) ->
     if not rows:
         raise _Doubt
     ints_with_floats = [j for j in ints if kinds[j] == "f8"]
-    columns = {key: np.concatenate(value) for key, value in parts.items() if value}
+    columns = {key: np.concatenate(parts.pop(key)) for key in list(parts) if parts[key]}  # each part freed at once
     if any(np.abs(columns[role]).max() >= _MAX_EXACT_FLOAT_INT for role, j in
            (("src", roles.src), ("dst", roles.dst), ("t", roles.t), ("y", roles.y)) if j in ints_with_floats):
         raise _Doubt  # the exact path reads such a column as float64: large values would lose digits
