@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Literal, Optional, Sequence, cast
+from typing import Any, Literal, Optional, Sequence, Union, cast
 
 import torch
 from torch_geometric.data import TemporalData
@@ -40,7 +40,7 @@ from tgeval.eval.selection import segment_duration, select_window
 from tgeval.models import registry
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.fixed_scorer import FixedScorerModel
-from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
+from tgeval.models.heuristics import EdgeBank, PairMembership
 from tgeval.models.neural import message_dim
 from tgeval.options import typed_options
 from tgeval.presets import TGB
@@ -319,6 +319,18 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_heuristics(window: Optional[float], selection: dict,
+                    duration: Union[int, float]) -> list[tuple[str, str, dict[str, Any], Optional[dict]]]:
+    """``(row name, registry name, build options, window selection)`` of every parameter-free heuristic of the
+    registry (a trainable one, untrained, is the heuristic it starts from) with its default options, and
+    ``edgebank-window`` twice: with the window chosen on validation and with the test segment's duration."""
+    windows = {"edgebank-window": [("edgebank-window(val)", "edgebank-window", {"window": window}, selection),
+                                   ("edgebank-window(test)", "edgebank-window", {"window": duration},
+                                    {"rule": "duration of the test segment", "window": duration})]}
+    return [row for name in registry.names("heuristic", trainable=False)
+            for row in windows.get(name, [(name, name, {}, None)])]
+
+
 def _run(args: argparse.Namespace, out: Path) -> None:
     """The body of :func:`run_command`: every file of the run written into the folder ``out``."""
     data, description, num_nodes = _default_data(args)
@@ -332,19 +344,11 @@ def _run(args: argparse.Namespace, out: Path) -> None:
     print("choosing the EdgeBank window on the validation segment ...", file=sys.stderr)
     window, selection = select_window(lambda w: EdgeBank(num_nodes, window=w), data, split.val, catalog)
     duration = segment_duration(test)
-    models: list[tuple[str, Callable[[], TemporalLinkModel], Optional[dict]]] = [
-        ("edgebank", lambda: EdgeBank(num_nodes), None),
-        ("edgebank-window(val)", lambda: EdgeBank(num_nodes, window=window), selection),
-        ("edgebank-window(test)", lambda: EdgeBank(num_nodes, window=duration),
-         {"rule": "duration of the test segment", "window": duration}),
-        ("node-memory", lambda: NodeMemory(num_nodes), None),
-        ("pa", lambda: PreferentialAttachment(num_nodes), None),
-        ("popularity", lambda: Popularity(num_nodes), None),
-    ]
     rows = []
     protocol = Protocol(num_negatives=args.negatives, batch_size=args.batch_size, seed=args.seed)
-    for name, make, chosen in models:
-        result = _measure(make(), data, test, protocol, description, split, _Progress(name),
+    for name, registered, options, chosen in _run_heuristics(window, selection, duration):
+        model = registry.build(registered, num_nodes=num_nodes, **options)
+        result = _measure(model, data, test, protocol, description, split, _Progress(name),
                           sampler=UniformSampler(catalog), catalog=catalog)
         result.manifest["selection"] = chosen
         result.save(out / f"{name}.json", events=out / f"{name}.csv")
@@ -502,7 +506,8 @@ def _train(args: argparse.Namespace, device: torch.device, distributed: bool) ->
     history = validation_history(model, args.history or "batch")  # as fit validates
     result = _measure(model, data, split.val, Protocol(num_negatives=args.val_negatives, batch_size=args.batch_size,
                                                        seed=args.seed, history=history),
-                      str(args.data), split, None, sampler=default_val_sampler(model, data, split),
+                      str(args.data), split, None,
+                      sampler=default_val_sampler(model, data, split) if args.val_negatives else None,
                       catalog=catalog if model.ranks_all_entities else None, distributed=distributed)
     result.manifest["training"] = training
     print(protocol_line(result))

@@ -57,6 +57,12 @@ def test_run_on_a_given_file(snap_file, tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["tgn"]["names"]["sampled_mrr"] == "MRR (K=20, uniform)"
     assert "edgebank-window(val)" in text and "popularity" in text and f"data: {snap_file}" in text
+    # every parameter-free heuristic of the registry (each with its own all-entity path: no SlowPathWarning,
+    # an error under the test settings), edgebank-window with both windows, then TGN
+    assert list(summary) == ["edgebank", "edgebank-window(val)", "edgebank-window(test)", "node-memory", "pa",
+                             "popularity", "popularity-global", "popularity-local", "recency-global",
+                             "recency-local", "tgn"]
+    assert all(summary[name]["all_entity_mrr"] is not None for name in summary)
     assert "\ntgn " in text and "Kendall tau" in text and "membership factorial of EdgeBank" in text
     assert "surprise by test ratio" in text and text.rstrip().endswith(f"the report: {out / 'report.html'}")
     for name in ("summary.json", "edgebank.json", "edgebank.csv", "tgn.json", "tgn.csv", "diagnose.json",

@@ -20,7 +20,8 @@ ADDED = {"edgebank-seed1": ["--model", "edgebank", "--seed", "1"], "pa-seed1": [
          "pa-k5": ["--model", "pa", "--negatives", "5"], "pa-optimistic": ["--model", "pa", "--ties", "optimistic"],
          "pa-historical": ["--model", "pa", "--sampler", "historical"], "pa-all": ["--model", "pa", "--catalog", "all"],
          "pa-again": ["--model", "pa"]}
-RUN = ["edgebank-window(test)", "edgebank-window(val)", "edgebank", "node-memory", "pa", "popularity", "tgn"]
+RUN = ["edgebank-window(test)", "edgebank-window(val)", "edgebank", "node-memory", "pa", "popularity",
+       "popularity-global", "popularity-local", "recency-global", "recency-local", "tgn"]
 
 
 def in_file_order(names: list[str]) -> tuple[str, ...]:
