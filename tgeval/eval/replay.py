@@ -62,23 +62,39 @@ from tgeval.state import checked_reset, checked_update, no_state_change
 
 __all__ = ["evaluate", "warm_up", "replay"]
 
-#: batch size of warm-ups for models whose state does not depend on the batching (exact_history)
-WARM_UP_EVENTS = 2**22
+#: smallest batch of warm-ups for models whose state does not depend on the batching (exact_history);
+#: later batches grow with the events fed (:func:`_bulk_batches`)
+WARM_UP_EVENTS = 2**16
+#: a warm-up batch holds at most this fraction of the events fed before it (and at least WARM_UP_EVENTS)
+WARM_UP_GROWTH = 0.25
+
+
+def _bulk_batches(events: TemporalData) -> Iterator[TemporalData]:
+    """``events`` in batches of whole timestamp groups, each about :data:`WARM_UP_GROWTH` times the
+    events before it (at least :data:`WARM_UP_EVENTS`): about ``log(E) / log(1.25)`` batches, so a
+    model that merges each batch into its state (:math:`O(C + B)`) takes linear time, and its
+    temporaries, proportional to a batch, stay a fraction of the events fed."""
+    start, total, t = 0, events.num_events, events.t
+    while start < total:
+        end = min(total, start + max(WARM_UP_EVENTS, int(start * WARM_UP_GROWTH)))
+        end = int(torch.searchsorted(t, t[end - 1:end], right=True))  # the last group whole (one host read)
+        yield events[start:end]
+        start = end
 
 
 def _feed(model: TemporalLinkModel, events: TemporalData, batch_size: int, sampler: Optional[NegativeSampler]) -> None:
     """``update`` (and ``observe``) with ``events`` in timestamp batches, without gradients. A
     model with ``exact_history`` (a sampler with ``observe_batch_invariant``) ends in the same
-    state however the events are batched, so it is fed in batches of :data:`WARM_UP_EVENTS`:
-    linear time instead of one sorted merge of the whole history per batch."""
+    state however the events are batched, so it is fed in growing batches (:func:`_bulk_batches`):
+    linear time instead of one sorted merge of the whole history per batch, and bounded temporaries."""
     if events.num_events == 0:
         return
-    large = max(batch_size, WARM_UP_EVENTS)
     with torch.no_grad():
-        for batch in TimestampBatchLoader(events, large if model.exact_history else batch_size):
+        for batch in _bulk_batches(events) if model.exact_history else TimestampBatchLoader(events, batch_size):
             checked_update(model, batch)
         if sampler is not None:
-            for batch in TimestampBatchLoader(events, large if sampler.observe_batch_invariant else batch_size):
+            for batch in _bulk_batches(events) if sampler.observe_batch_invariant \
+                    else TimestampBatchLoader(events, batch_size):
                 sampler.observe(batch)
 
 
