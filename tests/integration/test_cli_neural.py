@@ -91,6 +91,17 @@ def test_train_then_evaluate_the_checkpoint(files, tmp_path, model, fmt, msg_dim
     assert "best.pt" in capsys.readouterr().out
 
 
+def test_train_validates_by_the_all_entity_pass_alone_with_no_negatives(files, tmp_path, capsys):
+    """``--val-negatives 0``: no validation sampler, every epoch and the final result measure the all-entity pass
+    only, and the final result is the best epoch's."""
+    trained = train(files["snap"], "snap", "tgn", tmp_path, "--val-negatives", "0", "--val-metric", "all_entity_mrr")
+    training = trained["manifest"]["training"]
+    assert training["training"]["validation"]["sampler"] is None and "sampled" not in trained["metrics"]
+    assert all(set(record["val"]) == {"all_entity_mrr"} for record in training["history"])
+    assert trained["metrics"]["all_entity"]["mrr"]["micro"] == training["best_value"]
+    assert "validation all-entity MRR (catalog train, " in capsys.readouterr().out
+
+
 def test_resume_through_the_cli_equals_one_run(files, tmp_path):
     whole = train(files["snap"], "snap", "tgn", tmp_path / "whole", "--epochs", "3")
     train(files["snap"], "snap", "tgn", tmp_path / "cut")  # 2 epochs
