@@ -133,6 +133,9 @@ def summarize(records: dict[str, Tensor], *, ties: str, hits: Sequence[int] = (1
     return out
 
 
+#: rows of the per-event CSV formatted at once
+CSV_ROWS = 2**16
+
 # Per-event CSV columns: (header, record key); ``rank`` is derived with the result's ties.
 _EVENT_COLUMNS = (
     ("event", "event"), ("batch", "batch"), ("src", "src"), ("dst", "dst"), ("t", "t"),
@@ -191,7 +194,7 @@ class Result:
         """
         files: list[tuple[str | os.PathLike, str | bytes]] = []
         if events is not None:
-            table = self._events_csv().encode("utf-8")
+            table = self._events_csv()
             self.manifest["events_file"] = os.path.relpath(events, Path(path).parent)
             self.manifest["events_sha256"] = sha256_of(table)
             files.append((events, table))
@@ -229,12 +232,20 @@ class Result:
         event whose negatives are all masked."""
         write_atomic(path, self._events_csv())
 
-    def _events_csv(self) -> str:
+    def _events_csv(self) -> bytearray:
+        """The per-event CSV, UTF-8, formatted in chunks of :data:`CSV_ROWS` rows (never a Python list
+        of every value of a column, nor a second copy of the text)."""
         table = self.event_table()
-        columns = {name: value.tolist() for name, value in table.items()}
-        columns["stratum"] = [STRATA[code] for code in columns["stratum"]]
-        buffer = io.StringIO()
+        out, buffer = bytearray(), io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(list(columns))
-        writer.writerows(zip(*columns.values()))
-        return buffer.getvalue()
+        writer.writerow(list(table))
+        num_rows = next(iter(table.values())).numel() if table else 0
+        for a in range(0, num_rows, CSV_ROWS):
+            columns = {name: value[a:a + CSV_ROWS].tolist() for name, value in table.items()}
+            columns["stratum"] = [STRATA[code] for code in columns["stratum"]]
+            writer.writerows(zip(*columns.values()))
+            out += buffer.getvalue().encode("utf-8")
+            buffer.seek(0)
+            buffer.truncate()
+        out += buffer.getvalue().encode("utf-8")  # the header, when there is no row
+        return out

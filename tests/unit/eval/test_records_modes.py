@@ -64,3 +64,15 @@ def test_modes_give_the_same_numbers_and_checksum(name, tmp_path, monkeypatch):
 def test_an_unknown_mode_is_refused():
     with pytest.raises(ValueError, match="records must be"):
         evaluate(EdgeBank(N), DATA, SPLIT.test, sampler=UniformSampler(CATALOG), records="some")
+
+
+def test_the_events_csv_is_the_same_in_any_chunks(tmp_path, monkeypatch):
+    import tgeval.eval.result as result_module
+
+    result = evaluate(EdgeBank(N), DATA, SPLIT.test, Protocol(num_negatives=2), sampler=UniformSampler(CATALOG),
+                      catalog=CATALOG, records="events")
+    whole = result._events_csv()
+    monkeypatch.setattr(result_module, "CSV_ROWS", 7)
+    assert result._events_csv() == whole
+    lines = whole.decode().splitlines()
+    assert len(lines) == SPLIT.test.num_events + 1 and lines[0].startswith("event,batch,src,dst,t,score,stratum")
