@@ -40,10 +40,13 @@ Parsing needs only numpy, on two paths that give the same arrays, ``info`` and e
 
 * the fast path streams the file in blocks of whole lines (1 MiB) and parses each with numpy's
   C parser (:func:`numpy.loadtxt`) straight into the final dtypes (int64 ids, times and labels,
-  float32 features), with peak memory about twice the final arrays. It takes well-formed numeric
+  float32 features); peak memory is about twice the final arrays. It takes well-formed numeric
   files (printable ASCII data, no quotes, whole-line comments, numbers that numpy and Python read
-  alike) and gives up at the first doubt: an error, text ids, ``time_format``, fractional times
-  with more than 15 characters (exact decimals are needed to count merged times), ...;
+  alike) and gives up at the first doubt: an error, text ids, ``time_format``, whitespace-only
+  lines in delimited files, fractional times longer than 15 characters (exact decimals are then
+  needed to count merged times), ... Files of integers read within about 2x of pandas' C reader,
+  fractional columns several times slower (numpy converts them with Python's correctly rounded
+  string-to-double, pandas with its own faster parser: ``benchmarks/bench_read.py``);
 * the exact path then reads the file as text, field by field, accepts what Python's ``int`` and
   ``float`` accept and names the file, line and fix of every error.
 
