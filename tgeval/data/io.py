@@ -481,6 +481,7 @@ _NOT_INT = re.compile(r"to int64 at row \d+, column (\d+)\.$")
 #: decimals of at most this many characters (so at most DBL_DIG significant digits) in float64's normal range
 #: parse to distinct floats: no two distinct times of such a file merge
 _SHORT_DECIMAL = 15
+_POWERS_OF_TEN = 10.0 ** np.arange(23)  # exact in float64
 
 
 def _open_bytes(path: PathLike) -> BinaryIO:
@@ -561,7 +562,8 @@ def _decimals(block: bytes, kinds: list[str], delimiter: Optional[str]) -> Optio
     if delimiter is None or not floats or b" " in block or (delimiter != "\t" and b"\t" in block):
         return None
     data = np.frombuffer(block, dtype=np.uint8)
-    ends = np.flatnonzero((data == ord(delimiter)) | (data == 10))  # the end of every field
+    is_end = (data == ord(delimiter)) | (data == 10)
+    ends = np.flatnonzero(is_end)  # the end of every field
     if not block.endswith(b"\n"):
         ends = np.append(ends, data.size)
     width = len(kinds)
@@ -569,13 +571,14 @@ def _decimals(block: bytes, kinds: list[str], delimiter: Optional[str]) -> Optio
     if ends.size % width or np.count_nonzero(data[newlines[:-1]] != 10) or newlines.size != block.count(b"\n") + (
             not block.endswith(b"\n")):
         return None  # a blank line, or a line with another number of fields
+    field_of = np.cumsum(is_end, dtype=np.int32)  # field_of[i] - is_end[i]: the field of byte i
     points = np.flatnonzero(data == ord("."))
-    field = np.searchsorted(ends, points)
-    minus = np.searchsorted(ends, np.flatnonzero(data == ord("-")))
-    if np.count_nonzero(np.diff(field) == 0) or not np.isin(field % width, floats).all():
+    field = field_of[points]
+    is_float = np.zeros(width, dtype=bool)
+    is_float[floats] = True
+    if np.count_nonzero(np.diff(field) == 0) or not is_float[field % width].all():
         return None
-    digits = np.zeros(ends.size, dtype=np.int64)
-    digits[field] = ends[field] - points - 1
+    digits = ends[field] - points - 1
     if digits.max(initial=0) > 22:
         return None
     try:
@@ -586,15 +589,19 @@ def _decimals(block: bytes, kinds: list[str], delimiter: Optional[str]) -> Optio
                                                  enumerate(kinds)]), comments=None, quotechar=None, ndmin=1)
     except (ValueError, Warning):
         return None
+    scale = np.ones(ends.size)
+    scale[field] = _POWERS_OF_TEN[digits]
+    scale = scale.reshape(-1, width)
+    signed = np.zeros(ends.size, dtype=bool)
+    signed[field_of[data == ord("-")]] = True
+    signed = signed.reshape(-1, width)
     out = {j: records[f"c{j}"] for j in range(width)}
-    digits = digits.reshape(-1, width)
     for j in floats:
         whole = out[j]
         if np.count_nonzero(np.abs(whole) >= 10**15):
             return None
-        out[j] = whole / 10.0 ** digits[:, j]
-        signed = minus[minus % width == j] // width
-        out[j][signed[whole[signed] == 0]] = -0.0  # "-0.00" is -0.0 for Python's float
+        out[j] = whole / scale[:, j]
+        out[j][signed[:, j] & (whole == 0)] = -0.0  # "-0.00" is -0.0 for Python's float
     return out
 
 
