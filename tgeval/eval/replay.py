@@ -66,12 +66,12 @@ __all__ = ["evaluate", "warm_up", "replay"]
 #: later batches grow with the events fed (:func:`_bulk_batches`)
 WARM_UP_EVENTS = 2**16
 #: a warm-up batch holds at most this fraction of the events fed before it (and at least WARM_UP_EVENTS)
-WARM_UP_GROWTH = 0.25
+WARM_UP_GROWTH = 0.125
 
 
 def _bulk_batches(events: TemporalData) -> Iterator[TemporalData]:
     """``events`` in batches of whole timestamp groups, each about :data:`WARM_UP_GROWTH` times the
-    events before it (at least :data:`WARM_UP_EVENTS`): about ``log(E) / log(1.25)`` batches, so a
+    events before it (at least :data:`WARM_UP_EVENTS`): about ``log(E) / log(1.125)`` batches, so a
     model that merges each batch into its state (:math:`O(C + B)`) takes linear time, and its
     temporaries, proportional to a batch, stay a fraction of the events fed."""
     start, total, t = 0, events.num_events, events.t
@@ -630,6 +630,8 @@ def evaluate(
     Warns:
         UntrainedModelWarning: the model has parameters and none changed since it was built.
     """
+    if records not in ("all", "events", "none"):
+        raise ValueError(f"records must be 'all', 'events' or 'none', got {records!r}.")
     with progress.timing() as clock:
         with progress.phase("prepare"):
             if distributed:
@@ -669,16 +671,17 @@ def evaluate(
             # index in replay order (keys samplers' draws)
             data.position = torch.arange(data.num_events, device=device)
             past, events = data[: segment.start], data[segment.start : segment.end]
+            # what does not depend on the model, before the warm-up: its temporaries and these never add up
+            strata = event_strata(past.src, past.dst, events.src, events.dst, model.num_nodes, directed=directed)
+            bounds = timestamp_batch_boundaries(events.t, batch_size)
+            boundaries = bounds.tolist()  # computed once per pass
+            history_record = None if history is None else _history_record(history, events.src, events.dst, events.t,
+                                                                          bounds)
         if protocol.warm:  # in eval mode, as the pass
             with progress.phase("warm_up"), _eval_mode(model):
                 warm_up(model, past, batch_size=batch_size, sampler=sampler)
         with progress.phase("prepare"):
             generator = torch.Generator(device=device).manual_seed(seed)
-            strata = event_strata(past.src, past.dst, events.src, events.dst, model.num_nodes, directed=directed)
-            bounds = timestamp_batch_boundaries(events.t, batch_size)
-            boundaries = bounds.tolist()  # computed once per pass
-        if records not in ("all", "events", "none"):
-            raise ValueError(f"records must be 'all', 'events' or 'none', got {records!r}.")
         keep = records
         records, latencies, elapsed, streamed = _replay(
             model, events, boundaries, online=replay_mode == "online", sampler=sampler, num_negatives=num_negatives,
@@ -713,8 +716,7 @@ def evaluate(
                 "split": None,
                 "segment": segment.to_dict(),
                 "protocol": protocol.to_dict(),
-                "history": None if history is None else _history_record(history, events.src, events.dst, events.t,
-                                                                              bounds),
+                "history": history_record,
                 "model": model.describe(),
                 "checkpoint": model.checkpoint_record,  # a loaded checkpoint's training spec, data, counts
                 "sampler": None if sampler is None else sampler.describe(),
