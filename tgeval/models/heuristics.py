@@ -660,7 +660,9 @@ class GlobalRecency(_Recency):
 class _EventCounts(_BufferState):
     r"""Popularity of the destination: the number of past events of the pair ``(u, v)``
     (:class:`LocalPopularity`) or of ``v`` as a destination (:class:`GlobalPopularity`), before
-    :math:`t` (with a ``window`` ``w``: in :math:`[t - w, t)`), with exact history.
+    :math:`t` (with a ``window`` ``w``: in :math:`[t - w, t)`), with exact history. Every stored event
+    counts as before :math:`t` (as in :class:`EdgeBank`: the state holds only events fed before the
+    query's batch); inside :meth:`within_batch`, the batch's events strictly before :math:`t` add to them.
 
     With ``half_life=h`` (instead of a window) an event at time :math:`s` counts
     :math:`2^{-(t - s)/h}`, and the score is the base-2 log of the decayed count, as in
@@ -726,11 +728,15 @@ class _EventCounts(_BufferState):
                 t - last).double()
             score = self._log_sum.take(start) - gap / self.half_life
             return torch.where(log.keys.take(start) == key, score, torch.full_like(score, -math.inf))
+        # every stored event precedes every query (the engine feeds a batch after scoring it): the key's run
+        # length, no time lookup (for a destination key, one lookup per candidate of a block, not per pair)
+        count = torch.searchsorted(log.keys, key, right=True) - torch.searchsorted(log.keys, key)
         earlier: Optional[Occurrences] = self._earlier
-        sources = (log,) if earlier is None else (log, earlier)
-        count = sum(occurrences.count_before(key, t) for occurrences in sources)
+        if earlier is not None:
+            count = count + earlier.count_before(key, t)
         if self.window is not None:
             since = _window_start(t, self.window, self._floor, self.times.is_floating_point())
+            sources = (log,) if earlier is None else (log, earlier)
             count = count - sum(occurrences.count_before(key, since) for occurrences in sources)
         return count.double()
 
