@@ -552,14 +552,14 @@ def _load(block: bytes, kinds: list[str], delimiter: Optional[str]) -> np.ndarra
 def _decimals(block: bytes, kinds: list[str], delimiter: Optional[str]) -> Optional[dict[int, np.ndarray]]:
     """Columns ``{j: values}`` of a delimited block whose float64 columns hold plain decimals (``-12.375``, ``5``:
     no exponent, at most 15 digits, no spaces), or ``None`` where it cannot say (the caller then uses :func:`_load`).
+    An int64 column with a point turns float64 (in ``kinds``, for the blocks that follow).
 
     numpy parses integers far faster than fractions: the points are deleted, every column is read as int64
     ``m`` and a fraction with ``k`` digits after its point is ``m / 10^k``; ``|m| < 10^15`` and ``k <= 22`` make
     both exact in float64, so the division is correctly rounded, as Python's ``float`` (Clinger's fast path),
     and no two distinct such decimals give one float (at most 15 significant digits).
     """
-    floats = [j for j, kind in enumerate(kinds) if kind == "f8"]
-    if delimiter is None or not floats or b" " in block or (delimiter != "\t" and b"\t" in block):
+    if delimiter is None or b"." not in block or b" " in block or (delimiter != "\t" and b"\t" in block):
         return None
     data = np.frombuffer(block, dtype=np.uint8)
     is_end = (data == ord(delimiter)) | (data == 10)
@@ -574,10 +574,12 @@ def _decimals(block: bytes, kinds: list[str], delimiter: Optional[str]) -> Optio
     field_of = np.cumsum(is_end, dtype=np.int32)  # field_of[i] - is_end[i]: the field of byte i
     points = np.flatnonzero(data == ord("."))
     field = field_of[points]
-    is_float = np.zeros(width, dtype=bool)
-    is_float[floats] = True
-    if np.count_nonzero(np.diff(field) == 0) or not is_float[field % width].all():
+    pointed = np.unique(field % width).tolist()
+    if np.count_nonzero(np.diff(field) == 0) or any(kinds[j] == "S1" for j in pointed):
         return None
+    for j in pointed:  # an int64 column holding fractions turns float64, as in _load
+        kinds[j] = "f8"
+    floats = [j for j, kind in enumerate(kinds) if kind == "f8"]
     digits = ends[field] - points - 1
     if digits.max(initial=0) > 22:
         return None

@@ -165,3 +165,33 @@ def test_fast_path_reads_long_files_in_blocks(tmp_path: Path) -> None:
         assert outcome(plain, "snap", {}) == first
     assert first[1] == second[1] and first[2]["num_lines"] == 300_001 and first[2]["comment_lines"] == 1
     assert first[1]["t"] == (torch.int64, [k // 3 for k in range(300_000)])
+
+
+def test_plain_decimals_read_as_pythons_float(tmp_path: Path) -> None:
+    """Decimals read as integers over a power of ten: signs of zero, bare points, and a block of longer
+    numbers (16 digits, an exponent) that numpy's own float parser reads instead."""
+    text = ("user_id,item_id,timestamp,state_label,f,g\n1,2,1.5,0,-0.000,.5\n1,3,2.,0,+1.25,5.\n"
+            "2,3,2.25,1,0.1,-7\n")
+    short, long = tmp_path / "short.csv", tmp_path / "long.csv"
+    short.write_text(text)
+    long.write_text(text + "2,4,3.5,0,1234567890.123456,1e-3\n")
+    used: list[bool] = []
+    decimals = tio._decimals
+
+    def spy(*args: Any) -> Any:
+        result = decimals(*args)
+        used.append(result is not None)
+        return result
+
+    tio._decimals = spy
+    try:
+        fast = [outcome(path, "jodie", {}) for path in (short, long)]
+    finally:
+        tio._decimals = decimals
+    assert used == [True, False]
+    with exact_path_only():
+        assert [outcome(path, "jodie", {}) for path in (short, long)] == fast
+    msg = fast[0][1]["msg"][1]
+    assert msg == [[-0.0, 0.5], [1.25, 5.0], [0.10000000149011612, -7.0]]
+    data, _ = read_events(short, "jodie")
+    assert torch.signbit(data.msg[0, 0]) and data.t.tolist() == [1.5, 2.0, 2.25]
