@@ -730,6 +730,7 @@ class _EventCounts(_BufferState):
             return torch.where(log.keys.take(start) == key, score, torch.full_like(score, -math.inf))
         # every stored event precedes every query (the engine feeds a batch after scoring it): the key's run
         # length, no time lookup (for a destination key, one lookup per candidate of a block, not per pair)
+        key = key.contiguous()
         count = torch.searchsorted(log.keys, key, right=True) - torch.searchsorted(log.keys, key)
         earlier: Optional[Occurrences] = self._earlier
         if earlier is not None:
