@@ -11,6 +11,21 @@ importlib.import_module("tests.toy_model")  # registers the model "toy": the con
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true",
+                     help="also run the tests marked slow (CI runs them; without it they are deselected and counted)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without ``--slow``, tests marked ``slow`` are deselected, so pytest's summary counts them."""
+    if config.getoption("--slow"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """Tiny tensors: with two OpenMP threads on shared cores, every small op waits for a thread

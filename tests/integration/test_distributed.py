@@ -94,6 +94,7 @@ def single_process(one_thread):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("world", [2, 3])
 def test_sharded_evaluation_equals_one_process(world, single_process, tmp_path):
     path = tmp_path / "rank0.pt"
@@ -125,6 +126,7 @@ def _readme_commands():
     return [shlex.split(line) for line in lines if line.strip().startswith("torchrun")]
 
 
+@pytest.mark.slow
 def test_readme_torchrun_command_runs_and_equals_one_process(tmp_path, monkeypatch):
     """The one-machine command of the README, run as written (2 gloo processes), writes one
     result whose metrics equal `tgeval evaluate` in one process; the multi-machine command
@@ -190,6 +192,7 @@ def _training_run(folder):
     return torchrun
 
 
+@pytest.mark.slow
 def test_torchrun_train_writes_one_run_that_matches_one_process(tmp_path, monkeypatch):
     """`torchrun --nproc-per-node 2 -m tgeval train ...`: data-parallel epochs, rank 0 alone prints
     and writes the checkpoints and the result, whose validation metrics match one process's."""
@@ -206,6 +209,7 @@ def test_torchrun_train_writes_one_run_that_matches_one_process(tmp_path, monkey
             single["metrics"]["sampled"][key]["global"], abs=1e-3)
 
 
+@pytest.mark.slow
 def test_torchrun_resume_continues_the_run_bit_for_bit(tmp_path):
     """An interrupted `torchrun` training run resumed from its last.pt (every rank reads it) ends with
     the checkpoints and the result of the run that was never interrupted."""

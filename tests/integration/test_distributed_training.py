@@ -87,6 +87,7 @@ def _worker(rank, world, port, folder):
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("world", [2, 3])
 def test_data_parallel_epoch_equals_one_process(world, tmp_path, one_thread):
     mp.start_processes(_worker, args=(world, free_port(), str(tmp_path)), nprocs=world, join=True,

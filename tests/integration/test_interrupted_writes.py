@@ -55,6 +55,7 @@ WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
 @pytest.mark.parametrize("step", [1, 2, 3, 4])
 def test_a_signal_at_each_write_step_leaves_one_whole_pair(tmp_path, step, signum):

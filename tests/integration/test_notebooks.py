@@ -27,6 +27,7 @@ def test_the_notebooks_are_there_and_committed_without_outputs():
                 assert cell["outputs"] == [] and cell["execution_count"] is None, f"{path.name} cell {i} has output"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXPECTED)
 def test_notebook_runs_in_its_small_setting(name, monkeypatch):
     """Every cell in order in a fresh ``python3`` kernel started in the repository root (so that it

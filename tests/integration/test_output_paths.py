@@ -111,6 +111,7 @@ def _tree(folder):
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_run_refuses_a_used_folder_unless_overwrite_and_then_holds_one_run(snap_file, tmp_path, capsys):
     out = tmp_path / "results"
     assert main(_run(snap_file, out)) == 0
@@ -149,6 +150,7 @@ STOPPED_RUN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_run_stopped_midway_leaves_the_old_folder_whole(snap_file, tmp_path):
     out = tmp_path / "results"
     assert main(_run(snap_file, out)) == 0

@@ -2,6 +2,7 @@
 them), on a small DGB file named as the README's ``ml_uci.csv``: a wrong snippet fails here."""
 
 import json
+import re
 
 import numpy as np
 import torch
@@ -46,3 +47,14 @@ def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch, one_thread):
     assert namespace["result"].manifest["model"]["name"] == "PygTGN"
     assert list(namespace["iv"].rows) == ["base", "membership", "random", "shuffled"]
     assert namespace["train"].num_events == split.train.end  # the hand-written loop saw the training events only
+
+
+
+def test_ci_runs_the_readmes_two_commands():
+    """CI (``.ci/run``) runs the README's set-up command, then its test command, which includes the slow tests."""
+    block = re.search(r"^## Set up and test\n.*?^```bash\n(.*?)^```", README.read_text(encoding="utf-8"),
+                      flags=re.S | re.M).group(1)
+    setup, test = block.strip().split("\n")
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8").split("\n")
+    assert setup in ci and test in ci and ci.index(setup) < ci.index(test)
+    assert test == "python -m pytest --slow"

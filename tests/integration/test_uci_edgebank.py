@@ -108,6 +108,7 @@ def test_historical_negatives_are_hard_for_edgebank(uci):
     assert hard.metrics["sampled"]["mrr"]["micro"] < 0.6 * uniform.metrics["sampled"]["mrr"]["micro"]
 
 
+@pytest.mark.slow
 def test_every_registered_sampler_runs_with_its_defaults_on_uci(uci):
     """K = 20 on UCI's test segment: short history pools are filled (counted), not fatal, and a hard
     sampler still separates from uniform (EdgeBank's memorisation is worth much less against it)."""

@@ -94,6 +94,7 @@ def test_a_nan_zero_negative_or_non_numeric_window_is_refused(window):
         EdgeBank(N, window=window)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(data=streams(min_events=8, max_events=30, max_nodes=N, max_time=MAX_T), offset=offsets)
 def test_window_selection_does_not_move_with_a_time_shift(data, offset):

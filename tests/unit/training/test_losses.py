@@ -158,6 +158,7 @@ def _learn_free_logits(w, log_q, *, corrected, steps=800, batch=128, k=8, lr=0.5
     return theta.detach()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_log_q_correction_recovers_full_catalog_order(seed):
     g = torch.Generator().manual_seed(seed)
