@@ -184,17 +184,24 @@ def _first_occurrences(data: TemporalData) -> Tensor:
         return keep
     times = t[candidates]
     group = np.insert(np.cumsum(times[1:] != times[:-1]), 0, 0)
-    src, dst = data.src.numpy()[candidates], data.dst.numpy()[candidates]
+    del times
+    src, dst = data.src.numpy(), data.dst.numpy()
     nodes = int(max(src.max(), dst.max())) + 1
     if (int(group[-1]) + 1) * nodes * nodes < 2**63:
-        key = (group * nodes + src) * nodes + dst
+        key = group  # (g * N + src) * N + dst, in place: peak memory stays a few arrays of the candidates
+        key *= nodes
+        key += src[candidates]
+        key *= nodes
+        key += dst[candidates]
         ordered = np.sort(key)
-        repeated = np.isin(key, ordered[1:][ordered[1:] == ordered[:-1]])
-        candidates, columns = candidates[repeated], [key[repeated, None]]
-        if not candidates.size:
+        repeats = ordered[1:][ordered[1:] == ordered[:-1]]  # sorted
+        del ordered
+        if not repeats.size:
             return keep
+        repeated = repeats[np.searchsorted(repeats, key).clip(max=repeats.size - 1)] == key
+        candidates, columns = candidates[repeated], [key[repeated, None]]
     else:
-        columns = [np.stack([group, src, dst], 1)]
+        columns = [np.stack([group, src[candidates], dst[candidates]], 1)]
     for key in ("t", "msg", "y"):
         if key in data:
             value = data[key].reshape(data.num_events, -1)[torch.from_numpy(candidates)]

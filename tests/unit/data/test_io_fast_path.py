@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import torch
+from torch_geometric.data import TemporalData
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -195,3 +196,25 @@ def test_plain_decimals_read_as_pythons_float(tmp_path: Path) -> None:
     assert msg == [[-0.0, 0.5], [1.25, 5.0], [0.10000000149011612, -7.0]]
     data, _ = read_events(short, "jodie")
     assert torch.signbit(data.msg[0, 0]) and data.t.tolist() == [1.5, 2.0, 2.25]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 60), st.integers(0, 2**31 - 1), st.booleans(), st.sampled_from([3, 2**40]))
+def test_first_occurrences_match_a_dictionary_of_events(n: int, seed: int, fractional: bool, nodes: int) -> None:
+    """Duplicate events against a plain reference: the first of every (src, dst, t bits, msg bits, y) is kept.
+    2^40 node ids overflow the packed key and take the row-wise grouping."""
+    generator = torch.Generator().manual_seed(seed)
+    t = torch.sort(torch.randint(0, 4, (n,), generator=generator)).values
+    data = TemporalData(src=torch.randint(0, 3, (n,), generator=generator) * (nodes // 3),
+                        dst=torch.randint(0, 3, (n,), generator=generator),
+                        t=t.double() * torch.where(t == 0, -1.0, 0.5) if fractional else t,
+                        msg=torch.randint(0, 2, (n, 2), generator=generator).float(),
+                        y=torch.randint(0, 2, (n,), generator=generator))
+    seen: set[tuple] = set()
+    expected = []
+    for k in range(n):
+        event = (int(data.src[k]), int(data.dst[k]), data.t[k].numpy().tobytes(), data.msg[k].numpy().tobytes(),
+                 int(data.y[k]))
+        expected.append(event not in seen)
+        seen.add(event)
+    assert tio._first_occurrences(data).tolist() == expected
