@@ -569,8 +569,7 @@ def _decimals(block: bytes, kinds: list[str], delimiter: Optional[str]) -> Optio
     if delimiter is None or b"." not in block or b" " in block or (delimiter != "\t" and b"\t" in block):
         return None
     data = np.frombuffer(block, dtype=np.uint8)
-    is_end = (data == ord(delimiter)) | (data == 10)
-    ends = np.flatnonzero(is_end)  # the end of every field
+    ends = np.flatnonzero((data == ord(delimiter)) | (data == 10))  # the end of every field
     if not block.endswith(b"\n"):
         ends = np.append(ends, data.size)
     width = len(kinds)
@@ -578,10 +577,9 @@ def _decimals(block: bytes, kinds: list[str], delimiter: Optional[str]) -> Optio
     if ends.size % width or np.count_nonzero(data[newlines[:-1]] != 10) or newlines.size != block.count(b"\n") + (
             not block.endswith(b"\n")):
         return None  # a blank line, or a line with another number of fields
-    field_of = np.cumsum(is_end, dtype=np.int32)  # field_of[i] - is_end[i]: the field of byte i
     points = np.flatnonzero(data == ord("."))
-    field = field_of[points]
-    pointed = np.unique(field % width).tolist()
+    field = np.searchsorted(ends, points)  # the field of every point
+    pointed = np.flatnonzero(np.bincount(field % width, minlength=width)).tolist()
     if np.count_nonzero(np.diff(field) == 0) or any(kinds[j] == "S1" for j in pointed):
         return None
     for j in pointed:  # an int64 column holding fractions turns float64, as in _load
@@ -602,7 +600,7 @@ def _decimals(block: bytes, kinds: list[str], delimiter: Optional[str]) -> Optio
     scale[field] = _POWERS_OF_TEN[digits]
     scale = scale.reshape(-1, width)
     signed = np.zeros(ends.size, dtype=bool)
-    signed[field_of[data == ord("-")]] = True
+    signed[np.searchsorted(ends, np.flatnonzero(data == ord("-")))] = True
     signed = signed.reshape(-1, width)
     out = {j: records[f"c{j}"] for j in range(width)}
     for j in floats:
