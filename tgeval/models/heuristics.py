@@ -32,7 +32,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import PAD, Occurrences
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
-from tgeval.models.base import CandidateScorer, TemporalLinkModel, time_store
+from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer, time_store
 from tgeval.state import State, clone_state
 
 __all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity", "LocalRecency",
@@ -112,7 +112,11 @@ class _BufferState(TemporalLinkModel):
         not ``b x c``; a source's degree; a query's window start) and only what depends on the pair (a
         pair key's lookup, a count before ``t[i]``) per element of the ``[b, c]`` block: exact (the same
         operations on the same values as :meth:`score` of the expanded pairs), with no pair expanded.
+        A subclass whose :meth:`score` is its own (written for ``[P]`` pairs, as the contract of
+        :meth:`~tgeval.models.base.TemporalLinkModel.score` says) is scored pair by pair.
         """
+        if type(self).score.__module__ != __name__:
+            return pairwise_scorer(self.score, src, t, candidates)
 
         def scores(ev: slice, cand: Union[slice, Tensor]) -> Tensor:
             rows, cols = src[ev], candidates[cand]
