@@ -250,7 +250,8 @@ def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
             protocol = replace(protocol, num_negatives=sampler.num_negatives)
     result = _measure(model, data, segment, protocol, str(args.data), split, _Progress(label, enabled=main),
                       sampler=sampler, catalog=catalog if args.all_entity else None,
-                      candidate_budget=args.candidate_budget, distributed=distributed)
+                      candidate_budget=args.candidate_budget, distributed=distributed,
+                      records="events" if args.save_events else "none")  # never the [E, K] scores: nothing reads them
     if not main:  # rank 0 alone prints and writes
         return 0
     result.manifest["selection"] = selection
