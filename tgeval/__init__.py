@@ -18,7 +18,7 @@ _SOURCES = {
     **dict.fromkeys(("Segment", "Split", "chronological_split"), "tgeval.data.split"),
     **dict.fromkeys(("sort_by_time", "validate"), "tgeval.data.validate"),
     **dict.fromkeys(("deterministic", "device_of"), "tgeval.device"),
-    **dict.fromkeys(("CatalogError", "CheckpointError", "DataFormatError", "DataMismatchError", "DeviceError",
+    **dict.fromkeys(("CacheWarning", "CatalogError", "CheckpointError", "DataFormatError", "DataMismatchError", "DeviceError",
                      "DistributedError", "EventSetMismatchError", "EventsFileError", "HiddenStateError",
                      "InputPathError", "LeakageError", "ModelCapabilityError", "NegativesFileError",
                      "OutputPathError", "SamplerError", "SlowPathWarning", "SplitError", "StaticGraphError",

@@ -139,13 +139,17 @@ def _add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _add_event_file(parser: argparse.ArgumentParser, *, data_help: str = "event file",
                     bipartite_help: str = "sources and destinations in disjoint id ranges") -> None:
-    """The event file and how to read it: ``data``, ``--format``, ``--remap``, ``--bipartite``, ``--sort``."""
+    """The event file and how to read it: ``data``, ``--format``, ``--remap``, ``--bipartite``, ``--sort``,
+    ``--cache-dir``."""
     parser.add_argument("data", type=Path, help=data_help)
     parser.add_argument("--format", choices=formats.names(), required=True, help="file format: " + "; ".join(
         f"{name}: {formats.entry(name).help}" for name in formats.names()).replace("%", "%%"))
     parser.add_argument("--remap", action="store_true", help="renumber ids to 0..n-1")
     parser.add_argument("--bipartite", action="store_true", help=bipartite_help)
     parser.add_argument("--sort", action="store_true", help="stable-sort an unsorted file instead of failing")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="keep the validated arrays of the file in this folder, keyed by its sha256 and the "
+                             "reading options, and reuse them (default: $TGEVAL_CACHE_DIR when set, else no cache)")
 
 
 def _add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:

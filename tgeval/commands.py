@@ -140,7 +140,11 @@ def _reader_options(items: Sequence[str], fmt: str) -> dict[str, Any]:
 
 
 def _report_reading(info: ReadInfo) -> None:
-    """Warn about what reading changed: duplicate events, timestamps merged by float rounding."""
+    """Say whether the arrays came from the cache; warn about what reading changed: duplicate events,
+    timestamps merged by float rounding."""
+    if info.cache != "off":
+        said = {"hit": "arrays loaded from the cache", "miss": "read from the text and stored in the cache"}
+        print(f"data: {said[info.cache]} (--cache-dir, $TGEVAL_CACHE_DIR)", file=sys.stderr)
     if info.num_duplicates:
         what = "dropped" if info.duplicates == "drop" else "kept (--duplicates drop removes them)"
         print(f"data: {info.num_duplicates} events repeat an earlier event in every field read; {what}",
@@ -221,7 +225,7 @@ def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
     options = typed_options(formats.entry(args.format).reader(), _reader_options(args.option, args.format),
                             f"reader {args.format!r} option")
     with progress.phase("read"):
-        data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
+        data, info = read_events(args.data, args.format, cache_dir=args.cache_dir, remap=args.remap or None, bipartite=args.bipartite or None,
                                  sort=args.sort, duplicates=args.duplicates, **options)
     if main:
         _report_reading(info)
@@ -490,7 +494,7 @@ def train_command(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace, device: torch.device, distributed: bool) -> int:
     """The body of :func:`train_command` once devices and outputs are checked."""
-    data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
+    data, info = read_events(args.data, args.format, cache_dir=args.cache_dir, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, duplicates=args.duplicates)
     _report_reading(info)
     data = data.to(device)

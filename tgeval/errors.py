@@ -25,6 +25,7 @@ __all__ = [
     "EventSetMismatchError",
     "EventsFileError",
     "UndefinedMetricWarning",
+    "CacheWarning",
     "SlowPathWarning",
     "UntrainedModelWarning",
 ]
@@ -133,3 +134,8 @@ class SlowPathWarning(UserWarning):
 class UntrainedModelWarning(UserWarning):
     """A model with parameters is evaluated as it was built (never trained, nor loaded from a
     checkpoint of a trained model): its numbers are those of random weights."""
+
+
+class CacheWarning(UserWarning):
+    """A cache entry of :func:`tgeval.data.read_events` could not be used or written; the file was read
+    from its text instead."""

@@ -38,6 +38,19 @@ def test_evaluate_writes_result_and_events(snap_file, tmp_path, model, capsys):
     assert "sampled MRR" in capsys.readouterr().out
 
 
+def test_cache_dir_stores_then_serves_the_arrays_with_the_same_metrics(snap_file, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("TGEVAL_CACHE_DIR", raising=False)
+    cache = tmp_path / "cache"
+    metrics = []
+    for said in ("read from the text and stored in the cache", "arrays loaded from the cache"):
+        out = tmp_path / f"{len(metrics)}.json"
+        assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "5",
+                     "--cache-dir", str(cache), "--out", str(out)]) == 0
+        assert f"data: {said}" in capsys.readouterr().err
+        metrics.append(json.loads(out.read_text())["metrics"])
+    assert len(list(cache.iterdir())) == 1 and metrics[0] == metrics[1]
+
+
 def test_evaluate_reports_bad_input(tmp_path, capsys):
     path = tmp_path / "bad.txt"
     path.write_text("1 2 10\n2 3 5\n")

@@ -6,8 +6,8 @@ record of what the reader reported. It is keyed by the file's sha256, the reader
 it and compared on every load, so an edited file or other options never meet a stale entry.
 Entries are written atomically (:func:`tgeval.atomic.write_atomic`), so a reader sees a complete
 entry or none. An entry that cannot be read, fails the zip checksums (CRC-32 of every array) or
-holds another key is rebuilt, with a :class:`CacheWarning`. A folder that refuses the new entry
-gives a :class:`CacheWarning` too, and the result read from the text is returned: the cache only
+holds another key is rebuilt, with a :class:`~tgeval.errors.CacheWarning`. A folder that refuses the new entry
+gives a :class:`~tgeval.errors.CacheWarning` too, and the result read from the text is returned: the cache only
 saves time, so a read-only cache (shared, filled by someone else) still serves its hits.
 
 The folder is the reader's ``cache_dir`` argument, else ``$TGEVAL_CACHE_DIR`` when set and not
@@ -28,8 +28,9 @@ from typing import Any, Callable, Optional, TypeVar, Union
 import numpy as np
 
 from tgeval.atomic import file_sha256, write_atomic
+from tgeval.errors import CacheWarning
 
-__all__ = ["CACHE_ENV", "CACHE_VERSION", "CacheWarning", "cache_folder", "entry_key", "load_entry", "store_entry"]
+__all__ = ["CACHE_ENV", "CACHE_VERSION", "cache_folder", "entry_key", "load_entry", "store_entry"]
 
 #: environment variable naming the default cache folder
 CACHE_ENV = "TGEVAL_CACHE_DIR"
@@ -39,10 +40,6 @@ CACHE_VERSION = 1
 T = TypeVar("T")
 _KEY = "__key__"
 _RECORD = "__record__"
-
-
-class CacheWarning(UserWarning):
-    """A cache entry could not be used or written; the file was read from its text instead."""
 
 
 def cache_folder(cache_dir: Optional[Union[str, "os.PathLike[str]"]]) -> Optional[Path]:
@@ -64,7 +61,7 @@ def _entry_path(folder: Path, key: str) -> Path:
 def load_entry(folder: Path, key: str, decode: Callable[[dict[str, np.ndarray], dict[str, Any]], T]) -> Optional[T]:
     """``decode(arrays, record)`` of the entry stored under ``key``, or ``None`` when there is none. An entry that
     is unreadable, holds another key or that ``decode`` refuses (``ValueError``, ``TypeError``, ``KeyError``) is
-    left to be overwritten, with a :class:`CacheWarning`."""
+    left to be overwritten, with a :class:`~tgeval.errors.CacheWarning`."""
     path = _entry_path(folder, key)
     if not path.is_file():
         return None
@@ -81,7 +78,7 @@ def load_entry(folder: Path, key: str, decode: Callable[[dict[str, np.ndarray], 
 
 
 def store_entry(folder: Path, key: str, arrays: dict[str, np.ndarray], record: dict[str, Any]) -> bool:
-    """Write the entry for ``key`` atomically; whether it was written (else a :class:`CacheWarning`)."""
+    """Write the entry for ``key`` atomically; whether it was written (else a :class:`~tgeval.errors.CacheWarning`)."""
     payload = io.BytesIO()
     encoded = {_KEY: np.frombuffer(key.encode("utf-8"), dtype=np.uint8),
                _RECORD: np.frombuffer(json.dumps(record).encode("utf-8"), dtype=np.uint8)}

@@ -138,7 +138,7 @@ class ReadInfo:
             microseconds of textual times) that became equal when parsed to float64: their
             events now share a timestamp group. 0 for integer times.
         cache (str): ``"off"`` (no cache folder), ``"hit"`` (arrays loaded from the cache) or ``"miss"``
-            (read from the text, and stored in the cache unless a :class:`~tgeval.data.cache.CacheWarning` said
+            (read from the text, and stored in the cache unless a :class:`~tgeval.errors.CacheWarning` said
             otherwise).
     """
 

@@ -168,7 +168,7 @@ def diagnose_command(args: argparse.Namespace) -> int:
         if given:
             raise ValueError(f"{', '.join(given)} only apply to --intervention membership CHECKPOINT; drop them, or "
                              f"add --intervention.")
-    data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
+    data, info = read_events(args.data, args.format, cache_dir=args.cache_dir, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort, directed=args.directed)
     if args.intervention is not None:
         return _intervention_command(args, data, info.num_nodes)

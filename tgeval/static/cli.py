@@ -74,7 +74,7 @@ def format_static(report: dict) -> str:
 def _graph(args: argparse.Namespace) -> tuple[StaticGraph, dict]:
     """The static graph of ``args.data`` and what it came from (checks ``--out`` first)."""
     check_writable(args.out, folder=True, what="--out")
-    data, info = read_events(args.data, args.format, remap=args.remap or None, bipartite=args.bipartite or None,
+    data, info = read_events(args.data, args.format, cache_dir=args.cache_dir, remap=args.remap or None, bipartite=args.bipartite or None,
                              sort=args.sort)
     projected = _projected(args.end, data)
     source = {"name": str(args.data), "fingerprint": fingerprint(data), "format": args.format,

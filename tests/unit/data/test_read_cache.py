@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tgeval.data.cache import CACHE_ENV, CacheWarning
+from tgeval.data.cache import CACHE_ENV
+from tgeval.errors import CacheWarning
 from tgeval.data.io import read_events
 
 TEXT = "user_id,item_id,timestamp,state_label,f\n3,7,1.0,0,0.5\n4,7,2.0,1,0.25\n3,8,2.0,0,1e-3\n3,8,2.0,0,1e-3\n"
