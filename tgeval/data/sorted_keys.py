@@ -115,8 +115,21 @@ class Occurrences:
         return self.run_start == torch.arange(self.run_start.numel(), device=self.keys.device)
 
     @functools.cached_property
+    def rank(self) -> Tensor:
+        """int64 ``[M]``: per sorted occurrence, the number of occurrences strictly earlier in time.
+
+        In the time-sorted ``all_times`` that is the position of the first time equal to it: the
+        running maximum of the positions that start a run of equal times, O(M) (no search).
+        """
+        times = self.all_times
+        position = torch.arange(times.numel(), device=times.device)
+        starts = torch.ones(times.shape, dtype=torch.bool, device=times.device)
+        starts[1:] = times[1:] != times[:-1]
+        return torch.cummax(torch.where(starts, position, 0), 0).values.take(self.order)
+
+    @functools.cached_property
     def _composite(self) -> Tensor:
-        return self.run_start * self.keys.numel() + torch.searchsorted(self.all_times, self.times[:-1])
+        return self.run_start * self.keys.numel() + self.rank
 
     def first_before(self, keys: Tensor, t: Tensor) -> Tensor:
         """bool, shape of ``keys``: the key occurs strictly before ``t``."""

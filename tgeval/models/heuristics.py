@@ -30,7 +30,7 @@ from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.sorted_keys import PAD, Occurrences
+from tgeval.data.sorted_keys import PAD, Occurrences, merge_slots
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer, time_store
 from tgeval.state import State, clone_state
@@ -127,14 +127,21 @@ class _BufferState(TemporalLinkModel):
 class EdgeBank(_BufferState):
     r"""EdgeBank: remembers every pair seen (or seen within ``window`` time units).
 
-    Storage is a padded sorted array, so that scoring and updates have fixed shapes (no
-    host synchronisation on a GPU): ``keys`` holds the distinct pair keys
-    ``u * num_nodes + v`` in ascending order followed by padding (the largest int64, never
-    a pair key), ``last_seen`` the latest time of each pair (padding: the lowest value of
-    its dtype). The capacity grows geometrically ahead of need; the host keeps an upper
-    bound of the number of pairs, so it reads the true number from the device only when
-    that bound reaches the capacity (amortised: a few times per pass). Times keep the
-    data's precision: ``last_seen`` is int64 for integer ``t`` and float64 otherwise.
+    Storage is two padded sorted arrays with fixed shapes (no host synchronisation on a GPU):
+    the main one (``keys``, ``last_seen``) and a small delta (``delta_keys``, ``delta_seen``)
+    holding the pairs first seen since it was last merged into the main one (the two are
+    disjoint). Each holds distinct pair keys ``u * num_nodes + v`` in ascending order followed
+    by padding (the largest int64, never a pair key) and the latest time of each pair (padding:
+    the lowest value of its dtype). An update of ``B`` events refreshes in place the times of
+    its pairs already in the main array (capacity ``C``), :math:`O(B \log C)`, and merges the
+    others into the delta (capacity :math:`D \approx \sqrt{BC}`), :math:`O(D + B \log B)`; the
+    delta is merged into the main array, :math:`O(C + D \log C)`, only when the host's bound of
+    its size reaches ``D``, every ``D / B`` updates at the soonest: :math:`O(B \log C + \sqrt{BC})`
+    per update amortised, not :math:`O(C)`. Lookups consult both arrays. Capacities grow
+    geometrically ahead of need; the host keeps upper bounds of the numbers of pairs and reads
+    the true numbers from the device only when the main array's bound reaches its capacity
+    (amortised: a few times per pass). Times keep the data's precision: int64 for integer ``t``,
+    float64 otherwise.
 
     Args:
         num_nodes: exclusive upper bound of node ids.
@@ -151,15 +158,18 @@ class EdgeBank(_BufferState):
     """
 
     _state_keys = ("keys", "last_seen", "latest")
+    #: per catalog, the main array's prefix counts, rebuilt when the main keys change (not state)
+    state_scratch = ("_held_index",)
     exact_history = True
-    keys: Tensor  # int64 [capacity]: sorted distinct pair keys, then PAD
+    keys: Tensor  # int64 [capacity]: sorted distinct pair keys of the main array, then PAD
     last_seen: Tensor  # [capacity]: last time each pair occurred (int64 or float64), then its dtype's lowest value
+    delta_keys: Tensor  # int64 [delta capacity]: sorted pair keys first seen since the last merge, then PAD
+    delta_seen: Tensor  # [delta capacity]: their last times (dtype of last_seen), then its lowest value
     latest: Tensor  # []: latest time of an event fed (dtype of last_seen; its lowest value before any event)
-    slots: Tensor  # int64 [capacity]: arange(capacity), not state
     #: smallest capacity of the padded arrays
     min_capacity = 1024
-    #: an update of more events than this and than the capacity (a warm-up) is followed by a
-    #: compaction to twice the pairs stored (one host read), not left at the room it reserved
+    #: an update of more events than this and than the capacity (a warm-up) is merged straight into the
+    #: main array, then compacted to twice the pairs stored (one host read), not left at the room it reserved
     bulk_events = 2**16
 
     def __init__(self, num_nodes: int, window: Union[int, float, None] = None, directed: bool = True,
@@ -176,12 +186,15 @@ class EdgeBank(_BufferState):
         self._floor = None if self.window is None else math.floor(self.window)
         self.directed = directed
         self.anchor = anchor
-        self.register_buffer("keys", torch.full((self.min_capacity,), PAD, dtype=torch.long), persistent=False)
-        self.register_buffer("last_seen", torch.full((self.min_capacity,), _lowest(torch.long), dtype=torch.long),
-                             persistent=False)
-        self.register_buffer("slots", torch.arange(self.min_capacity), persistent=False)
+        for name, capacity in (("keys", self.min_capacity), ("delta_keys", self.min_capacity)):
+            self.register_buffer(name, torch.full((capacity,), PAD, dtype=torch.long), persistent=False)
+        for name in ("last_seen", "delta_seen"):
+            self.register_buffer(name, torch.full((self.min_capacity,), _lowest(torch.long), dtype=torch.long),
+                                 persistent=False)
         self.register_buffer("latest", torch.tensor(_lowest(torch.long)), persistent=False)
-        self._bound = 0  # host-side upper bound of the number of stored pairs
+        self._bound = 0  # host-side upper bound of the number of pairs in the main array
+        self._delta_bound = 0  # and in the delta
+        self._held_index: Optional[tuple] = None
 
     # -- storage ----------------------------------------------------------------------
     def _key(self, src: Tensor, dst: Tensor) -> Tensor:
@@ -189,34 +202,71 @@ class EdgeBank(_BufferState):
             return torch.add(dst, src, alpha=self.num_nodes)
         return pair_keys(src, dst, self.num_nodes, directed=False)
 
-    def _store(self, keys: Tensor, last_seen: Tensor, capacity: int) -> None:
-        """Install ``P`` sorted distinct keys and their times, padded to ``capacity > P``."""
-        size = keys.numel()
-        self.keys = torch.full((capacity,), PAD, dtype=torch.long, device=keys.device)
-        self.last_seen = torch.full((capacity,), _lowest(last_seen.dtype), dtype=last_seen.dtype, device=keys.device)
-        self.keys[:size], self.last_seen[:size] = keys, last_seen
+    def _store(self, keys: Tensor, last_seen: Tensor, capacity: int, incoming: int = 0) -> None:
+        """Install ``P`` sorted distinct keys and their times as the main array, padded to
+        ``capacity > P``, and an empty delta with room for ``incoming`` more keys."""
+        self.keys, self.last_seen = _padded(keys, last_seen, capacity)
         self.latest = self.latest.to(last_seen.dtype)
-        if self.slots.numel() != capacity:
-            self.slots = torch.arange(capacity, device=keys.device)
-        self._bound = size
+        self._bound = keys.numel()
+        self._empty_delta(incoming)
+
+    def _empty_delta(self, incoming: int) -> None:
+        """An empty delta of capacity ``max(min_capacity, 2 (incoming + 1), sqrt(C incoming))``: merging
+        a batch into it, O(D), then costs about as much per update as the merges into the main array,
+        O(C) every ``D / incoming`` updates."""
+        capacity = max(self.min_capacity, 2 * (incoming + 1), math.isqrt(self.keys.numel() * incoming))
+        self.delta_keys, self.delta_seen = _padded(self.keys[:0], self.last_seen[:0], capacity)
+        self._delta_bound = 0
 
     def _stored(self) -> tuple[Tensor, Tensor]:
-        """The stored keys and times without padding (reads the size from the device)."""
-        size = int(torch.searchsorted(self.keys, torch.full((), PAD, dtype=torch.long, device=self.keys.device)))
-        return self.keys[:size], self.last_seen[:size]
+        """The stored keys and times without padding, sorted: the main array's, merged with the
+        delta's when it holds any (reads both sizes from the device, in one read)."""
+        pad = torch.full((1,), PAD, dtype=torch.long, device=self.keys.device)
+        size, delta = torch.cat([torch.searchsorted(self.keys, pad), torch.searchsorted(self.delta_keys, pad)]).tolist()
+        if delta == 0:
+            return self.keys[:size], self.last_seen[:size]
+        return _merge_disjoint(self.keys[:size], self.last_seen[:size], self.delta_keys[:delta],
+                               self.delta_seen[:delta], size + delta)
 
-    def _reserve(self, incoming: int, time_dtype: torch.dtype) -> None:
-        """Make room for ``incoming`` more keys plus one padding slot (and the time dtype of
-        the data); reads the true size from the device only when the host bound is too high."""
-        time_dtype = torch.long if not time_dtype.is_floating_point else torch.float64
-        if self.last_seen.dtype != time_dtype:  # first floating-point times: keep them exact from now on
+    def _time_dtype(self, time_dtype: torch.dtype) -> None:
+        """Keep the data's time precision: the first floating-point times turn the stored ones to float64."""
+        if time_dtype.is_floating_point and not self.last_seen.is_floating_point():
             keys, times = self._stored()
-            self._store(keys, times.to(torch.promote_types(times.dtype, time_dtype)), self.keys.numel())
+            self._store(keys, times.to(torch.float64), self.keys.numel())
+
+    def _flush(self, incoming: int) -> None:
+        """Merge the delta into the main array (with a host read of the sizes only when the main
+        array's bound leaves too little room) and empty it with room for ``incoming`` more keys."""
+        capacity = self.keys.numel()
+        if self._bound + self._delta_bound + 1 >= capacity:
+            keys, times = self._stored()
+            self._store(keys, times, max(capacity, 2 * (keys.numel() + incoming + 1)), incoming)
+            return
+        self.keys, self.last_seen = _merge_disjoint(self.keys, self.last_seen, self.delta_keys, self.delta_seen,
+                                                    capacity)
+        self._bound += self._delta_bound
+        self._empty_delta(incoming)
+
+    def _reserve(self, incoming: int) -> None:
+        """Empty the delta into the main array and make room there for ``incoming`` more keys plus
+        one padding slot; reads the true size from the device only when the host bound is too high."""
+        if self._delta_bound:
+            self._flush(0)
         if self._bound + incoming < self.keys.numel():
             return
         keys, times = self._stored()
-        capacity = max(self.keys.numel(), 2 * (keys.numel() + incoming + 1))
-        self._store(keys, times, capacity)
+        self._store(keys, times, max(self.keys.numel(), 2 * (keys.numel() + incoming + 1)))
+
+    def _lookup(self, key: Tensor) -> tuple[Tensor, Tensor]:
+        """Whether each key is stored and its last time (arbitrary where it is not): shape of ``key``."""
+        pos, at = torch.searchsorted(self.keys, key), torch.searchsorted(self.delta_keys, key)  # padding ends both
+        in_main = self.keys.take(pos) == key
+        found = in_main | (self.delta_keys.take(at) == key)
+        return found, torch.where(in_main, self.last_seen.take(pos), self.delta_seen.take(at))
+
+    def _is_stored(self, key: Tensor) -> Tensor:
+        pos, at = torch.searchsorted(self.keys, key), torch.searchsorted(self.delta_keys, key)
+        return (self.keys.take(pos) == key) | (self.delta_keys.take(at) == key)
 
     # -- scoring ----------------------------------------------------------------------
     def _end(self, t: Tensor) -> Tensor:
@@ -249,13 +299,13 @@ class EdgeBank(_BufferState):
         """``M`` (bool, shape of ``src``): the pair was seen before ``t`` (within the window):
         in the stored history, or inside :meth:`within_batch` among the batch's earlier events."""
         key = self._key(src, dst)
-        pos = torch.searchsorted(self.keys, key)  # < capacity: the array always ends with padding
-        found = self.keys.take(pos) == key
         earlier: Optional[Occurrences] = self._earlier
         if self.window is None:
+            found = self._is_stored(key)
             return found if earlier is None else found | earlier.first_before(key, t)
+        found, last = self._lookup(key)
         since = self._since(t)
-        found = found & (self.last_seen.take(pos) >= since)  # not in place: shapes may broadcast
+        found = found & (last >= since)  # not in place: shapes may broadcast
         if earlier is not None:  # an occurrence in [t - w, t)
             found = found | (earlier.count_before(key, t) > earlier.count_before(key, since))
         return found
@@ -274,49 +324,47 @@ class EdgeBank(_BufferState):
 
     # -- state ------------------------------------------------------------------------
     def update(self, batch: TemporalData) -> None:
-        r"""Insert the batch's pairs and refresh their last-seen times: a sorted merge with fixed
-        shapes, :math:`O(C + B \log B)` for capacity :math:`C` and batch size :math:`B`.
-
-        With the batch's keys sorted (``ks``), ``pos`` their insertion points among the stored
-        keys and ``new`` marking the last occurrence of each key not stored yet, every
-        occurrence's key ends at slot ``pos`` plus the number of new keys before it in ``ks``,
-        and stored key ``i`` moves to ``i`` plus the number of new keys inserted at or before
-        ``i``. The batch's times are taken as the latest of their pairs (batches arrive in time
-        order).
+        r"""Insert the batch's pairs and refresh their last-seen times, with fixed shapes: the
+        times of pairs in the main array in place, :math:`O(B \log C)`; the other pairs merged
+        into the delta (:func:`_merge_batch`), :math:`O(D + B \log B)`, after merging the delta
+        into the main array when its bound leaves too little room. A pair's time is the latest
+        of its batch occurrences (batches arrive in time order). A bulk update (more events than
+        :attr:`bulk_events` and the capacity), or any while the main array is no larger than the
+        delta, is merged straight into the main array (:meth:`_reserve`), the old :math:`O(C + B \log B)`.
         """
         size = batch.src.numel()
         if size == 0:
             return
-        reserved_from = self.keys.numel()
-        self._reserve(size, batch.t.dtype)
-        keys, capacity = self.keys, self.keys.numel()
-        ks, order = torch.topk(self._key(batch.src, batch.dst), size, largest=False)  # ascending
-        times = batch.t.take(order)
-        if times.dtype != self.last_seen.dtype:
-            times = times.to(self.last_seen.dtype)
-        pos = torch.searchsorted(keys, ks)
-        last = torch.searchsorted(ks, ks, right=True) == self.slots[1:size + 1]
-        new = torch.bitwise_and(last, keys.take(pos) != ks).long()
-        before = torch.cumsum(new, 0) - new  # new keys among ks[:j]
-        slot = pos + before  # merged slot of each occurrence's key
-        bump = torch.zeros(capacity, dtype=torch.long, device=ks.device).index_add_(0, pos, new)
-        moved = self.slots + bump.cumsum(0)  # + new keys inserted at or before
-        # The merged arrays are written at every slot below capacity + (new keys); the rest is cut off.
-        merged = torch.empty(capacity + size, dtype=torch.long, device=ks.device)
-        merged.scatter_(0, moved, keys).scatter_(0, slot, ks)
-        seen = torch.empty(capacity + size, dtype=times.dtype, device=ks.device)
-        # a pair's batch time is its latest: stored times are older than the batch
-        seen.scatter_(0, moved, self.last_seen).scatter_reduce_(0, slot, times, reduce="amax", include_self=False)
-        self.keys, self.last_seen = merged[:capacity], seen[:capacity]
+        self._time_dtype(batch.t.dtype)
+        times = batch.t if batch.t.dtype == self.last_seen.dtype else batch.t.to(self.last_seen.dtype)
+        key, lowest = self._key(batch.src, batch.dst), _lowest(times.dtype)
+        bulk = size > max(self.keys.numel(), self.bulk_events)  # a warm-up: one merge, then a compaction
+        if bulk or self.keys.numel() <= self.delta_keys.numel():  # a delta as large as the main array saves nothing
+            self._reserve(size)
+            ks, order = torch.topk(key, size, largest=False)  # ascending
+            self.keys, self.last_seen = _merge_batch(self.keys, self.last_seen, ks, times.take(order))
+            self._bound += size
+            if bulk:
+                keys, stored = self._stored()  # fit the capacity to the pairs stored (one host read)
+                self._store(keys, stored, max(self.min_capacity, 2 * (keys.numel() + 1)))
+        else:
+            if self._delta_bound + size + 1 >= self.delta_keys.numel():
+                self._flush(size)  # first: the keys looked up in the main array below must stay there
+            pos = torch.searchsorted(self.keys, key)
+            in_main = self.keys.take(pos) == key
+            # the last slot is padding, whose time stays the lowest: the target of the other keys
+            slot = torch.where(in_main, pos, self.keys.numel() - 1)
+            self.last_seen.index_fill_(0, slot, lowest).scatter_reduce_(
+                0, slot, torch.where(in_main, times, lowest), reduce="amax")  # the batch's latest time
+            ks, order = torch.topk(torch.where(in_main, PAD, key), size, largest=False)  # ascending, stored last
+            self.delta_keys, self.delta_seen = _merge_batch(
+                self.delta_keys, self.delta_seen, ks, torch.where(in_main, lowest, times).take(order))
+            self._delta_bound += size
         self.latest = torch.maximum(self.latest, times.max())
-        self._bound += size
-        if size > max(reserved_from, self.bulk_events):  # a bulk update (a warm-up) reserved room for `size` new keys:
-            keys, times = self._stored()  # fit the capacity to the pairs stored (one host read)
-            self._store(keys, times, max(self.min_capacity, 2 * (keys.numel() + 1)))
 
     def reset_state(self) -> None:
         self.latest = torch.full((), _lowest(torch.long), dtype=torch.long, device=self.keys.device)
-        self._store(self.keys.new_zeros(0), self.last_seen.new_zeros(0), self.min_capacity)
+        self._store(self.keys.new_zeros(0), self.last_seen.new_zeros(0).long(), self.min_capacity)
 
     def snapshot(self) -> State:
         keys, last_seen = self._stored()
@@ -336,39 +384,56 @@ class EdgeBank(_BufferState):
         With :math:`n_1(u, t)` the catalog items :math:`c` available at :math:`t` for which
         :math:`(u, c)` counts as seen and :math:`n(t)` the items available at :math:`t`, seen
         items score :math:`s_1` and the others :math:`s_0`, so ``above``
-        :math:`= n_1 [s_1 > p] + (n - n_1)[s_0 > p]` (likewise ``equal``). Without a window
-        or availability times, :math:`n_1` is a difference of prefix sums over the sorted
-        keys; otherwise it is a dominance count on keys ``src * (C + 1) + rank(time)``, which
-        order each source's pairs by last-seen time (window) or by the destination's
-        availability time. Offered for directed banks; ``None`` with both a window and a
-        time-masked catalog. Inside :meth:`within_batch`, the batch's pairs first seen before
-        ``t`` add to :math:`n_1` (plain catalogs without a window; otherwise ``None``).
+        :math:`= n_1 [s_1 > p] + (n - n_1)[s_0 > p]` (likewise ``equal``). :math:`n_1` sums over
+        the main array and the delta (disjoint). Without a window or availability times, it is a
+        difference of prefix sums over the sorted keys; otherwise a dominance count on keys
+        ``src * (C + 1) + rank(time)``, which order each source's pairs by last-seen time (window)
+        or by the destination's availability time. The main array's prefix sums (or dominance
+        keys by availability time) depend only on its keys and the catalog: they are kept until
+        either changes, so a query costs :math:`O(B \log C + D)`, not :math:`O(C)`. Offered for
+        directed banks; ``None`` with both a window and a time-masked catalog. Inside
+        :meth:`within_batch`, the batch's pairs first seen before ``t`` add to :math:`n_1` (plain
+        catalogs without a window; otherwise ``None``).
         """
         earlier: Optional[Occurrences] = self._earlier
-        timed = self.window is not None or catalog.available_from is not None
-        if not self.directed or (self.window is not None and catalog.available_from is not None) or (
+        available_from = catalog.available_from
+        timed = self.window is not None or available_from is not None
+        if not self.directed or (self.window is not None and available_from is not None) or (
                 earlier is not None and timed):
             return None
-        n, keys = self.num_nodes, self.keys
-        stride = keys.numel() + 1 if timed else 0 if earlier is None else earlier.keys.numel()
-        if n * stride >= 2**62:
+        n = self.num_nodes
+        stride = self.keys.numel() + 1 if timed else 0 if earlier is None else earlier.keys.numel()
+        if n * max(stride, self.delta_keys.numel() + 1 if timed else 0) >= 2**62:
             return None  # the composite keys of a dominance count would overflow int64
-        in_catalog = catalog.indicator.take(keys % n)  # int64 0 / 1
-        available_from = catalog.available_from
-        if self.window is None and available_from is None:
-            below = torch.cumsum(in_catalog, 0) - in_catalog  # catalog keys before each slot (padding is beyond
-            base = src * n                                    # every source's range, never read)
-            n_seen = below.take(torch.searchsorted(keys, base + n)) - below.take(torch.searchsorted(keys, base))
-            if earlier is not None:
-                n_seen = n_seen + self._new_pairs_before(earlier, src, t, catalog)
-        elif self.window is not None:  # last seen in [t - w, t)
-            n_seen = _count_in_time(keys, self.last_seen, (in_catalog > 0) & (keys != PAD), n, src,
-                                    lower=self._since(t))
-        elif available_from is not None:  # destination available at t: available_from < t
-            time = available_from.take(catalog.table.take(keys % n).clamp(min=0))
-            n_seen = _count_in_time(keys, time, (in_catalog > 0) & (keys != PAD), n, src, upper=t.to(time.dtype))
-        return self._counts(n_seen, catalog.size if catalog.available_from is None else catalog.num_available(t),
-                            pos_score)
+        if self.window is not None:  # last seen in [t - w, t): the times change at every update
+            since = self._since(t)
+            n_seen = sum(_count_in_time(_dominance_index(keys, seen, self._in_catalog(keys, catalog), n), src,
+                                        lower=since)
+                         for keys, seen in ((self.keys, self.last_seen), (self.delta_keys, self.delta_seen)))
+        else:
+            main = self._main_index(catalog)
+            delta = _catalog_index(self.delta_keys, catalog, n, self._in_catalog(self.delta_keys, catalog))
+            if available_from is None:
+                n_seen = _prefix_count(main, self.keys, src, n) + _prefix_count(delta, self.delta_keys, src, n)
+                if earlier is not None:
+                    n_seen = n_seen + self._new_pairs_before(earlier, src, t, catalog)
+            else:  # destination available at t: available_from < t
+                upper = t.to(available_from.dtype)
+                n_seen = _count_in_time(main, src, upper=upper) + _count_in_time(delta, src, upper=upper)
+        return self._counts(n_seen, catalog.size if available_from is None else catalog.num_available(t), pos_score)
+
+    def _in_catalog(self, keys: Tensor, catalog: Catalog) -> Tensor:
+        """bool, shape of ``keys``: a stored pair (not padding) whose destination is in the catalog."""
+        return (catalog.indicator.take(keys % self.num_nodes) > 0) & (keys != PAD)
+
+    def _main_index(self, catalog: Catalog) -> Union[Tensor, tuple[Tensor, Tensor, int]]:
+        """:func:`_catalog_index` of the main array, rebuilt only when its keys or the catalog change."""
+        held = self._held_index
+        if held is not None and held[0] is self.keys and held[1] == self.keys._version and held[2] is catalog:
+            return held[3]
+        index = _catalog_index(self.keys, catalog, self.num_nodes, self._in_catalog(self.keys, catalog))
+        self._held_index = (self.keys, self.keys._version, catalog, index)
+        return index
 
     def _new_pairs_before(self, earlier: Occurrences, src: Tensor, t: Tensor, catalog: Catalog) -> Tensor:
         """Per query, the catalog destinations of ``src[i]`` that the batch pairs with it before
@@ -379,10 +444,8 @@ class EdgeBank(_BufferState):
         others mapped to padding; a query counts the keys in ``[u (M + 1), u (M + 1) + rank(t))``.
         """
         keys, n, stride = earlier.keys[:-1], self.num_nodes, earlier.keys.numel()
-        stored = self.keys.take(torch.searchsorted(self.keys, keys)) == keys
-        new = earlier.first & ~stored & (catalog.indicator.take(keys % n) > 0)
-        rank = torch.searchsorted(earlier.all_times, earlier.times[:-1])
-        composite = torch.sort(torch.where(new, keys // n * stride + rank, PAD)).values
+        new = earlier.first & ~self._is_stored(keys) & (catalog.indicator.take(keys % n) > 0)
+        composite = torch.sort(torch.where(new, keys // n * stride + earlier.rank, PAD)).values
         base = src * stride
         return torch.searchsorted(composite, base + torch.searchsorted(earlier.all_times, t.contiguous())) - (
             torch.searchsorted(composite, base))
@@ -401,6 +464,52 @@ class EdgeBank(_BufferState):
         anchor = {} if self.window is None or self.anchor == "query" else {"anchor": self.anchor}
         return {"name": "edgebank" if self.window is None else "edgebank-window",
                 "window": self.window, **clamped, **anchor, "directed": self.directed, "num_nodes": self.num_nodes}
+
+
+def _padded(keys: Tensor, times: Tensor, capacity: int) -> tuple[Tensor, Tensor]:
+    """``P`` sorted keys and their times, padded to ``capacity > P`` with :data:`PAD` and the lowest time."""
+    padded = torch.full((capacity,), PAD, dtype=torch.long, device=keys.device)
+    seen = torch.full((capacity,), _lowest(times.dtype), dtype=times.dtype, device=keys.device)
+    padded[:keys.numel()], seen[:keys.numel()] = keys, times
+    return padded, seen
+
+
+def _merge_disjoint(keys: Tensor, times: Tensor, other: Tensor, other_times: Tensor,
+                    capacity: int) -> tuple[Tensor, Tensor]:
+    """Two sorted key arrays with no key in common (padding aside) and their times, merged and cut
+    to ``capacity`` slots: :func:`~tgeval.data.sorted_keys.merge_slots`, :math:`O(C + D \\log C)`."""
+    old_slot, new_slot = merge_slots(keys.numel(), torch.searchsorted(keys, other))
+    merged = torch.empty(keys.numel() + other.numel(), dtype=torch.long, device=keys.device)
+    merged.scatter_(0, old_slot, keys).scatter_(0, new_slot, other)
+    seen = torch.empty(merged.numel(), dtype=times.dtype, device=keys.device)
+    seen.scatter_(0, old_slot, times).scatter_(0, new_slot, other_times)
+    return merged[:capacity], seen[:capacity]
+
+
+def _merge_batch(keys: Tensor, times: Tensor, ks: Tensor, batch_times: Tensor) -> tuple[Tensor, Tensor]:
+    r"""A batch's sorted keys ``ks`` (``B``, repeats and :data:`PAD` allowed) merged into a padded
+    sorted array of capacity ``C`` with room for them, each key at the latest of its batch times:
+    fixed shapes, :math:`O(C + B)`.
+
+    With ``pos`` the insertion points of ``ks`` among the stored keys and ``new`` marking the
+    last occurrence of each key not stored yet, every occurrence's key ends at slot ``pos`` plus
+    the number of new keys before it in ``ks``, and stored key ``i`` moves to ``i`` plus the
+    number of new keys inserted at or before ``i``; the batch's times replace the stored ones
+    (batches arrive in time order).
+    """
+    size, capacity = ks.numel(), keys.numel()
+    pos = torch.searchsorted(keys, ks)  # < capacity: the array ends with padding
+    last = torch.searchsorted(ks, ks, right=True) == torch.arange(1, size + 1, device=ks.device)
+    new = torch.bitwise_and(last, keys.take(pos) != ks).long()
+    slot = pos + torch.cumsum(new, 0) - new  # merged slot of each occurrence's key
+    bump = torch.zeros(capacity, dtype=torch.long, device=ks.device).index_add_(0, pos, new)
+    moved = torch.arange(capacity, device=ks.device) + bump.cumsum(0)  # + new keys inserted at or before
+    # The merged arrays are written at every slot below capacity + (new keys); the rest is cut off.
+    merged = torch.empty(capacity + size, dtype=torch.long, device=ks.device)
+    merged.scatter_(0, moved, keys).scatter_(0, slot, ks)
+    seen = torch.empty(capacity + size, dtype=times.dtype, device=ks.device)
+    seen.scatter_(0, moved, times).scatter_reduce_(0, slot, batch_times, reduce="amax", include_self=False)
+    return merged[:capacity], seen[:capacity]
 
 
 def _endpoints(batch: TemporalData) -> Occurrences:
@@ -424,19 +533,42 @@ def _window_start(end: Tensor, window: Union[int, float], floor: int, float_time
     return end.clamp(min=_lowest(torch.long) + floor) - floor
 
 
-def _count_in_time(keys: Tensor, time: Tensor, include: Tensor, n: int, src: Tensor, *,
-                   lower: Optional[Tensor] = None, upper: Optional[Tensor] = None) -> Tensor:
-    r"""Per query ``i``, the included keys of source ``src[i]`` whose time lies in
-    ``[lower[i], upper[i])`` (a missing bound is open): int64 ``[B]``.
+def _catalog_index(keys: Tensor, catalog: Catalog, n: int,
+                   include: Tensor) -> Union[Tensor, tuple[Tensor, Tensor, int]]:
+    """What a per-source count over the padded sorted ``keys`` needs: without availability times,
+    the number of included keys before each slot (:func:`_prefix_count`); with them, the dominance
+    index of the keys by their destination's availability time (:func:`_count_in_time`)."""
+    if catalog.available_from is None:
+        counted = include.long()
+        return torch.cumsum(counted, 0) - counted
+    time = catalog.available_from.take(catalog.table.take(keys % n).clamp(min=0))
+    return _dominance_index(keys, time, include, n)
 
-    A dominance count with fixed shapes: keys are re-sorted by ``source * (C + 1) + rank(time)``
-    (``rank`` = number of stored times below it, ``C`` the capacity), excluded keys last;
-    each bound is then one ``searchsorted`` inside the source's run.
-    """
+
+def _prefix_count(below: Tensor, keys: Tensor, src: Tensor, n: int) -> Tensor:
+    """int64 ``[B]``: the included keys of source ``src[i]``, ``below`` counting them before each slot
+    (padding is beyond every source's range ``[u n, (u + 1) n)``, never read)."""
+    base = src * n
+    return below.take(torch.searchsorted(keys, base + n)) - below.take(torch.searchsorted(keys, base))
+
+
+def _dominance_index(keys: Tensor, time: Tensor, include: Tensor, n: int) -> tuple[Tensor, Tensor, int]:
+    """``(ordered, composite, stride)`` of :func:`_count_in_time`: the sorted times, and the included
+    keys sorted by ``source * stride + rank(time)`` (``rank`` = number of times below, ``stride``
+    = capacity + 1), excluded keys last (:data:`PAD`)."""
     stride = keys.numel() + 1
     ordered = torch.sort(time).values
     composite = torch.where(include, (keys // n) * stride + torch.searchsorted(ordered, time), PAD)
-    composite = torch.sort(composite).values
+    return ordered, torch.sort(composite).values, stride
+
+
+def _count_in_time(index: tuple[Tensor, Tensor, int], src: Tensor, *,
+                   lower: Optional[Tensor] = None, upper: Optional[Tensor] = None) -> Tensor:
+    r"""Per query ``i``, the included keys of source ``src[i]`` whose time lies in
+    ``[lower[i], upper[i])`` (a missing bound is open): int64 ``[B]``, a dominance count with
+    fixed shapes on a :func:`_dominance_index`: each bound is one ``searchsorted`` inside the
+    source's run."""
+    ordered, composite, stride = index
     base = src * stride
     below = torch.searchsorted(composite, base if lower is None else base + torch.searchsorted(ordered, lower))
     above = torch.searchsorted(composite, base + stride if upper is None
@@ -628,9 +760,7 @@ class _Recency(EdgeBank):
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         key = self._key(src, dst)
-        pos = torch.searchsorted(self.keys, key)
-        found = self.keys.take(pos) == key
-        last = self.last_seen.take(pos)
+        found, last = self._lookup(key)
         earlier: Optional[Occurrences] = self._earlier
         if earlier is not None:  # the key's latest occurrence in the batch before t
             count = earlier.count_before(key, t)
