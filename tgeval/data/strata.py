@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from tgeval.data.groups import CHUNK_EVENTS
+
 __all__ = ["REPEATED", "NEW_PAIR", "NEW_NODE", "MAX_PAIR_KEY_NODES", "pair_keys", "event_strata"]
 
 #: Largest ``num_nodes`` whose pair keys ``u * num_nodes + v`` fit in int64 (``num_nodes ** 2 < 2 ** 63``).
@@ -20,18 +22,38 @@ def pair_keys(src: Tensor, dst: Tensor, num_nodes: int, *, directed: bool = True
     return src * num_nodes + dst
 
 
+def _unique_keys(src: Tensor, dst: Tensor, num_nodes: int, directed: bool, chunk: int) -> Tensor:
+    """Sorted distinct pair keys of the events (:func:`pair_keys`): int64 ``[U]``, taken ``chunk`` events at
+    a time; the chunks' distinct keys merge into the result once they outnumber it (few merges, small
+    temporaries)."""
+    merged, pending = src.new_empty(0), []
+    for a in range(0, src.numel(), chunk):
+        pending.append(torch.unique(pair_keys(src[a:a + chunk], dst[a:a + chunk], num_nodes, directed=directed)))
+        if sum(p.numel() for p in pending) >= merged.numel():
+            merged, pending = torch.unique(torch.cat([merged, *pending])), []
+    return torch.unique(torch.cat([merged, *pending])) if pending else merged
+
+
 def event_strata(history_src: Tensor, history_dst: Tensor, src: Tensor, dst: Tensor, num_nodes: int,
-                 *, directed: bool = True) -> Tensor:
+                 *, directed: bool = True, chunk: int = CHUNK_EVENTS) -> Tensor:
     """Stratum of each event: int64 ``[E]`` with values ``REPEATED`` (0), ``NEW_PAIR`` (1), ``NEW_NODE`` (2).
 
     ``NEW_NODE``: ``src`` or ``dst`` is not among the history's nodes; otherwise
     ``REPEATED`` if the pair occurs in the history, else ``NEW_PAIR``. The three classes are
-    disjoint and cover every event.
+    disjoint and cover every event. Computed ``chunk`` events at a time: the temporaries are
+    ``O(chunk)`` beside the history's distinct pairs and a ``[num_nodes]`` mask.
     """
     seen_node = torch.zeros(num_nodes, dtype=torch.bool, device=src.device)
-    seen_node[history_src] = True
-    seen_node[history_dst] = True
-    history = torch.unique(pair_keys(history_src, history_dst, num_nodes, directed=directed))
-    repeated = torch.isin(pair_keys(src, dst, num_nodes, directed=directed), history)
-    out = torch.where(repeated, REPEATED, NEW_PAIR)
-    return torch.where(seen_node[src] & seen_node[dst], out, NEW_NODE)
+    for a in range(0, history_src.numel(), chunk):
+        seen_node[history_src[a:a + chunk]] = True
+        seen_node[history_dst[a:a + chunk]] = True
+    history = _unique_keys(history_src, history_dst, num_nodes, directed, chunk)
+    out = torch.empty(src.numel(), dtype=torch.long, device=src.device)
+    for a in range(0, src.numel(), chunk):
+        s, d = src[a:a + chunk], dst[a:a + chunk]
+        keys = pair_keys(s, d, num_nodes, directed=directed)
+        at = torch.searchsorted(history, keys).clamp_(max=max(history.numel() - 1, 0))
+        repeated = history[at] == keys if history.numel() else torch.zeros_like(keys, dtype=torch.bool)
+        part = torch.where(repeated, REPEATED, NEW_PAIR)
+        out[a:a + chunk] = part.masked_fill_(~(seen_node[s] & seen_node[d]), NEW_NODE)
+    return out

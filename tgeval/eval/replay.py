@@ -43,7 +43,7 @@ from torch_geometric.data import TemporalData
 from tgeval import progress, provenance
 from tgeval.data.catalog import Catalog
 from tgeval.data.fingerprint import check_built_for, fingerprint
-from tgeval.data.groups import canonical_order
+from tgeval.data.groups import canonical_order, is_canonical
 from tgeval.data.split import Segment, Split, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.validate import per_event_keys, permute_events, validate
@@ -147,11 +147,31 @@ def replay(model: TemporalLinkModel, data: TemporalData, segment: Segment, *, ba
         TemporalDataError: for invalid data or ids ``>= model.num_nodes``; SplitError for a
             segment that cuts a timestamp group.
     """
-    data = _checked_stream(model, data, segment)
-    data = permute_events(data, canonical_order(data.src, data.dst, data.t))
-    data.position = torch.arange(data.num_events, device=data.src.device)
+    data, _ = _in_canonical_order(_checked_stream(model, data, segment), e_id=False)
     with _eval_mode(model):
         _feed(model, data[segment.start:segment.end], batch_size, sampler)
+
+
+def _in_canonical_order(data: TemporalData, *, e_id: bool) -> tuple[TemporalData, bool]:
+    """The validated stream in canonical order ``(t, src, dst)`` with ``position`` (each event's index in that
+    order, int64 ``[E]``) and, under ``e_id``, ``e_id`` (its index in ``data``); and whether ``data`` was in that
+    order already. A stream already in order is not copied: its own tensors, ``e_id`` and ``position`` one
+    shared ``arange`` (8 bytes per event); otherwise every per-event field is permuted (:func:`permute_events`),
+    except integer ``t``, which the permutation leaves unchanged."""
+    if is_canonical(data.src, data.dst, data.t):
+        data.position = torch.arange(data.num_events, device=data.src.device)  # `data` is validate()'s copy
+        if e_id:
+            data.e_id = data.position
+        return data, True
+    order = canonical_order(data.src, data.dst, data.t)
+    t = data.t
+    data = permute_events(data, order)
+    if not t.dtype.is_floating_point:  # time-sorted: `order` moves events inside their groups, so t[order] == t
+        data.t = t  # (bit for bit with integer times; float ones may hold both 0.0 and -0.0 in a group)
+    if e_id:
+        data.e_id = order
+    data.position = torch.arange(data.num_events, device=data.src.device)
+    return data, False
 
 
 def _checked_stream(model: TemporalLinkModel, data: TemporalData, segment: Segment) -> TemporalData:
@@ -664,12 +684,10 @@ def evaluate(
             check_built_for(data, known={data.num_events: input_fingerprint}, segment=segment.built_from,
                             catalog=None if catalog is None else catalog.built_from,
                             sampler=None if sampler is None else sampler.describe())
-            # Replay in canonical order (t, src, dst): file order inside a group cannot matter.
-            order = canonical_order(data.src, data.dst, data.t)
-            data = permute_events(data, order)
-            data.e_id = order  # index of each event in the input (file order), carried by every batch
-            # index in replay order (keys samplers' draws)
-            data.position = torch.arange(data.num_events, device=device)
+            # Replay in canonical order (t, src, dst): file order inside a group cannot matter. Every batch
+            # carries e_id (each event's index in the input, file order) and position (its index in replay
+            # order, which keys samplers' draws).
+            data, was_canonical = _in_canonical_order(data, e_id=True)
             past, events = data[: segment.start], data[segment.start : segment.end]
             # what does not depend on the model, before the warm-up: its temporaries and these never add up
             strata = event_strata(past.src, past.dst, events.src, events.dst, model.num_nodes, directed=directed)
@@ -711,7 +729,8 @@ def evaluate(
             manifest = {
                 "created": provenance.created(),
                 # the data's name and the split it comes from are the caller's to fill (the CLI does)
-                "data": {"name": None, "fingerprint": input_fingerprint, "canonical_fingerprint": fingerprint(data),
+                "data": {"name": None, "fingerprint": input_fingerprint, "canonical_fingerprint":
+                         input_fingerprint if was_canonical else fingerprint(data),
                          "num_events": data.num_events, "num_nodes": model.num_nodes},
                 "split": None,
                 "segment": segment.to_dict(),
