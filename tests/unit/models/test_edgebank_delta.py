@@ -13,7 +13,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.models.heuristics import EdgeBank
 
-N = 7
+N = 9
 ALL_KEYS = torch.arange(N * N)
 CATALOG = Catalog("custom", torch.tensor([1, 2, 4, 6]), None, N)
 
@@ -22,10 +22,11 @@ class SmallBank(EdgeBank):
     min_capacity, bulk_events = 4, 24
 
 
-pairs = st.lists(st.tuples(st.integers(0, N - 1), st.integers(0, N - 1)), min_size=0, max_size=30)
+pair = st.tuples(st.integers(0, N - 1), st.integers(0, N - 1))
+pairs = st.one_of(st.lists(pair, max_size=5), st.lists(pair, min_size=25, max_size=40))  # small (delta) or bulk
 steps = st.lists(st.one_of(st.tuples(st.just("update"), pairs, st.integers(0, 3), st.booleans()),
                            st.tuples(st.just("snapshot")), st.tuples(st.just("restore")), st.tuples(st.just("reset"))),
-                 max_size=40)
+                 max_size=60)
 
 
 def _check(model: EdgeBank, expected: dict) -> None:
@@ -42,7 +43,7 @@ def _check(model: EdgeBank, expected: dict) -> None:
     assert above.tolist() == seen and equal.tolist() == [0] * N
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(steps=steps)
 def test_delta_lookups_equal_a_dict_of_last_seen_times(steps):
     model, expected, saved, clock = SmallBank(N), {}, ({}, None), 0
