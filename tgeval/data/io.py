@@ -75,6 +75,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
+from tgeval import progress
 from tgeval.choices import DUPLICATE_RULES
 from tgeval.data import cache, formats
 from tgeval.data.validate import validate
@@ -502,11 +503,15 @@ def _open_bytes(path: PathLike) -> BinaryIO:
 
 def _blocks(path: PathLike) -> Iterator[bytes]:
     """The file in blocks of whole lines (about :data:`_BLOCK_BYTES`; the last may lack its line end),
-    without the BOM, CRLF and CR made LF (as :func:`_read_text`)."""
+    without the BOM, CRLF and CR made LF (as :func:`_read_text`); the bytes read so far of the file go to
+    :func:`tgeval.progress.report`."""
     rest, first = b"", True
+    size = os.path.getsize(path)
     with _open_bytes(path) as handle:
+        raw = getattr(handle, "fileobj", handle)  # a gzip file's compressed bytes, whose size is known
         while True:
             chunk = handle.read(_BLOCK_BYTES)
+            progress.report(raw.tell(), size)
             if first:
                 chunk, first = chunk.removeprefix(_BOM), False
             block = rest + chunk

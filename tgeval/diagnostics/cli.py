@@ -16,8 +16,7 @@ from typing import Any, Optional, Union
 from torch_geometric.data import TemporalData
 
 from tgeval.atomic import check_writable, write_atomic
-from tgeval.cli import DIAGNOSE_FILES
-from tgeval.data.io import read_events
+from tgeval.cli import DIAGNOSE_FILES, read_event_file
 from tgeval.data.split import chronological_split
 from tgeval.diagnostics.lifetimes import SURPRISE_RATIOS, lifetime_summary, surprise_table
 from tgeval.diagnostics.novelty import novelty_series, novelty_summary, segment_strata_shares
@@ -168,8 +167,7 @@ def diagnose_command(args: argparse.Namespace) -> int:
         if given:
             raise ValueError(f"{', '.join(given)} only apply to --intervention membership CHECKPOINT; drop them, or "
                              f"add --intervention.")
-    data, info = read_events(args.data, args.format, cache_dir=args.cache_dir, remap=args.remap or None, bipartite=args.bipartite or None,
-                             sort=args.sort, directed=args.directed)
+    data, info = read_event_file(args, directed=args.directed)
     if args.intervention is not None:
         return _intervention_command(args, data, info.num_nodes)
     report = diagnose(data, args.out, test_ratio=args.test_ratio, directed=args.directed,

@@ -14,7 +14,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.atomic import check_writable
 from tgeval.data.fingerprint import fingerprint
-from tgeval.data.io import read_events
+from tgeval.cli import read_event_file
 from tgeval.data.split import chronological_split
 from tgeval.static.graph import StaticGraph, random_edge_split, static_graph
 from tgeval.static.gnn import GNNConfig
@@ -74,8 +74,7 @@ def format_static(report: dict) -> str:
 def _graph(args: argparse.Namespace) -> tuple[StaticGraph, dict]:
     """The static graph of ``args.data`` and what it came from (checks ``--out`` first)."""
     check_writable(args.out, folder=True, what="--out")
-    data, info = read_events(args.data, args.format, cache_dir=args.cache_dir, remap=args.remap or None, bipartite=args.bipartite or None,
-                             sort=args.sort)
+    data, info = read_event_file(args)
     projected = _projected(args.end, data)
     source = {"name": str(args.data), "fingerprint": fingerprint(data), "format": args.format,
               "end": args.end, "num_events": int(data.num_events), "projected_events": int(projected.num_events)}
