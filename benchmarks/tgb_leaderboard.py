@@ -35,7 +35,8 @@ Differences from the recipes that this script cannot remove, kept and stated:
   state is rebuilt from the history with those weights (``warm=True``);
 * the models are tgeval's: TGN follows PyG's modules as TGB's does; DyRep trains its partner attention
   through the scores (TGB's ``DyRepMemory`` writes the partner embedding into the message at the event,
-  so no gradient reaches it); GraphMixer encodes each token's gap to the node's latest interaction
+  so no gradient reaches it; the ``dyrep-event`` recipe is DyRep's with that choice, ``partner_embedding=
+  "event"``, to measure it); GraphMixer encodes each token's gap to the node's latest interaction
   (``time_gap="latest"``; DyGLib's gap is to the scored event, whose per-pair embeddings allow no exact
   all-entity ranking) and reads no event of the scored event's own batch (DyGLib's neighbour sampler
   does).
@@ -50,7 +51,7 @@ each with its own ``--out``. With ``--checkpoint-dir`` each run keeps its ``last
 ``--resume`` continues it from there (``fit``'s resume: bit-identical to an uninterrupted run), across
 sessions too.
 
-Run: python benchmarks/tgb_leaderboard.py [--models tgn,dyrep,graphmixer] [--seeds 0,1,2] [--epochs N]
+Run: python benchmarks/tgb_leaderboard.py [--models tgn,dyrep,dyrep-event,graphmixer] [--seeds 0,1,2] [--epochs N]
      [--patience N] [--threads 1] [--data-dir DIR] [--out tgb_leaderboard.json] [--max-events N]
      [--checkpoint-dir DIR [--resume]]
 """
