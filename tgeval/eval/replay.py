@@ -62,6 +62,8 @@ from tgeval.state import checked_reset, checked_update, no_state_change
 
 __all__ = ["evaluate", "warm_up", "replay"]
 
+#: events per call of :func:`~tgeval.loader.same_batch_history` in the manifest's ``history`` record
+HISTORY_CHUNK_EVENTS = 2**16
 #: smallest batch of warm-ups for models whose state does not depend on the batching (exact_history);
 #: later batches grow with the events fed (:func:`_bulk_batches`)
 WARM_UP_EVENTS = 2**16
@@ -560,8 +562,12 @@ def _history_mode(model: TemporalLinkModel, replay: str, history: Optional[str])
 def _history_record(history: str, src: Tensor, dst: Tensor, t: Tensor, bounds: Tensor) -> dict:
     """The manifest's ``history``: the mode and the events with history inside their batch
     (scored from it under ``"exact"``; stale under ``"batch"``, and under ``"neighbors"``, whose
-    memory misses it)."""
-    count = int(same_batch_history(src, dst, t, bounds).sum())
+    memory misses it). Counted over runs of whole batches of about :data:`HISTORY_CHUNK_EVENTS` events
+    (temporaries of that size)."""
+    count, cuts = 0, bounds.tolist()
+    for first, last in _windows(cuts, HISTORY_CHUNK_EVENTS):  # whole batches: each batch is counted on its own
+        a, b = cuts[first], cuts[last]
+        count += int(same_batch_history(src[a:b], dst[a:b], t[a:b], bounds[first:last + 1] - a).sum())
     return {"mode": history, "same_batch_events": count,
             "same_batch_fraction": count / t.numel() if t.numel() else 0.0,
             "stale_events": count if history != "exact" else 0}

@@ -85,3 +85,16 @@ def test_is_canonical_and_chunked_order_match_a_whole_sort():
         order = canonical_order(src[unsorted], dst[unsorted], t[unsorted], chunk=3)
         key = (t[unsorted] * 16 + src[unsorted] * 4 + dst[unsorted])[order]
         assert bool((key[1:] >= key[:-1]).all())
+
+
+def test_history_record_counted_in_runs_of_batches_equals_one_call(monkeypatch):
+    canonical, _, _ = streams(torch.long)
+    split = chronological_split(canonical)
+    events = canonical[split.test.start:split.test.end]
+    bounds = replay.timestamp_batch_boundaries(events.t, 60)  # several groups per batch
+    whole = int(replay.same_batch_history(events.src, events.dst, events.t, bounds).sum())
+    assert whole > 0
+    for chunk in (1, 10, 50, 10**6):
+        monkeypatch.setattr(replay, "HISTORY_CHUNK_EVENTS", chunk)
+        record = replay._history_record("batch", events.src, events.dst, events.t, bounds)
+        assert record["same_batch_events"] == record["stale_events"] == whole
