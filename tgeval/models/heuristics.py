@@ -210,11 +210,15 @@ class EdgeBank(_BufferState):
         self._bound = keys.numel()
         self._empty_delta(incoming)
 
+    def _delta_capacity(self, incoming: int) -> int:
+        """``max(min_capacity, 2 (B + 1), sqrt(C B))`` for batches of ``B = incoming`` events: merging a
+        batch into the delta, O(D), then costs about as much per update as merging the delta into the
+        main array, O(C) every ``D / B`` updates."""
+        return max(self.min_capacity, 2 * (incoming + 1), math.isqrt(self.keys.numel() * incoming))
+
     def _empty_delta(self, incoming: int) -> None:
-        """An empty delta of capacity ``max(min_capacity, 2 (incoming + 1), sqrt(C incoming))``: merging
-        a batch into it, O(D), then costs about as much per update as the merges into the main array,
-        O(C) every ``D / incoming`` updates."""
-        capacity = max(self.min_capacity, 2 * (incoming + 1), math.isqrt(self.keys.numel() * incoming))
+        """An empty delta with room for batches of ``incoming`` events (:meth:`_delta_capacity`)."""
+        capacity = self._delta_capacity(incoming)
         self.delta_keys, self.delta_seen = _padded(self.keys[:0], self.last_seen[:0], capacity)
         self._delta_bound = 0
 
@@ -329,8 +333,9 @@ class EdgeBank(_BufferState):
         into the delta (:func:`_merge_batch`), :math:`O(D + B \log B)`, after merging the delta
         into the main array when its bound leaves too little room. A pair's time is the latest
         of its batch occurrences (batches arrive in time order). A bulk update (more events than
-        :attr:`bulk_events` and the capacity), or any while the main array is no larger than the
-        delta, is merged straight into the main array (:meth:`_reserve`), the old :math:`O(C + B \log B)`.
+        :attr:`bulk_events` and the capacity), or any while the main array is no more than four
+        times the delta (small arrays, or batches of more than about ``C / 16`` events), is merged
+        straight into the main array (:meth:`_reserve`), :math:`O(C + B \log B)`.
         """
         size = batch.src.numel()
         if size == 0:
@@ -339,7 +344,8 @@ class EdgeBank(_BufferState):
         times = batch.t if batch.t.dtype == self.last_seen.dtype else batch.t.to(self.last_seen.dtype)
         key, lowest = self._key(batch.src, batch.dst), _lowest(times.dtype)
         bulk = size > max(self.keys.numel(), self.bulk_events)  # a warm-up: one merge, then a compaction
-        if bulk or self.keys.numel() <= self.delta_keys.numel():  # a delta as large as the main array saves nothing
+        # a delta of a quarter of the main array or more would save little: straight into the main array
+        if bulk or 4 * max(self.delta_keys.numel(), self._delta_capacity(size)) >= self.keys.numel():
             self._reserve(size)
             ks, order = torch.topk(key, size, largest=False)  # ascending
             self.keys, self.last_seen = _merge_batch(self.keys, self.last_seen, ks, times.take(order))
