@@ -176,6 +176,14 @@ def _in_canonical_order(data: TemporalData, *, e_id: bool) -> tuple[TemporalData
     return data, False
 
 
+def _segment_column(value: Tensor, given: set[int]) -> Tensor:
+    """A segment's record column ``[E_seg]`` on the host that holds no ``[E]`` tensor of the engine: a view of
+    the caller's own tensor (storage in ``given``) as it is, anything else copied."""
+    if value.device.type != "cpu" or value.untyped_storage().data_ptr() in given:
+        return value.cpu()
+    return value.clone()
+
+
 def _checked_stream(model: TemporalLinkModel, data: TemporalData, segment: Segment) -> TemporalData:
     """The validated stream, its ids within the model's, on the model's device, ``segment`` of whole groups."""
     if not isinstance(segment, Segment):
@@ -693,8 +701,13 @@ def evaluate(
             # Replay in canonical order (t, src, dst): file order inside a group cannot matter. Every batch
             # carries e_id (each event's index in the input, file order) and position (its index in replay
             # order, which keys samplers' draws).
+            given = {value.untyped_storage().data_ptr() for value in (data.src, data.dst, data.t)}  # the caller's
             data, was_canonical = _in_canonical_order(data, e_id=True)
+            stream_record = {"name": None, "fingerprint": input_fingerprint,
+                             "canonical_fingerprint": input_fingerprint if was_canonical else fingerprint(data),
+                             "num_events": data.num_events, "num_nodes": model.num_nodes}
             past, events = data[: segment.start], data[segment.start : segment.end]
+            del data  # `past` and `events` views hold it until the metrics
             # what does not depend on the model, before the warm-up: its temporaries and these never add up
             strata = event_strata(past.src, past.dst, events.src, events.dst, model.num_nodes, directed=directed)
             bounds = timestamp_batch_boundaries(events.t, batch_size)
@@ -713,8 +726,9 @@ def evaluate(
             check_state=check_state, directed=directed, history=history, shard=(rank, world),
             prefilter=protocol.prefilter, keep_ids=keep == "all")
         with progress.phase("metrics"):
-            records.update(event=events.e_id.cpu(), src=events.src.cpu(), dst=events.dst.cpu(),
-                           t=events.t.cpu(), stratum=strata.cpu())
+            records.update({key: _segment_column(events[name], given) for key, name in (
+                ("event", "e_id"), ("src", "src"), ("dst", "dst"), ("t", "t"))}, stratum=strata.cpu())
+            del past, events  # the replay-order copies of the whole stream are freed before the metrics
             metrics = summarize(records, ties=ties, hits=hits, uncovered=uncovered)
             if protocol.prefilter is not None and "all_entity" in metrics:
                 metrics["all_entity"]["approximate"] = {
@@ -735,9 +749,7 @@ def evaluate(
             manifest = {
                 "created": provenance.created(),
                 # the data's name and the split it comes from are the caller's to fill (the CLI does)
-                "data": {"name": None, "fingerprint": input_fingerprint, "canonical_fingerprint":
-                         input_fingerprint if was_canonical else fingerprint(data),
-                         "num_events": data.num_events, "num_nodes": model.num_nodes},
+                "data": stream_record,
                 "split": None,
                 "segment": segment.to_dict(),
                 "protocol": protocol.to_dict(),
