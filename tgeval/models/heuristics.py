@@ -158,8 +158,9 @@ class EdgeBank(_BufferState):
     """
 
     _state_keys = ("keys", "last_seen", "latest")
-    #: per catalog, the main array's prefix counts, rebuilt when the main keys change (not state)
-    state_scratch = ("_held_index",)
+    #: per catalog, the main array's prefix counts, rebuilt when the main keys change; the keys looked up in
+    #: both arrays since the delta was last emptied (not state: they decide only where the pairs are kept)
+    state_scratch = ("_held_index", "_looked_up")
     exact_history = True
     keys: Tensor  # int64 [capacity]: sorted distinct pair keys of the main array, then PAD
     last_seen: Tensor  # [capacity]: last time each pair occurred (int64 or float64), then its dtype's lowest value
@@ -195,6 +196,7 @@ class EdgeBank(_BufferState):
         self._bound = 0  # host-side upper bound of the number of pairs in the main array
         self._delta_bound = 0  # and in the delta
         self._held_index: Optional[tuple] = None
+        self._looked_up = 0
 
     # -- storage ----------------------------------------------------------------------
     def _key(self, src: Tensor, dst: Tensor) -> Tensor:
@@ -220,7 +222,7 @@ class EdgeBank(_BufferState):
         """An empty delta with room for batches of ``incoming`` events (:meth:`_delta_capacity`)."""
         capacity = self._delta_capacity(incoming)
         self.delta_keys, self.delta_seen = _padded(self.keys[:0], self.last_seen[:0], capacity)
-        self._delta_bound = 0
+        self._delta_bound = self._looked_up = 0
 
     def _stored(self) -> tuple[Tensor, Tensor]:
         """The stored keys and times without padding, sorted: the main array's, merged with the
@@ -263,12 +265,14 @@ class EdgeBank(_BufferState):
 
     def _lookup(self, key: Tensor) -> tuple[Tensor, Tensor]:
         """Whether each key is stored and its last time (arbitrary where it is not): shape of ``key``."""
+        self._looked_up += key.numel() if self._delta_bound else 0
         pos, at = torch.searchsorted(self.keys, key), torch.searchsorted(self.delta_keys, key)  # padding ends both
         in_main = self.keys.take(pos) == key
         found = in_main | (self.delta_keys.take(at) == key)
         return found, torch.where(in_main, self.last_seen.take(pos), self.delta_seen.take(at))
 
     def _is_stored(self, key: Tensor) -> Tensor:
+        self._looked_up += key.numel() if self._delta_bound else 0
         pos, at = torch.searchsorted(self.keys, key), torch.searchsorted(self.delta_keys, key)
         return (self.keys.take(pos) == key) | (self.delta_keys.take(at) == key)
 
@@ -331,7 +335,8 @@ class EdgeBank(_BufferState):
         r"""Insert the batch's pairs and refresh their last-seen times, with fixed shapes: the
         times of pairs in the main array in place, :math:`O(B \log C)`; the other pairs merged
         into the delta (:func:`_merge_batch`), :math:`O(D + B \log B)`, after merging the delta
-        into the main array when its bound leaves too little room. A pair's time is the latest
+        into the main array when its bound leaves too little room, or when the keys looked up since it
+        was emptied (each a search of both arrays) outnumber the main array's slots. A pair's time is the latest
         of its batch occurrences (batches arrive in time order). A bulk update (more events than
         :attr:`bulk_events` and the capacity), or any while the main array is no more than four
         times the delta (small arrays, or batches of more than about ``C / 16`` events), is merged
@@ -354,8 +359,11 @@ class EdgeBank(_BufferState):
                 keys, stored = self._stored()  # fit the capacity to the pairs stored (one host read)
                 self._store(keys, stored, max(self.min_capacity, 2 * (keys.numel() + 1)))
         else:
-            if self._delta_bound + size + 1 >= self.delta_keys.numel():
-                self._flush(size)  # first: the keys looked up in the main array below must stay there
+            # first (the keys looked up in the main array below must stay there): when the delta is full, or
+            # when the lookups since it was emptied, each searching both arrays, outnumber the main array's
+            # slots, so that merging (O(C)) costs no more than the second search did
+            if self._delta_bound + size + 1 >= self.delta_keys.numel() or self._looked_up >= self.keys.numel():
+                self._flush(size)
             pos = torch.searchsorted(self.keys, key)
             in_main = self.keys.take(pos) == key
             # the last slot is padding, whose time stays the lowest: the target of the other keys
