@@ -15,18 +15,25 @@ from tgeval.errors import DataMismatchError
 __all__ = ["fingerprint", "tensor_checksum", "BuiltFrom", "recorded_origins", "check_built_for"]
 
 
-def _update(digest: "hashlib._Hash", name: str, value: Tensor) -> None:
+#: how :func:`tensor_checksum`'s digest starts
+TENSORS_PREFIX = b"tgeval-tensors-v1;"
+
+
+def hash_tensor(digest: "hashlib._Hash", value: Tensor, name: Optional[str] = None,
+                shape: Optional[tuple] = None) -> None:
+    """Feed ``value``'s bytes to ``digest``, after the header ``name:dtype:shape;`` when ``name`` is given
+    (``shape``: the whole tensor's when ``value`` is its first rows, else ``value``'s own)."""
     value = value.detach().cpu().contiguous()
-    header = f"{name}:{value.dtype}:{tuple(value.shape)};".encode()
-    digest.update(header)
+    if name is not None:
+        digest.update(f"{name}:{value.dtype}:{tuple(value.shape) if shape is None else shape};".encode())
     digest.update(value.numpy())  # contiguous: hashed in place, no copy of the bytes
 
 
 def tensor_checksum(*tensors: Tensor) -> str:
     """``"sha256:<hex>"`` of the dtypes, shapes and bytes of ``tensors``, in order."""
-    digest = hashlib.sha256(b"tgeval-tensors-v1;")
+    digest = hashlib.sha256(TENSORS_PREFIX)
     for i, value in enumerate(tensors):
-        _update(digest, str(i), value)
+        hash_tensor(digest, value, str(i))
     return f"sha256:{digest.hexdigest()}"
 
 
@@ -47,7 +54,7 @@ def fingerprint(data: TemporalData) -> str:
                 value = value.long()
             elif key == "t":
                 value = value.double()
-            _update(digest, key, value)
+            hash_tensor(digest, value, key)
     return f"sha256:{digest.hexdigest()}"
 
 

@@ -13,20 +13,9 @@ from typing import Optional
 
 from torch import Tensor
 
+from tgeval.data.fingerprint import TENSORS_PREFIX, hash_tensor
+
 __all__ = ["NegativesDigest"]
-
-#: how :func:`~tgeval.data.fingerprint.tensor_checksum` starts
-_PREFIX = b"tgeval-tensors-v1;"
-
-
-def _feed(digest: "hashlib._Hash", value: Tensor, name: Optional[str] = None, shape: Optional[tuple] = None) -> None:
-    """``value``'s bytes, after the header ``name:dtype:shape;`` of ``tensor_checksum`` when ``name`` is given
-    (``shape``: the whole tensor's, of which ``value`` is the first rows)."""
-    value = value.detach().cpu().contiguous()
-    if name is not None:
-        digest.update(f"{name}:{value.dtype}:{tuple(value.shape) if shape is None else shape};".encode())
-    digest.update(value.numpy())  # contiguous: hashed in place
-
 
 class NegativesDigest:
     """``negatives_checksum(src, dst, t, neg, neg_src, neg_mask)`` with ``neg`` ``[E, K]`` given in
@@ -45,17 +34,17 @@ class NegativesDigest:
 
     def __init__(self, src: Tensor, dst: Tensor, t: Tensor) -> None:
         self.num_rows, self.rows = src.numel(), 0
-        self._digest = hashlib.sha256(_PREFIX)
+        self._digest = hashlib.sha256(TENSORS_PREFIX)
         for i, value in enumerate((src, dst, t)):
-            _feed(self._digest, value, str(i))
+            hash_tensor(self._digest, value, str(i))
 
     def add(self, neg: Tensor) -> None:
         """The next rows ``[n, K]`` of the negative ids."""
         if self.rows + neg.size(0) > self.num_rows:
             raise ValueError(f"{self.rows + neg.size(0)} rows of negatives for {self.num_rows} events.")
         if self.rows == 0:
-            _feed(self._digest, neg[:0], "3", shape=(self.num_rows, *neg.shape[1:]))
-        _feed(self._digest, neg)
+            hash_tensor(self._digest, neg[:0], "3", shape=(self.num_rows, *neg.shape[1:]))
+        hash_tensor(self._digest, neg)
         self.rows += neg.size(0)
 
     def hexdigest(self, neg_src: Optional[Tensor] = None, neg_mask: Optional[Tensor] = None) -> str:
@@ -64,5 +53,5 @@ class NegativesDigest:
             raise ValueError(f"negatives of {self.rows} of {self.num_rows} events were added.")
         digest = self._digest.copy()
         for i, value in enumerate(value for value in (neg_src, neg_mask) if value is not None):
-            _feed(digest, value, str(4 + i))
+            hash_tensor(digest, value, str(4 + i))
         return f"sha256:{digest.hexdigest()}"
