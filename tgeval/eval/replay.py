@@ -572,10 +572,11 @@ def _history_record(history: str, src: Tensor, dst: Tensor, t: Tensor, bounds: T
     (scored from it under ``"exact"``; stale under ``"batch"``, and under ``"neighbors"``, whose
     memory misses it). Counted over runs of whole batches of about :data:`HISTORY_CHUNK_EVENTS` events
     (temporaries of that size)."""
-    count, cuts = 0, bounds.tolist()
+    total, cuts = torch.zeros((), dtype=torch.long, device=t.device), bounds.tolist()
     for first, last in _windows(cuts, HISTORY_CHUNK_EVENTS):  # whole batches: each batch is counted on its own
         a, b = cuts[first], cuts[last]
-        count += int(same_batch_history(src[a:b], dst[a:b], t[a:b], bounds[first:last + 1] - a).sum())
+        total += same_batch_history(src[a:b], dst[a:b], t[a:b], bounds[first:last + 1] - a).sum()
+    count = int(total)  # one read from the device
     return {"mode": history, "same_batch_events": count,
             "same_batch_fraction": count / t.numel() if t.numel() else 0.0,
             "stale_events": count if history != "exact" else 0}
@@ -757,9 +758,9 @@ def evaluate(
                 "model": model.describe(),
                 "checkpoint": model.checkpoint_record,  # a loaded checkpoint's training spec, data, counts
                 "sampler": None if sampler is None else sampler.describe(),
-                "negatives_checksum": None if sampler is None else streamed or negatives_checksum(
+                "negatives_checksum": None if sampler is None else negatives_checksum(
                     records["src"], records["dst"], records["t"], records["neg"], records.get("neg_src"),
-                    records.get("neg_mask")),
+                    records.get("neg_mask")) if keep == "all" else streamed,
                 "catalog": None if catalog is None else catalog.describe(),
                 "tie_tolerance": model.tie_tolerance,
                 "aggregation": {"micro": "mean over events", "macro": "mean over sources of per-source means"},
