@@ -272,9 +272,7 @@ class EdgeBank(_BufferState):
         return found, torch.where(in_main, self.last_seen.take(pos), self.delta_seen.take(at))
 
     def _is_stored(self, key: Tensor) -> Tensor:
-        self._looked_up += key.numel() if self._delta_bound else 0
-        pos, at = torch.searchsorted(self.keys, key), torch.searchsorted(self.delta_keys, key)
-        return (self.keys.take(pos) == key) | (self.delta_keys.take(at) == key)
+        return self._lookup(key)[0]
 
     # -- scoring ----------------------------------------------------------------------
     def _end(self, t: Tensor) -> Tensor:
@@ -368,8 +366,8 @@ class EdgeBank(_BufferState):
             in_main = self.keys.take(pos) == key
             # the last slot is padding, whose time stays the lowest: the target of the other keys
             slot = torch.where(in_main, pos, self.keys.numel() - 1)
-            self.last_seen.index_fill_(0, slot, lowest).scatter_reduce_(
-                0, slot, torch.where(in_main, times, lowest), reduce="amax")  # the batch's latest time
+            self.last_seen.scatter_reduce_(0, slot, torch.where(in_main, times, lowest), reduce="amax",
+                                           include_self=False)  # the batch's latest time replaces
             ks, order = torch.topk(torch.where(in_main, PAD, key), size, largest=False)  # ascending, stored last
             self.delta_keys, self.delta_seen = _merge_batch(
                 self.delta_keys, self.delta_seen, ks, torch.where(in_main, lowest, times).take(order))
