@@ -133,6 +133,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="timed repetitions; the best is reported")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    os.environ.pop("TGEVAL_CACHE_DIR", None)  # the cold reads must not find a cache of the user's
     print_header(f"bench_read: {args.events:,} events per file, 1 thread")
     rows = []
     with tempfile.TemporaryDirectory() as folder:

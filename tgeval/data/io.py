@@ -64,7 +64,7 @@ import os
 import re
 import warnings
 import zlib
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields as dataclass_fields, replace
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from io import StringIO
@@ -1158,7 +1158,7 @@ def _to_cache(data: TemporalData, info: ReadInfo) -> tuple[dict[str, np.ndarray]
         arrays["node_ids"] = info.node_ids.numpy()
     if info.node_names is not None:
         arrays["node_names"] = np.array(info.node_names, dtype=str)
-    record = {f.name: getattr(info, f.name) for f in fields(ReadInfo)
+    record = {f.name: getattr(info, f.name) for f in dataclass_fields(ReadInfo)
               if f.name not in (*_INFO_ARRAYS, "path", "cache")}
     return arrays, record
 
