@@ -34,8 +34,8 @@ from torch_geometric.data import TemporalData
 
 from tgeval import Protocol, TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.data.datasets import load_dataset
-from tgeval.eval import replay
-from tgeval.eval.replay import WARM_UP_EVENTS, warm_up
+from tgeval.eval import engine
+from tgeval.eval.engine import WARM_UP_EVENTS, warm_up
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import UniformSampler
 
@@ -50,14 +50,14 @@ def exact_cost(name: str, repeat: int) -> list[list[str]]:
 
     def run(kind: str, history: str, batch_size: int = BATCH_SIZE):
         k, options = (K, dict(sampler=UniformSampler(catalog))) if kind == "sampled" else (20, dict(catalog=catalog))
-        step_events = replay.EXACT_STEP_EVENTS
+        step_events = engine.EXACT_STEP_EVENTS
         if history == "exact per batch":
-            history, replay.EXACT_STEP_EVENTS = "exact", 0
+            history, engine.EXACT_STEP_EVENTS = "exact", 0
         try:
             return evaluate(EdgeBank(info.num_nodes), data, split.test,
                             Protocol(history=history, num_negatives=k, batch_size=batch_size), **options)
         finally:
-            replay.EXACT_STEP_EVENTS = step_events
+            engine.EXACT_STEP_EVENTS = step_events
 
     rows = []
     for kind in ("sampled", "all-entity"):
@@ -121,7 +121,7 @@ def main() -> None:
     rows = []
     for name in filter(None, args.datasets.split(",")):
         rows += exact_cost(name, args.repeat)
-    print(f"check   : exact at batch {BATCH_SIZE} (in steps of <= {replay.EXACT_STEP_EVENTS} events, and one step per "
+    print(f"check   : exact at batch {BATCH_SIZE} (in steps of <= {engine.EXACT_STEP_EVENTS} events, and one step per "
           f"batch) = one timestamp group per batch (scores and all-entity counts), every test event")
     print(f"timing  : events/s of the replay loop, best of {args.repeat} interleaved runs; ratios to batch as "
           f"best / median; K = {K} uniform negatives for 'sampled'")

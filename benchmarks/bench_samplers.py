@@ -25,7 +25,7 @@ from _common import add_common_args, load_wikipedia, print_header, print_table
 
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split
 from tgeval.data.groups import canonical_order
-from tgeval.data.validate import permute_events
+from tgeval.data.validation import permute_events
 from tgeval.samplers import MixtureSampler, names
 from tgeval.samplers.registry import from_spec
 

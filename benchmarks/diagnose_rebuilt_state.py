@@ -29,7 +29,7 @@ from _common import print_header, print_table
 from reproduce_dyglib import build, dyglib_setting
 
 from tgeval import evaluate
-from tgeval.eval.replay import warm_up
+from tgeval.eval.engine import warm_up
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import train_epoch

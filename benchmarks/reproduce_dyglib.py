@@ -93,7 +93,7 @@ from tgeval.data.datasets import load_dataset
 from tgeval.models import DyRep, DyRepConfig, GraphMixer, GraphMixerConfig, TGN, TGNConfig
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.training.fit import fit
+from tgeval.training.fitting import fit
 
 FEATURE_DIM = 172  # DataLoader.py: NODE_FEAT_DIM = EDGE_FEAT_DIM = 172
 PUBLISHED_AP = {"tgn": (0.9234, 0.0104), "dyrep": (0.6514, 0.0230), "graphmixer": (0.9325, 0.0057)}

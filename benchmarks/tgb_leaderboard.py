@@ -2,7 +2,7 @@
 
 The data is tgbl-wiki rebuilt from the shared Wikipedia file (``reproduce_tgb.tgb_numbered``: TGB's
 numbering, users 0..8226, pages 8227..9226), split at TGB's quantiles (``TGB.split``). Each model is
-trained by :func:`tgeval.training.fit.fit` with its recipe's settings, each named after its source:
+trained by :func:`tgeval.training.fitting.fit` with its recipe's settings, each named after its source:
 
 * TGN and DyRep (TGB's ``examples/linkproppred/tgbl-wiki/tgn.py`` and ``dyrep.py``, defaults of
   ``tgb/utils/utils.py`` ``get_args``): Adam with learning rate 1e-4, batches of 200, BCE, one training
@@ -77,7 +77,7 @@ from tgeval.models.neural import message_dim
 from tgeval.presets import TGB
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.training.fit import fit
+from tgeval.training.fitting import fit
 
 #: TGB's leaderboard, tgbl-wiki-v2 test MRR (mean, std)
 LEADERBOARD = {"tgn": (0.396, 0.060), "dyrep": (0.050, 0.017), "graphmixer": (0.118, 0.002)}

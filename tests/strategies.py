@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from torch_geometric.data import TemporalData
 
 from tgeval.data.split import Segment
-from tgeval.data.validate import permute_events
+from tgeval.data.validation import permute_events
 
 
 @st.composite

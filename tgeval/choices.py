@@ -29,13 +29,13 @@ ReplayMode = Literal["online", "fixed"]
 scored) or stays as at its start (fixed)."""
 REPLAY_MODES: tuple[str, ...] = get_args(ReplayMode)
 HistoryMode = Literal["exact", "batch", "neighbors"]
-"""What an event of a merged batch is scored from under online replay (``tgeval.eval.replay``)."""
+"""What an event of a merged batch is scored from under online replay (``tgeval.eval.engine``)."""
 HISTORY_MODES: tuple[str, ...] = get_args(HistoryMode)
 UncoveredRule = Literal["rank", "exclude", "error"]
 """What all-entity ranking does with positives outside the catalog."""
 UNCOVERED_RULES: tuple[str, ...] = get_args(UncoveredRule)
 
-#: Validation metrics of :func:`~tgeval.training.fit.fit` (all: higher is better) -> their place in ``Result.metrics``.
+#: Validation metrics of :func:`~tgeval.training.fitting.fit` (all: higher is better) -> their place in ``Result.metrics``.
 VAL_METRICS: dict[str, tuple[str, str, str]] = {
     "ap": ("sampled", "ap", "global"),
     "auroc": ("sampled", "auroc", "global"),
@@ -43,7 +43,7 @@ VAL_METRICS: dict[str, tuple[str, str, str]] = {
     "all_entity_mrr": ("all_entity", "mrr", "micro"),
 }
 ValState = Literal["rebuilt", "training"]
-"""The state :func:`~tgeval.training.fit.fit` validates from: rebuilt with the epoch's final
+"""The state :func:`~tgeval.training.fitting.fit` validates from: rebuilt with the epoch's final
 weights, or the one its training left."""
 VAL_STATES: tuple[str, ...] = get_args(ValState)
 

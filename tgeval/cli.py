@@ -2,7 +2,7 @@
 
 This module holds the argument parsers and :func:`main`, and imports neither torch nor PyG:
 ``tgeval --help`` and usage errors answer at once. Each command's module (``tgeval.commands``,
-``tgeval.diagnostics.cli``, ``tgeval.diagnostics.compare``, ``tgeval.static.cli``, ``tgeval.report``) is
+``tgeval.diagnostics.cli``, ``tgeval.diagnostics.comparison``, ``tgeval.static.cli``, ``tgeval.report``) is
 imported only when it runs.
 """
 
@@ -122,7 +122,7 @@ def _parse_ks(text: str) -> list[Optional[int]]:
 
 
 def _add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """``tgeval compare`` (:func:`tgeval.diagnostics.compare.compare_command`)."""
+    """``tgeval compare`` (:func:`tgeval.diagnostics.comparison.compare_command`)."""
     cp = subparsers.add_parser("compare", help="K-sweep, Kendall tau and paired intervals of results on one segment")
     cp.add_argument("events", type=Path, nargs="+", help="per-event CSV files from Result.save_events")
     cp.add_argument("--names", default=None, help="comma-separated model names (default: file stems)")
@@ -133,7 +133,7 @@ def _add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
     cp.add_argument("--resamples", type=_count, default=2000, help="bootstrap resamples (default 2000)")
     cp.add_argument("--seed", type=_seed, default=0, help="bootstrap seed (default 0)")
     cp.add_argument("--out", type=Path, default=None, help="write the report as JSON (atomically)")
-    cp.set_defaults(handler=("tgeval.diagnostics.compare", "compare_command"))
+    cp.set_defaults(handler=("tgeval.diagnostics.comparison", "compare_command"))
     return cp
 
 
@@ -509,7 +509,7 @@ def check_inputs(inputs: Paths) -> None:
     as for :func:`tgeval.atomic.check_distinct`; ``None`` skipped) that does not exist or is a folder: called
     when a command meets a missing file or a folder where it reads one (after its options are checked), so the
     user reads which input it is and what to give instead of Python's bare error. ``train --resume`` is left to
-    :func:`tgeval.training.fit.fit`, which resumes from the ``best.pt`` beside a missing ``last.pt``."""
+    :func:`tgeval.training.fitting.fit`, which resumes from the ``best.pt`` beside a missing ``last.pt``."""
     hints = _input_hints()
     for name, path in inputs.items():
         if path is None or name == "--resume":

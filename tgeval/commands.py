@@ -31,10 +31,10 @@ from tgeval.data.synthetic import generate_events
 from tgeval.device import device_of
 from tgeval.errors import OutputPathError
 from tgeval.diagnostics.cli import diagnose, format_summary
-from tgeval.diagnostics.compare import compare, format_compare
+from tgeval.diagnostics.comparison import compare, format_compare
 from tgeval.diagnostics.membership import membership_factorial
 from tgeval.distributed import init_from_env, is_main, local_device
-from tgeval.eval.replay import evaluate
+from tgeval.eval.engine import evaluate
 from tgeval.eval.result import Result
 from tgeval.eval.selection import segment_duration, select_window
 from tgeval.models import registry
@@ -51,7 +51,7 @@ from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.static.gnn import GNNConfig, train_link_gnn
 from tgeval.static.graph import static_graph
 from tgeval.training.checkpoint import full_disk_refused, load_checkpoint, seed_all
-from tgeval.training.fit import check_new_run, default_val_sampler, fit, validation_history
+from tgeval.training.fitting import check_new_run, default_val_sampler, fit, validation_history
 from tgeval.training.train import train_epoch
 
 __all__ = ["evaluate_command", "train_command", "run_command"]
@@ -141,7 +141,7 @@ def _report_reading(info: ReadInfo) -> None:
 
 def _measure(model: TemporalLinkModel, data: TemporalData, segment: Segment, protocol: Protocol, data_name: str,
              split: Split, bar: Optional[progress.StderrProgress], **call: Any) -> Result:
-    """:func:`~tgeval.eval.replay.evaluate` with ``bar`` drawing its progress; the manifest then names the
+    """:func:`~tgeval.eval.engine.evaluate` with ``bar`` drawing its progress; the manifest then names the
     data and the split."""
     with progress.reporting(bar) if bar is not None else contextlib.nullcontext():
         result = evaluate(model, data, segment, protocol, **call)
@@ -372,7 +372,7 @@ def _run(args: argparse.Namespace, out: Path) -> None:
 
 def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog: Catalog, num_nodes: int,
              description: str, out: Path, protocol: Protocol) -> Result:
-    """``tgeval run``'s TGN: ``--tgn-epochs`` of :func:`~tgeval.training.fit.fit` (PyG recipe widths, Adam 1e-4, one
+    """``tgeval run``'s TGN: ``--tgn-epochs`` of :func:`~tgeval.training.fitting.fit` (PyG recipe widths, Adam 1e-4, one
     uniform training negative), then the test segment with the heuristics' sampler, K, catalog and ties, from
     the state at each batch's start (a memory model has no exact per-timestamp history)."""
     seed_all(args.seed)
@@ -390,7 +390,7 @@ def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog
 
 
 def _val_line(record: dict, metrics: Sequence[str]) -> str:
-    """``validation AP (K=1, uniform) 0.7441  ...``: ``metrics`` of a :func:`~tgeval.training.fit.fit` epoch record,
+    """``validation AP (K=1, uniform) 0.7441  ...``: ``metrics`` of a :func:`~tgeval.training.fitting.fit` epoch record,
     named with their protocol (its ``val_names``); undefined ones left out."""
     return "validation " + "  ".join(f"{record['val_names'][name]} {record['val'][name]:.4f}" for name in metrics
                                      if record["val"].get(name) is not None)
@@ -422,7 +422,7 @@ def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split
 
 def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
                   sampler: NegativeSampler, catalog: Catalog, distributed: bool) -> tuple[TemporalLinkModel, dict]:
-    """Build ``--model`` from its config flags and :func:`~tgeval.training.fit.fit` it with validation and
+    """Build ``--model`` from its config flags and :func:`~tgeval.training.fitting.fit` it with validation and
     checkpoints."""
     accepted = registry.entry(args.model).hyperparameters()
     config = {"num_nodes": num_nodes, "msg_dim": message_dim(data)}

@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader
 from torch_geometric.data import TemporalData
 
 from tgeval.data.groups import group_starts
-from tgeval.data.validate import is_time_sorted, per_event_keys
+from tgeval.data.validation import is_time_sorted, per_event_keys
 from tgeval.errors import TemporalDataError
 
 __all__ = ["TimestampBatchLoader", "timestamp_batch_boundaries", "same_batch_history", "check_time_sorted"]
@@ -21,7 +21,7 @@ def check_time_sorted(t: Tensor) -> None:
     """Raise :class:`TemporalDataError` unless ``t`` is non-decreasing."""
     if not is_time_sorted(t):
         raise TemporalDataError("`t` must be non-decreasing to batch by timestamp. "
-                                "Call `tgeval.data.validate(data, sort=True)` first.")
+                                "Call `tgeval.data.validation(data, sort=True)` first.")
 
 
 def timestamp_batch_boundaries(t: Tensor, batch_size: int) -> Tensor:
@@ -93,7 +93,7 @@ class TimestampBatchLoader(DataLoader):
     ``pin_memory=True`` for asynchronous copies to a GPU.
 
     Args:
-        data: time-sorted events (see :func:`tgeval.data.validate`).
+        data: time-sorted events (see :func:`tgeval.data.validation`).
         batch_size: target number of events per batch (a larger group is yielded whole).
         **kwargs: passed to ``DataLoader`` (``pin_memory``, ``num_workers``, ...).
 

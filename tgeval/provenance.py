@@ -1,7 +1,7 @@
 """What a result or a checkpoint records about where it was made: package versions, the
 thread settings, peak memory and the creation time. Collected here once, for the replay's
-manifests (:mod:`tgeval.eval.replay`), checkpoints (:mod:`tgeval.training.checkpoint`) and the
-timings of :func:`~tgeval.training.fit.fit`."""
+manifests (:mod:`tgeval.eval.engine`), checkpoints (:mod:`tgeval.training.checkpoint`) and the
+timings of :func:`~tgeval.training.fitting.fit`."""
 
 from __future__ import annotations
 

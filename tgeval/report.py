@@ -35,9 +35,9 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import write_atomic
-from tgeval.diagnostics.compare import EventsFileError, compare, events_file_of, k_label, load_events
+from tgeval.diagnostics.comparison import EventsFileError, compare, events_file_of, k_label, load_events
 from tgeval.diagnostics.plots import duration_unit, legend_outside, rank_axis, short_name, time_axis
-from tgeval.diagnostics.time_profile import time_profile
+from tgeval.diagnostics.time_bins import time_profile
 from tgeval.eval.result import STRATA, Result
 from tgeval.eval.stats import block_bootstrap_difference
 
@@ -175,7 +175,7 @@ def _figure(width: float = 8.5, height: float = 3.6) -> tuple[Any, Any]:
 def _load(folder: Path) -> tuple[dict[str, Result], dict[str, dict[str, Tensor]], dict[str, str],
                                  list[tuple[str, str]]]:
     """Results by file stem, their per-event tables (results saved with events), why a result's per-event file
-    was not used (:class:`~tgeval.diagnostics.compare.EventsFileError`: missing, elsewhere, or not written with
+    was not used (:class:`~tgeval.diagnostics.comparison.EventsFileError`: missing, elsewhere, or not written with
     it), and the skipped files with the reason."""
     results, tables, unused, skipped = {}, {}, {}, []
     for path in sorted(folder.glob("*.json")):
@@ -461,7 +461,7 @@ def _segment_section(results: dict[str, Result], tables: dict[str, dict[str, Ten
 def build_report(folder: PathLike, comparison: Optional[dict] = None) -> str:
     """The HTML page of the results in ``folder`` (see the module docstring).
 
-    ``comparison``: :func:`~tgeval.diagnostics.compare.compare` of the per-event files of one section's
+    ``comparison``: :func:`~tgeval.diagnostics.comparison.compare` of the per-event files of one section's
     results, when the caller has computed it; used for the section whose results with all-entity ranks are
     exactly its models (every other section's is computed here)."""
     return _page(Path(folder), comparison)[0]

@@ -18,7 +18,7 @@ import pytest
 from tgeval.atomic import file_sha256
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
-from tgeval.diagnostics.compare import EventsFileError, load_events
+from tgeval.diagnostics.comparison import EventsFileError, load_events
 from tgeval.eval.result import Result
 from tests.helpers import snap_text
 

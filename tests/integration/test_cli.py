@@ -230,7 +230,7 @@ def test_an_output_folder_without_write_permission_is_refused(snap_file, tmp_pat
 
 
 def test_train_refuses_an_existing_run_unless_resumed_or_overwritten(snap_file, tmp_path, capsys):
-    from tgeval.training.fit import check_new_run
+    from tgeval.training.fitting import check_new_run
     from tgeval import OutputPathError
 
     run = tmp_path / "run"

@@ -10,11 +10,11 @@ from tgeval.models import message_dim
 from tgeval.protocol import DEFAULT_VAL_NEGATIVES
 from tgeval.samplers import HistoricalSampler
 from tgeval.training.checkpoint import load_checkpoint, seed_all
-from tgeval.training.fit import fit
+from tgeval.training.fitting import fit
 from tgeval.choices import flag
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
-from tgeval.training.fit import TIMING_KEYS
+from tgeval.training.fitting import TIMING_KEYS
 from tgeval.models import registry
 from tgeval.state import first_difference
 

@@ -9,13 +9,13 @@ import torch
 from tgeval import build_catalog, chronological_split, evaluate
 from tgeval.cli import build_parser
 from tgeval.data.synthetic import generate_events
-from tgeval.diagnostics.compare import (
+from tgeval.diagnostics.comparison import (
     EventSetMismatchError,
     compare,
     compare_command,
     load_events,
 )
-from tgeval.diagnostics.time_profile import time_profile
+from tgeval.diagnostics.time_bins import time_profile
 from tgeval.eval.expected import k_sweep
 from tgeval.eval.metrics import rank_from_counts
 from tgeval.models.heuristics import EdgeBank, Popularity, PreferentialAttachment
@@ -107,7 +107,7 @@ def test_cli_prints_table_and_writes_json(saved, capsys):
     out = folder / "out" / "compare.json"
     args = build_parser().parse_args(["compare", *(str(p) for p in paths.values()), "--names", "EB,PA,POP",
                                       "--ks", "1,20,full", "--block", "32", "--out", str(out)])
-    assert args.handler == ("tgeval.diagnostics.compare", "compare_command") and compare_command(args) == 0
+    assert args.handler == ("tgeval.diagnostics.comparison", "compare_command") and compare_command(args) == 0
     text = capsys.readouterr().out
     assert "K=full" in text and "Kendall tau" in text and "EB - PA" in text
     report = json.loads(out.read_text())
@@ -131,7 +131,7 @@ def test_time_profile_on_real_results(saved):
 
 
 def test_other_catalogs_are_refused(saved):
-    from tgeval.diagnostics.compare import EventSetMismatchError
+    from tgeval.diagnostics.comparison import EventSetMismatchError
 
     _, paths, _ = saved
     first, second = load_events(paths["edgebank"]), load_events(paths["pa"])

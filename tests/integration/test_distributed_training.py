@@ -24,7 +24,7 @@ from tgeval.errors import DistributedError
 from tgeval.samplers import UniformSampler
 from tgeval.data.catalog import build_catalog
 from tgeval.training.checkpoint import load_checkpoint
-from tgeval.training.fit import fit
+from tgeval.training.fitting import fit
 from tgeval.training.train import train_epoch
 from tests.helpers import free_port, small_neural_model
 

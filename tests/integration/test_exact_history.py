@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from tgeval import chronological_split, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
-from tgeval.eval import replay
-from tgeval.eval.replay import warm_up
+from tgeval.eval import engine
+from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
 from tgeval.protocol import Protocol
@@ -56,12 +56,12 @@ EXACT = {
 @settings(max_examples=80, deadline=None)
 @given(data=streams(min_events=6, max_events=36, max_nodes=8, max_time=8), name=st.sampled_from(sorted(EXACT)),
        start=st.integers(1, 20), batch_size=st.integers(1, 40), seed=st.integers(0, 20),
-       step_events=st.sampled_from([0, 5, replay.EXACT_STEP_EVENTS]))
+       step_events=st.sampled_from([0, 5, engine.EXACT_STEP_EVENTS]))
 def test_exact_scores_equal_a_per_timestamp_brute_force(data, name, start, batch_size, seed, step_events):
     # step_events: 0 scores each batch in its own step; otherwise consecutive batches share steps
     make, reference = EXACT[name]
     segment = segment_from(data, min(start, data.num_events - 1))
-    with mock.patch.object(replay, "EXACT_STEP_EVENTS", step_events):
+    with mock.patch.object(engine, "EXACT_STEP_EVENTS", step_events):
         result = evaluate(make(), data, segment, Protocol(num_negatives=3, batch_size=batch_size, seed=seed),
                           sampler=UniformSampler(CATALOG, replace=True), catalog=CATALOG, candidate_budget=7)
     assert result.manifest["history"]["mode"] == "exact"
@@ -75,8 +75,8 @@ def test_an_exact_pass_scores_consecutive_batches_in_one_step_unless_its_sampler
     segment = Segment("test", 40, 120, 20, 60)
     protocol = Protocol(num_negatives=2, batch_size=6)
 
-    def run(sampler, step_events=replay.EXACT_STEP_EVENTS, history=None):
-        with mock.patch.object(replay, "EXACT_STEP_EVENTS", step_events):
+    def run(sampler, step_events=engine.EXACT_STEP_EVENTS, history=None):
+        with mock.patch.object(engine, "EXACT_STEP_EVENTS", step_events):
             return evaluate(EdgeBank(N), data, segment, dataclasses.replace(protocol, history=history),
                             sampler=sampler, catalog=CATALOG)
 

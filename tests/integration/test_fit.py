@@ -3,18 +3,18 @@ import json
 import pytest
 import torch
 
-import tgeval.training.fit
+import tgeval.training.fitting
 from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, DyRep, GraphMixer, message_dim
-from tgeval.eval.replay import evaluate
+from tgeval.eval.engine import evaluate
 from tgeval.loader import TimestampBatchLoader
 from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol
 from tgeval.samplers import HistoricalSampler, UniformSampler
 from tgeval.state import clone_state, first_difference
 from tgeval.training.checkpoint import CheckpointError, load_checkpoint
-from tgeval.training.fit import TIMING_KEYS, fit
+from tgeval.training.fitting import TIMING_KEYS, fit
 from tgeval.training.train import train_epoch
 from tests.helpers import StatelessModel, small_neural_model
 from tests.strategies import shuffle_within_groups
@@ -124,8 +124,8 @@ def test_same_seed_same_checkpoints_and_metrics(data, tmp_path):
 
 def test_early_stopping_stops_and_keeps_the_best_epoch(data, tmp_path, monkeypatch):
     scripted = iter([0.5, 0.7, 0.6, 0.7, 0.65, 0.9, 0.95])  # best at epoch 1; epochs 2, 3, 4 do not improve
-    measure = tgeval.training.fit.val_metrics
-    monkeypatch.setattr(tgeval.training.fit, "val_metrics", lambda result: {**measure(result), "ap": next(scripted)})
+    measure = tgeval.training.fitting.val_metrics
+    monkeypatch.setattr(tgeval.training.fitting, "val_metrics", lambda result: {**measure(result), "ap": next(scripted)})
     params = []
     model, history = run(TGN, data, epochs=10, lr=0.05, patience=3, checkpoint_dir=tmp_path, log=params)
     assert history["epochs_run"] == 5 and history["stopped_early"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tgeval.atomic import file_sha256
-from tgeval.diagnostics.compare import load_events
+from tgeval.diagnostics.comparison import load_events
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -25,7 +25,7 @@ from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers import UniformSampler
 from tgeval.cli import main
 from tgeval.samplers.inductive import InductiveSampler
-from tgeval.training.fit import fit
+from tgeval.training.fitting import fit
 from tgeval.training.train import check_training_sampler, train_epoch
 from tests.helpers import registered_adapter, small_neural_model, snap_text
 

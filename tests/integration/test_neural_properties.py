@@ -15,8 +15,8 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment
 from tgeval.data.synthetic import generate_events
-from tgeval.data.validate import permute_events
-from tgeval.eval.replay import warm_up
+from tgeval.data.validation import permute_events
+from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models import TGN, TGNConfig, registry
 from tgeval.models.layers import GraphAttentionEmbedding

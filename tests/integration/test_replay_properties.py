@@ -11,7 +11,7 @@ from tgeval import LeakageError, SplitError, build_catalog, evaluate
 from tgeval import samplers
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment, Split
-from tgeval.eval import replay
+from tgeval.eval import engine
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
 from tgeval.protocol import Protocol
 from tgeval.samplers import HistoricalSampler, UniformSampler
@@ -111,7 +111,7 @@ def test_windows_of_batches_change_nothing(data, which, start, batch_size, windo
     run = lambda: _run(make(), data, segment, protocol, batch_size, catalog_kind=catalog_kind,  # noqa: E731
                        sampler_kind=sampler_kind, directed=directed)
     whole = run()
-    with mock.patch.object(replay, "WINDOW_EVENTS", window):
+    with mock.patch.object(engine, "WINDOW_EVENTS", window):
         windowed = run()
     assert windowed.metrics == whole.metrics
     for key in PER_EVENT + ("batch", "event"):

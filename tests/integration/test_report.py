@@ -17,7 +17,7 @@ import pytest
 
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
-from tgeval.diagnostics.compare import compare, load_events
+from tgeval.diagnostics.comparison import compare, load_events
 from tgeval.eval.result import Result
 from tgeval.report import _k_sweep_figure, _strata_figure, _time_profile_figure, build_report
 from tests.helpers import snap_text

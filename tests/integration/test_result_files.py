@@ -9,7 +9,7 @@ import torch
 from tgeval import evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
-from tgeval.diagnostics.compare import load_events
+from tgeval.diagnostics.comparison import load_events
 from tgeval.models.heuristics import EdgeBank
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from tgeval.data.fingerprint import tensor_checksum
+from tgeval.data.hashing import tensor_checksum
 from tgeval.data.synthetic import generate_events
 from tgeval.static import (HEURISTICS, PairSampler, StaticGraph, benchmark_of, heart_negatives,
                            heuristic_scores, random_edge_split, run_static, shift_split, static_graph, top_c,

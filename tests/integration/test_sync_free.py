@@ -26,7 +26,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.device import HOST_READ
-from tgeval.eval import replay
+from tgeval.eval import engine
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
@@ -103,7 +103,7 @@ def test_batch_step_never_synchronises_on_cuda(name, kind, negatives, shortcut, 
     data, split, n = _stream()
     expected = _evaluate(MODELS[name](n), data, split, n, catalog_kind=kind, negatives=negatives,
                          shortcut=shortcut, directed=directed)
-    monkeypatch.setattr(replay, "record_function", _strict_batch)
+    monkeypatch.setattr(engine, "record_function", _strict_batch)
     got = _evaluate(MODELS[name](n).cuda(), data.to("cuda"), split, n, catalog_kind=kind, negatives=negatives,
                     shortcut=shortcut, directed=directed)
     assert got.metrics == expected.metrics  # exact scores: the heuristics agree bit for bit across devices

@@ -18,7 +18,7 @@ def test_import_tgeval_loads_neither_torch_nor_pyg():
 
 
 def test_public_names_and_subpackages_resolve():
-    from tgeval.eval.replay import evaluate
+    from tgeval.eval.engine import evaluate
 
     assert tgeval.evaluate is evaluate and "evaluate" in dir(tgeval)
     assert tgeval.samplers.UniformSampler.__name__ == "UniformSampler"  # a subpackage, imported on first use

@@ -13,7 +13,7 @@ from tgeval.lazy import lazy_exports
 _SOURCES = {
     **dict.fromkeys(("CATALOG_KINDS", "Catalog", "build_catalog"), "tgeval.data.catalog"),
     **dict.fromkeys(("Exclusions", "build_exclusions"), "tgeval.data.exclusions"),
-    **dict.fromkeys(("fingerprint", "tensor_checksum"), "tgeval.data.fingerprint"),
+    **dict.fromkeys(("fingerprint", "tensor_checksum"), "tgeval.data.hashing"),
     **dict.fromkeys(("canonical_order", "group_ids", "group_starts"), "tgeval.data.groups"),
     **dict.fromkeys(("ReadInfo", "read_csv_events", "read_dgb", "read_events", "read_jodie", "read_snap",
                      "read_sociopatterns", "read_tgb"), "tgeval.data.io"),
@@ -22,7 +22,7 @@ _SOURCES = {
     **dict.fromkeys(("Segment", "Split", "chronological_split"), "tgeval.data.split"),
     **dict.fromkeys(("NEW_NODE", "NEW_PAIR", "REPEATED", "event_strata", "pair_keys"), "tgeval.data.strata"),
     "generate_events": "tgeval.data.synthetic",
-    **dict.fromkeys(("is_time_sorted", "permute_events", "sort_by_time", "validate"), "tgeval.data.validate"),
+    **dict.fromkeys(("is_time_sorted", "permute_events", "sort_by_time", "validate"), "tgeval.data.validation"),
 }
 
 __all__ = list(_SOURCES)

@@ -29,7 +29,7 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.choices import CATALOG_KINDS
-from tgeval.data.fingerprint import BuiltFrom
+from tgeval.data.hashing import BuiltFrom
 from tgeval.errors import CatalogError
 
 __all__ = ["Catalog", "CatalogKind", "CATALOG_KINDS", "build_catalog"]
@@ -50,7 +50,7 @@ class Catalog:
             item is always available.
         num_nodes: exclusive upper bound of ids (size of the membership table).
         definition: how the items were chosen (recorded in result manifests).
-        built_from: the events it was built from (:class:`~tgeval.data.fingerprint.BuiltFrom`:
+        built_from: the events it was built from (:class:`~tgeval.data.hashing.BuiltFrom`:
             the training prefix for ``"train"``, the whole stream otherwise; ``None`` for
             hand-made catalogs); ``evaluate`` refuses it on a stream without those events.
     """

@@ -2,7 +2,7 @@
 
 Every reader returns ``(data, info)``:
 
-* ``data`` passes :func:`tgeval.data.validate.validate`: ``src``, ``dst`` int64 ``[E]``
+* ``data`` passes :func:`tgeval.data.validation.validate`: ``src``, ``dst`` int64 ``[E]``
   with ids ``>= 0``; ``t`` int64 ``[E]`` when every timestamp is a whole number, else
   float64 ``[E]``; non-decreasing ``t``; optional ``msg`` float32 ``[E, d]`` (event
   features) and ``y`` int64 ``[E]`` (event labels).
@@ -78,7 +78,7 @@ from torch_geometric.data import TemporalData
 from tgeval import progress
 from tgeval.choices import DUPLICATE_RULES
 from tgeval.data import cache, formats
-from tgeval.data.validate import validate
+from tgeval.data.validation import validate
 from tgeval.errors import DataFormatError, TemporalDataError
 
 __all__ = [

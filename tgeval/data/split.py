@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch_geometric.data import TemporalData
 
-from tgeval.data.fingerprint import BuiltFrom
+from tgeval.data.hashing import BuiltFrom
 from tgeval.errors import SplitError
 
 __all__ = ["Segment", "Split", "chronological_split", "check_whole_groups"]
@@ -25,7 +25,7 @@ class Segment:
 
     ``t_first`` / ``t_last`` are the first and last timestamps inside the segment
     (``None`` when the segment is empty). ``built_from`` records the events ``[0, end)`` of
-    the stream it was cut from (:class:`~tgeval.data.fingerprint.BuiltFrom`; ``None`` for
+    the stream it was cut from (:class:`~tgeval.data.hashing.BuiltFrom`; ``None`` for
     hand-made segments); ``evaluate`` and ``train_epoch`` refuse it on a stream without them.
     """
 
@@ -121,7 +121,7 @@ def chronological_split(data: TemporalData, ratios: Sequence[float] = (0.70, 0.1
     t = data.t
     t_np = t.detach().cpu().numpy()
     if t_np.size > 1 and bool((t_np[1:] < t_np[:-1]).any()):
-        raise SplitError("`t` must be non-decreasing before splitting. Call `tgeval.data.validate(data, sort=True)` first.")
+        raise SplitError("`t` must be non-decreasing before splitting. Call `tgeval.data.validation(data, sort=True)` first.")
     train_end, val_end = (int(np.searchsorted(t_np, cut, side="right"))  # events with t <= cut
                           for cut in _quantile_cuts(t_np, (ratios[0], ratios[0] + ratios[1])))
     if ratios[0] == 0:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch_geometric.data import TemporalData
 
-from tgeval.data.validate import validate
+from tgeval.data.validation import validate
 
 __all__ = ["generate_events"]
 

@@ -3,14 +3,14 @@ pair-membership factorial and beta*, the membership intervention, calibration un
 comparison. Plots live in :mod:`tgeval.diagnostics.plots` (matplotlib is optional)."""
 
 from tgeval.diagnostics.calibration import PRIOR_SHIFT_WARNING, PriorShiftCorrection, prior_shift_correction
-from tgeval.diagnostics.compare import compare, load_events
+from tgeval.diagnostics.comparison import compare, load_events
 from tgeval.diagnostics.lifetimes import (SURPRISE_RATIOS, ClassCounts, class_counts, lifetime_summary,
                                           surprise_index, surprise_table)
 from tgeval.diagnostics.intervention import InterventionResult, membership_intervention, project_out
 from tgeval.diagnostics.membership import (BetaStar, MembershipFactorial, beta_star, fit_membership_beta,
                                            membership_factorial)
 from tgeval.diagnostics.novelty import NoveltySeries, novelty_series, novelty_summary, segment_strata_shares
-from tgeval.diagnostics.time_profile import TimeProfile, time_profile
+from tgeval.diagnostics.time_bins import TimeProfile, time_profile
 
 __all__ = ["SURPRISE_RATIOS", "ClassCounts", "class_counts", "lifetime_summary", "surprise_index", "surprise_table",
            "NoveltySeries", "novelty_series", "novelty_summary", "segment_strata_shares", "BetaStar",

@@ -23,7 +23,7 @@ from tgeval.diagnostics.novelty import novelty_series, novelty_summary, segment_
 from tgeval.errors import SplitError
 from tgeval.diagnostics.plots import (birth_death_panels, is_bipartite, plot_birth_death, plot_novelty, short_name,
                                      time_axis)
-from tgeval.samplers.birth_death import split_time
+from tgeval.samplers.lifespans import split_time
 from tgeval.eval.result import json_safe
 
 __all__ = ["diagnose", "format_summary", "diagnose_command"]
@@ -35,7 +35,7 @@ def diagnose(data: TemporalData, out: PathLike, *, test_ratio: float = 0.15, dir
              bipartite: Optional[bool] = None, num_nodes: Optional[int] = None, name: str = "") -> dict:
     r"""Write ``diagnose.json``, ``novelty.csv`` and the PNG plots of ``data`` into the folder ``out``.
 
-    :math:`t_{split}` is :func:`~tgeval.samplers.birth_death.split_time` ``(data, test_ratio)``;
+    :math:`t_{split}` is :func:`~tgeval.samplers.lifespans.split_time` ``(data, test_ratio)``;
     the segment strata use :func:`~tgeval.data.split.chronological_split` with ratios
     ``(1 - 2 * test_ratio, test_ratio, test_ratio)`` (``data`` must be time-sorted).
 

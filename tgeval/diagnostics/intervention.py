@@ -32,7 +32,7 @@ A neural model scores :math:`s(u, v) = w^\top h(u, v) + c`, where :math:`h = \ma
    ranks at chance.
 
 :func:`membership_intervention` reports, for the base model and each projection, the
-full-catalog MRR of :func:`~tgeval.eval.replay.evaluate` (online replay, all-entity over the
+full-catalog MRR of :func:`~tgeval.eval.engine.evaluate` (online replay, all-entity over the
 catalog) and the four cells of the factorial.
 """
 
@@ -51,7 +51,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.diagnostics.membership import MembershipReplay, membership_factorial
 from tgeval.eval.metrics import auroc
-from tgeval.eval.replay import evaluate
+from tgeval.eval.engine import evaluate
 from tgeval.eval.result import json_safe
 from tgeval.protocol import Protocol
 
@@ -94,7 +94,7 @@ def pair_representations(model: Any, data: TemporalData, segment: Segment, catal
     """Pair representations and membership labels of the fitting pairs of ``segment``.
 
     Replays ``model`` with :class:`~tgeval.diagnostics.membership.MembershipReplay` (as
-    :func:`~tgeval.eval.replay.evaluate` does: warm-up on ``data[:segment.start]``, timestamp
+    :func:`~tgeval.eval.engine.evaluate` does: warm-up on ``data[:segment.start]``, timestamp
     batches in canonical order, embeddings from the state before each batch, then ``update``),
     so it resets the model's state. Per event, ``K =
     num_negatives`` seen and ``K`` unseen destinations of its source (fewer when a pool is
@@ -222,7 +222,7 @@ def membership_intervention(model: Any, data: TemporalData, fit_segment: Segment
     """Fit the membership direction on ``fit_segment`` and compare the projections on ``eval_segment``.
 
     Works on copies of ``model`` (its state and parameters are left as they were). Each
-    variant is evaluated by :func:`~tgeval.eval.replay.evaluate` (online, all-entity over the
+    variant is evaluated by :func:`~tgeval.eval.engine.evaluate` (online, all-entity over the
     fixed ``catalog``, ``ties``) and by
     :func:`~tgeval.diagnostics.membership.membership_factorial` (``num_negatives`` seen and
     unseen negatives per event, ``seed``).

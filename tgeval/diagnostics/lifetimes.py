@@ -1,7 +1,7 @@
 r"""Lifetime classes and the surprise index of a time split (SPEC §4). **Uses the whole stream.**
 
-Births and deaths come from :func:`tgeval.samplers.birth_death.node_lifetimes` and
-:func:`~tgeval.samplers.birth_death.pair_lifetimes` (one ``scatter_reduce`` each). For a
+Births and deaths come from :func:`tgeval.samplers.lifespans.node_lifetimes` and
+:func:`~tgeval.samplers.lifespans.pair_lifetimes` (one ``scatter_reduce`` each). For a
 split time :math:`t_{split}` each node (or pair) :math:`x` is historical (``H``:
 :math:`d_x < t_{split}`), overlap (``O``: :math:`b_x < t_{split} \le d_x`) or inductive
 (``I``: :math:`b_x \ge t_{split}`); an event exactly at :math:`t_{split}` counts as after the
@@ -13,7 +13,7 @@ split. The **surprise index** is
 ``nan`` when no node (pair) lives at or after the split. :func:`surprise_table` reports it for
 test ratios :math:`\alpha \in \{0.10, 0.15, \dots, 0.50\}` with :math:`t_{split}` the
 :math:`(1 - \alpha)` quantile of the per-event timestamps (numpy's linear interpolation,
-:func:`~tgeval.samplers.birth_death.split_time`). Events need not be time-sorted.
+:func:`~tgeval.samplers.lifespans.split_time`). Events need not be time-sorted.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Optional, Sequence, Union
 import torch
 from torch_geometric.data import TemporalData
 
-from tgeval.samplers.birth_death import Lifetimes, node_lifetimes, pair_lifetimes, split_time
+from tgeval.samplers.lifespans import Lifetimes, node_lifetimes, pair_lifetimes, split_time
 
 __all__ = ["SURPRISE_RATIOS", "ClassCounts", "class_counts", "surprise_index", "lifetime_summary", "surprise_table"]
 
@@ -104,7 +104,7 @@ def surprise_table(data: TemporalData, *, directed: bool, ratios: Sequence[float
     r"""Node and pair class counts and surprise for each test ratio :math:`\alpha` in ``ratios``.
 
     The lifetimes are computed once; :math:`t_{split}(\alpha)` is
-    :func:`~tgeval.samplers.birth_death.split_time` ``(data, alpha)``.
+    :func:`~tgeval.samplers.lifespans.split_time` ``(data, alpha)``.
 
     Returns:
         list of dict: one row per ratio, ``{"test_ratio", "t_split", "nodes": {...}, "pairs": {...}}``.

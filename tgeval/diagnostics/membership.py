@@ -2,7 +2,7 @@ r"""Pair-membership diagnostics: the 2 x 2 factorial and the optimal membership 
 
 **Membership.** For an event :math:`(u, v, t)`, :math:`M = 1\{(u, v) \in H\}` with :math:`H`
 the pairs observed before the event. In the factorial (a replay, like
-:func:`~tgeval.eval.replay.evaluate`) :math:`H` is the history observed before the event's
+:func:`~tgeval.eval.engine.evaluate`) :math:`H` is the history observed before the event's
 batch (what the model and the samplers know); in :func:`beta_star` it is
 :math:`H_{<t}`, the events with a strictly earlier timestamp.
 
@@ -58,12 +58,12 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
-from tgeval.data.validate import permute_events, validate
+from tgeval.data.validation import permute_events, validate
 from tgeval.data.sorted_keys import expand_ranges
 from tgeval.errors import TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal, rank_from_counts
 from tgeval.eval.ranking import all_entity_counts, check_no_nan
-from tgeval.eval.replay import warm_up
+from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers._draw import KeyPool, add_pair_exclusions, batch_position, draw_from_pools
@@ -320,7 +320,7 @@ def _seen_exhaustive(model: TemporalLinkModel, src: Tensor, t: Tensor, pos: Tens
 
 class MembershipReplay:
     """The replay behind the factorial (and the intervention's fitting pairs), as in
-    :func:`~tgeval.eval.replay.evaluate`: the stream validated and put in canonical order
+    :func:`~tgeval.eval.engine.evaluate`: the stream validated and put in canonical order
     (``events``: the segment, with ``e_id``), the model warmed up on the history before the
     segment, and :class:`SeenSampler` / :class:`UnseenSampler` (``seen``, ``unseen``) holding
     that history. Iterating yields the segment's timestamp batches in eval mode without
@@ -370,7 +370,7 @@ def membership_factorial(model: TemporalLinkModel, data: TemporalData, segment: 
                          directed: bool = True, check_state: bool = True) -> MembershipFactorial:
     r"""The pair-membership factorial of ``model`` on ``segment`` (see the module docstring).
 
-    Replays the segment like :func:`~tgeval.eval.replay.evaluate` (warm-up on
+    Replays the segment like :func:`~tgeval.eval.engine.evaluate` (warm-up on
     ``data[:segment.start]``, canonical order, score -> record -> update, state guarded).
     For each event the positive is ranked against ``K`` seen and ``K`` unseen negatives and,
     exactly, against all of them. Cell value: :math:`\mathrm{MRR} = \frac{1}{n}\sum_i 1/r_i`

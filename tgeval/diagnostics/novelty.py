@@ -92,7 +92,7 @@ def segment_strata_shares(data: TemporalData, split: Split, num_nodes: Optional[
     """Shares of repeated-pair / new-pair / new-node events in each segment of a chronological split.
 
     The history of a segment is every event before its start (for ``test``: train and
-    validation), as in :func:`tgeval.eval.replay.evaluate`; the strata are
+    validation), as in :func:`tgeval.eval.engine.evaluate`; the strata are
     :func:`tgeval.data.strata.event_strata`. ``data`` must be time-sorted (as ``split`` indexes it).
 
     Returns:

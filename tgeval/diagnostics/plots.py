@@ -32,7 +32,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.atomic import write_atomic
 from tgeval.diagnostics.novelty import NoveltySeries
-from tgeval.samplers.birth_death import CLASSES, Lifetimes, node_lifetimes, pair_lifetimes
+from tgeval.samplers.lifespans import CLASSES, Lifetimes, node_lifetimes, pair_lifetimes
 
 __all__ = ["is_bipartite", "birth_death_panels", "plot_birth_death", "plot_novelty", "TimeAxis", "time_axis",
            "duration_unit", "legend_outside", "short_name", "rank_axis"]

@@ -2,7 +2,7 @@
 
 from tgeval.eval.expected import expected_hits_at_k, expected_reciprocal_rank, k_sweep, nested_draw_ranks
 from tgeval.eval.ranking import RankCounts, all_entity_counts
-from tgeval.eval.replay import evaluate, warm_up
+from tgeval.eval.engine import evaluate, warm_up
 from tgeval.eval.result import STRATA, Result, summarize
 from tgeval.eval.selection import default_windows, segment_duration, select_window
 from tgeval.eval.stats import DifferenceInterval, block_bootstrap_difference, kendall_tau, seed_paired_t_interval

@@ -13,7 +13,7 @@ from typing import Optional
 
 from torch import Tensor
 
-from tgeval.data.fingerprint import TENSORS_PREFIX, hash_tensor
+from tgeval.data.hashing import TENSORS_PREFIX, hash_tensor
 
 __all__ = ["NegativesDigest"]
 

@@ -154,7 +154,7 @@ class Result:
         metrics: output of :func:`summarize` (``sampled``, ``all_entity``, ``strata``).
         manifest: everything needed to reproduce the numbers (SPEC §11).
         performance: throughput, latency and memory of the replay; ``wall_seconds`` of the whole
-            :func:`~tgeval.eval.replay.evaluate` call and its ``phases`` (seconds of ``prepare``,
+            :func:`~tgeval.eval.engine.evaluate` call and its ``phases`` (seconds of ``prepare``,
             ``warm_up``, ``replay``, ``metrics``, ``manifest`` and ``other``, summing to ``wall_seconds``);
             the command line adds ``command``, the same for the whole command (``read``, ..., ``write``).
         records: per-event tensors on CPU (see :data:`_EVENT_COLUMNS`); not written to
@@ -189,7 +189,7 @@ class Result:
         The manifest then names the events file (``events_file``, relative to the JSON's folder)
         and its sha256 (``events_sha256``), and both files are written together
         (:func:`~tgeval.atomic.write_atomic_group`): a reader finds the old pair or the new one,
-        and :func:`~tgeval.diagnostics.compare.load_events` refuses a pair whose checksum
+        and :func:`~tgeval.diagnostics.comparison.load_events` refuses a pair whose checksum
         does not match.
         """
         files: list[tuple[str | os.PathLike, str | bytes]] = []

@@ -10,7 +10,7 @@ from torch_geometric.data import TemporalData
 from tgeval.choices import TiePolicy
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
-from tgeval.eval.replay import evaluate, warm_up
+from tgeval.eval.engine import evaluate, warm_up
 from tgeval.models.base import TemporalLinkModel
 from tgeval.protocol import Protocol
 

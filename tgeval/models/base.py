@@ -2,7 +2,7 @@
 
 A model scores candidate links ``(src, dst, t)`` from its current state without changing
 it, and ingests observed positive events with :meth:`update`. The replay engine
-(:mod:`tgeval.eval.replay`) owns the order score -> record -> update; models never update
+(:mod:`tgeval.eval.engine`) owns the order score -> record -> update; models never update
 themselves while scoring.
 """
 

@@ -5,7 +5,7 @@ CLI takes ``--sampler NAME[:key=value,...]`` (see :func:`from_spec`).
 """
 
 from tgeval.samplers.base import NegativeSampler, Negatives
-from tgeval.samplers.birth_death import (BirthDeathEdgeSampler, BirthDeathNodeSampler, birth_death, node_lifetimes,
+from tgeval.samplers.lifespans import (BirthDeathEdgeSampler, BirthDeathNodeSampler, birth_death, node_lifetimes,
                                          pair_lifetimes, split_time)
 from tgeval.samplers.degree import DegreeSampler, TimeDegreeSampler
 from tgeval.samplers.fixed import (FixedNegativeSampler, load_negatives, read_tgb_negatives, save_negatives,

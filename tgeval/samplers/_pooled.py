@@ -33,7 +33,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
-from tgeval.data.fingerprint import BuiltFrom
+from tgeval.data.hashing import BuiltFrom
 from tgeval.data.strata import MAX_PAIR_KEY_NODES
 from tgeval.errors import SamplerError
 from tgeval.samplers._draw import (FALLBACKS, SHORT_RULES, KeyPool, batch_exclusions, batch_position, check_ids,

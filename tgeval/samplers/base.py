@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.data.fingerprint import tensor_checksum
+from tgeval.data.hashing import tensor_checksum
 from tgeval.state import State
 
 __all__ = ["NegativeSampler", "Negatives", "SampledNegatives", "as_negatives", "concat_negatives",

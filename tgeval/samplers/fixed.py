@@ -55,10 +55,10 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.atomic import write_atomic
-from tgeval.data.fingerprint import fingerprint, tensor_checksum
+from tgeval.data.hashing import fingerprint, tensor_checksum
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
-from tgeval.data.validate import permute_events, validate
+from tgeval.data.validation import permute_events, validate
 from tgeval.errors import NegativesFileError, SamplerError
 from tgeval.eval.checksum import NegativesDigest
 from tgeval.eval.metrics import CHUNK_SCORES, count_true

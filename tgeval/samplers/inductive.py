@@ -33,7 +33,7 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.fingerprint import BuiltFrom
+from tgeval.data.hashing import BuiltFrom
 from tgeval.samplers._draw import KeyPool, history_keys
 from tgeval.samplers._pooled import PooledSampler
 

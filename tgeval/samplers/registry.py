@@ -28,7 +28,7 @@ from tgeval.data.split import Split
 from tgeval.options import parse_value, typed_options
 from tgeval.samplers.base import NegativeSampler
 from tgeval.samplers.degree import DegreeSampler, TimeDegreeSampler
-from tgeval.samplers.birth_death import factories as _birth_death_factories
+from tgeval.samplers.lifespans import factories as _birth_death_factories
 from tgeval.samplers.fixed import FixedNegativeSampler, read_tgb_negatives
 from tgeval.samplers.historical import HistoricalSampler
 from tgeval.samplers.inductive import InductiveSampler

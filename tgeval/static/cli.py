@@ -13,7 +13,7 @@ import torch
 from torch_geometric.data import TemporalData
 
 from tgeval.atomic import check_writable
-from tgeval.data.fingerprint import fingerprint
+from tgeval.data.hashing import fingerprint
 from tgeval.cli import read_event_file
 from tgeval.data.split import chronological_split
 from tgeval.static.graph import StaticGraph, random_edge_split, static_graph

@@ -43,7 +43,7 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import write_atomic_group
-from tgeval.data.fingerprint import tensor_checksum
+from tgeval.data.hashing import tensor_checksum
 from tgeval.eval.metrics import auroc, average_precision
 from tgeval.samplers._draw import derived_seed
 from tgeval.static.degree_bias import lognormal_sigma, pa_auroc_analytic

@@ -45,7 +45,7 @@ from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
 from tgeval.atomic import sha256_of, write_atomic
-from tgeval.data.fingerprint import fingerprint
+from tgeval.data.hashing import fingerprint
 from tgeval.distributed import rank_and_world
 from tgeval.errors import CheckpointError, OutputPathError
 from tgeval.eval.result import json_safe
@@ -190,20 +190,20 @@ def save_checkpoint(
             snapshot are saved.
         optimizer: its ``state_dict`` is saved (``None``: no optimizer state).
         epoch: index of the last completed epoch.
-        data: the training stream or its :func:`~tgeval.data.fingerprint.fingerprint`.
+        data: the training stream or its :func:`~tgeval.data.hashing.fingerprint`.
         early_stopping: bookkeeping of early stopping (JSON-like values).
         history: per-epoch records so far.
         training: the training specification (sampler, loss, ``K``, lr, batch size, seed, ...).
         best_parameters: the best epoch's parameters (:func:`~tgeval.state.parameters_of`) when
             they are not ``model``'s own.
-        state: the state snapshot to store (default ``model.snapshot()``); :func:`~tgeval.training.fit.fit`
+        state: the state snapshot to store (default ``model.snapshot()``); :func:`~tgeval.training.fitting.fit`
             stores the state at the end of the epoch's training, before any validation event.
         state_training: whether ``state`` was taken in training mode (default: ``model``'s mode
             now). Loading restores it in that mode before switching to eval mode, so a module
             that changes its state on the switch (PyG's ``TGNMemory`` applies its pending
             messages) does so exactly once, as it would have in the run.
         rng: the generator states (:func:`rng_state`) of every process of the run, in rank
-            order (:func:`~tgeval.training.fit.fit` gathers them under ``torch.distributed``);
+            order (:func:`~tgeval.training.fitting.fit` gathers them under ``torch.distributed``);
             default: this process's alone.
     """
     payload = {

@@ -17,7 +17,7 @@ dot-product score, stateless; with two or more CPU threads, run it inside
     from tgeval.data.catalog import build_catalog
     from tgeval.data.groups import canonical_order
     from tgeval.data.synthetic import generate_events
-    from tgeval.data.validate import permute_events
+    from tgeval.data.validation import permute_events
     from tgeval.loader import TimestampBatchLoader, check_time_sorted
     from tgeval.training.losses import bce_loss
     from tgeval.training.train import check_training_sampler
@@ -66,14 +66,14 @@ from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
 from tgeval.choices import HISTORY_MODES, HistoryMode
-from tgeval.data.fingerprint import check_built_for, fingerprint
+from tgeval.data.hashing import check_built_for, fingerprint
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
-from tgeval.data.validate import permute_events
+from tgeval.data.validation import permute_events
 from tgeval.device import deterministic
 from tgeval.distributed import check_same, rank_and_world, require_group, shard, state_digest, sum_gradients
 from tgeval.errors import LeakageError
-from tgeval.eval.replay import warm_up
+from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader, check_time_sorted
 from tgeval.models.base import TemporalLinkModel, check_node_ids
 from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, scored_pairs
@@ -103,7 +103,7 @@ def resolve_range(data: TemporalData, segment_or_range: Union[Segment, tuple[int
 def check_training_sampler(sampler: NegativeSampler, *, allow_whole_stream: bool = False) -> None:
     """Refuse a sampler defined with knowledge of the whole stream (``sampler.uses_whole_stream``:
     inductive, Birth–Death; a mixture holding one) for training: its negatives of a batch depend on
-    events after it. :func:`train_epoch` and :func:`~tgeval.training.fit.fit` call it; call it
+    events after it. :func:`train_epoch` and :func:`~tgeval.training.fitting.fit` call it; call it
     before a loop of your own.
 
     Raises:
@@ -138,7 +138,7 @@ def train_epoch(
 
     **State.** At the epoch start the model's and the sampler's state are reset
     (:meth:`reset_state`) and the events before ``start`` (if any) are replayed through
-    ``update`` / ``observe`` without gradients (:func:`~tgeval.eval.replay.warm_up`), so
+    ``update`` / ``observe`` without gradients (:func:`~tgeval.eval.engine.warm_up`), so
     every epoch sees the stream from its beginning and no epoch starts with knowledge of
     the training range.
 

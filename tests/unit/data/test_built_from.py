@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tgeval import Catalog, CatalogError, DataMismatchError, build_catalog, chronological_split, evaluate
-from tgeval.data.fingerprint import BuiltFrom, check_built_for, fingerprint
+from tgeval.data.hashing import BuiltFrom, check_built_for, fingerprint
 from tgeval.models.heuristics import EdgeBank
 from tgeval.protocol import Protocol
 from tgeval.samplers import InductiveSampler, MixtureSampler, UniformSampler

@@ -10,7 +10,7 @@ import torch
 from torch_geometric.data import TemporalData
 
 from tgeval.data.synthetic import generate_events
-from tgeval.data.validate import validate
+from tgeval.data.validation import validate
 
 E, N = 20_000, 2_000
 

@@ -21,7 +21,7 @@ from tgeval.diagnostics import (SURPRISE_RATIOS, class_counts, lifetime_summary,
 from tgeval.cli import build_parser
 from tgeval.diagnostics.cli import diagnose_command
 from tgeval.diagnostics.plots import birth_death_panels, is_bipartite
-from tgeval.samplers.birth_death import node_lifetimes, pair_lifetimes
+from tgeval.samplers.lifespans import node_lifetimes, pair_lifetimes
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -15,9 +15,9 @@ from tgeval.diagnostics import cli as diagnostics_cli
 from tgeval.diagnostics.novelty import novelty_series
 from tgeval.diagnostics.plots import (birth_death_panels, duration_unit, plot_birth_death, plot_novelty, rank_axis,
                                      short_name, time_axis)
-from tgeval.samplers.birth_death import split_time
+from tgeval.samplers.lifespans import split_time
 from tests.plot_checks import assert_legends_outside
-from tgeval.diagnostics.time_profile import plot_time_profile, time_profile
+from tgeval.diagnostics.time_bins import plot_time_profile, time_profile
 
 COLLEGEMSG = (1_082_008_561, 1_098_744_742)  # Unix seconds of CollegeMsg's first and last message
 

@@ -1,4 +1,4 @@
-"""Time profile of ranks (tgeval.diagnostics.time_profile) against a plain-Python reference."""
+"""Time profile of ranks (tgeval.diagnostics.time_bins) against a plain-Python reference."""
 
 import csv
 import math
@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from tgeval.diagnostics.time_profile import (
+from tgeval.diagnostics.time_bins import (
     negative_ranks,
     plot_time_profile,
     time_profile,

@@ -11,7 +11,7 @@ import torch
 
 import tgeval.eval.metrics as metrics
 from tgeval import Protocol, build_catalog, chronological_split, evaluate, progress
-from tgeval.eval import replay
+from tgeval.eval import engine
 from tgeval.eval.metrics import count_above_equal
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import UniformSampler
@@ -133,14 +133,14 @@ def test_windows_bound_the_prepared_queries(monkeypatch) -> None:
     (unless one batch alone holds more), and the records do not depend on it."""
     whole, _ = _result(k=5)
     sizes = []
-    original = replay._Window.__init__
+    original = engine._Window.__init__
 
     def spy(self, events, keys, bounds, first, last, **kwargs):
         original(self, events, keys, bounds, first, last, **kwargs)
         sizes.append((bounds[last] - bounds[first], last - first))
 
-    monkeypatch.setattr(replay._Window, "__init__", spy)
-    monkeypatch.setattr(replay, "WINDOW_QUERIES", 6 * 2)  # 2 events of 1 + 5 queries: one batch
+    monkeypatch.setattr(engine._Window, "__init__", spy)
+    monkeypatch.setattr(engine, "WINDOW_QUERIES", 6 * 2)  # 2 events of 1 + 5 queries: one batch
     windowed, _ = _result(k=5)
     assert len(sizes) > 1 and all(events * 6 <= 12 or batches == 1 for events, batches in sizes)
     for key in ("score", "neg_score", "neg", "sampled_above", "sampled_equal", "above", "equal"):

@@ -8,7 +8,7 @@ import torch
 
 from tgeval import Protocol, build_catalog, chronological_split, evaluate
 from tgeval.data.synthetic import generate_events
-from tgeval.eval import replay
+from tgeval.eval import engine
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import HistoricalSampler, UniformSampler, birth_death, read_tgb_negatives, write_tgb_negatives
 from tgeval.samplers.base import negatives_checksum
@@ -40,7 +40,7 @@ SAMPLERS = {
 
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_modes_give_the_same_numbers_and_checksum(name, tmp_path, monkeypatch):
-    monkeypatch.setattr(replay, "WINDOW_QUERIES", 64)  # many windows: the checksum is fed in many parts
+    monkeypatch.setattr(engine, "WINDOW_QUERIES", 64)  # many windows: the checksum is fed in many parts
     sampler = SAMPLERS[name](tmp_path)
     k = sampler.num_negatives if hasattr(sampler, "stored_num_negatives") else 3
     results = {mode: evaluate(EdgeBank(N), DATA, SPLIT.test, Protocol(num_negatives=k, batch_size=7),

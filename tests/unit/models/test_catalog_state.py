@@ -4,7 +4,7 @@ import torch
 from tgeval import CatalogError, LeakageError, build_catalog, no_state_change
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import build_exclusions
-from tgeval.data.fingerprint import fingerprint, tensor_checksum
+from tgeval.data.hashing import fingerprint, tensor_checksum
 from tgeval.models.heuristics import EdgeBank
 from tgeval.state import first_difference
 from tests.conftest import make_stream

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tgeval import evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
-from tgeval.eval.replay import warm_up
+from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models import registry
 from tgeval.models.heuristics import (GlobalPopularity, GlobalRecency, LocalPopularity, LocalRecency, Popularity)

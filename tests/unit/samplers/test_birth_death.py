@@ -15,7 +15,7 @@ from tgeval.data.split import Segment
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers.base import Negatives
-from tgeval.samplers.birth_death import (BIRTH_DEATH_NAMES, BirthDeathEdgeSampler, BirthDeathNodeSampler, birth_death,
+from tgeval.samplers.lifespans import (BIRTH_DEATH_NAMES, BirthDeathEdgeSampler, BirthDeathNodeSampler, birth_death,
                                          factories, lifetime_classes, node_lifetimes, pair_lifetimes, split_time)
 from tgeval.protocol import Protocol
 from tests.conftest import make_stream

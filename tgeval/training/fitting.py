@@ -1,7 +1,7 @@
 r"""Training with validation, early stopping and resumable checkpoints (SPEC §9, §11).
 
 :func:`fit` composes :func:`~tgeval.training.train.train_epoch` and
-:func:`~tgeval.eval.replay.evaluate`::
+:func:`~tgeval.eval.engine.evaluate`::
 
     for epoch in range(start, epochs):
         train_epoch(model, data, split.train, ...)            # state reset, negatives keyed by seed + epoch
@@ -30,11 +30,11 @@ from torch_geometric.data import TemporalData
 from tgeval.atomic import check_writable, write_atomic
 from tgeval.choices import VAL_METRICS, VAL_STATES, HistoryMode, ValState
 from tgeval.data.catalog import Catalog, build_catalog
-from tgeval.data.fingerprint import fingerprint
+from tgeval.data.hashing import fingerprint
 from tgeval.data.split import Split
 from tgeval.distributed import gather_objects, is_main, require_group
 from tgeval.errors import ModelCapabilityError, OutputPathError
-from tgeval.eval.replay import evaluate
+from tgeval.eval.engine import evaluate
 from tgeval.eval.result import Result, json_safe
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.neural import NeuralLinkModel
@@ -274,7 +274,7 @@ def fit(
     r"""Train ``model`` on ``split.train``, validate on ``split.val`` after every epoch, keep the best epoch.
 
     **Epoch** ``e``: :func:`~tgeval.training.train.train_epoch` over ``split.train`` (state reset at
-    the start, negatives keyed by ``seed + e``), then :func:`~tgeval.eval.replay.evaluate`
+    the start, negatives keyed by ``seed + e``), then :func:`~tgeval.eval.engine.evaluate`
     over ``split.val`` (online protocol, ``val_negatives`` negatives per positive from
     ``val_sampler`` drawn with ``seed`` — the same negatives every epoch — and an all-entity
     pass when ``val_catalog`` is given), from the rebuilt state or, with
@@ -336,7 +336,7 @@ def fit(
             ``val_names``: each measured validation metric's name with its protocol (:func:`val_names`).
         distributed: this process is one rank of the default ``torch.distributed`` group:
             training is data-parallel (:func:`~tgeval.training.train.train_epoch`), validation is
-            sharded (:func:`~tgeval.eval.replay.evaluate`), both identical on every rank, so
+            sharded (:func:`~tgeval.eval.engine.evaluate`), both identical on every rank, so
             every rank takes the same early-stopping decisions; rank 0 alone writes the
             checkpoints and ``timings.json`` (``checkpoints`` is ``None`` on the others). A
             ``resume`` file is read by every rank.

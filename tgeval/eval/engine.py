@@ -42,11 +42,11 @@ from torch_geometric.data import TemporalData
 
 from tgeval import progress, provenance
 from tgeval.data.catalog import Catalog
-from tgeval.data.fingerprint import check_built_for, fingerprint
+from tgeval.data.hashing import check_built_for, fingerprint
 from tgeval.data.groups import canonical_order, is_canonical
 from tgeval.data.split import Segment, Split, check_whole_groups
 from tgeval.data.strata import event_strata
-from tgeval.data.validate import per_event_keys, permute_events, validate
+from tgeval.data.validation import per_event_keys, permute_events, validate
 from tgeval.distributed import check_same, rank_and_world, require_group, state_digest
 from tgeval.errors import CatalogError, ModelCapabilityError, SplitError, UntrainedModelWarning
 from tgeval.eval.checksum import NegativesDigest
@@ -610,7 +610,7 @@ def evaluate(
     Args:
         model: any :class:`~tgeval.models.base.TemporalLinkModel`.
         data: the whole time-sorted stream (history + segment); checked with
-            :func:`~tgeval.data.validate`, ids must be ``< model.num_nodes``.
+            :func:`~tgeval.data.validation`, ids must be ``< model.num_nodes``.
         segment: the evaluated events ``data[segment.start:segment.end]`` (whole timestamp
             groups). Events are replayed in canonical order ``(t, src, dst)`` inside each
             group; batches carry ``e_id``, each event's index in ``data`` (for samplers with

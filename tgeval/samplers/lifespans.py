@@ -75,7 +75,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
-from tgeval.data.fingerprint import BuiltFrom
+from tgeval.data.hashing import BuiltFrom
 from tgeval.data.groups import group_ids
 from tgeval.data.strata import pair_keys
 from tgeval.data.strata import MAX_PAIR_KEY_NODES
