@@ -1,5 +1,6 @@
 """Small real models for tests (no mocks): a fixed score table, stateless; small neural models; the
-README's code blocks (the PyG-built TGN of *Your own PyG model* has its only source there)."""
+code blocks of the README and the guide (the PyG-built TGN of the guide's *Your own PyG model* has its only
+source there)."""
 
 import re
 from contextlib import contextmanager
@@ -23,19 +24,20 @@ def small_neural_model(kind, num_nodes, msg_dim=1, subclass=None, node_features=
 
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+PYG_MODELS_PAGE = README.parent / "docs" / "guide" / "pyg-models.md"
 
 
-def readme_python_blocks():
-    """The source of every fenced Python block of the README, in order."""
-    return re.findall(r"^```python\n(.*?)^```", README.read_text(encoding="utf-8"), flags=re.S | re.M)
+def python_blocks(page=README):
+    """The source of every fenced Python block of a Markdown page (default: the README), in order."""
+    return re.findall(r"^```python\n(.*?)^```", Path(page).read_text(encoding="utf-8"), flags=re.S | re.M)
 
 
 def readme_pyg_tgn():
-    """The classes ``PygTGN`` and ``PygTGNConfig`` of the README's *Your own PyG model*, run from
-    the block that defines them."""
-    block = next(code for code in readme_python_blocks() if "class PygTGN" in code)
+    """The classes ``PygTGN`` and ``PygTGNConfig`` of the guide's *Your own PyG model*
+    (``docs/guide/pyg-models.md``), run from the block that defines them."""
+    block = next(code for code in python_blocks(PYG_MODELS_PAGE) if "class PygTGN" in code)
     namespace: dict = {"__name__": "readme_pyg_tgn"}
-    exec(compile(block, f"{README}:PygTGN", "exec"), namespace)
+    exec(compile(block, f"{PYG_MODELS_PAGE}:PygTGN", "exec"), namespace)
     return namespace["PygTGN"], namespace["PygTGNConfig"]
 
 

@@ -1,0 +1,126 @@
+"""Render the documentation's measurement tables from the benchmarks' saved JSON outputs.
+
+A page holds a generated table between two markers::
+
+    <!-- table:NAME -->
+    | ... the rendered table ... |
+    <!-- /table:NAME -->
+
+``python benchmarks/tables.py`` rewrites every such table of the pages below from the JSON files in
+``benchmarks/results/``; ``--check`` rewrites nothing and exits 1 (naming the pages) when a page
+differs from what would be rendered. Needs only the standard library.
+
+Tables:
+    tgb_leaderboard: ``benchmarks/results/tgb_leaderboard/*.json``, the ``--out`` files of
+        ``python benchmarks/tgb_leaderboard.py --models M --seeds S --threads 1 --out FILE`` (finished runs only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PAGES = ("README.md", "benchmarks/README.md", "docs/*.md", "docs/guide/*.md")
+MARKER = re.compile(r"(<!-- table:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /table:(?P=name) -->)", re.S)
+
+# tgb_leaderboard.py's model names, as the table prints them.
+LEADERBOARD_LABELS = {
+    "tgn": "TGN",
+    "dyrep": "DyRep",
+    "dyrep-event": "DyRep, partner embedding written at the event (`dyrep-event`)",
+    "graphmixer": "GraphMixer",
+}
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table of ``header`` and ``rows`` (cells as given)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _spread(values: list[float], digits: int) -> str:
+    """One value as is; several as ``mean ± sample standard deviation``."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def tgb_leaderboard(results: Path) -> str:
+    """Test MRR on tgbl-wiki of the models trained with TGB's recipes, one row per model (seeds pooled),
+    beside TGB's leaderboard; unfinished runs are left out."""
+    runs: dict[str, list[dict]] = {}
+    leaderboard: dict[str, list[float]] = {}
+    for path in sorted((results / "tgb_leaderboard").glob("*.json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        leaderboard.update(report["leaderboard"])
+        for run in report["runs"].values():
+            if run.get("finished") and "test_mrr_tgb_preset" in run:
+                runs.setdefault(run["model"], []).append(run)
+    rows = []
+    for model in sorted(runs, key=lambda m: (list(LEADERBOARD_LABELS).index(m) if m in LEADERBOARD_LABELS else 99, m)):
+        group = sorted(runs[model], key=lambda run: run["seed"])
+        published = leaderboard.get(model)
+        rows.append([
+            LEADERBOARD_LABELS.get(model, f"`{model}`"),
+            f"{published[0]:.3f} ± {published[1]:.3f}" if published else "",
+            ", ".join(str(run["seed"]) for run in group),
+            _spread([run["test_mrr_tgb_preset"] for run in group], 4),
+            _spread([run["test_mrr_tgeval_protocol"] for run in group], 4),
+            "; ".join(f"{run['best_epoch']} / {run['epochs_run']}" for run in group),
+            "; ".join(f"{statistics.median(e['train_seconds'] for e in run['history']):.0f}" for run in group),
+        ])
+    header = ["model", "TGB leaderboard (tgbl-wiki-v2)", "seeds", "test MRR, `--preset tgb`",
+              "test MRR, tgeval's own protocol", "best epoch (from 0) / epochs run", "train s/epoch (median)"]
+    return _markdown(header, rows)
+
+
+TABLES: dict[str, Callable[[Path], str]] = {"tgb_leaderboard": tgb_leaderboard}
+
+
+def pages(root: Path = ROOT) -> list[Path]:
+    """Every Markdown page that may hold a generated table."""
+    return sorted({path for pattern in PAGES for path in root.glob(pattern)})
+
+
+def render(text: str, results: Path = RESULTS) -> str:
+    """``text`` with every marked table rendered from ``results``.
+
+    Raises:
+        KeyError: a marker names no known table.
+    """
+    def fill(match: re.Match) -> str:
+        name = match["name"]
+        if name not in TABLES:
+            raise KeyError(f"unknown table {name!r} (known: {', '.join(TABLES)})")
+        return match.group(1) + TABLES[name](results) + match.group(4)
+    return MARKER.sub(fill, text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="rewrite nothing; exit 1 when a page differs")
+    args = parser.parse_args(argv)
+    stale = []
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        rendered = render(text)
+        if rendered != text:
+            stale.append(page.relative_to(ROOT))
+            if not args.check:
+                page.write_text(rendered, encoding="utf-8")
+    verb = "differ from their results (run python benchmarks/tables.py)" if args.check else "rewritten"
+    for page in stale:
+        print(f"{page}: {verb}")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
