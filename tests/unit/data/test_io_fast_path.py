@@ -15,7 +15,7 @@ from torch_geometric.data import TemporalData
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tgeval.data import io as tio
+from tgeval.data.io import _columns, _duplicates, _exact, _fast, _text
 from tgeval.data.io import ReadInfo, read_events
 from tgeval.errors import TGEvalError
 
@@ -35,32 +35,32 @@ LAYOUTS: dict[str, tuple[str | None, str | None, tuple[str, ...], dict[str, Any]
 def counting_exact_calls() -> Iterator[list[int]]:
     """Counts the reads that ran the exact path (a spy around the real function)."""
     calls: list[int] = []
-    exact = tio._exact_columns
+    exact = _exact.exact_columns
 
     def spy(*args: Any) -> Any:
         calls.append(1)
         return exact(*args)
 
-    tio._exact_columns = spy
+    _exact.exact_columns = spy
     try:
         yield calls
     finally:
-        tio._exact_columns = exact
+        _exact.exact_columns = exact
 
 
 @contextmanager
 def exact_path_only() -> Iterator[None]:
     """The fast path doubts every file, so the readers use their exact path."""
-    fast = tio._fast_columns
+    fast = _fast.fast_columns
 
     def doubt(*args: Any) -> Any:
-        raise tio._Doubt
+        raise _columns._Doubt
 
-    tio._fast_columns = doubt
+    _fast.fast_columns = doubt
     try:
         yield
     finally:
-        tio._fast_columns = fast
+        _fast.fast_columns = fast
 
 
 def outcome(path: Path, fmt: str, options: dict[str, Any]) -> tuple[Any, ...]:
@@ -157,7 +157,7 @@ def test_fast_path_reads_long_files_in_blocks(tmp_path: Path) -> None:
     plain, packed = tmp_path / "big.txt", tmp_path / "big.txt.gz"
     plain.write_bytes(text.encode())
     packed.write_bytes(gzip.compress(text.encode()))
-    assert len(text) > 3 * tio._BLOCK_BYTES
+    assert len(text) > 3 * _text.BLOCK_BYTES
     with counting_exact_calls() as exact_calls:
         first = outcome(plain, "snap", {})
         second = outcome(packed, "snap", {})
@@ -177,18 +177,18 @@ def test_plain_decimals_read_as_pythons_float(tmp_path: Path) -> None:
     short.write_text(text)
     long.write_text(text + "2,4,3.5,0,1234567890.123456,1e-3\n")
     used: list[bool] = []
-    decimals = tio._decimals
+    decimals = _fast.decimals
 
     def spy(*args: Any) -> Any:
         result = decimals(*args)
         used.append(result is not None)
         return result
 
-    tio._decimals = spy
+    _fast.decimals = spy
     try:
         fast = [outcome(path, "jodie", {}) for path in (short, long)]
     finally:
-        tio._decimals = decimals
+        _fast.decimals = decimals
     assert used == [True, False]
     with exact_path_only():
         assert [outcome(path, "jodie", {}) for path in (short, long)] == fast
@@ -217,4 +217,4 @@ def test_first_occurrences_match_a_dictionary_of_events(n: int, seed: int, fract
                  int(data.y[k]))
         expected.append(event not in seen)
         seen.add(event)
-    assert tio._first_occurrences(data).tolist() == expected
+    assert _duplicates.first_occurrences(data).tolist() == expected

@@ -1,0 +1,116 @@
+"""The bytes of an event file as text, as every reader sees them.
+
+A file that starts with the gzip magic bytes is decompressed, whatever its name; the text is UTF-8
+with or without a byte-order mark, and LF, CRLF and CR line ends all become LF. The exact path reads
+the whole text (:func:`read_text`), the fast path its first bytes (:func:`head_text`) and then blocks
+of whole lines (:func:`blocks`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import zlib
+from typing import BinaryIO, Iterator, Union
+
+from tgeval import progress
+from tgeval.errors import DataFormatError
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: the first bytes the fast path parses exactly (header, column names, column count)
+HEAD_BYTES = 1 << 16
+#: the size of the fast path's blocks (whole lines)
+BLOCK_BYTES = 1 << 20
+_BOM = b"\xef\xbb\xbf"
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(start: bytes) -> bool:
+    """Whether bytes that start a file are gzip's magic bytes."""
+    return start[:2] == _GZIP_MAGIC
+
+
+def open_bytes(path: PathLike) -> BinaryIO:
+    """The file's bytes, decompressed when it starts with the gzip magic bytes."""
+    with open(path, "rb") as handle:
+        gzipped = is_gzip(handle.read(2))
+    return gzip.open(path, "rb") if gzipped else open(path, "rb")  # type: ignore[return-value]
+
+
+def read_text(path: PathLike) -> str:
+    """The whole file as text (module rules).
+
+    Raises:
+        DataFormatError: gzip bytes that do not decompress, or bytes that are not UTF-8.
+    """
+    name = os.fspath(path)
+    with open(name, "rb") as handle:
+        raw = handle.read()
+    if is_gzip(raw):
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DataFormatError(
+                f"{name}: starts with the gzip magic bytes but cannot be decompressed ({exc}). "
+                f"Re-download the file or decompress it by hand to find the damage."
+            ) from exc
+    return decode(name, raw)
+
+
+def decode(name: str, raw: bytes) -> str:
+    """UTF-8 bytes (optional BOM) of the file ``name`` as text with LF line ends.
+
+    Raises:
+        DataFormatError: bytes that are not UTF-8 (the message names the line).
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataFormatError(
+            f"{name}, line {line}: expected UTF-8 text, found the byte {raw[exc.start:exc.start + 1]!r}. "
+            f"Re-encode the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
+        ) from exc
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def head_text(path: PathLike) -> str:
+    """The file's first whole lines, at most :data:`HEAD_BYTES` bytes of them, as text."""
+    with open_bytes(path) as handle:
+        raw = handle.read(HEAD_BYTES + 1)
+    if len(raw) > HEAD_BYTES:
+        raw = raw[: raw.rfind(b"\n") + 1]
+    return decode(os.fspath(path), raw)
+
+
+def first_line(path: PathLike) -> str:
+    """The first line of the file, without reading the rest (undecodable bytes replaced)."""
+    with io.TextIOWrapper(open_bytes(path), encoding="utf-8-sig", errors="replace", newline="") as handle:
+        return handle.readline().rstrip("\r\n")
+
+
+def blocks(path: PathLike) -> Iterator[bytes]:
+    """The file in blocks of whole lines (about :data:`BLOCK_BYTES`; the last may lack its line end),
+    without the BOM, CRLF and CR made LF (as :func:`read_text`); the bytes read so far of the file go to
+    :func:`tgeval.progress.report`."""
+    rest, first = b"", True
+    size = os.path.getsize(path)
+    with open_bytes(path) as handle:
+        raw = getattr(handle, "fileobj", handle)  # a gzip file's compressed bytes, whose size is known
+        while True:
+            chunk = handle.read(BLOCK_BYTES)
+            progress.report(raw.tell(), size)
+            if first:
+                chunk, first = chunk.removeprefix(_BOM), False
+            block = rest + chunk
+            cut = block.rfind(b"\n") + 1 if chunk else len(block)  # a CR of a CRLF stays before its LF
+            rest = block[cut:]
+            if cut:
+                lines = block[:cut]
+                yield lines.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in lines else lines
+            if not chunk:
+                return
