@@ -6,6 +6,11 @@ import pytest
 import torch
 from torch_geometric.data import TemporalData
 
+#: the shared datasets next to the repository: the session's datasets folder unless $TGEVAL_DATA_DIR names one
+SHARED_DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+if not os.environ.get("TGEVAL_DATA_DIR"):
+    os.environ["TGEVAL_DATA_DIR"] = str(SHARED_DATASETS)
+
 importlib.import_module("tests.toy_model")  # registers the model "toy": the contract tests cover it
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -41,15 +46,16 @@ def device(request):
     return torch.device(request.param)
 
 
-def shared_datasets_dir():
-    """``$TGEVAL_DATA_DIR`` or ``../shared/datasets`` next to the repository, or None."""
-    env = os.environ.get("TGEVAL_DATA_DIR")
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
-    for path in candidates:
-        if path.is_dir():
-            return path
-    return None
+def require_dataset(name):
+    """The file of the shared dataset ``name`` (:func:`tgeval.data.datasets.dataset_path`), or skip the test
+    saying where it was looked for and how to provide it."""
+    from tgeval.data.datasets import dataset_path
+    from tgeval.errors import InputPathError
+
+    try:
+        return dataset_path(name)
+    except InputPathError as missing:
+        pytest.skip(f"shared dataset {name!r} is absent: {missing}")
 
 
 def make_stream(src, dst, t, **extra):

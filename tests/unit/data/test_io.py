@@ -23,7 +23,7 @@ from tgeval.data.io import (
     read_sociopatterns,
     read_tgb,
 )
-from tgeval.errors import DataFormatError, TemporalDataError
+from tgeval.errors import DataFormatError, InputPathError, TemporalDataError
 
 
 def write(directory: Path, name: str, text: str, *, crlf: bool = False, bom: bool = False) -> Path:
@@ -447,7 +447,7 @@ def test_every_registered_format_declares_its_readers_own_options() -> None:
 
     shared = {"path", "remap", "bipartite", "sort", "directed"}
     for name in formats.names():
-        keywords = set(inspect.signature(formats.entry(name).reader()).parameters) - shared
+        keywords = set(inspect.signature(formats.entry(name).load()).parameters) - shared
         assert set(formats.entry(name).options) == keywords, name
 
 
@@ -460,8 +460,9 @@ def test_a_registered_format_reads_through_read_events_and_the_cli(tmp_path: Pat
         converted = write(tmp_path, "converted.txt", text)
         return read_snap(converted, remap=remap, bipartite=bipartite, sort=sort, directed=directed)
 
-    monkeypatch.setattr(formats, "_REGISTRY", dict(formats._REGISTRY))
-    formats.register("arrows", read_arrows, options=("separator",), help="u->v@t tokens")
+    monkeypatch.setattr(formats, "_REGISTRY", formats._REGISTRY.copy())
+    formats.register("arrows", read_arrows, help="u->v@t tokens")
+    assert formats.entry("arrows").options == ("separator",)  # read from its signature
     with pytest.raises(ValueError, match="already registered"):
         formats.register("arrows", read_arrows)
     path = write(tmp_path, "a.txt", " ".join(f"{i % 5}=>{(i * 2 + 1) % 5}@{i}" for i in range(60)))
@@ -479,8 +480,10 @@ def test_a_registered_format_reads_through_read_events_and_the_cli(tmp_path: Pat
 
 def test_dataset_path_uses_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TGEVAL_DATA_DIR", str(tmp_path))
-    assert dataset_path("highschool") is None
-    with pytest.raises(FileNotFoundError, match="TGEVAL_DATA_DIR"):
+    expected = str(tmp_path / "highschool" / "thiers_2012.csv")
+    with pytest.raises(InputPathError, match=exact(f"{expected!r} is not a file")):
+        dataset_path("highschool")
+    with pytest.raises(InputPathError, match="TGEVAL_DATA_DIR"):
         load_dataset("highschool")
     (tmp_path / "highschool").mkdir()
     write(tmp_path / "highschool", "thiers_2012.csv", "20\t900\t700\tA\tB\n40\t700\t800\tB\tC\n")
@@ -489,6 +492,22 @@ def test_dataset_path_uses_environment(tmp_path: Path, monkeypatch: pytest.Monke
     assert data.src.tolist() == [0, 1] and info.remapped and not info.directed
     with pytest.raises(ValueError, match=exact("unknown dataset 'reddit'")):
         dataset_path("reddit")
+
+
+def test_dataset_path_needs_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without data_dir nor $TGEVAL_DATA_DIR nothing is guessed: the error names both ways and the file; an
+    explicit data_dir wins over the environment."""
+    monkeypatch.delenv("TGEVAL_DATA_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "uci").mkdir()
+    write(tmp_path / "uci", "CollegeMsg.txt", "1 2 10\n2 3 20\n")
+    with pytest.raises(InputPathError, match=r"data_dir=.*TGEVAL_DATA_DIR=.*uci/CollegeMsg\.txt"):
+        dataset_path("uci-snap")
+    monkeypatch.setenv("TGEVAL_DATA_DIR", str(tmp_path / "elsewhere"))
+    assert dataset_path("uci-snap", tmp_path) == (tmp_path / "uci" / "CollegeMsg.txt").resolve()
+    assert load_dataset("uci-snap", data_dir=tmp_path)[0].t.tolist() == [10, 20]
+    with pytest.raises(InputPathError, match="is not a file"):
+        dataset_path("uci-snap")
 
 
 def test_collegemsg_absent_package(monkeypatch: pytest.MonkeyPatch) -> None:
