@@ -2,13 +2,14 @@
 code blocks of the README and the guide (the PyG-built TGN of the guide's *Your own PyG model* has its only
 source there)."""
 
-import re
 from contextlib import contextmanager
 from pathlib import Path
 
 from tgeval.models import registry
 from tgeval.models.base import TemporalLinkModel, pairwise_scorer
 from tgeval.state import _ADAPTERS, StateAdapter, register_state_adapter
+
+from tests.markdown_blocks import python_blocks
 
 
 def small_neural_model(kind, num_nodes, msg_dim=1, subclass=None, node_features=None, **options):
@@ -25,11 +26,6 @@ def small_neural_model(kind, num_nodes, msg_dim=1, subclass=None, node_features=
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PYG_MODELS_PAGE = README.parent / "docs" / "guide" / "pyg-models.md"
-
-
-def python_blocks(page=README):
-    """The source of every fenced Python block of a Markdown page (default: the README), in order."""
-    return re.findall(r"^```python\n(.*?)^```", Path(page).read_text(encoding="utf-8"), flags=re.S | re.M)
 
 
 def readme_pyg_tgn():

@@ -1,34 +1,20 @@
 """Every Python block of the README runs, in order, in one namespace (as a reader would paste
-them), on a small DGB file named as the README's ``ml_uci.csv``: a wrong snippet fails here."""
+them), on a small DGB file named as the README's ``ml_uci.csv``: a wrong snippet fails here; and CI
+runs the README's two set-up commands."""
 
 import json
 import re
 
-import numpy as np
 import torch
 
-from tgeval.data.synthetic import generate_events
-
-from tests.helpers import README, python_blocks
-
-
-def write_dgb(path, num_events=1_200, num_nodes=60, seed=0):
-    """A DGB ``ml_<name>.csv`` file (header ``,u,i,ts,label,idx``; ids start at 1 as in DGB's files)."""
-    data = generate_events(num_events, num_nodes, seed=seed)
-    rows = np.stack([data.src.numpy() + 1, data.dst.numpy() + 1, data.t.numpy()], axis=1)
-    lines = [",u,i,ts,label,idx"] + [f"{i},{u},{v},{t},0,{i + 1}" for i, (u, v, t) in enumerate(rows.tolist())]
-    path.write_text("\n".join(lines) + "\n")
+from tests.helpers import README
+from tests.markdown_blocks import python_blocks, run_python_blocks
 
 
-def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch, one_thread):
-    blocks = python_blocks()
-    assert len(blocks) == 3  # evaluate a PyG model; swap samplers in training; all-entity on a GPU (or the CPU)
-    write_dgb(tmp_path / "ml_uci.csv")
-    monkeypatch.chdir(tmp_path)
-    namespace: dict = {"__name__": "readme"}
-    torch.manual_seed(0)
-    for i, code in enumerate(blocks):
-        exec(compile(code, f"{README}:block{i + 1}", "exec"), namespace)
+def test_readme_python_blocks_run_in_order(tmp_path, one_thread):
+    # evaluate a PyG model; swap samplers in training; all-entity evaluation on a GPU (or the CPU)
+    assert len(python_blocks(README)) == 3
+    namespace = run_python_blocks(README, tmp_path, "readme")
     # What the blocks promise, checked on what they produced.
     data = namespace["data"]
     assert namespace["info"].num_nodes == int(max(data.src.max(), data.dst.max())) + 1
