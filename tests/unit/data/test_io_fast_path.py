@@ -150,6 +150,20 @@ def test_fast_path_reads_as_the_exact_path(file: tuple[str, str, dict[str, Any],
         assert not exact_calls
 
 
+def test_an_error_of_the_parsed_events_does_not_read_the_file_again(tmp_path: Path) -> None:
+    """Ids too sparse to keep are refused from the fast path's arrays, which equal the exact path's: the same
+    error, without parsing the file a second time; an error that names a line (unsorted events) reads it."""
+    sparse, unsorted = tmp_path / "sparse.txt", tmp_path / "unsorted.txt"
+    sparse.write_text("".join(f"{k * 2**40} {k + 1} {k}\n" for k in range(5)))
+    unsorted.write_text("0 1 5\n1 2 3\n")
+    for path, expect_exact in ((sparse, False), (unsorted, True)):
+        with counting_exact_calls() as exact_calls:
+            fast = outcome(path, "snap", {})
+        with exact_path_only():
+            assert outcome(path, "snap", {}) == fast
+        assert fast[0] == "error" and bool(exact_calls) == expect_exact
+
+
 def test_fast_path_reads_long_files_in_blocks(tmp_path: Path) -> None:
     """Blocks split lines at their ends: a CRLF file of several blocks, comments and a gzip copy."""
     lines = ["# SNAP", *(f"{k % 97} {k % 89}\t{k // 3}" for k in range(300_000))]

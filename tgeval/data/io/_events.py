@@ -48,6 +48,7 @@ class Reading:
     @classmethod
     def of(cls, format: str, layout: Layout, pick: Callable[[Table], Roles], *, remap: Optional[bool],
            bipartite: bool, sort: bool, directed: bool) -> Reading:
+        """The reading a reader's keywords ask for; ``remap=None`` is ``bipartite``."""
         return cls(format, layout, pick, bipartite if remap is None else remap, bipartite, sort, directed)
 
 
