@@ -2,6 +2,8 @@ from pathlib import Path
 
 from setuptools import find_packages, setup
 
+DOCS = ["sphinx>=7.4", "myst-nb>=1.1", "furo>=2024.1", "sphinx-mathjax-offline>=0.0.2"]
+
 setup(
     name="tgeval",
     version="0.1.0",
@@ -24,10 +26,12 @@ setup(
         # TGB's own negatives generator, sampler and evaluator: the interoperability tests and
         # benchmarks/reproduce_tgb.py compare against them
         "tgb": ["py-tgb>=2.3"],
-        # nbclient and ipykernel run the notebooks in a real kernel in the tests
+        # the documentation (docs/conf.py): Sphinx, MyST pages and notebooks, the furo theme, MathJax served offline
+        "docs": DOCS,
+        # nbclient and ipykernel run the notebooks in a real kernel in the tests; DOCS: tests/integration/test_docs.py
         # pandas and networkx: the guard's tests keep a model's history in them; py-tgb: TGB's own code
         "dev": ["pytest>=7", "hypothesis>=6", "scikit-learn>=1.1", "nbclient>=0.7", "ipykernel>=6", "pandas>=1.3",
-                "networkx>=2.6", "py-tgb>=2.3"],
+                "networkx>=2.6", "py-tgb>=2.3", *DOCS],
     },
     entry_points={"console_scripts": ["tgeval=tgeval.cli:main"]},
 )
