@@ -15,7 +15,7 @@ models and loops. Each setting names its source in DyGLib's code:
   learning rate 1e-4, binary cross-entropy, at most 100 epochs, early stopping with patience 20
   on validation AP (DyGLib requires AP *and* AUROC not to drop; here validation AP alone, the
   global one). DyGLib validates from the state training left, and so does this script
-  (``fit(val_state="training")``; ``--val-state rebuilt`` for ``fit``'s default, tgeval's);
+  (``fit(validation=Validation(state="training"))``; ``--val-state rebuilt`` for ``fit``'s default, tgeval's);
 * models (``load_link_prediction_best_configs``, UCI entries): TGN 10 neighbours, one attention
   layer, dropout 0.1, memory and embedding width 172 (the node feature width), time encoding
   100; DyRep 10 neighbours, dropout 0.0, memory 172; GraphMixer 20 neighbours, 2 mixer layers,
@@ -93,7 +93,7 @@ from tgeval.data.datasets import load_dataset
 from tgeval.models import DyRep, DyRepConfig, GraphMixer, GraphMixerConfig, TGN, TGNConfig
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.training.fitting import fit
+from tgeval.training.fitting import Checkpointing, Validation, fit
 
 FEATURE_DIM = 172  # DataLoader.py: NODE_FEAT_DIM = EDGE_FEAT_DIM = 172
 PUBLISHED_AP = {"tgn": (0.9234, 0.0104), "dyrep": (0.6514, 0.0230), "graphmixer": (0.9325, 0.0057)}
@@ -167,7 +167,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--val-state", choices=VAL_STATES, default="training",
                         help="the state early stopping validates from: the state training left, as DyGLib does "
-                             "(fit(val_state='training'), the default), or tgeval's rebuilt state")
+                             "(fit's Validation(state='training'), the default), or tgeval's rebuilt state")
     parser.add_argument("--out", default="dyglib.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -185,9 +185,11 @@ def main() -> None:
                 run = fit(model, data, split, sampler=UniformSampler(train_dst), loss="bce",
                           optimizer=torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-4),
                           epochs=args.epochs,
-                          patience=args.patience, batch_size=200, num_negatives=1, seed=seed, val_metric="ap",
-                          val_sampler=UniformSampler(everything), val_negatives=1, checkpoint_dir=folder,
-                          history=HISTORY.get(name, "batch"), val_state=args.val_state,
+                          patience=args.patience, batch_size=200, num_negatives=1, seed=seed,
+                          history=HISTORY.get(name, "batch"),
+                          validation=Validation("ap", sampler=UniformSampler(everything), negatives=1,
+                                                state=args.val_state),
+                          checkpoints=Checkpointing(folder),
                           on_epoch=lambda record: print(f"    {name}, seed {seed}, epoch {record['epoch']}: validation "
                                                         f"AP {record['val']['ap']:.4f}", flush=True))
                 ckpt = load_checkpoint(Path(folder) / "best.pt", data=data)

@@ -17,7 +17,7 @@ trained by :func:`tgeval.training.fitting.fit` with its recipe's settings, each 
   dropout 0.5, time encoding 100, 172 channels and embedding width 172 (DyGLib's feature width);
 * validation, every epoch: MRR over every destination (exact all-entity ranking over the ``range``
   catalog, tgbl-wiki-v2's negatives), online, history ``batch``, batches of 200, average ties, from the
-  state the epoch's training left (``fit(val_state="training")``), as TGB's and DyGLib's loops do.
+  state the epoch's training left (``fit(validation=Validation(state="training"))``), as TGB's and DyGLib's loops do.
 
 Each run is then tested twice from the state rebuilt with the best epoch's weights (``warm=True``):
 ``evaluate(model, data, split.test, TGB.protocol(), catalog=TGB.catalog(...))`` (TGB's protocol) and
@@ -77,7 +77,7 @@ from tgeval.models.neural import message_dim
 from tgeval.presets import TGB
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.training.fitting import fit
+from tgeval.training.fitting import Checkpointing, Validation, fit
 
 #: TGB's leaderboard, tgbl-wiki-v2 test MRR (mean, std)
 LEADERBOARD = {"tgn": (0.396, 0.060), "dyrep": (0.050, 0.017), "graphmixer": (0.118, 0.002)}
@@ -157,10 +157,10 @@ def run_one(name: str, seed: int, data: TemporalData, split, num_nodes: int, cat
     resume = folder / "last.pt" if args.resume and folder is not None and (folder / "last.pt").exists() else None
     run = fit(model, data, split, sampler=UniformSampler(catalogs[recipe["train_negatives"]]), loss="bce",
               optimizer=torch.optim.Adam(model.parameters(), lr=LEARNING_RATE), epochs=epochs, patience=patience,
-              batch_size=BATCH_SIZE, num_negatives=1, seed=seed, history="batch", val_metric="all_entity_mrr",
-              val_sampler=UniformSampler(catalogs["range"]), val_negatives=1, val_catalog=catalogs["range"],
-              val_state="training", checkpoint_dir=folder, resume=resume, overwrite=resume is None,
-              on_epoch=on_epoch)
+              batch_size=BATCH_SIZE, num_negatives=1, seed=seed, history="batch",
+              validation=Validation("all_entity_mrr", sampler=UniformSampler(catalogs["range"]), negatives=1,
+                                    catalog=catalogs["range"], state="training"),
+              checkpoints=Checkpointing(folder, resume=resume, overwrite=resume is None), on_epoch=on_epoch)
     entry["history"] = [epoch_line(record, num_val_events) for record in run["history"]]  # a resumed run's earlier ones
     began = time.perf_counter()
     tgb = evaluate(model, data, split.test, TGB.protocol(), catalog=catalogs["range"])

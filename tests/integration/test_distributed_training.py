@@ -24,7 +24,7 @@ from tgeval.errors import DistributedError
 from tgeval.samplers import UniformSampler
 from tgeval.data.catalog import build_catalog
 from tgeval.training.checkpoint import load_checkpoint
-from tgeval.training.fitting import fit
+from tgeval.training.fitting import Checkpointing, Validation, fit
 from tgeval.training.train import train_epoch
 from tests.helpers import free_port, small_neural_model
 
@@ -57,8 +57,9 @@ def _fit(folder, distributed=False):
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=NUM_NODES)
     model = small_neural_model("tgn", NUM_NODES, dropout=0.0)
     return fit(model, data, split, sampler=UniformSampler(catalog), loss="bce", epochs=2, batch_size=20,
-               optimizer=torch.optim.SGD(model.parameters(), lr=0.02), num_negatives=3, val_catalog=catalog,
-               val_metric="all_entity_mrr", checkpoint_dir=folder, distributed=distributed)
+               optimizer=torch.optim.SGD(model.parameters(), lr=0.02), num_negatives=3,
+               validation=Validation("all_entity_mrr", catalog=catalog), checkpoints=Checkpointing(folder),
+               distributed=distributed)
 
 
 def _worker(rank, world, port, folder):

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import pytest
@@ -8,13 +9,16 @@ from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, DyRep, GraphMixer, message_dim
+from tgeval.errors import ProtocolError
 from tgeval.eval.engine import evaluate
+from tgeval.eval.result import json_safe
 from tgeval.loader import TimestampBatchLoader
 from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol
 from tgeval.samplers import HistoricalSampler, UniformSampler
+from tgeval.samplers.base import split_counters
 from tgeval.state import clone_state, first_difference
 from tgeval.training.checkpoint import CheckpointError, load_checkpoint
-from tgeval.training.fitting import TIMING_KEYS, fit
+from tgeval.training.fitting import TIMING_KEYS, Checkpointing, Validation, fit
 from tgeval.training.train import train_epoch
 from tests.helpers import StatelessModel, small_neural_model
 from tests.strategies import shuffle_within_groups
@@ -67,27 +71,27 @@ def without_timing(history):
 def test_a_run_stopped_between_the_writes_of_its_first_epoch_resumes(data, tmp_path):
     """Killed after best.pt and before last.pt of epoch 0: resume=.../last.pt continues from best.pt, as the
     uninterrupted run; no checkpoint at all is a CheckpointError, not a bare FileNotFoundError."""
-    full, full_history = run(TGN, data, epochs=2, checkpoint_dir=tmp_path / "full")
+    full, full_history = run(TGN, data, epochs=2, checkpoints=Checkpointing(tmp_path / "full"))
     with pytest.raises(Interrupted):
-        run(TGN, data, epochs=2, checkpoint_dir=tmp_path / "cut", stop_after=0)
+        run(TGN, data, epochs=2, checkpoints=Checkpointing(tmp_path / "cut"), stop_after=0)
     (tmp_path / "cut" / "last.pt").unlink()
-    resumed, resumed_history = run(TGN, data, epochs=2, checkpoint_dir=tmp_path / "cut",
-                                   resume=tmp_path / "cut" / "last.pt")
+    resumed, resumed_history = run(TGN, data, epochs=2, checkpoints=Checkpointing(tmp_path / "cut",
+                                                                                  resume=tmp_path / "cut" / "last.pt"))
     assert resumed_history["resumed_from"].endswith("best.pt")
     assert first_difference(full.state_dict(), resumed.state_dict()) is None
     assert without_timing(resumed_history) == without_timing(full_history)
     with pytest.raises(CheckpointError, match="never completed an epoch"):
-        run(TGN, data, epochs=2, resume=tmp_path / "none" / "last.pt")
+        run(TGN, data, epochs=2, checkpoints=Checkpointing(resume=tmp_path / "none" / "last.pt"))
 
 
 @pytest.mark.parametrize("cls", [TGN, DyRep, GraphMixer])
 def test_resume_equals_uninterrupted_run(cls, data, tmp_path):
-    full, full_history = run(cls, data, epochs=3, checkpoint_dir=tmp_path / "full")
+    full, full_history = run(cls, data, epochs=3, checkpoints=Checkpointing(tmp_path / "full"))
     with pytest.raises(Interrupted):
-        run(cls, data, epochs=3, checkpoint_dir=tmp_path / "cut", stop_after=0)
+        run(cls, data, epochs=3, checkpoints=Checkpointing(tmp_path / "cut"), stop_after=0)
     # a fresh process-like start: other global RNG state, fresh model and optimizer; two more epochs
-    resumed, resumed_history = run(cls, data, epochs=3, checkpoint_dir=tmp_path / "cut",
-                                   resume=tmp_path / "cut" / "last.pt")
+    resumed, resumed_history = run(cls, data, epochs=3, checkpoints=Checkpointing(tmp_path / "cut",
+                                                                                  resume=tmp_path / "cut" / "last.pt"))
     assert first_difference(full.state_dict(), resumed.state_dict()) is None
     assert without_timing(resumed_history) == without_timing(full_history)
     assert len(full_history["history"]) == 3 and resumed_history["resumed_from"].endswith("last.pt")
@@ -103,9 +107,9 @@ def test_resume_equals_uninterrupted_run(cls, data, tmp_path):
 
 
 def test_same_seed_same_checkpoints_and_metrics(data, tmp_path):
-    _, first = run(TGN, data, epochs=2, checkpoint_dir=tmp_path / "a")
-    _, second = run(TGN, data, epochs=2, checkpoint_dir=tmp_path / "b")
-    _, other = run(TGN, data, epochs=2, seed=1, checkpoint_dir=tmp_path / "c")
+    _, first = run(TGN, data, epochs=2, checkpoints=Checkpointing(tmp_path / "a"))
+    _, second = run(TGN, data, epochs=2, checkpoints=Checkpointing(tmp_path / "b"))
+    _, other = run(TGN, data, epochs=2, seed=1, checkpoints=Checkpointing(tmp_path / "c"))
     assert without_timing(first) == without_timing(second) != without_timing(other)
     a, b, c = (load_checkpoint(tmp_path / d / "last.pt") for d in "abc")
     for field in ("state_dict", "snapshot"):
@@ -127,7 +131,8 @@ def test_early_stopping_stops_and_keeps_the_best_epoch(data, tmp_path, monkeypat
     measure = tgeval.training.fitting.val_metrics
     monkeypatch.setattr(tgeval.training.fitting, "val_metrics", lambda result: {**measure(result), "ap": next(scripted)})
     params = []
-    model, history = run(TGN, data, epochs=10, lr=0.05, patience=3, checkpoint_dir=tmp_path, log=params)
+    model, history = run(TGN, data, epochs=10, lr=0.05, patience=3, checkpoints=Checkpointing(tmp_path),
+                         log=params)
     assert history["epochs_run"] == 5 and history["stopped_early"]
     assert history["best_epoch"] == 1 and history["best_value"] == 0.7
     assert [r["improved"] for r in history["history"]] == [True, True, False, False, False]
@@ -139,47 +144,54 @@ def test_early_stopping_stops_and_keeps_the_best_epoch(data, tmp_path, monkeypat
     assert first_difference(parameters(best.model), params[1]) is None
     assert first_difference({key: last.best_parameters[key] for key in params[1]}, params[1]) is None
     # resuming a run that stopped trains no further and ends with the best epoch too
-    model, resumed = run(TGN, data, epochs=10, lr=0.05, patience=3, resume=tmp_path / "last.pt")
+    model, resumed = run(TGN, data, epochs=10, lr=0.05, patience=3,
+                         checkpoints=Checkpointing(resume=tmp_path / "last.pt"))
     assert without_timing(resumed) == without_timing(history) and resumed["checkpoints"] is None
     assert first_difference(parameters(model), params[1]) is None
 
 
 def test_resume_refuses_other_data_specification_or_model(data, tmp_path):
     with pytest.raises(Interrupted):
-        run(TGN, data, epochs=3, checkpoint_dir=tmp_path, stop_after=0)
-    last = tmp_path / "last.pt"
+        run(TGN, data, epochs=3, checkpoints=Checkpointing(tmp_path), stop_after=0)
+    resuming = Checkpointing(resume=tmp_path / "last.pt")
     other = generate_events(800, NUM_NODES, seed=5, feature_dim=2)
     with pytest.raises(CheckpointError, match="other data"):
-        run(TGN, other, resume=last)
+        run(TGN, other, checkpoints=resuming)
     with pytest.raises(CheckpointError, match="differs in num_negatives.*without resume"):
-        run(TGN, data, resume=last, num_negatives=3)
+        run(TGN, data, checkpoints=resuming, num_negatives=3)
     with pytest.raises(CheckpointError, match="differs in validation"):
-        run(TGN, data, resume=last, val_negatives=5)
-    run(TGN, data, epochs=2, resume=last)  # more or fewer epochs are allowed
+        run(TGN, data, checkpoints=resuming, validation=Validation(negatives=5))
+    run(TGN, data, epochs=2, checkpoints=resuming)  # more or fewer epochs are allowed
     with pytest.raises(CheckpointError, match="holds a 'tgn' model"):
-        run(DyRep, data, resume=last)
+        run(DyRep, data, checkpoints=resuming)
 
 
 def test_bad_arguments(data):
-    with pytest.raises(ValueError, match="unknown val_metric"):
-        run(TGN, data, val_metric="f1")
-    with pytest.raises(ValueError, match="pass val_catalog"):
-        run(TGN, data, val_metric="all_entity_mrr")
-    with pytest.raises(ValueError, match="patience"):
+    """A Validation checks itself when built (ProtocolError, a ValueError); fit checks epochs and patience."""
+    with pytest.raises(ProtocolError, match="unknown val_metric"):
+        Validation(metric="f1")
+    with pytest.raises(ProtocolError, match="pass val_catalog"):
+        Validation(metric="all_entity_mrr")
+    with pytest.raises(ValueError, match="val_negatives must be >= 0"):
+        Validation(negatives=-1)
+    with pytest.raises(ProtocolError, match="patience"):
         run(TGN, data, patience=0)
     with pytest.raises(ValueError, match="val_state"):
-        run(TGN, data, val_state="continued")
+        Validation(state="continued")
     split = chronological_split(data)
-    with pytest.raises(ValueError, match="history-free"):
-        run(TGN, data, val_state="training", val_sampler=HistoricalSampler(
+    with pytest.raises(ProtocolError, match="history-free"):
+        Validation(state="training", sampler=HistoricalSampler(
             NUM_NODES, catalog=build_catalog(data, "train", train_end=split.train.end)))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Validation().metric = "auroc"  # type: ignore[misc]
 
 
 def test_validation_from_the_training_state_is_evaluate_without_warm_up(data, tmp_path):
     """val_state='training' scores validation from the state each epoch's training left (DyGLib's
     validation): the same numbers as train_epoch then evaluate(warm=False), by hand; the default
     rebuilds the state, which gives other numbers for a memory model."""
-    _, history = run(TGN, data, epochs=2, val_state="training", checkpoint_dir=tmp_path)
+    _, history = run(TGN, data, epochs=2, validation=Validation(state="training"),
+                     checkpoints=Checkpointing(tmp_path))
     assert history["training"]["validation"]["state"].startswith("the state training left")
     torch.manual_seed(0)
     again = small_neural_model(TGN, NUM_NODES, message_dim(data))
@@ -204,7 +216,7 @@ def test_validation_from_the_training_state_is_evaluate_without_warm_up(data, tm
 @pytest.mark.parametrize("cls", [TGN, GraphMixer])
 def test_checkpoint_state_is_the_end_of_training_not_validation(cls, data, tmp_path):
     split = chronological_split(data)
-    run(cls, data, epochs=1, checkpoint_dir=tmp_path)
+    run(cls, data, epochs=1, checkpoints=Checkpointing(tmp_path))
     ckpt = load_checkpoint(tmp_path / "best.pt")
     # The neighbour buffer holds exactly the training events: no validation event was replayed
     # into the stored state, so `evaluate(ckpt.model, data, split.val, Protocol(warm=False))` cannot leak.
@@ -267,8 +279,8 @@ def test_resume_at_two_threads_is_within_the_stated_tolerance(cls, data, tmp_pat
     try:
         full, _ = run(cls, data, epochs=3)
         with pytest.raises(Interrupted):
-            run(cls, data, epochs=3, checkpoint_dir=tmp_path, stop_after=0)
-        resumed, _ = run(cls, data, epochs=3, checkpoint_dir=tmp_path, resume=tmp_path / "last.pt")
+            run(cls, data, epochs=3, checkpoints=Checkpointing(tmp_path), stop_after=0)
+        resumed, _ = run(cls, data, epochs=3, checkpoints=Checkpointing(tmp_path, resume=tmp_path / "last.pt"))
         other_seed, _ = run(cls, data, epochs=3, seed=1)
     finally:
         torch.set_num_threads(threads)
@@ -284,7 +296,7 @@ def test_default_validation_protocol_is_named_and_recorded(data, tmp_path):
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=NUM_NODES)
     records = []
     _, history = run(TGN, data, epochs=1, num_negatives=3, sampler=HistoricalSampler(NUM_NODES, catalog=catalog),
-                     checkpoint_dir=tmp_path, on_epoch=records.append)
+                     checkpoints=Checkpointing(tmp_path), on_epoch=records.append)
     validation = history["training"]["validation"]
     assert validation["num_negatives"] == DEFAULT_VAL_NEGATIVES == 1
     assert validation["sampler"]["name"] == "uniform" and validation["sampler"]["catalog"] == catalog.describe()
@@ -295,7 +307,8 @@ def test_default_validation_protocol_is_named_and_recorded(data, tmp_path):
     by_hand = evaluate(load_checkpoint(tmp_path / "best.pt").model, data, split.val,
                        Protocol(num_negatives=1, batch_size=100), sampler=UniformSampler(catalog))
     assert records[0]["val"]["ap"] == by_hand.metrics["sampled"]["ap"]["global"]
-    catalog_names = run(TGN, data, epochs=1, val_catalog=catalog)[1]["training"]["validation"]["names"]
+    _, with_catalog = run(TGN, data, epochs=1, validation=Validation(catalog=catalog))
+    catalog_names = with_catalog["training"]["validation"]["names"]
     assert catalog_names["all_entity_mrr"] == f"all-entity MRR (catalog train, {catalog.size:,} items)"
 
 
@@ -306,8 +319,8 @@ def test_validation_by_the_all_entity_pass_alone_with_no_negatives(data, tmp_pat
     split = chronological_split(data)
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=NUM_NODES)
     records = []
-    _, history = run(TGN, data, epochs=2, val_negatives=0, val_catalog=catalog, val_metric="all_entity_mrr",
-                     checkpoint_dir=tmp_path, on_epoch=records.append)
+    _, history = run(TGN, data, epochs=2, validation=Validation("all_entity_mrr", negatives=0, catalog=catalog),
+                     checkpoints=Checkpointing(tmp_path), on_epoch=records.append)
     validation = history["training"]["validation"]
     assert validation["num_negatives"] == 0 and validation["sampler"] is None
     assert validation["names"] == {"all_entity_mrr": f"all-entity MRR (catalog train, {catalog.size:,} items)"}
@@ -316,9 +329,9 @@ def test_validation_by_the_all_entity_pass_alone_with_no_negatives(data, tmp_pat
     by_hand = evaluate(load_checkpoint(tmp_path / "best.pt").model, data, split.val,
                        Protocol(num_negatives=0, batch_size=100), sampler=None, catalog=catalog)
     assert best == history["best_value"] == by_hand.metrics["all_entity"]["mrr"]["micro"]
-    for refused in ({"val_metric": "ap"}, {"val_metric": "all_entity_mrr", "val_sampler": UniformSampler(catalog)}):
-        with pytest.raises(ValueError, match="val_negatives=0 draws no validation negatives"):
-            run(TGN, data, epochs=1, val_negatives=0, val_catalog=catalog, **refused)
+    for refused in ({"metric": "ap"}, {"metric": "all_entity_mrr", "sampler": UniformSampler(catalog)}):
+        with pytest.raises(ProtocolError, match="val_negatives=0 draws no validation negatives"):
+            Validation(negatives=0, catalog=catalog, **refused)
 
 
 def _historical_counts(data, end, batch_size, k):
@@ -344,7 +357,7 @@ def test_checkpoints_record_the_training_samplers_real_counts(data, tmp_path):
     split = chronological_split(data)
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=NUM_NODES)
     _, history = run(TGN, data, epochs=2, sampler=HistoricalSampler(NUM_NODES, catalog=catalog),
-                     checkpoint_dir=tmp_path)
+                     checkpoints=Checkpointing(tmp_path))
     expected = _historical_counts(data, split.train.end, 100, k=2)
     assert expected["num_fallback_events"] > 0 and expected["num_short_events"] > 0  # the counts are not trivial
     for record in history["history"]:
@@ -358,3 +371,31 @@ def test_checkpoints_record_the_training_samplers_real_counts(data, tmp_path):
     fit(model, data, split, sampler=UniformSampler(catalog), loss="bce", epochs=1, batch_size=100,
         optimizer=torch.optim.Adam(model.parameters(), lr=0.01))
     assert model.checkpoint_record is None
+
+
+def test_the_training_specification_is_unchanged(data):
+    """The specification a run records, and a resume compares with its checkpoint's, holds the same entries in the
+    same order as when fit took the validation and checkpoint options one by one: existing checkpoints resume."""
+    split = chronological_split(data)
+    catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=NUM_NODES)
+    sampler = HistoricalSampler(NUM_NODES, catalog=catalog)
+    _, default = run(TGN, data, epochs=1, seed=3, sampler=sampler)
+    _, chosen = run(TGN, data, epochs=1, seed=3, sampler=sampler, patience=2, spec={"sampler_spec": "historical"},
+                    allow_whole_stream=True, validation=Validation("all_entity_mrr", negatives=0, catalog=catalog))
+    uniform = {"ap": "AP (K=1, uniform)", "auroc": "AUROC (K=1, uniform)", "mrr": "MRR (K=1, uniform)"}
+    cases = [(default, None, {"metric": "ap", "aggregation": "global", "protocol": "online",
+                              "state": "rebuilt (Protocol(warm=True))", "history": "batch",
+                              "sampler": split_counters(UniformSampler(catalog).describe())[0], "num_negatives": 1,
+                              "catalog": None, "names": uniform}, {}),
+             (chosen, 2, {"metric": "all_entity_mrr", "aggregation": "micro", "protocol": "online",
+                          "state": "rebuilt (Protocol(warm=True))", "history": "batch", "sampler": None,
+                          "num_negatives": 0, "catalog": catalog.describe(),
+                          "names": {"all_entity_mrr": "all-entity MRR (catalog train, 20 items)"}},
+              {"sampler_spec": "historical", "allow_whole_stream": True})]
+    for history, patience, validation, extra in cases:
+        training = history["training"]
+        assert training["optimizer"]["name"] == "Adam" and training["optimizer"]["lr"] == 0.01
+        expected = {"sampler": split_counters(sampler.describe())[0], "loss": "bce", "num_negatives": 2,
+                    "optimizer": training["optimizer"], "batch_size": 100, "history": "batch", "seed": 3, "epochs": 1,
+                    "patience": patience, "validation": validation, **extra}
+        assert json.dumps(training) == json.dumps(json_safe(expected))  # the same entries, in the same order

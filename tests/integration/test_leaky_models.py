@@ -25,7 +25,7 @@ from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers import UniformSampler
 from tgeval.cli import main
 from tgeval.samplers.inductive import InductiveSampler
-from tgeval.training.fitting import fit
+from tgeval.training.fitting import Validation, fit
 from tgeval.training.train import check_training_sampler, train_epoch
 from tests.helpers import registered_adapter, small_neural_model, snap_text
 
@@ -395,7 +395,7 @@ def test_fit_refuses_all_entity_validation_of_a_pair_dependent_model_with_a_type
     with pytest.raises(ModelCapabilityError, match="cannot rank a whole catalog"):
         fit(model, data, split, sampler=sampler_for(data, split), loss="bce", epochs=1,
             optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-            val_catalog=build_catalog(data, "train", train_end=split.train.end), val_metric="all_entity_mrr")
+            validation=Validation("all_entity_mrr", catalog=build_catalog(data, "train", train_end=split.train.end)))
 
 
 class Harmless(TemporalLinkModel):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import time
 import warnings
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Iterator, Literal, Optional, Sequence, Union
 
 import torch
@@ -48,7 +49,8 @@ from tgeval.data.split import Segment, Split, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.validation import per_event_keys, permute_events, validate
 from tgeval.distributed import check_same, rank_and_world, require_group, state_digest
-from tgeval.errors import CatalogError, ModelCapabilityError, SplitError, UntrainedModelWarning
+from tgeval.errors import (CatalogError, DeviceError, ModelCapabilityError, ProtocolError, SplitError,
+                           UntrainedModelWarning)
 from tgeval.eval.checksum import NegativesDigest
 from tgeval.eval.metrics import count_above_equal
 from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_no_nan, chunked_counts, plan_candidates,
@@ -193,8 +195,8 @@ def _checked_stream(model: TemporalLinkModel, data: TemporalData, segment: Segme
     data = validate(data)  # typed errors for unsorted / non-finite t, negative ids, length mismatches
     check_node_ids(model, data)
     if model.device != data.src.device:
-        raise ValueError(f"the model is on {model.device} but the data on {data.src.device}: "
-                         f"move one of them (`model.to(...)` / `data.to(...)`).")
+        raise DeviceError(f"the model is on {model.device} but the data on {data.src.device}: "
+                          f"move one of them (`model.to(...)` / `data.to(...)`).")
     check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
     return data
 
@@ -204,16 +206,17 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
                     uncovered: str, prefilter: Optional[int] = None) -> TemporalData:
     """Validate the arguments of :func:`evaluate` (the protocol checks itself); return the validated stream."""
     if sampler is None and catalog is None:
-        raise ValueError("nothing to measure: pass a `sampler` (sampled metrics), a `catalog` (all-entity), or both.")
+        raise ProtocolError("nothing to measure: pass a `sampler` (sampled metrics), a `catalog` (all-entity), or "
+                            "both.")
     if prefilter is not None and catalog is None:
-        raise ValueError(f"Protocol(prefilter={prefilter}) pre-filters the all-entity pass, but no catalog was given. "
-                         f"Pass a catalog, or leave prefilter=None.")
+        raise ProtocolError(f"Protocol(prefilter={prefilter}) pre-filters the all-entity pass, but no catalog was "
+                            f"given. Pass a catalog, or leave prefilter=None.")
     if prefilter is not None and type(model).candidate_prior is TemporalLinkModel.candidate_prior:
         raise ModelCapabilityError(f"{type(model).__name__} offers no candidate_prior, so "
                                    f"Protocol(prefilter={prefilter}) cannot choose candidates. Use exact ranking "
                                    f"(prefilter=None), or implement candidate_prior.")
     if num_negatives < 1 and sampler is not None:
-        raise ValueError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
+        raise ProtocolError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
     if catalog is not None and not model.ranks_all_entities:
         raise ModelCapabilityError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog (its "
                                    f"embeddings depend on the scored pair): evaluate it with catalog=None "
@@ -379,31 +382,80 @@ def _queries(src: Tensor, dst: Tensor, t: Tensor, negatives: Optional[Negatives]
     return q_src, q_dst, q_t
 
 
+@dataclass(frozen=True)
+class _Draws:
+    """The sampled negatives of a pass: ``num_negatives`` per positive from ``sampler`` (``None``: no sampled
+    metrics), drawn with ``generator``."""
+
+    sampler: Optional[NegativeSampler]
+    num_negatives: int
+    generator: torch.Generator
+
+    @property
+    def k(self) -> int:
+        """Negatives per positive: ``num_negatives``, ``0`` without a sampler."""
+        return 0 if self.sampler is None else self.num_negatives
+
+    @property
+    def ahead(self) -> bool:
+        """Whether every batch's negatives can be drawn before the pass reaches it: no sampler, or a
+        history-free one (one with history draws after the previous batch was observed)."""
+        return self.sampler is None or self.sampler.history_free
+
+    def sample(self, batch: TemporalData) -> Negatives:
+        """The negatives of ``batch`` ``[B, K]`` (a sampler is given)."""
+        return as_negatives(self.sampler.sample(batch, self.num_negatives, self.generator))  # type: ignore[union-attr]
+
+    def observe(self, batch: TemporalData) -> None:
+        """Feed a scored batch to the sampler (online replay; one with history needs it)."""
+        self.sampler.observe(batch)  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    """The all-entity pass of a replay: each positive ranked against the items of ``catalog``.
+
+    Attributes:
+        catalog: the candidates (on the stream's device).
+        directed: whether pairs are ordered (which simultaneous positives are excluded).
+        candidate_budget: most (event, candidate) scores held at once (:func:`chunked_counts`).
+        prefilter: ``L`` of the approximate pass (:class:`~tgeval.protocol.Protocol`), ``None``: exact.
+        shortcut: count with the model's exact ``catalog_counts`` (exact passes of models that have one).
+        shard: ``(rank, world)``: this process counts only its catalog shard (:func:`chunked_counts`), keeps a
+            shortcut's counts on rank 0 only (zeros elsewhere), and the per-event counts are summed over the
+            ranks with one ``all_reduce`` at the end of the pass.
+    """
+
+    catalog: Catalog
+    directed: bool
+    candidate_budget: int
+    prefilter: Optional[int]
+    shortcut: bool
+    shard: tuple[int, int]
+
+
 class _Window:
     """The batches ``[first, last)`` of a pass and what they need that does not depend on
     scores: the candidate plan, the negatives of a history-free sampler, and then the flat
     queries of every batch (one score call per batch is a slice of them)."""
 
     def __init__(self, events: TemporalData, keys: Sequence[str], boundaries: list[int], first: int, last: int, *,
-                 sampler: Optional[NegativeSampler], num_negatives: int, generator: torch.Generator,
-                 catalog: Optional[Catalog], directed: bool, shortcut: bool) -> None:
+                 draws: _Draws, ranking: Optional[_Ranking]) -> None:
         self.first, self.last = first, last
         self.offset = boundaries[first]
         self.bounds = [boundaries[b] - self.offset for b in range(first, last + 1)]
         self.data = _slice(events, keys, self.offset, boundaries[last])
         data = self.data
-        self.plan = None if catalog is None else plan_candidates(data.src, data.dst, data.t, catalog,
-                                                                 directed=directed)
-        self.negatives = None
-        if sampler is not None and sampler.history_free:
-            self.negatives = as_negatives(sampler.sample(data, num_negatives, generator))
+        self.plan = None if ranking is None else plan_candidates(data.src, data.dst, data.t, ranking.catalog,
+                                                                 directed=ranking.directed)
+        self.negatives = draws.sample(data) if draws.sampler is not None and draws.ahead else None
         # the excluded pairs whose scores the shortcut needs, per batch
         self.pairs: list[Optional[ShortcutPairs]] = [
-            self.plan.shortcut_pairs(a, z) if shortcut and self.plan is not None else None
-            for a, z in zip(self.bounds[:-1], self.bounds[1:])]
+            self.plan.shortcut_pairs(a, z) if self.plan is not None and ranking is not None and ranking.shortcut
+            else None for a, z in zip(self.bounds[:-1], self.bounds[1:])]
         self.queries: Optional[tuple[Tensor, Tensor, Tensor]] = None
         self.query_starts: list[int] = []
-        if sampler is None or self.negatives is not None:
+        if draws.ahead:
             self._prepare_queries()
 
     def _prepare_queries(self) -> None:
@@ -429,28 +481,18 @@ class _Window:
                          None if neg.mask is None else neg.mask[a:z])
 
 
-def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int], *, online: bool,
-            sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
-            generator: torch.Generator, candidate_budget: int, use_shortcut: bool,
-            check_state: Union[bool, Literal["deep"]], directed: bool, history: Optional[str],
-            shard: tuple[int, int] = (0, 1), prefilter: Optional[int] = None,
+def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int], *, draws: _Draws,
+            ranking: Optional[_Ranking], history: Optional[str], check_state: Union[bool, Literal["deep"]],
             keep_ids: bool = True) -> tuple[dict[str, Tensor], list[float], float, Optional[str]]:
-    """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``
-    (under ``history`` ``"exact"`` or ``"neighbors"``, each step is scored inside
-    ``model.within_batch(step)``).
+    """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``: sampled
+    negatives from ``draws``, an all-entity pass with ``ranking`` (``None``: none), online replay under a
+    ``history`` (``None``: fixed replay, no update; under ``"exact"`` or ``"neighbors"`` each step is scored
+    inside ``model.within_batch(step)``).
 
     A step is one batch, except in an exact pass whose sampler has no history (or that has
     no sampler): its numbers do not depend on how the events are batched, so consecutive
     whole batches of at most :data:`EXACT_STEP_EVENTS` events are scored and fed as one step
     (far fewer, larger tensor operations); the records keep the protocol's batches.
-
-    ``shard = (rank, world)``: this process is one of ``world`` that replay the same events;
-    it counts all-entity candidates only in its catalog shard (:func:`chunked_counts`), keeps
-    a model shortcut's counts on rank 0 only (zeros elsewhere), and the per-event counts are
-    summed over the ranks with one ``all_reduce`` at the end of the pass.
-
-    ``prefilter = L``: the approximate all-entity pass (:class:`~tgeval.protocol.Protocol`),
-    which counts only the ``L`` items with the highest prior in each step (:func:`chunked_counts`).
 
     Work that does not depend on scores (candidate plans, negatives of history-free samplers,
     the queries of each score call) is prepared once per window of steps; each step then has
@@ -462,18 +504,17 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     """
     device = events.src.device
     num_events, num_batches = events.num_events, len(boundaries) - 1
-    exact, within = history == "exact", history in ("exact", "neighbors")
-    step_limit = EXACT_STEP_EVENTS if exact and (sampler is None or sampler.history_free) else 0
+    online, within = history is not None, history in ("exact", "neighbors")
+    step_limit = EXACT_STEP_EVENTS if history == "exact" and draws.ahead else 0
     steps = [first for first, _ in _windows(boundaries, step_limit)] + [num_batches]  # first batch of each step
     step_bounds = [boundaries[b] for b in steps]
-    k = num_negatives if sampler is not None else 0
+    k = draws.k
     keys = per_event_keys(events)
     model_keys = [key for key in keys if key not in ("e_id", "position")]  # engine bookkeeping, for samplers
     records = _Records(num_events, k, device, None if keep_ids else (events.src, events.dst, events.t))
     candidate_nan = torch.zeros(max(len(steps) - 1, 1), dtype=torch.bool, device=device)  # per step
-    shortcut = use_shortcut and catalog is not None and prefilter is None \
-        and type(model).catalog_counts is not TemporalLinkModel.catalog_counts
-    notice = None if catalog is None else PairwiseNotice(model, num_events, catalog, prefilter, shard)
+    notice = None if ranking is None else PairwiseNotice(model, num_events, ranking.catalog, ranking.prefilter,
+                                                         ranking.shard)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     with progress.phase("replay"):  # the scoring loop; `elapsed` is its wall time
@@ -481,8 +522,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
         clock = _Clock(device)
         with _eval_mode(model), torch.no_grad():
             for first, last in _windows(step_bounds, min(WINDOW_EVENTS, max(1, WINDOW_QUERIES // (1 + k)))):
-                window = _Window(events, keys, step_bounds, first, last, sampler=sampler, num_negatives=num_negatives,
-                                 generator=generator, catalog=catalog, directed=directed, shortcut=shortcut)
+                window = _Window(events, keys, step_bounds, first, last, draws=draws, ranking=ranking)
                 plan, data = window.plan, window.data
                 if window.negatives is not None:
                     records.write(window.offset, **_negative_records(window.negatives))
@@ -497,8 +537,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                             q0, q1 = window.query_starts[j], window.query_starts[j + 1]
                             queries = tuple(q[q0:q1] for q in window.queries)
                         else:  # a sampler with history: draw after the previous batch was observed
-                            negatives = as_negatives(sampler.sample(_slice(data, keys, a, z), num_negatives,  # type: ignore[union-attr]
-                                                                    generator))
+                            negatives = draws.sample(_slice(data, keys, a, z))
                             records.write(window.offset + a, **_negative_records(negatives))
                             queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
                                                window.pairs[j])
@@ -510,28 +549,29 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                             scores = model.score(*queries)
                             block = scores[:size * (1 + k)].view(size, 1 + k)
                             records.write_scores(step_bounds[b], block)
-                            if plan is not None and catalog is not None:
+                            if plan is not None and ranking is not None:
                                 pos = block[:, 0]
                                 pairs = window.pairs[j]
                                 counts = None if pairs is None else shortcut_counts(
-                                    model, src, t, pos, catalog, pairs, scores[size * (1 + k):])
+                                    model, src, t, pos, ranking.catalog, pairs, scores[size * (1 + k):])
                                 if counts is None:
-                                    above, equal, nan = chunked_counts(model, src, t, pos, catalog, plan, a, z,
-                                                                       candidate_budget, shard, prefilter, notice)
+                                    above, equal, nan = chunked_counts(
+                                        model, src, t, pos, ranking.catalog, plan, a, z, ranking.candidate_budget,
+                                        ranking.shard, ranking.prefilter, notice)
                                     candidate_nan[b] = nan
-                                elif shard[0] == 0:  # exact, cheap, counted whole: once, on rank 0
+                                elif ranking.shard[0] == 0:  # exact, cheap, counted whole: once, on rank 0
                                     above, equal = counts
                                 else:
                                     above, equal = torch.zeros_like(counts[0]), torch.zeros_like(counts[1])
                                 records.write(step_bounds[b], above=above, equal=equal)
-                        if batch is not None and online:
+                        if batch is not None:  # online
                             checked_update(model, batch)
-                            if sampler is not None and not sampler.history_free:
-                                sampler.observe(_slice(data, keys, a, z))
+                            if not draws.ahead:  # a sampler with history
+                                draws.observe(_slice(data, keys, a, z))
                         clock.mark()
                     progress.report(steps[b + 1], num_batches)
                 del window, plan, data, queries, scores, block  # freed before the next window is prepared
-        if shard[1] > 1 and catalog is not None:
+        if ranking is not None and ranking.shard[1] > 1:
             candidate_nan = _sum_over_ranks(records.rows, candidate_nan)
         latencies = clock.latencies()
         elapsed = time.perf_counter() - start_time
@@ -652,6 +692,9 @@ def evaluate(
             that cuts a timestamp group, a ``Split`` (or anything else) where a ``Segment`` belongs.
         DataMismatchError: a segment, catalog or sampler built from other events than the
             ones ``data`` starts with (their recorded ``built_from``).
+        ProtocolError: neither a sampler nor a catalog, a pre-filter without a catalog, or ``K < 1`` with a
+            sampler.
+        DeviceError: the model and the data on different devices.
         CatalogError: a catalog for fewer ids than the stream's, or positives outside it
             under ``uncovered="error"``.
         ModelCapabilityError: a catalog for a model that cannot rank one, a pre-filter for a
@@ -720,12 +763,14 @@ def evaluate(
                 warm_up(model, past, batch_size=batch_size, sampler=sampler)
         with progress.phase("prepare"):
             generator = torch.Generator(device=device).manual_seed(seed)
+            shortcut = use_shortcut and protocol.prefilter is None \
+                and type(model).catalog_counts is not TemporalLinkModel.catalog_counts
+            ranking = None if catalog is None else _Ranking(catalog, directed, candidate_budget, protocol.prefilter,
+                                                            shortcut, shard=(rank, world))
         keep = records
         records, latencies, elapsed, streamed = _replay(
-            model, events, boundaries, online=replay_mode == "online", sampler=sampler, num_negatives=num_negatives,
-            catalog=catalog, generator=generator, candidate_budget=candidate_budget, use_shortcut=use_shortcut,
-            check_state=check_state, directed=directed, history=history, shard=(rank, world),
-            prefilter=protocol.prefilter, keep_ids=keep == "all")
+            model, events, boundaries, draws=_Draws(sampler, num_negatives, generator), ranking=ranking,
+            history=history, check_state=check_state, keep_ids=keep == "all")
         with progress.phase("metrics"):
             records.update({key: _segment_column(events[name], given) for key, name in (
                 ("event", "e_id"), ("src", "src"), ("dst", "dst"), ("t", "t"))}, stratum=strata.cpu())

@@ -335,8 +335,8 @@ def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict
         missing = ["model.name / model.config"]
     if missing:
         raise CheckpointError(f"{path} passed its checksum but lacks {', '.join(missing)}: it was not written by "
-                              f"tgeval.training.checkpoint.save_checkpoint (or by a version with another layout). Use a "
-                              f"checkpoint of `tgeval train --checkpoint-dir`, or train again.")
+                              f"tgeval.training.checkpoint.save_checkpoint (or by a version with another layout). "
+                              f"Use a checkpoint of `tgeval train --checkpoint-dir`, or train again.")
     return payload, sha256_of(content)
 
 

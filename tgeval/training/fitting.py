@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional, Union, cast
 
@@ -33,7 +33,7 @@ from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.hashing import fingerprint
 from tgeval.data.split import Split
 from tgeval.distributed import gather_objects, is_main, require_group
-from tgeval.errors import ModelCapabilityError, OutputPathError
+from tgeval.errors import ModelCapabilityError, OutputPathError, ProtocolError
 from tgeval.eval.engine import evaluate
 from tgeval.eval.result import Result, json_safe
 from tgeval.models.base import TemporalLinkModel
@@ -47,8 +47,8 @@ from tgeval.training.checkpoint import (CheckpointError, full_disk_refused, load
 from tgeval.training.losses import LossFn
 from tgeval.training.train import train_epoch
 
-__all__ = ["fit", "EarlyStopping", "VAL_METRICS", "val_metrics", "val_names", "validation_history", "check_new_run",
-           "default_val_sampler"]
+__all__ = ["fit", "Validation", "Checkpointing", "EarlyStopping", "VAL_METRICS", "val_metrics", "val_names",
+           "validation_history", "check_new_run", "default_val_sampler"]
 
 #: how the training specification records each validation state
 _VAL_STATE_RECORDS = {"rebuilt": "rebuilt (Protocol(warm=True))",
@@ -132,12 +132,106 @@ def validation_history(model: TemporalLinkModel, history: str) -> HistoryMode:
     return "neighbors" if history == "neighbors" else "exact" if model.exact_history else "batch"
 
 
-def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimizer, *, epochs: int,
-          patience: Optional[int], batch_size: int, num_negatives: int, seed: int, history: str, val_metric: str,
-          val_sampler: Optional[NegativeSampler], val_negatives: int, val_catalog: Optional[Catalog],
-          val_state: ValState,
-          val_history: str, extra: dict) -> dict:
-    """The training specification recorded with checkpoints and results."""
+@dataclass(frozen=True)
+class Validation:
+    """How :func:`fit` validates after every epoch: an online replay of ``split.val`` with one protocol, the same
+    every epoch, whose ``metric`` chooses the best epoch.
+
+    Attributes:
+        metric: a key of :data:`VAL_METRICS` (``"all_entity_mrr"`` needs ``catalog``).
+        sampler: validation negatives (``None``: uniform over the training catalog, :func:`default_val_sampler`;
+            with ``negatives``, the validation protocol of ``tgeval train``).
+        negatives: ``K`` of validation (default :data:`~tgeval.protocol.DEFAULT_VAL_NEGATIVES`); ``0``: no sampled
+            negatives (no sampler is used), validation by the all-entity pass alone (needs ``catalog`` and an
+            all-entity ``metric``).
+        catalog: catalog of an all-entity validation pass (``None``: none).
+        state: the state validation scores from: ``"rebuilt"`` (reset and rebuilt from the training events with
+            the epoch's final weights, ``evaluate``'s default) or ``"training"`` (the state the epoch's training
+            left, ``Protocol(warm=False)``: DyGLib's and PyG's validation). For memory models the two can disagree
+            widely (README, *Why the rebuilt protocol is so noisy*). ``"training"`` needs a history-free
+            ``sampler``: nothing warms a sampler's history up there.
+
+    Raises:
+        ProtocolError: at construction: an unknown ``metric`` or ``state``, an all-entity ``metric`` without
+            ``catalog``, ``negatives < 0``, ``negatives=0`` with a sampled ``metric`` or a ``sampler``, or
+            ``state="training"`` with a sampler that has history.
+    """
+
+    metric: str = "ap"
+    sampler: Optional[NegativeSampler] = None
+    negatives: int = DEFAULT_VAL_NEGATIVES
+    catalog: Optional[Catalog] = None
+    state: ValState = "rebuilt"
+
+    def __post_init__(self) -> None:
+        metric, sampler = self.metric, self.sampler
+        if metric not in VAL_METRICS:
+            raise ProtocolError(f"unknown val_metric {metric!r}; choose one of {sorted(VAL_METRICS)}.")
+        if VAL_METRICS[metric][0] == "all_entity" and self.catalog is None:
+            raise ProtocolError(f"val_metric={metric!r} ranks against a catalog: pass val_catalog.")
+        if self.negatives < 0:
+            raise ProtocolError(f"val_negatives must be >= 0 (0: validation by the all-entity pass alone), got "
+                                f"{self.negatives}.")
+        if self.negatives == 0 and (VAL_METRICS[metric][0] != "all_entity" or sampler is not None):
+            raise ProtocolError(f"val_negatives=0 draws no validation negatives, so only an all-entity val_metric "
+                                f"({', '.join(n for n, (part, _, _) in VAL_METRICS.items() if part == 'all_entity')}) "
+                                f"with a val_catalog can be measured and no val_sampler is used; got "
+                                f"val_metric={metric!r}"
+                                f"{'' if sampler is None else ' and a val_sampler'}. Choose an all-entity "
+                                f"val_metric and leave val_sampler=None, or give val_negatives >= 1.")
+        if self.state not in VAL_STATES:
+            raise ProtocolError(f"val_state must be one of {VAL_STATES}, got {self.state!r}.")
+        if self.state == "training" and sampler is not None and not sampler.history_free:
+            raise ProtocolError(f"val_state='training' validates from the state training left, where nothing warms "
+                                f"the history of {sampler.describe().get('name')!r} up: use a history-free "
+                                f"val_sampler (e.g. UniformSampler), or val_state='rebuilt'.")
+
+    def resolved(self, model: TemporalLinkModel, data: TemporalData, split: Split) -> "Validation":
+        """This validation with its default sampler (:func:`default_val_sampler`, history-free) filled in where
+        it draws negatives and has no sampler."""
+        if self.negatives == 0 or self.sampler is not None:
+            return self
+        return replace(self, sampler=default_val_sampler(model, data, split))
+
+    def protocol(self, *, batch_size: int, seed: int, history: HistoryMode) -> Protocol:
+        """The protocol of each epoch's :func:`~tgeval.eval.engine.evaluate` over ``split.val``: online, the same
+        negatives every epoch (drawn with ``seed``)."""
+        return Protocol(replay="online", num_negatives=self.negatives, batch_size=batch_size, seed=seed,
+                        warm=self.state == "rebuilt", history=history)
+
+    def record(self, history: str) -> dict:
+        """The ``validation`` entry of the training specification, scored with ``history``
+        (:func:`validation_history`)."""
+        return {"metric": self.metric, "aggregation": VAL_METRICS[self.metric][2], "protocol": "online",
+                "state": _VAL_STATE_RECORDS[self.state], "history": history,
+                "sampler": None if self.sampler is None else split_counters(self.sampler.describe())[0],
+                "num_negatives": self.negatives,
+                "catalog": None if self.catalog is None else self.catalog.describe(),
+                "names": val_names(self.sampler, self.negatives, self.catalog)}
+
+
+@dataclass(frozen=True)
+class Checkpointing:
+    """Where :func:`fit` writes its checkpoints, and the run it continues.
+
+    Attributes:
+        folder: folder of ``last.pt`` (after every epoch), ``best.pt`` (on improvement) and ``timings.json``
+            (``None``: no files). The model must be registered (:mod:`tgeval.training.checkpoint`).
+        resume: a ``last.pt`` to continue from (its folder's ``best.pt`` when a run stopped between the two
+            writes of its first epoch left no ``last.pt``); ``None``: a new run.
+        overwrite: replace a run already in ``folder`` (otherwise refused, unless resuming; :func:`check_new_run`).
+    """
+
+    folder: Union[str, os.PathLike, None] = None
+    resume: Union[str, os.PathLike, None] = None
+    overwrite: bool = False
+
+
+def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimizer, validation: Validation, *,
+          val_history: str, epochs: int, patience: Optional[int], batch_size: int, num_negatives: int, seed: int,
+          history: str, extra: dict) -> dict:
+    """The training specification recorded with checkpoints and results (``validation`` resolved, its sampler
+    given; ``val_history`` the history it scores with); a resume must find it unchanged but for ``epochs``."""
     group = optimizer.param_groups[0]
     return json_safe({
         "sampler": split_counters(sampler.describe())[0],  # each epoch's counts are in its history record
@@ -150,12 +244,7 @@ def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimiz
         "seed": seed,
         "epochs": epochs,
         "patience": patience,
-        "validation": {"metric": val_metric, "aggregation": VAL_METRICS[val_metric][2], "protocol": "online",
-                       "state": _VAL_STATE_RECORDS[val_state], "history": val_history,
-                       "sampler": None if val_sampler is None else split_counters(val_sampler.describe())[0],
-                       "num_negatives": val_negatives,
-                       "catalog": None if val_catalog is None else val_catalog.describe(),
-                       "names": val_names(val_sampler, val_negatives, val_catalog)},
+        "validation": validation.record(val_history),
         **extra,
     })
 
@@ -258,14 +347,8 @@ def fit(
     num_negatives: int = 1,
     seed: int = 0,
     history: HistoryMode = "batch",
-    val_metric: str = "ap",
-    val_sampler: Optional[NegativeSampler] = None,
-    val_negatives: int = DEFAULT_VAL_NEGATIVES,
-    val_catalog: Optional[Catalog] = None,
-    val_state: ValState = "rebuilt",
-    checkpoint_dir: Union[str, os.PathLike, None] = None,
-    resume: Union[str, os.PathLike, None] = None,
-    overwrite: bool = False,
+    validation: Validation = Validation(),
+    checkpoints: Optional[Checkpointing] = None,
     spec: Optional[dict] = None,
     on_epoch: Optional[Callable[[dict], None]] = None,
     distributed: bool = False,
@@ -275,11 +358,11 @@ def fit(
 
     **Epoch** ``e``: :func:`~tgeval.training.train.train_epoch` over ``split.train`` (state reset at
     the start, negatives keyed by ``seed + e``), then :func:`~tgeval.eval.engine.evaluate`
-    over ``split.val`` (online protocol, ``val_negatives`` negatives per positive from
-    ``val_sampler`` drawn with ``seed`` — the same negatives every epoch — and an all-entity
-    pass when ``val_catalog`` is given), from the rebuilt state or, with
-    ``val_state="training"``, from the state the epoch's training left. The epoch improves when
-    its ``val_metric`` is strictly larger than the best so far; its parameters are then kept
+    over ``split.val`` with ``validation`` (:class:`Validation`: online protocol, ``validation.negatives``
+    negatives per positive from ``validation.sampler`` drawn with ``seed`` — the same negatives every epoch — and
+    an all-entity pass when ``validation.catalog`` is given), from the rebuilt state or, with
+    ``Validation(state="training")``, from the state the epoch's training left. The epoch improves when
+    its ``validation.metric`` is strictly larger than the best so far; its parameters are then kept
     (in memory and in ``best.pt``). Training stops after ``patience`` epochs without
     improvement (``None``: never early). Validation runs in eval mode (no dropout, also in the
     warm-up's updates).
@@ -290,14 +373,14 @@ def fit(
     seed it (``torch.manual_seed``) before building the model. Checkpoints store every
     generator's state, and resuming restores them.
 
-    **Checkpoints** (``checkpoint_dir``; the model must be registered, see
+    **Checkpoints** (``checkpoints``, :class:`Checkpointing`; the model must be registered, see
     :mod:`tgeval.training.checkpoint`): ``last.pt`` after every epoch, ``best.pt`` on improvement.
     Their state snapshot is the state at the end of the epoch's training (history = the
     training segment; no validation event), so ``replay(ckpt.model, data, split.val)`` then
     ``evaluate(ckpt.model, data, split.test, Protocol(warm=False))`` continues from the state built
     during training (PyG's protocol), while the default ``Protocol(warm=True)`` rebuilds it from the
     history with the checkpoint's weights.
-    ``resume`` (a ``last.pt``) continues the run it was written by: same data, model
+    ``Checkpointing(resume=...)`` (a ``last.pt``) continues the run it was written by: same data, model
     configuration and specification (``epochs`` may differ, to train longer); the result is
     bit-identical to a run that was never interrupted. Identical seeded runs write identical
     checkpoint bytes: the wall-clock entries of the history (:data:`TIMING_KEYS`) are kept out
@@ -314,23 +397,10 @@ def fit(
             training used it).
         epochs: number of epochs (at most).
         patience: epochs without improvement before stopping (``None``: train all epochs).
-        val_metric: a key of :data:`VAL_METRICS` (``"all_entity_mrr"`` needs ``val_catalog``).
-        val_sampler: validation negatives (default: uniform over the training catalog,
-            :func:`default_val_sampler`; with ``val_negatives``, the validation protocol of ``tgeval train``).
-        val_negatives: ``K`` of validation (default :data:`~tgeval.protocol.DEFAULT_VAL_NEGATIVES`); ``0``: no
-            sampled negatives (no sampler is used), validation by the all-entity pass alone (needs
-            ``val_catalog`` and an all-entity ``val_metric``).
-        val_catalog: catalog of an all-entity validation pass (default: none).
-        val_state: the state validation scores from: ``"rebuilt"`` (reset and rebuilt from the
-            training events with the epoch's final weights, ``evaluate``'s default) or
-            ``"training"`` (the state the epoch's training left, ``Protocol(warm=False)``:
-            DyGLib's and PyG's validation). For memory models the two can disagree widely
-            (README, *Why the rebuilt protocol is so noisy*). ``"training"`` needs a
-            history-free ``val_sampler``: nothing warms a sampler's history up there.
-        checkpoint_dir: folder of ``last.pt`` and ``best.pt`` (``None``: no files).
-        resume: a ``last.pt`` to continue from (its folder's ``best.pt`` when a run stopped between the
-            two writes of its first epoch left no ``last.pt``).
-        overwrite: replace a run already in ``checkpoint_dir`` (otherwise refused, unless resuming).
+        validation: the validation protocol and the metric that chooses the best epoch (default: AP
+            against :data:`~tgeval.protocol.DEFAULT_VAL_NEGATIVES` uniform negative per positive from the
+            training catalog, from the rebuilt state).
+        checkpoints: the checkpoint folder and the run to resume (``None``: no files, a new run).
         spec: extra entries of the training specification (e.g. the CLI's sampler string).
         on_epoch: called with each epoch's history record, after its checkpoints are written, and
             ``val_names``: each measured validation metric's name with its protocol (:func:`val_names`).
@@ -338,7 +408,7 @@ def fit(
             training is data-parallel (:func:`~tgeval.training.train.train_epoch`), validation is
             sharded (:func:`~tgeval.eval.engine.evaluate`), both identical on every rank, so
             every rank takes the same early-stopping decisions; rank 0 alone writes the
-            checkpoints and ``timings.json`` (``checkpoints`` is ``None`` on the others). A
+            checkpoints and ``timings.json`` (the returned ``checkpoints`` is ``None`` on the others). A
             ``resume`` file is read by every rank.
         allow_whole_stream: train with a sampler defined with the whole stream (inductive,
             Birth–Death) on purpose (:func:`~tgeval.training.train.check_training_sampler`);
@@ -355,51 +425,31 @@ def fit(
         ``checkpoints`` (paths and sha256 of ``last`` / ``best``).
 
     Raises:
-        ValueError: unknown ``val_metric``, ``all_entity_mrr`` without ``val_catalog``,
-            ``epochs < 1`` or ``patience < 1``.
-        CheckpointError: ``checkpoint_dir`` / ``resume`` with an unregistered model, or a
+        ProtocolError: ``epochs < 1`` or ``patience < 1`` (a :class:`Validation` checks itself when built).
+        ModelCapabilityError: ``validation.catalog`` for a model that cannot rank a whole catalog.
+        CheckpointError: a checkpoint folder or ``resume`` with an unregistered model, or a
             ``resume`` file written for other data, another model or another specification.
-        OutputPathError: ``checkpoint_dir`` cannot be written, or holds a run (see
+        OutputPathError: the checkpoint folder cannot be written, or holds a run (see
             :func:`check_new_run`); checked before the first epoch.
     """
-    if val_metric not in VAL_METRICS:
-        raise ValueError(f"unknown val_metric {val_metric!r}; choose one of {sorted(VAL_METRICS)}.")
-    if VAL_METRICS[val_metric][0] == "all_entity" and val_catalog is None:
-        raise ValueError(f"val_metric={val_metric!r} ranks against a catalog: pass val_catalog.")
-    if val_catalog is not None and not model.ranks_all_entities:
+    if validation.catalog is not None and not model.ranks_all_entities:
         raise ModelCapabilityError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog: validate "
                                    f"it with val_catalog=None and a sampled val_metric.")
     if epochs < 1 or (patience is not None and patience < 1):
-        raise ValueError(f"epochs and patience must be >= 1, got epochs={epochs}, patience={patience}.")
-    if val_negatives == 0:
-        if VAL_METRICS[val_metric][0] != "all_entity" or val_sampler is not None:
-            raise ValueError(f"val_negatives=0 draws no validation negatives, so only an all-entity val_metric "
-                             f"({', '.join(n for n, (part, _, _) in VAL_METRICS.items() if part == 'all_entity')}) "
-                             f"with a val_catalog can be measured and no val_sampler is used; got "
-                             f"val_metric={val_metric!r}"
-                             f"{'' if val_sampler is None else ' and a val_sampler'}. Choose an all-entity "
-                             f"val_metric and leave val_sampler=None, or give val_negatives >= 1.")
-    elif val_sampler is None:
-        val_sampler = default_val_sampler(model, data, split)
-    if val_state not in VAL_STATES:
-        raise ValueError(f"val_state must be one of {VAL_STATES}, got {val_state!r}.")
-    if val_state == "training" and val_sampler is not None and not val_sampler.history_free:
-        raise ValueError(f"val_state='training' validates from the state training left, where nothing warms the "
-                         f"history of {val_sampler.describe().get('name')!r} up: use a history-free val_sampler "
-                         f"(e.g. UniformSampler), or val_state='rebuilt'.")
+        raise ProtocolError(f"epochs and patience must be >= 1, got epochs={epochs}, patience={patience}.")
+    validation = validation.resolved(model, data, split)
     if distributed:
         require_group()
     writes = not distributed or is_main()
-    checkpointing = checkpoint_dir is not None or resume is not None
+    checkpoints = Checkpointing() if checkpoints is None else checkpoints
+    resume, checkpoint_dir = checkpoints.resume, checkpoints.folder
     if checkpoint_dir is not None:
-        check_new_run(checkpoint_dir, resume=resume is not None, overwrite=overwrite)
-    name = model_name(model) if checkpointing else type(model).__name__
+        check_new_run(checkpoint_dir, resume=resume is not None, overwrite=checkpoints.overwrite)
+    name = model_name(model) if checkpoint_dir is not None or resume is not None else type(model).__name__
     neural = cast(NeuralLinkModel, model)  # registered (checked above) wherever checkpoints are used
     val_history = validation_history(model, history)
-    training = _spec(sampler, loss, optimizer, epochs=epochs, patience=patience, batch_size=batch_size,
-                     num_negatives=num_negatives, seed=seed, history=history, val_metric=val_metric,
-                     val_sampler=val_sampler, val_negatives=val_negatives, val_catalog=val_catalog,
-                     val_state=val_state, val_history=val_history,
+    training = _spec(sampler, loss, optimizer, validation, val_history=val_history, epochs=epochs, patience=patience,
+                     batch_size=batch_size, num_negatives=num_negatives, seed=seed, history=history,
                      extra={**(spec or {}), **({"allow_whole_stream": True} if allow_whole_stream else {})})
     data_fingerprint = fingerprint(data)
 
@@ -426,11 +476,10 @@ def fit(
         trained_state = model.snapshot() if folder is not None else None  # history = the training segment only
         model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
         result = evaluate(model, data, split.val,
-                          Protocol(replay="online", num_negatives=val_negatives, batch_size=batch_size, seed=seed,
-                                   warm=val_state == "rebuilt", history=val_history),
-                          sampler=val_sampler, catalog=val_catalog, distributed=distributed)
+                          validation.protocol(batch_size=batch_size, seed=seed, history=val_history),
+                          sampler=validation.sampler, catalog=validation.catalog, distributed=distributed)
         measured = val_metrics(result)
-        improved = stopping.step(epoch, measured.get(val_metric))
+        improved = stopping.step(epoch, measured.get(validation.metric))
         if improved:
             best_parameters = clone_state(parameters_of(model))
         record = {"epoch": epoch, **stats, "sampler": counts, "val": measured,
@@ -459,7 +508,7 @@ def fit(
     return {
         "model": name,
         "training": training,
-        "val_metric": val_metric,
+        "val_metric": validation.metric,
         "best_epoch": stopping.epoch,
         "best_value": stopping.value,
         "epochs_run": len(records),

@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from tgeval.errors import DistributedError, ProtocolError
+
 __all__ = ["Reduction", "LossFn", "LOSSES", "bce_loss", "bpr_loss", "sampled_softmax_loss", "get_loss", "term_count",
            "check_built_in"]
 
@@ -214,7 +216,7 @@ def term_count(loss: LossFn, neg: Tensor, neg_mask: Optional[Tensor] = None) -> 
     and divides by the whole batch's count once.
 
     Raises:
-        ValueError: for a loss that is not one of :data:`LOSSES`.
+        DistributedError: for a loss that is not one of :data:`LOSSES`.
     """
     check_built_in(loss)
     valid = neg.numel() if neg_mask is None else neg_mask.sum()
@@ -224,20 +226,21 @@ def term_count(loss: LossFn, neg: Tensor, neg_mask: Optional[Tensor] = None) -> 
 
 
 def check_built_in(loss: LossFn) -> None:
-    """Raise ``ValueError`` unless ``loss`` is one of :data:`LOSSES` (whose :func:`term_count` is known)."""
+    """Raise :class:`~tgeval.errors.DistributedError` unless ``loss`` is one of :data:`LOSSES` (whose
+    :func:`term_count` is known)."""
     if not any(loss is known for known in LOSSES.values()):
-        raise ValueError(f"the number of terms of {getattr(loss, '__name__', loss)!r} is not known; distributed "
-                         f"training splits a batch's terms across ranks and needs one of the built-in losses "
-                         f"{sorted(LOSSES)}.")
+        raise DistributedError(f"the number of terms of {getattr(loss, '__name__', loss)!r} is not known; distributed "
+                               f"training splits a batch's terms across ranks and needs one of the built-in losses "
+                               f"{sorted(LOSSES)}.")
 
 
 def get_loss(name: str) -> LossFn:
     """The loss function registered as ``name`` (``"bce"``, ``"bpr"``, ``"sampled_softmax"``).
 
     Raises:
-        ValueError: for an unknown name.
+        ProtocolError: for an unknown name.
     """
     key = name.strip().lower().replace("-", "_")
     if key not in LOSSES:
-        raise ValueError(f"unknown loss {name!r}; choose one of {sorted(LOSSES)}.")
+        raise ProtocolError(f"unknown loss {name!r}; choose one of {sorted(LOSSES)}.")
     return LOSSES[key]

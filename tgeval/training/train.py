@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from typing import Optional, Union
+from typing import Union
 
 import torch
 from torch import Tensor
@@ -72,7 +72,7 @@ from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validation import permute_events
 from tgeval.device import deterministic
 from tgeval.distributed import check_same, rank_and_world, require_group, shard, state_digest, sum_gradients
-from tgeval.errors import LeakageError
+from tgeval.errors import LeakageError, ProtocolError
 from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader, check_time_sorted
 from tgeval.models.base import TemporalLinkModel, check_node_ids
@@ -128,7 +128,6 @@ def train_epoch(
     num_negatives: int = 1,
     seed: int = 0,
     epoch: int = 0,
-    generator: Optional[torch.Generator] = None,
     allow_whole_stream: bool = False,
     history: HistoryMode = "batch",
     distributed: bool = False,
@@ -165,9 +164,8 @@ def train_epoch(
     (``data`` must be time-sorted; the file order of simultaneous events does not matter,
     SPEC §2; ``data`` itself is not modified). Negatives are keyed by the generator's seed
     and each event's index in that order (``batch.position``), so they do not depend on
-    ``batch_size``. Without ``generator`` the seed is ``seed + epoch``: fresh negatives
-    each epoch, identical across runs. A given ``generator`` is used as is (reseed it per
-    epoch yourself). Model randomness (dropout) follows torch's global generator, which
+    ``batch_size``. The seed is ``seed + epoch``: fresh negatives each epoch, identical
+    across runs. Model randomness (dropout) follows torch's global generator, which
     this function does not touch.
 
     Args:
@@ -183,7 +181,6 @@ def train_epoch(
         num_negatives: ``K`` negatives per positive (``>= 1``).
         seed: base seed of the negatives.
         epoch: epoch index, added to ``seed``.
-        generator: overrides ``seed + epoch`` (its ``initial_seed()`` keys the draws).
         allow_whole_stream: train with a whole-stream sampler anyway.
         history: what an event of a batch is scored from: ``"batch"``, the state at the batch
             start (PyG's and TGB's loops; the default, for every model), or ``"exact"``, also the
@@ -212,25 +209,25 @@ def train_epoch(
 
     Returns:
         dict: ``loss`` (mean batch loss weighted by batch size, a float), ``num_batches``,
-        ``num_events``, ``seconds``, ``events_per_second``, ``seed`` (the one that keyed
-        the negatives).
+        ``num_events``, ``seconds``, ``events_per_second``, ``seed`` (``seed + epoch``,
+        which keyed the negatives).
 
     Raises:
         SplitError: for an empty range, one outside ``data``, or one cutting a timestamp group.
         TemporalDataError: if ``data`` is not time-sorted or holds ids ``>= model.num_nodes``.
-        ValueError: for ``num_negatives < 1`` or an unknown loss name.
+        ProtocolError: for ``num_negatives < 1``, an unknown ``history`` or an unknown loss name.
         LeakageError: for a whole-stream sampler without ``allow_whole_stream=True``, or a model
             that changes its state while scoring (``check_state``).
         HiddenStateError: ``update`` changed state that tgeval's state methods do not cover.
         DataMismatchError: a segment cut from other data.
-        DistributedError: ``distributed=True`` without a process group.
+        DistributedError: ``distributed=True`` without a process group, or with a loss that is not built in.
     """
     if distributed:
         require_group()
     if num_negatives < 1:
-        raise ValueError(f"num_negatives must be >= 1 for training, got {num_negatives}.")
+        raise ProtocolError(f"num_negatives must be >= 1 for training, got {num_negatives}.")
     if history not in HISTORY_MODES:
-        raise ValueError(f"history must be one of {HISTORY_MODES}, got {history!r}.")
+        raise ProtocolError(f"history must be one of {HISTORY_MODES}, got {history!r}.")
     model.check_history(history, "be trained")
     check_training_sampler(sampler, allow_whole_stream=allow_whole_stream)
     loss_fn: LossFn = get_loss(loss) if isinstance(loss, str) else loss
@@ -244,11 +241,10 @@ def train_epoch(
     check_node_ids(model, data)
     if distributed:  # every rank must train the same model on the same batches
         check_same("the training (data, model parameters and state, options)", (
-            fingerprint(data), state_digest(model), start, end, batch_size, num_negatives,
-            generator.initial_seed() if generator is not None else seed + epoch, sampler.describe()))
+            fingerprint(data), state_digest(model), start, end, batch_size, num_negatives, seed + epoch,
+            sampler.describe()))
     device = data.src.device
-    if generator is None:
-        generator = torch.Generator(device=device).manual_seed(seed + epoch)
+    generator = torch.Generator(device=device).manual_seed(seed + epoch)
     # Canonical order (t, src, dst) inside timestamp groups, as in evaluation: file order of
     # simultaneous events changes neither the negatives (keyed by position) nor the batches.
     check_time_sorted(data.t)
@@ -314,5 +310,5 @@ def train_epoch(
         "num_events": num_events,
         "seconds": seconds,
         "events_per_second": num_events / seconds if seconds > 0 else float("inf"),
-        "seed": generator.initial_seed(),
+        "seed": seed + epoch,
     }
