@@ -63,12 +63,11 @@ def read_events(
 ) -> tuple[TemporalData, ReadInfo]:
     """Read an event file in a registered format (:mod:`tgeval.data.formats`).
 
-    Dispatches to the format's reader: :func:`~tgeval.data.io.read_dgb`, :func:`~tgeval.data.io.read_snap`,
-    :func:`~tgeval.data.io.read_sociopatterns`, :func:`~tgeval.data.io.read_jodie`,
-    :func:`~tgeval.data.io.read_tgb`, :func:`~tgeval.data.io.read_csv_events` or one registered by you; see
-    those for each layout. ``options`` are that reader's own keywords (``time_format`` for ``"tgb"``;
-    ``src_col``, ``dst_col``, ``t_col``, ... for ``"csv"``); an option the reader does not take raises
-    :class:`TypeError`.
+    Dispatches to the format's reader: :func:`read_dgb`, :func:`read_snap`,
+    :func:`read_sociopatterns`, :func:`read_jodie`, :func:`read_tgb`, :func:`read_csv_events`
+    or one registered by you; see those for each layout. ``options`` are that reader's own
+    keywords (``time_format`` for ``"tgb"``; ``src_col``, ``dst_col``, ``t_col``, ... for
+    ``"csv"``); an option the reader does not take raises :class:`TypeError`.
 
     Args:
         path: the file (plain or gzip).
@@ -87,7 +86,7 @@ def read_events(
             ``info.cache`` says whether it was used.
 
     Returns:
-        tuple: ``(data, info)``: a validated ``TemporalData`` and a :class:`~tgeval.data.io.ReadInfo`.
+        tuple: ``(data, info)``: a validated ``TemporalData`` and a :class:`ReadInfo`.
 
     Raises:
         ValueError: an unknown ``format`` or ``duplicates`` rule.
