@@ -59,8 +59,10 @@ import torch
 from torch import Tensor
 
 from tgeval.choices import DEFAULT_SWEEP
+from tgeval.errors import MetricInputError, ProtocolError
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.stats import kendall_tau
+from tgeval.rng import GOLDEN_GAMMA, as_int64, to_unit_interval, xorshift_multiply
 
 __all__ = [
     "expected_reciprocal_rank",
@@ -81,7 +83,7 @@ def _check_K(K: Optional[int], name: str = "K") -> Optional[int]:
     if K is None:
         return None
     if isinstance(K, bool) or not isinstance(K, int) or K < 0:
-        raise ValueError(f"`{name}` must be a non-negative int or None (full catalog), but got {K!r}.")
+        raise ProtocolError(f"`{name}` must be a non-negative int or None (full catalog), but got {K!r}.")
     return K
 
 
@@ -91,20 +93,20 @@ def _check_counts(above: Tensor, equal: Tensor, num_candidates: Tensor) -> tuple
         if not isinstance(x, Tensor):
             raise TypeError(f"`{name}` must be a torch.Tensor, but got {type(x).__name__}.")
         if x.dim() != 1:
-            raise ValueError(f"`{name}` must be 1-D [E], but has shape {tuple(x.shape)}.")
+            raise MetricInputError(f"`{name}` must be 1-D [E], but has shape {tuple(x.shape)}.")
         if x.dtype.is_floating_point or x.is_complex() or x.dtype == torch.bool:
             raise TypeError(f"`{name}` must hold integer counts, but has dtype {x.dtype}.")
     if not (above.numel() == equal.numel() == num_candidates.numel()):
-        raise ValueError(
+        raise MetricInputError(
             f"`above`, `equal` and `num_candidates` must have one entry per event, but have "
             f"{above.numel()}, {equal.numel()} and {num_candidates.numel()} entries."
         )
     if not (above.device == equal.device == num_candidates.device):
-        raise ValueError("`above`, `equal` and `num_candidates` must be on one device.")
+        raise MetricInputError("`above`, `equal` and `num_candidates` must be on one device.")
     a, b, m = above.long(), equal.long(), num_candidates.long()
     if a.numel() and bool(((a < 0) | (b < 0) | (a + b > m)).any()):  # one host sync
         bad = int(torch.nonzero((a < 0) | (b < 0) | (a + b > m))[0, 0])
-        raise ValueError(
+        raise MetricInputError(
             f"counts must satisfy 0 <= above, 0 <= equal and above + equal <= num_candidates, but event "
             f"{bad} has above={int(a[bad])}, equal={int(b[bad])}, num_candidates={int(m[bad])}."
         )
@@ -285,7 +287,7 @@ def expected_hits_at_k(above: Tensor, equal: Tensor, num_candidates: Tensor, K: 
     ties = check_ties(ties)
     K = _check_K(K)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"`k` must be an int >= 1, but got {k!r}.")
+        raise ProtocolError(f"`k` must be an int >= 1, but got {k!r}.")
     a, b, m = _check_counts(above, equal, num_candidates)
     full = (rank_from_counts(a, b, ties=ties) <= k).to(torch.float64)
     if ties == "average":
@@ -329,10 +331,10 @@ def k_sweep(records_by_model: Mapping[str, Mapping[str, Tensor]],
     """
     ties = check_ties(ties)
     if not records_by_model:
-        raise ValueError("`records_by_model` must contain at least one model.")
+        raise MetricInputError("`records_by_model` must contain at least one model.")
     ks = list(ks)
     if not ks:
-        raise ValueError("`ks` must contain at least one sample size (None = full catalog).")
+        raise ProtocolError("`ks` must contain at least one sample size (None = full catalog).")
     for K in ks:
         _check_K(K, "ks")
     names = list(records_by_model)
@@ -342,7 +344,8 @@ def k_sweep(records_by_model: Mapping[str, Mapping[str, Tensor]],
         rec = records_by_model[name]
         missing = [key for key in ("above", "equal", "candidates") if key not in rec]
         if missing:
-            raise ValueError(f"records of model {name!r} lack {missing}; they need 'above', 'equal', 'candidates'.")
+            raise MetricInputError(f"records of model {name!r} lack {missing}; they need 'above', 'equal', "
+                                   f"'candidates'.")
         a, b, m = rec["above"], rec["equal"], rec["candidates"]
         mrr[name] = [float(expected_reciprocal_rank(a, b, m, K, ties=ties).mean()) for K in ks]
         full_mrr[name] = (mrr[name][ks.index(None)] if None in ks
@@ -354,28 +357,8 @@ def k_sweep(records_by_model: Mapping[str, Mapping[str, Tensor]],
 
 # --------------------------------------------------------------------------- nested actual draws
 
-_MASK64 = (1 << 64) - 1
-
-
-def _signed(c: int) -> int:
-    return c - (1 << 64) if c >= (1 << 63) else c
-
-
-_GOLDEN = _signed(0x9E3779B97F4A7C15)
-_M1 = _signed(0xBF58476D1CE4E5B9)
-_M2 = _signed(0x94D049BB133111EB)
-_STEP = 0xD1B54A32D192ED03
-
-
-def _srl(z: Tensor, s: int) -> Tensor:
-    """Logical right shift of int64 (two's complement) ``z`` by ``s`` bits."""
-    return (z >> s) & ((1 << (64 - s)) - 1)
-
-
-def _splitmix(z: Tensor) -> Tensor:
-    z = (z ^ _srl(z, 30)) * _M1
-    z = (z ^ _srl(z, 31)) * _M2
-    return z ^ _srl(z, 33)
+_SEED_MUL = 0x632BE59BD9B4E019  # spreads the seed over the 64-bit word
+_STEP = 0xD1B54A32D192ED03  # the counter step between draws
 
 
 def nested_draw_ranks(above: Tensor, equal: Tensor, num_candidates: Tensor, ks: Sequence[Optional[int]], *,
@@ -387,8 +370,10 @@ def nested_draw_ranks(above: Tensor, equal: Tensor, num_candidates: Tensor, ks: 
     "above" with probability :math:`(a - h_j)/(M - j)` and "equal" with
     :math:`(b - t_j)/(M - j)`); the sample of size ``K`` is its first ``K`` elements, so samples
     are nested across ``ks``. Only the class of each drawn candidate matters, so the
-    permutation is never materialised. Uniforms come from a counter-based SplitMix64 hash of
-    ``(seed, event id, j)``: an event's draws do not depend on the other events in the call.
+    permutation is never materialised. Uniforms come from a counter-based hash of ``(seed, event id, j)``:
+    :math:`u_j = \mathrm{top}_{53}(x(k + (j + 1) c_2))` with key :math:`k = x(i \gamma + s c_1)`,
+    :math:`x` = :func:`~tgeval.rng.xorshift_multiply` and the odd constants of :mod:`tgeval.rng`, so an
+    event's draws do not depend on the other events in the call.
     ``K >= M`` or ``None`` draws everything (exact full rank). Cost :math:`O(E \max K)`.
 
     Args:
@@ -417,26 +402,25 @@ def nested_draw_ranks(above: Tensor, equal: Tensor, num_candidates: Tensor, ks: 
     a, b, m = _check_counts(above, equal, num_candidates)
     ks = [_check_K(K, "ks") for K in ks]
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"`seed` must be an int, but got {seed!r}.")
+        raise ProtocolError(f"`seed` must be an int, but got {seed!r}.")
     E, dev = a.numel(), a.device
     if event_ids is None:
         ids = torch.arange(E, dtype=torch.long, device=dev)
     else:
         if not isinstance(event_ids, Tensor) or event_ids.shape != (E,):
-            raise ValueError(f"`event_ids` must be an int64 tensor of shape [{E}], but got {event_ids!r}.")
+            raise MetricInputError(f"`event_ids` must be an int64 tensor of shape [{E}], but got {event_ids!r}.")
         ids = event_ids.to(device=dev, dtype=torch.long)
     finite = [K for K in ks if K is not None]
     max_m = int(m.max()) if E else 0
     steps = min(max(finite, default=0), max_m)
-    key = _splitmix(ids * _GOLDEN + _signed((seed * 0x632BE59BD9B4E019) & _MASK64))
+    key = xorshift_multiply(ids * GOLDEN_GAMMA + as_int64(seed * _SEED_MUL))
     h = torch.zeros(E, dtype=torch.long, device=dev)
     t = torch.zeros(E, dtype=torch.long, device=dev)
     snapshots: dict[int, tuple[Tensor, Tensor]] = {}
     if 0 in finite:
         snapshots[0] = (h.clone(), t.clone())
     for j in range(steps):  # loop over draw index, vectorised over events
-        z = _splitmix(key + _signed(((j + 1) * _STEP) & _MASK64))
-        u = _srl(z, 11).to(torch.float64) * 2.0 ** -53
+        u = to_unit_interval(xorshift_multiply(key + as_int64((j + 1) * _STEP)))
         remaining = m - j
         active = remaining > 0
         x = torch.minimum((u * remaining.clamp_min(1).to(torch.float64)).long(), (remaining - 1).clamp_min(0))

@@ -25,7 +25,7 @@ successive-sampling law instead: every valid item gets the key :math:`E_v / w_v`
 (Efraimidis–Spirakis); with replacement, ``K`` inverse-CDF draws over the valid items. The
 law is therefore exact up to the probability of such a row (a total-variation bound).
 
-Randomness is counter-based (:func:`~tgeval.samplers.counter_rng.counter_uniform`) on the
+Randomness is counter-based (:func:`~tgeval.rng.counter_uniform`) on the
 event's replay position, as in :class:`~tgeval.samplers.uniform.UniformSampler`: a row's
 draws depend only on the seed, its position, its pool and its exclusions.
 """
@@ -44,14 +44,15 @@ from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.data.sorted_keys import expand_ranges, merge_slots
 from tgeval.data.strata import pair_keys
 from tgeval.errors import SamplerError
-from tgeval.samplers.counter_rng import as_int64, counter_uniform, splitmix64
+from tgeval.rng import counter_uniform
 
 __all__ = ["KeyPool", "PoolDraw", "draw_from_pools", "rejection_rounds", "batch_exclusions", "add_pair_exclusions",
-           "insert_keys", "history_keys", "check_ids", "derived_seed", "batch_position", "first_distinct_mask",
+           "insert_keys", "history_keys", "check_ids", "batch_position", "first_distinct_mask",
            "every_valid_item", "FALLBACKS", "SHORT_RULES"]
 
 FALLBACKS = ("uniform", "error")
-#: what a row whose pool holds some valid items but fewer than ``K`` gets (see :class:`~tgeval.samplers._pooled.PooledSampler`)
+#: what a row whose pool holds some valid items but fewer than ``K`` gets
+#: (see :class:`~tgeval.samplers._pooled.PooledSampler`)
 SHORT_RULES = ("fill", "replace", "error")
 
 #: Rejection stops once a row has read this many draws per item of its pool slice; the
@@ -67,12 +68,6 @@ def first_distinct_mask(draws: Tensor) -> Tensor:
     first_sorted = torch.ones_like(sorted_vals, dtype=torch.bool)
     first_sorted[:, 1:] = sorted_vals[:, 1:] != sorted_vals[:, :-1]
     return torch.zeros_like(first_sorted).scatter_(1, order, first_sorted)
-
-
-def derived_seed(seed: int, salt: int) -> int:
-    """A seed for a sub-stream (fallback, mixture component): SplitMix64 of ``seed`` and ``salt``, as int63."""
-    mixed = splitmix64(torch.tensor([as_int64(int(seed) ^ (int(salt) * 0x2545F491))], dtype=torch.long))
-    return int(mixed[0]) & ((1 << 63) - 1)
 
 
 def batch_position(batch: TemporalData) -> Tensor:

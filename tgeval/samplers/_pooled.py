@@ -35,9 +35,10 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.data.hashing import BuiltFrom
 from tgeval.data.strata import MAX_PAIR_KEY_NODES
-from tgeval.errors import SamplerError
+from tgeval.errors import ProtocolError, SamplerError
+from tgeval.rng import derived_seed
 from tgeval.samplers._draw import (FALLBACKS, SHORT_RULES, KeyPool, batch_exclusions, batch_position, check_ids,
-                                   derived_seed, draw_from_pools, every_valid_item, short_pool_error)
+                                   draw_from_pools, every_valid_item, short_pool_error)
 from tgeval.samplers.base import NegativeSampler, Negatives, SampledNegatives, as_negatives
 from tgeval.samplers.uniform import UniformSampler
 from tgeval.state import State, clone_state
@@ -73,17 +74,17 @@ class PooledSampler(NegativeSampler):
     def __init__(self, num_nodes: int, *, catalog: Optional[Catalog] = None, replace: bool = False,
                  directed: bool = True, fallback: str = "uniform", short: str = "fill") -> None:
         if fallback not in FALLBACKS:
-            raise ValueError(f"fallback must be one of {FALLBACKS}, got {fallback!r}.")
+            raise SamplerError(f"fallback must be one of {FALLBACKS}, got {fallback!r}.")
         if short not in SHORT_RULES:
-            raise ValueError(f"short must be one of {SHORT_RULES}, got {short!r}.")
+            raise SamplerError(f"short must be one of {SHORT_RULES}, got {short!r}.")
         if short == "fill" and catalog is None:
-            raise ValueError(f"{type(self).__name__} with short='fill' needs a `catalog` to top up short pools "
-                             f"from. Pass catalog=..., or short='replace' / 'error'.")
+            raise SamplerError(f"{type(self).__name__} with short='fill' needs a `catalog` to top up short pools "
+                               f"from. Pass catalog=..., or short='replace' / 'error'.")
         if fallback == "uniform" and catalog is None:
-            raise ValueError(f"{type(self).__name__} with fallback='uniform' needs a `catalog` to draw from when "
-                             f"an event's pool is empty. Pass catalog=..., or fallback='error'.")
+            raise SamplerError(f"{type(self).__name__} with fallback='uniform' needs a `catalog` to draw from when "
+                               f"an event's pool is empty. Pass catalog=..., or fallback='error'.")
         if num_nodes < 1 or num_nodes > MAX_PAIR_KEY_NODES:
-            raise ValueError(f"num_nodes must lie in [1, {MAX_PAIR_KEY_NODES}] (int64 pair keys), got {num_nodes}.")
+            raise SamplerError(f"num_nodes must lie in [1, {MAX_PAIR_KEY_NODES}] (int64 pair keys), got {num_nodes}.")
         self.num_nodes = int(num_nodes)
         self.catalog = catalog
         self.replace = bool(replace)
@@ -151,7 +152,7 @@ class PooledSampler(NegativeSampler):
         device = src.device
         b, k = src.numel(), int(num_negatives)
         if k < 0:
-            raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
+            raise ProtocolError(f"num_negatives must be >= 0, got {num_negatives}.")
         if k == 0 or b == 0:
             return as_negatives(self._decode(batch, torch.zeros(b, k, dtype=torch.long, device=device)))
         check_ids(batch.src, batch.dst, self.num_nodes)

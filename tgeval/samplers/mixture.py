@@ -21,7 +21,9 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.samplers._draw import derived_seed, first_distinct_mask
+from tgeval.errors import ProtocolError, SamplerError
+from tgeval.rng import derived_seed
+from tgeval.samplers._draw import first_distinct_mask
 from tgeval.samplers.base import NegativeSampler, Negatives, concat_negatives
 from tgeval.state import State
 
@@ -61,10 +63,10 @@ class MixtureSampler(NegativeSampler):
 
     def __init__(self, components: Sequence[NegativeSampler], proportions: Sequence[float]) -> None:
         if len(components) == 0 or len(components) != len(proportions):
-            raise ValueError(f"need one proportion per component, got {len(components)} components and "
-                             f"{len(proportions)} proportions.")
+            raise SamplerError(f"need one proportion per component, got {len(components)} components and "
+                               f"{len(proportions)} proportions.")
         if any(not 0 <= float(p) < math.inf for p in proportions) or not sum(proportions) > 0:
-            raise ValueError(f"proportions must be finite, non-negative and not all zero, got {list(proportions)}.")
+            raise SamplerError(f"proportions must be finite, non-negative and not all zero, got {list(proportions)}.")
         self.components = list(components)
         self.proportions = [float(p) for p in proportions]
         self.uses_whole_stream = any(getattr(c, "uses_whole_stream", False) for c in self.components)
@@ -84,7 +86,7 @@ class MixtureSampler(NegativeSampler):
                generator: Optional[torch.Generator] = None) -> Negatives:
         """Negatives ``[B, K]``: component ``i`` fills its ``K_i`` columns, in order."""
         if int(num_negatives) < 0:
-            raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
+            raise ProtocolError(f"num_negatives must be >= 0, got {num_negatives}.")
         parts = [component.sample(batch, k, self._generator(generator, i))
                  for i, (component, k) in enumerate(zip(self.components, self.split(num_negatives))) if k > 0]
         if not parts:

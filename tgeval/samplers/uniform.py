@@ -11,7 +11,7 @@ draws of an i.i.d. uniform sequence is exactly sequential sampling without repla
 so the rule does not bias the distribution. Rows that keep failing (pools barely larger
 than ``K``) are finished exactly by ranking random keys over the whole pool.
 
-Randomness is counter-based (:mod:`tgeval.samplers.counter_rng`): an event's negatives are
+Randomness is counter-based (:mod:`tgeval.rng`): an event's negatives are
 a pure function of the generator's seed, the event's position (``batch.position``, attached
 by :class:`~tgeval.loader.TimestampBatchLoader`; a batch without it is refused) and its own
 draws. They do not depend on
@@ -29,10 +29,10 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions, build_exclusions
-from tgeval.errors import SamplerError
+from tgeval.errors import ProtocolError, SamplerError
 from tgeval.samplers._draw import batch_position, rejection_rounds
 from tgeval.samplers.base import NegativeSampler, Negatives
-from tgeval.samplers.counter_rng import counter_uniform
+from tgeval.rng import counter_uniform
 
 __all__ = ["UniformSampler"]
 
@@ -99,7 +99,7 @@ class UniformSampler(NegativeSampler):
         device = src.device
         b, k = src.numel(), int(num_negatives)
         if k < 0:
-            raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
+            raise ProtocolError(f"num_negatives must be >= 0, got {num_negatives}.")
         if k == 0 or b == 0:
             return torch.zeros(b, k, dtype=torch.long, device=device)
         if self.catalog.device != device:  # move once; later batches reuse it
@@ -127,7 +127,8 @@ class UniformSampler(NegativeSampler):
 
         if fallback_rows is not None and bool(fallback_rows.any()):
             self._num_fallback = self._num_fallback + int(fallback_rows.sum())
-            fallback_out = self._fallback.draw_destinations(batch, k, generator, rows=fallback_rows)  # type: ignore[union-attr]
+            fallback_out = self._fallback.draw_destinations(  # type: ignore[union-attr]
+                batch, k, generator, rows=fallback_rows)
             return torch.where(fallback_rows[:, None], fallback_out,
                                self.draw_destinations(batch, k, generator, rows=wanted))
         # The pool of a row is the available prefix of the catalog's items; pools too tight
@@ -151,7 +152,8 @@ class UniformSampler(NegativeSampler):
             chunk = rows[start : start + step]
             items = self.catalog.items[:width].expand(chunk.numel(), width)
             keys = counter_uniform(seed, position[chunk], _EXACT_ROUND, width)
-            invalid = excl.contains(chunk, items) | (torch.arange(width, device=device)[None, :] >= pool_size[chunk, None])
+            beyond = torch.arange(width, device=device)[None, :] >= pool_size[chunk, None]
+            invalid = excl.contains(chunk, items) | beyond
             order = torch.argsort(keys.masked_fill(invalid, 2.0), dim=1)  # valid items first, shuffled
             if self.replace:
                 u = counter_uniform(seed, position[chunk], _EXACT_ROUND + 1, k)
