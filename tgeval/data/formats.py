@@ -2,14 +2,14 @@
 command line's ``--format`` and ``--option`` offer.
 
 A format is a declarative entry: its name, its reader (``"module:function"``, imported on first
-use, so that this module loads without torch), the reader's own options (``--option KEY=VALUE``,
-typed by the reader's annotations) and one line of help::
+use, so that this module loads without torch) and one line of help::
 
     register("dgb", "tgeval.data.io:read_dgb", help="DGB ml_*.csv: header ,u,i,ts,label,idx")
 
-Every reader takes the shared keywords ``remap``, ``bipartite``, ``sort`` and ``directed``
-(:func:`~tgeval.data.io.read_events`) and returns ``(data, info)``; a reader of your own
-registers the same way (``register("myformat", my_reader, options=("sheet",))``).
+Every reader takes the path and the shared keywords ``remap``, ``bipartite``, ``sort`` and
+``directed`` (:func:`~tgeval.data.io.read_events`) and returns ``(data, info)``; its other
+keywords are the format's options (``--option KEY=VALUE``, typed by the reader's annotations),
+read from its signature (:mod:`tgeval.registry`). A reader of your own registers the same way.
 
 Example:
     >>> names()
@@ -20,58 +20,51 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
-__all__ = ["FormatEntry", "register", "names", "entry"]
+from tgeval.registry import Entry, Registry, Row
+
+__all__ = ["FormatEntry", "SHARED_KEYWORDS", "register", "names", "entry", "describe"]
+
+#: the reader keywords every format takes (:func:`~tgeval.data.io.read_events` passes them): not options
+SHARED_KEYWORDS = ("path", "remap", "bipartite", "sort", "directed")
 
 
 @dataclass(frozen=True)
-class FormatEntry:
-    """A registered event-file format.
-
-    Attributes:
-        name: the ``format`` of :func:`~tgeval.data.io.read_events` and ``--format``.
-        target: the reader, or ``"module:function"`` (see :meth:`reader`).
-        options: the reader's own keywords (``--option KEY=VALUE``).
-        help: one line for the command line.
-    """
-
-    name: str
-    target: Union[str, Callable[..., Any]]
-    options: tuple[str, ...]
-    help: str
+class FormatEntry(Entry):
+    """A registered event-file format (:class:`~tgeval.registry.Entry`: ``name``, ``target``, ``help``;
+    ``options`` are its reader's own keywords)."""
 
     def reader(self) -> Callable[..., Any]:
         """The reader function (imported now when registered as ``"module:function"``)."""
-        if not isinstance(self.target, str):
-            return self.target
-        module, _, attribute = self.target.partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        return self.load()  # type: ignore[no-any-return]
 
 
-_REGISTRY: dict[str, FormatEntry] = {}
+_REGISTRY: Registry[FormatEntry] = Registry("format", ValueError,
+                                            unknown="`format` must be one of {choices}, got {name}.")
 
 
-def register(name: str, reader: Union[str, Callable[..., Any]], *, options: tuple[str, ...] = (), help: str = "",
-             overwrite: bool = False) -> None:
-    """Make ``reader`` the reader of format ``name`` (``ValueError`` if taken, unless ``overwrite``)."""
-    if not overwrite and name in _REGISTRY:
-        raise ValueError(f"a format named {name!r} is already registered; pass overwrite=True to replace it.")
-    _REGISTRY[name] = FormatEntry(name, reader, tuple(options), help)
+def register(name: str, reader: Union[str, Callable[..., Any]], *, help: str = "", overwrite: bool = False) -> None:
+    """Make ``reader`` (a function, or ``"module:function"``) the reader of format ``name``
+    (``ValueError`` if taken, unless ``overwrite``)."""
+    _REGISTRY.add(FormatEntry(name, reader, help, SHARED_KEYWORDS), overwrite=overwrite)
 
 
 def names() -> tuple[str, ...]:
     """Registered format names, sorted."""
-    return tuple(sorted(_REGISTRY))
+    return _REGISTRY.names()
 
 
 def entry(name: str) -> FormatEntry:
-    """The format registered as ``name`` (``ValueError`` listing the names when there is none)."""
-    if name not in _REGISTRY:
-        raise ValueError(f"`format` must be one of {list(names())}, got {name!r}.")
-    return _REGISTRY[name]
+    """The format registered as ``name`` (``ValueError`` listing the names when there is none):
+    ``entry(name).reader()`` is its reader, ``entry(name).options`` the names of its options."""
+    return _REGISTRY.entry(name)
+
+
+def describe() -> list[Row]:
+    """``(name, help, options)`` of each format, sorted by name: what the docs list."""
+    return _REGISTRY.describe()
 
 
 register("dgb", "tgeval.data.io:read_dgb", help="DGB / DyGLib ml_*.csv: header ,u,i,ts,label,idx")
@@ -79,9 +72,7 @@ register("snap", "tgeval.data.io:read_snap", help="SNAP edge list: SRC DST T per
 register("sociopatterns", "tgeval.data.io:read_sociopatterns", help="SocioPatterns contacts: T I J [class_i class_j]")
 register("jodie", "tgeval.data.io:read_jodie",
          help="JODIE csv: user_id,item_id,timestamp,state_label,features...; bipartite by default")
-register("tgb", "tgeval.data.io:read_tgb", options=("time_format",),
+register("tgb", "tgeval.data.io:read_tgb",
          help="Temporal Graph Benchmark csv: roles found by header name (ts, src, dst, ...)")
 register("csv", "tgeval.data.io:read_csv_events",
-         options=("src_col", "dst_col", "t_col", "feature_cols", "label_col", "delimiter", "has_header", "comment",
-                  "time_format"),
          help="any delimited file with an explicit column mapping (--option src_col=... dst_col=... t_col=...)")

@@ -29,38 +29,32 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.metadata
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Optional, Union
 
 from tgeval.models.config import DyRepConfig, GraphMixerConfig, TGNConfig, hyperparameters
+from tgeval.registry import Entry, Option, Registry, Row
 
-__all__ = ["ModelEntry", "register", "unregister", "names", "entry", "name_of", "build", "options", "Kind"]
+__all__ = ["ModelEntry", "register", "unregister", "names", "entry", "name_of", "build", "options", "describe",
+           "Kind"]
 
 Kind = Literal["neural", "heuristic"]
 
 
 @dataclass(frozen=True)
-class ModelEntry:
-    """A registered model.
+class ModelEntry(Entry):
+    """A registered model (:class:`~tgeval.registry.Entry`: ``name``, ``target``, ``help``).
 
     Attributes:
-        name: its registry name.
-        target: the class, or ``"module:Class"`` (see :meth:`model_class`).
         config: the config dataclass of a neural model; ``None`` for a heuristic.
         test_config: hyperparameters that keep it small in tests.
-        help: one line for the command line.
         trainable: ``tgeval train`` offers it (every neural model; heuristics that say so).
     """
 
-    name: str
-    target: Union[str, type]
-    config: Optional[type]
-    test_config: Mapping[str, Any]
-    help: str
-    trainable: bool
+    config: Optional[type] = None
+    test_config: Mapping[str, Any] = field(default_factory=dict)
+    trainable: bool = False
 
     @property
     def kind(self) -> Kind:
@@ -68,34 +62,31 @@ class ModelEntry:
 
     def model_class(self) -> type:
         """The model class (imported now when registered as ``"module:Class"``)."""
-        if not isinstance(self.target, str):
-            return self.target
-        module, _, attribute = self.target.partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        return self.load()  # type: ignore[no-any-return]
+
+    @property
+    def parameters(self) -> tuple[Option, ...]:
+        """What :func:`build` takes: the config's fields (a neural model), else the constructor's keywords
+        besides ``num_nodes``."""
+        if self.config is None:
+            return super().parameters
+        return tuple(Option(f.name, f.type if isinstance(f.type, str) else inspect.formatannotation(f.type),
+                            None if f.default is dataclasses.MISSING else f.default, f.default is dataclasses.MISSING)
+                     for f in dataclasses.fields(self.config))
+
+    @property
+    def open(self) -> bool:
+        return self.config is None and super().open
 
     def hyperparameters(self) -> dict[str, tuple[type, Any]]:
         """``{name: (type, default)}`` of the config fields a user sets (none for a heuristic)."""
         return {} if self.config is None else hyperparameters(self.config)
 
 
-_REGISTRY: dict[str, ModelEntry] = {}
-_PLUGIN_GROUP = "tgeval.models"
-_plugins_loaded = False
-
-
-def _registered() -> dict[str, ModelEntry]:
-    """The registry, after importing the modules of the ``tgeval.models`` entry points (once)."""
-    global _plugins_loaded
-    if not _plugins_loaded:
-        _plugins_loaded = True
-        for point in importlib.metadata.entry_points(group=_PLUGIN_GROUP):
-            try:
-                point.load()
-            except Exception as error:
-                raise ImportError(f"the {_PLUGIN_GROUP} entry point {point.name!r} = {point.value!r} failed to "
-                                  f"import ({type(error).__name__}: {error}); fix or uninstall the package that "
-                                  f"declares it.") from error
-    return _REGISTRY
+_REGISTRY: Registry[ModelEntry] = Registry(
+    "model", ValueError, entry_points="tgeval.models",
+    unknown="unknown model {name}; registered: {names}. Register it with tgeval.models.registry.register(name, cls, "
+            "config=...).")
 
 
 def register(name: str, cls: Union[str, type], *, config: Optional[type] = None,
@@ -113,39 +104,38 @@ def register(name: str, cls: Union[str, type], *, config: Optional[type] = None,
         trainable: offered to ``tgeval train`` (default: whether it has a ``config``).
         overwrite: replace an existing entry instead of raising ``ValueError``.
     """
-    if not overwrite and name in _REGISTRY:
-        raise ValueError(f"a model named {name!r} is already registered; pass overwrite=True to replace it.")
     if config is not None and not (dataclasses.is_dataclass(config) and {"num_nodes", "msg_dim"} <= {
             f.name for f in dataclasses.fields(config)}):
         raise TypeError(f"config of model {name!r} must be a dataclass with the fields num_nodes and msg_dim (see "
                         f"tgeval.models.config), got {config!r}.")
-    _REGISTRY[name] = ModelEntry(name, cls, config, dict(test_config or {}), help,
-                                 config is not None if trainable is None else trainable)
+    _REGISTRY.add(ModelEntry(name, cls, help, ("num_nodes",), config, dict(test_config or {}),
+                             config is not None if trainable is None else trainable), overwrite=overwrite)
 
 
 def unregister(name: str) -> None:
     """Remove the model registered as ``name`` (``ValueError`` when there is none)."""
-    entry(name)
-    del _REGISTRY[name]
+    _REGISTRY.remove(name)
 
 
 def names(kind: Optional[Kind] = None, *, trainable: Optional[bool] = None) -> tuple[str, ...]:
     """Registered names, sorted; only those of ``kind`` / ``trainable`` when given."""
-    return tuple(sorted(name for name, e in _registered().items()
-                        if (kind is None or e.kind == kind) and (trainable is None or e.trainable == trainable)))
+    return _REGISTRY.names(lambda e: (kind is None or e.kind == kind)
+                           and (trainable is None or e.trainable == trainable))
 
 
 def entry(name: str) -> ModelEntry:
     """The entry registered as ``name`` (``ValueError`` listing the names when there is none)."""
-    if name not in _registered():
-        raise ValueError(f"unknown model {name!r}; registered: {', '.join(names())}. Register it with "
-                         f"tgeval.models.registry.register(name, cls, config=...).")
-    return _REGISTRY[name]
+    return _REGISTRY.entry(name)
+
+
+def describe(kind: Optional[Kind] = None) -> list[Row]:
+    """``(name, help, options)`` of each model (of ``kind`` when given), sorted by name: what the docs list."""
+    return _REGISTRY.describe(lambda e: kind is None or e.kind == kind)
 
 
 def name_of(model: Any) -> str:
     """Registry name of ``model``'s exact class (``ValueError`` when it is not registered)."""
-    for name, e in _registered().items():
+    for name, e in _REGISTRY.entries.items():
         if (e.target == f"{type(model).__module__}:{type(model).__qualname__}"
                 if isinstance(e.target, str) else type(model) is e.target):
             return name
@@ -156,10 +146,7 @@ def name_of(model: Any) -> str:
 def options(name: str) -> tuple[str, ...]:
     """The options :func:`build` passes on for ``name``: its config's fields (neural models), else its
     constructor's parameters besides ``num_nodes``."""
-    e = entry(name)
-    if e.config is not None:
-        return tuple(f.name for f in dataclasses.fields(e.config))
-    return tuple(p for p in inspect.signature(e.model_class()).parameters if p != "num_nodes")
+    return entry(name).options
 
 
 def build(name: str, **options: Any) -> Any:
@@ -173,13 +160,13 @@ def build(name: str, **options: Any) -> Any:
     e = entry(name)
     cls = e.model_class()
     if e.config is not None:
-        fields = {f.name for f in dataclasses.fields(e.config)}
+        fields = set(e.options)
         unknown = set(options) - fields
         if unknown:
             raise ValueError(f"model {name!r} takes no option {sorted(unknown)}; its config "
                              f"{e.config.__name__} has {', '.join(sorted(fields))}.")
         return cls(e.config(**options))
-    accepted = set(inspect.signature(cls).parameters)
+    accepted = {"num_nodes", *e.options}
     return cls(**{key: value for key, value in options.items() if key in accepted})
 
 

@@ -66,7 +66,7 @@ def test_build_fills_the_config_and_checks_it():
 
 
 def test_registration_errors_name_the_fix(monkeypatch):
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry, "_REGISTRY", registry._REGISTRY.copy())
     with pytest.raises(ValueError, match="unknown model 'tgm'; registered: dyrep, edgebank"):
         registry.entry("tgm")
     with pytest.raises(ValueError, match="already registered"):
