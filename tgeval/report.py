@@ -38,10 +38,12 @@ from tgeval.atomic import write_atomic
 from tgeval.diagnostics.comparison import EventsFileError, compare, events_file_of, k_label, load_events
 from tgeval.diagnostics.plots import duration_unit, legend_outside, rank_axis, short_name, time_axis
 from tgeval.diagnostics.time_bins import time_profile
+from tgeval.errors import InputPathError
 from tgeval.eval.result import STRATA, Result
 from tgeval.eval.stats import block_bootstrap_difference
 
-__all__ = ["protocol_line", "protocol_lines", "format_table", "format_number", "build_report", "write_report", "report_command"]
+__all__ = ["protocol_line", "protocol_lines", "format_table", "format_number", "build_report", "write_report",
+           "report_command"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -71,7 +73,8 @@ def protocol_line(result: Result) -> str:
     """The protocol behind a result's numbers, in one line (segment, replay, sampler, K, catalog, ties)."""
     m, p = result.manifest, result.manifest["protocol"]
     sampler = "none" if m["sampler"] is None else m["sampler"]["name"]
-    catalog = "none (no all-entity pass)" if m["catalog"] is None else f"{m['catalog']['kind']} ({m['catalog']['size']})"
+    catalog = ("none (no all-entity pass)" if m["catalog"] is None
+               else f"{m['catalog']['kind']} ({m['catalog']['size']})")
     if m["catalog"] is not None and p.get("prefilter") is not None:
         catalog += f", APPROXIMATE: top-{p['prefilter']} pre-filter per step (ranks optimistic)"
     history = m.get("history")
@@ -139,7 +142,8 @@ def format_table(rows: Sequence[tuple[str, Result]]) -> str:
             mrr = entry.get(basis, {}).get("mrr", {}).get("micro")
             strata.append(f"{format_number(mrr)} (n={entry['count']})".rjust(17))
         lines.append(f"{name:<22} {format_number(sampled):>11} {format_number(full.get('mrr', {}).get('micro')):>11} "
-                     f"{format_number(full.get('mrr', {}).get('macro')):>10} {format_number(full.get('hits@10', {}).get('micro')):>8} "
+                     f"{format_number(full.get('mrr', {}).get('macro')):>10} "
+                     f"{format_number(full.get('hits@10', {}).get('micro')):>8} "
                      + " ".join(strata) + f" {result.performance['events_per_second']:>10.0f}")
     bases = sorted({_strata_basis(r).replace("_", "-") for _, r in rows})
     lines.append(f"strata columns: {' or '.join(bases)} MRR (micro; each row's all-entity MRR where it was measured) "
@@ -164,11 +168,9 @@ def _img(png: bytes, alt: str) -> str:
 
 
 def _figure(width: float = 8.5, height: float = 3.6) -> tuple[Any, Any]:
-    from tgeval.diagnostics.plots import _matplotlib
+    from tgeval.diagnostics.plots import new_figure
 
-    figure_type, canvas_type = _matplotlib()
-    fig = figure_type(figsize=(width, height))
-    canvas_type(fig)
+    fig = new_figure(width, height)
     return fig, fig.add_subplot(1, 1, 1)
 
 
@@ -428,7 +430,8 @@ def _strata(results: dict[str, Result]) -> str:
 def _birth_death(folder: Path) -> str:
     report = json.loads((folder / "diagnose.json").read_text(encoding="utf-8"))
     images = [_img((folder / name).read_bytes(), name)
-              for name in ("birth_death_nodes.png", "birth_death_pairs.png", "novelty.png") if (folder / name).is_file()]
+              for name in ("birth_death_nodes.png", "birth_death_pairs.png", "novelty.png")
+              if (folder / name).is_file()]
     lt = report["lifetimes"]
     split = time_axis(lt["t_split"], lt["t_split"]).text(lt["t_split"])
     return (f'<p>t_split = {html.escape(split)} (test ratio {lt["test_ratio"]:g}); surprise: nodes '
@@ -471,7 +474,7 @@ def _page(folder: Path, comparison: Optional[dict]) -> tuple[str, dict[str, str]
     """:func:`build_report`'s page, and why the per-event file of a result was not used, by result."""
     results, tables, unused, skipped = _load(folder)
     if not results:
-        raise ValueError(f"{folder}: no result JSON (from `tgeval evaluate --out` or `tgeval run`) to report.")
+        raise InputPathError(f"{folder}: no result JSON (from `tgeval evaluate --out` or `tgeval run`) to report.")
     title = _title(results, folder)
     sections = _sections(results)
     segments = len(_by_segment(results))

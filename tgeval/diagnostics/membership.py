@@ -10,9 +10,9 @@ batch (what the model and the samplers know); in :func:`beta_star` it is
 positive :math:`(u, v^+, t)` is ranked against two negative sets drawn for the same event:
 
 * *seen*: :math:`S_u = H_u \setminus (\{u\} \cup P_{u,t})`, the destinations the source met
-  before the batch (:class:`SeenSampler`, the source-history pool);
+  before the batch (:class:`~tgeval.samplers.membership.SeenSampler`, the source-history pool);
 * *unseen*: :math:`U_u = C \setminus (H_u \cup \{u\} \cup P_{u,t})`, catalog destinations the
-  source has not met (:class:`UnseenSampler`),
+  source has not met (:class:`~tgeval.samplers.membership.UnseenSampler`),
 
 with :math:`P_{u,t}` the simultaneous positives (which hold :math:`v^+`). Repeated–seen is
 recurrent-link ranking, new–unseen novel-link ranking; the off-diagonal cells show whether a
@@ -25,7 +25,7 @@ row and counted (``excluded_empty_seen`` / ``excluded_empty_unseen``). The seen 
 columns of a row are therefore computed on exactly the same positive events.
 
 **Short pools.** ``K`` distinct negatives are drawn without replacement (shared kernel
-:func:`~tgeval.samplers._draw.draw_from_pools`, counter-based randomness keyed by replay
+of the pooled samplers, counter-based randomness keyed by replay
 position). A pool with fewer than ``K`` valid items contributes all of them (padding slots
 masked, :class:`~tgeval.samplers.base.Negatives`); such events are counted (``num_short``).
 
@@ -55,171 +55,23 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.exclusions import Exclusions, build_exclusions
+from tgeval.data.exclusions import build_exclusions
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validation import permute_events, validate
-from tgeval.data.sorted_keys import expand_ranges
-from tgeval.errors import TemporalDataError
+from tgeval.errors import CatalogError, ProtocolError, SamplerError, TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal, rank_from_counts
 from tgeval.eval.ranking import all_entity_counts, check_no_nan
 from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models.base import TemporalLinkModel
-from tgeval.samplers._draw import KeyPool, add_pair_exclusions, batch_position, draw_from_pools
-from tgeval.samplers._pooled import PooledSampler
-from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives
-from tgeval.samplers.historical import PairHistorySampler
-from tgeval.samplers.source_history import SourceHistorySampler
+from tgeval.samplers.base import NegativeSampler, as_negatives
+from tgeval.samplers.membership import BatchPools, SeenSampler, UnseenSampler, require_fixed_catalog
 from tgeval.samplers.uniform import UniformSampler
-from tgeval.state import State, checked_update, no_state_change
+from tgeval.state import checked_update, no_state_change
 
-__all__ = ["SeenSampler", "UnseenSampler", "PoolSample", "MembershipReplay", "FactorialCell", "MembershipFactorial",
-           "membership_factorial", "BetaStar", "beta_star", "fit_membership_beta", "pair_membership"]
-
-
-# ---------------------------------------------------------------------------------------------
-# Samplers
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PoolSample:
-    """Masked draws of one batch.
-
-    Attributes:
-        negatives: :class:`Negatives` with ``dst`` int64 ``[B, K]`` and ``mask`` bool ``[B, K]``
-            (``False`` on padding; padded slots hold the source id).
-        size: int64 ``[B]``, valid items of each event's pool after exclusions.
-    """
-
-    negatives: Negatives
-    size: Tensor
-
-
-def _valid_pool_items(pool: KeyPool, base: Tensor, excl: Exclusions, rows: Tensor) -> tuple[Tensor, Tensor]:
-    """Every non-excluded item of the pools of ``rows``: ``(row, item)`` int64 ``[R]`` each, grouped by row."""
-    lo, hi = pool.bounds(base[rows])
-    which, index = expand_ranges(lo, hi - lo)
-    row = rows[which]
-    item = pool.keys[index] - base[row] * pool.n
-    keep = ~excl.contains(row, item[:, None])[:, 0]
-    return row[keep], item[keep]
-
-
-def _masked_draw(pools: PooledSampler, batch: TemporalData, k: int, seed: int) -> PoolSample:
-    """``K`` distinct draws per event from ``pools``' pool; short pools give all their items, masked."""
-    src = batch.src
-    pool, base = pools._pool(batch)
-    excl = pools._exclusions(batch)
-    result = draw_from_pools(pool, base, excl, k, replace=False, seed=seed, position=batch_position(batch))
-    out = result.negatives.clone()
-    short = (result.size > 0) & (result.size < k)
-    if bool(short.any()):
-        row, item = _valid_pool_items(pool, base, excl, torch.nonzero(short).flatten())
-        _, counts = torch.unique_consecutive(row, return_counts=True)
-        out[row, expand_ranges(torch.zeros_like(counts), counts)[1]] = item  # column = rank within its row
-    mask = out >= 0
-    out = torch.where(mask, out, src[:, None].expand_as(out))
-    return PoolSample(Negatives(out, None, mask), result.size)
-
-
-class _MaskedPoolSampler(NegativeSampler):
-    """Wraps a pool sampler; short pools are returned whole and masked, never an error or a fallback."""
-
-    _pools: PooledSampler
-
-    def draw(self, batch: TemporalData, num_negatives: int, generator: Optional[torch.Generator] = None) -> PoolSample:
-        """Negatives and pool sizes of a batch (see :class:`PoolSample`)."""
-        seed = 0 if generator is None else generator.initial_seed()
-        return _masked_draw(self._pools, batch, int(num_negatives), seed)
-
-    def sample(self, batch: TemporalData, num_negatives: int,
-               generator: Optional[torch.Generator] = None) -> Negatives:
-        """:class:`Negatives` ``[B, K]`` with a mask (short or empty pools are padded)."""
-        return self.draw(batch, num_negatives, generator).negatives
-
-    def observe(self, batch: TemporalData) -> None:
-        self._pools.observe(batch)
-
-    def reset_state(self) -> None:
-        self._pools.reset_state()
-
-    def snapshot(self) -> State:
-        return self._pools.snapshot()
-
-    def restore(self, state: State) -> None:
-        self._pools.restore(state)
-
-    @property
-    def keys(self) -> Tensor:
-        """int64 ``[P]``: sorted distinct pair keys ``u * n + v`` of the observed history."""
-        return self._pools.keys  # type: ignore[attr-defined, no-any-return]
-
-    def describe(self) -> dict:
-        return {"name": self.name, "replace": False, "short_pools": "all valid items, padding masked",
-                "empty_pools": "all slots masked (no fallback)", "directed": self._pools.directed,
-                "randomness": "counter-based: (generator seed, replay position, draw index)"}
-
-
-class SeenSampler(_MaskedPoolSampler):
-    r"""Seen negatives: uniform over :math:`H_u \setminus (\{u\} \cup P_{u,t})` (source-history pool).
-
-    Args:
-        num_nodes: exclusive upper bound of node ids.
-        directed: if ``False``, ``(u, v)`` and ``(v, u)`` are one pair.
-    """
-
-    name = "seen"
-
-    def __init__(self, num_nodes: int, *, directed: bool = True) -> None:
-        self._pools = SourceHistorySampler(num_nodes, directed=directed, fallback="error", short="error")
-
-
-class _UnseenPool(PairHistorySampler):
-    """The catalog as one shared pool (base 0), minus the source's history pairs."""
-
-    name = "unseen_pool"
-    scope = "group"
-    _what = "unseen catalog"
-
-    def __init__(self, catalog: Catalog, num_nodes: int, *, directed: bool = True) -> None:
-        super().__init__(num_nodes, directed=directed, fallback="error", short="error")
-        self.items = torch.sort(catalog.items).values
-
-    def _pool(self, batch: TemporalData) -> tuple[KeyPool, Tensor]:
-        device = batch.src.device
-        if self.items.device != device:
-            self.items = self.items.to(device)
-        if self.keys.device != device:
-            self.keys = self.keys.to(device)
-        return KeyPool(self.items, self.num_nodes), torch.zeros_like(batch.src)
-
-    def _more_exclusions(self, excl: Exclusions, batch: TemporalData) -> Exclusions:
-        return add_pair_exclusions(excl, self.keys, batch.src, self.num_nodes)
-
-
-class UnseenSampler(_MaskedPoolSampler):
-    r"""Unseen negatives: uniform over :math:`C \setminus (H_u \cup \{u\} \cup P_{u,t})`.
-
-    Args:
-        catalog: a fixed catalog (``available_from is None``).
-        num_nodes: exclusive upper bound of node ids.
-        directed: if ``False``, ``(u, v)`` and ``(v, u)`` are one pair.
-
-    Raises:
-        ValueError: for a time-available catalog.
-    """
-
-    name = "unseen"
-
-    def __init__(self, catalog: Catalog, num_nodes: int, *, directed: bool = True) -> None:
-        _check_fixed(catalog)
-        self._pools = _UnseenPool(catalog, num_nodes, directed=directed)
-
-
-def _check_fixed(catalog: Catalog) -> None:
-    if catalog.available_from is not None:
-        raise ValueError(f"the membership diagnostics need a fixed catalog, but the {catalog.kind!r} catalog is "
-                         f"time-available (available_from is set). Build it with kind='train' or 'custom'.")
+__all__ = ["MembershipReplay", "FactorialCell", "MembershipFactorial", "membership_factorial", "BetaStar", "beta_star",
+           "fit_membership_beta", "pair_membership"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,18 +146,18 @@ def _prepare(data: TemporalData, segment: Segment, num_nodes: int) -> TemporalDa
     return data
 
 
-def _seen_exhaustive(model: TemporalLinkModel, src: Tensor, t: Tensor, pos: Tensor, pool: KeyPool, excl: Exclusions,
+def _seen_exhaustive(model: TemporalLinkModel, src: Tensor, t: Tensor, pos: Tensor, pools: BatchPools,
                      catalog: Catalog, budget: int) -> tuple[Tensor, ...]:
     """Above / equal among all seen items, and above / equal / count among the seen catalog items: ``[B]`` each."""
     b = src.numel()
     device = src.device
     out = [torch.zeros(b, dtype=torch.long, device=device) for _ in range(5)]
-    lo, hi = pool.bounds(src)
+    lo, hi = pools.bounds()
     cum = torch.cumsum(hi - lo, 0)
     chunk = torch.div(cum - 1, max(budget, 1), rounding_mode="floor").clamp(min=0)
     for c in torch.unique(chunk).tolist():
         rows = torch.nonzero(chunk == c).flatten()
-        row, item = _valid_pool_items(pool, src, excl, rows)
+        row, item = pools.valid_items(rows)
         if row.numel() == 0:
             continue
         scores = model.score(src[row], item, t[row])
@@ -336,7 +188,7 @@ class MembershipReplay:
 
     def __init__(self, model: TemporalLinkModel, data: TemporalData, segment: Segment, catalog: Catalog, *,
                  batch_size: int = 200, directed: bool = True, online: bool = True) -> None:
-        _check_fixed(catalog)
+        require_fixed_catalog(catalog)
         n = model.num_nodes
         data = _prepare(data, segment, n)
         self.model, self.batch_size, self.online = model, batch_size, online
@@ -396,9 +248,9 @@ def membership_factorial(model: TemporalLinkModel, data: TemporalData, segment: 
     """
     tie_policy = check_ties(ties)
     if protocol not in ("online", "fixed"):
-        raise ValueError(f"protocol must be 'online' or 'fixed', got {protocol!r}.")
+        raise ProtocolError(f"protocol must be 'online' or 'fixed', got {protocol!r}.")
     if num_negatives < 1:
-        raise ValueError(f"num_negatives must be >= 1, got {num_negatives}.")
+        raise ProtocolError(f"num_negatives must be >= 1, got {num_negatives}.")
     replay = MembershipReplay(model, data, segment, catalog, batch_size=batch_size, directed=directed,
                               online=protocol == "online")
     catalog, seen, unseen = replay.catalog, replay.seen, replay.unseen
@@ -407,9 +259,8 @@ def membership_factorial(model: TemporalLinkModel, data: TemporalData, segment: 
     for batch in replay:
         src, dst, t = batch.src, batch.dst, batch.t
         ds, du = seen.draw(batch, num_negatives, generator), unseen.draw(batch, num_negatives, generator)
-        pool, _ = seen._pools._pool(batch)
-        excl = seen._pools._exclusions(batch)
-        rec: dict[str, Tensor] = {"repeated": pool.index(src, dst)[1], "seen_size": ds.size, "unseen_size": du.size}
+        pools = seen.pools(batch)
+        rec: dict[str, Tensor] = {"repeated": pools.holds(dst), "seen_size": ds.size, "unseen_size": du.size}
         with no_state_change(model) if check_state else nullcontext():
             k = num_negatives
             scores = model.score(torch.cat([src, src.repeat_interleave(k), src.repeat_interleave(k)]),
@@ -423,7 +274,7 @@ def membership_factorial(model: TemporalLinkModel, data: TemporalData, segment: 
                                                                          model.tie_tolerance)
             rec["unseen_above"], rec["unseen_equal"] = count_above_equal(pos, s_unseen, du.negatives.mask,
                                                                              model.tie_tolerance)
-            sa, se, sca, sce, scn = _seen_exhaustive(model, src, t, pos, pool, excl, catalog, candidate_budget)
+            sa, se, sca, sce, scn = _seen_exhaustive(model, src, t, pos, pools, catalog, candidate_budget)
             counts = all_entity_counts(model, src, dst, t, pos, catalog, candidate_budget=candidate_budget,
                                        directed=directed)
         rec["seen_all_above"], rec["seen_all_equal"] = sa, se
@@ -520,7 +371,7 @@ def fit_membership_beta(m_pos: Tensor, m_neg: Tensor, *, method: Literal["closed
         float: :math:`\hat\beta` (``±inf`` when a count cell is empty, closed form only).
     """
     if method not in ("closed_form", "logistic"):
-        raise ValueError(f"method must be 'closed_form' or 'logistic', got {method!r}.")
+        raise ProtocolError(f"method must be 'closed_form' or 'logistic', got {method!r}.")
     n11, n10 = int(m_pos.sum()), int((~m_pos.bool()).sum())
     n01, n00 = int(m_neg.sum()), int((~m_neg.bool()).sum())
     if method == "closed_form":
@@ -621,7 +472,7 @@ def beta_star(data: TemporalData, segment: Segment, catalog: Optional[Catalog] =
         BetaStar.
     """
     if isinstance(sampler, str) and sampler != "uniform":
-        raise ValueError(f"sampler must be 'uniform' or a NegativeSampler, got {sampler!r}.")
+        raise SamplerError(f"sampler must be 'uniform' or a NegativeSampler, got {sampler!r}.")
     n = int(num_nodes) if num_nodes is not None else int(torch.maximum(data.src.max(), data.dst.max())) + 1
     data = _prepare(data, segment, n)
     device = data.src.device
@@ -633,8 +484,8 @@ def beta_star(data: TemporalData, segment: Segment, catalog: Optional[Catalog] =
     draw_sampler: Optional[NegativeSampler]
     if isinstance(sampler, str):
         if catalog is None:
-            raise ValueError("sampler='uniform' needs a `catalog` (the candidates of the uniform draws).")
-        _check_fixed(catalog)
+            raise CatalogError("sampler='uniform' needs a `catalog` (the candidates of the uniform draws).")
+        require_fixed_catalog(catalog)
         catalog = catalog.to(device) if catalog.device != device else catalog
         q1 = float(_uniform_q1(events, keys, first, catalog, n, directed).mean())
         draw_sampler = UniformSampler(catalog, replace=False, directed=directed) if fit else None

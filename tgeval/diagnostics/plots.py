@@ -32,10 +32,11 @@ from torch_geometric.data import TemporalData
 
 from tgeval.atomic import write_atomic
 from tgeval.diagnostics.novelty import NoveltySeries
+from tgeval.errors import DiagnosticError, ProtocolError
 from tgeval.samplers.lifespans import CLASSES, Lifetimes, node_lifetimes, pair_lifetimes
 
 __all__ = ["is_bipartite", "birth_death_panels", "plot_birth_death", "plot_novelty", "TimeAxis", "time_axis",
-           "duration_unit", "legend_outside", "short_name", "rank_axis"]
+           "duration_unit", "legend_outside", "short_name", "rank_axis", "new_figure", "save_png"]
 
 Number = Union[int, float]
 PathLike = Union[str, "os.PathLike[str]"]
@@ -44,15 +45,21 @@ _COLOURS = {"H": "#1f77b4", "O": "#2ca02c", "I": "#d62728"}
 _NAMES = {"H": "historical", "O": "overlap", "I": "inductive"}
 
 
-def _matplotlib() -> tuple[Any, Any]:
-    """``(Figure, FigureCanvasAgg)``, or an ImportError that names the install command."""
+def new_figure(width: float, height: float) -> Any:
+    """A matplotlib ``Figure`` of ``width`` x ``height`` inches on an Agg canvas (no display, no pyplot state).
+
+    Raises:
+        ImportError: matplotlib is not installed (the message names the install command).
+    """
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError("tgeval plots need matplotlib, which is not installed. Install it with "
                           "`pip install matplotlib`.") from error
-    return Figure, FigureCanvasAgg
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig
 
 
 #: Times inside this range are read as Unix seconds (1973-03-03 to 2099-12-04 UTC) and shown as dates.
@@ -131,7 +138,7 @@ def time_axis(lo: float, hi: float) -> TimeAxis:
        durations in the :func:`duration_unit` of ``max(|lo|, |hi|)``.
     """
     if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
-        raise ValueError(f"a time axis needs finite lo <= hi, got [{lo}, {hi}].")
+        raise ProtocolError(f"a time axis needs finite lo <= hi, got [{lo}, {hi}].")
     if UNIX_SECONDS[0] <= lo and hi <= UNIX_SECONDS[1]:
         return TimeAxis("date", "UTC", 1.0)
     largest = max(abs(lo), abs(hi))
@@ -186,7 +193,8 @@ def is_bipartite(data: TemporalData) -> bool:
 
 
 def birth_death_panels(data: TemporalData, *, kind: Literal["nodes", "pairs"], directed: bool = True,
-                       bipartite: Optional[bool] = None, num_nodes: Optional[int] = None) -> list[tuple[str, Lifetimes]]:
+                       bipartite: Optional[bool] = None,
+                       num_nodes: Optional[int] = None) -> list[tuple[str, Lifetimes]]:
     """The ``(title, lifetimes)`` panels of a Birth–Death diagram.
 
     Args:
@@ -198,7 +206,7 @@ def birth_death_panels(data: TemporalData, *, kind: Literal["nodes", "pairs"], d
         num_nodes: id bound for pair keys.
     """
     if kind not in ("nodes", "pairs"):
-        raise ValueError(f"kind must be 'nodes' or 'pairs', got {kind!r}.")
+        raise ProtocolError(f"kind must be 'nodes' or 'pairs', got {kind!r}.")
     if kind == "pairs":
         what = "pairs" if directed else "undirected pairs"
         return [(what, pair_lifetimes(data, num_nodes, directed=directed))]
@@ -210,8 +218,8 @@ def birth_death_panels(data: TemporalData, *, kind: Literal["nodes", "pairs"], d
             ("destination nodes (items)", Lifetimes(lt.keys[~users], lt.birth[~users], lt.death[~users]))]
 
 
-def _save(fig: Any, canvas_type: Any, path: PathLike, dpi: int) -> None:
-    canvas_type(fig)
+def save_png(fig: Any, path: PathLike, dpi: int) -> None:
+    """Write ``fig`` (of :func:`new_figure`) to ``path`` as a PNG at ``dpi``, atomically."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     write_atomic(path, buffer.getvalue())
@@ -236,9 +244,8 @@ def plot_birth_death(path: PathLike, panels: Sequence[tuple[str, Lifetimes]], t_
         ValueError: ``panels`` is empty.
     """
     if not panels:
-        raise ValueError("panels must hold at least one (title, lifetimes) pair.")
-    figure_type, canvas_type = _matplotlib()
-    fig = figure_type(figsize=(max(8.0, 6.6 * len(panels)), 5.2))
+        raise DiagnosticError("panels must hold at least one (title, lifetimes) pair.")
+    fig = new_figure(max(8.0, 6.6 * len(panels)), 5.2)
     split = float(t_split)
     times = torch.cat([torch.tensor([split], dtype=torch.float64)]
                       + [torch.cat([lt.birth, lt.death]).cpu().double() for _, lt in panels])
@@ -266,7 +273,7 @@ def plot_birth_death(path: PathLike, panels: Sequence[tuple[str, Lifetimes]], t_
         legend_outside(ax, markerscale=max(1.0, 4.0 / size ** 0.5))
     fig.suptitle(title or f"Birth-Death diagram, t_split = {axis.text(split)}", fontsize=9)
     fig.tight_layout()
-    _save(fig, canvas_type, path, dpi)
+    save_png(fig, path, dpi)
     return fig
 
 
@@ -275,8 +282,7 @@ def plot_novelty(path: PathLike, series: NoveltySeries, *, t_split: Optional[Num
     r"""Write the novelty time series as a PNG: :math:`\nu_t` per timestamp (light points) and its
     mean weighted by :math:`|E_t|` in ``bins`` equal time bins (line); ``t_split`` is drawn if given.
     Returns the drawn figure (already written)."""
-    figure_type, canvas_type = _matplotlib()
-    fig = figure_type(figsize=(9.0, 3.6))
+    fig = new_figure(9.0, 3.6)
     ax = fig.add_subplot(1, 1, 1)
     t = series.t.cpu().double()
     nu = series.novelty.cpu()
@@ -303,5 +309,5 @@ def plot_novelty(path: PathLike, series: NoveltySeries, *, t_split: Optional[Num
     legend_outside(ax, markerscale=3.0)
     ax.set_title(title or "novelty ratio", fontsize=10)
     fig.tight_layout()
-    _save(fig, canvas_type, path, dpi)
+    save_png(fig, path, dpi)
     return fig

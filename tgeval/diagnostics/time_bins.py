@@ -51,6 +51,7 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import write_atomic
+from tgeval.errors import EventSetMismatchError, EventsFileError, MetricInputError, ProtocolError
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.result import Result
 
@@ -96,8 +97,8 @@ class TimeProfile:
 def _records_of(name: str, value: Any) -> Records:
     if isinstance(value, Result):
         if value.records is None:
-            raise ValueError(f"result {name!r} holds no per-event records (loaded from JSON?); "
-                             f"pass the Result returned by `evaluate` or its `records`.")
+            raise EventsFileError(f"result {name!r} holds no per-event records (loaded from JSON?); "
+                                  f"pass the Result returned by `evaluate` or its `records`.")
         return value.records
     if isinstance(value, Mapping):
         return value
@@ -127,8 +128,8 @@ def negative_ranks(score: Tensor, neg_score: Tensor, neg_mask: Optional[Tensor] 
     """
     ties = check_ties(ties)
     if neg_score.dim() != 2 or score.dim() != 1 or neg_score.size(0) != score.numel():
-        raise ValueError(f"`score` must be [E] and `neg_score` [E, K] with the same E, but got "
-                         f"{tuple(score.shape)} and {tuple(neg_score.shape)}.")
+        raise MetricInputError(f"`score` must be [E] and `neg_score` [E, K] with the same E, but got "
+                               f"{tuple(score.shape)} and {tuple(neg_score.shape)}.")
     E, K = neg_score.shape
     if K == 0:
         return torch.empty(E, 0, dtype=torch.float64)
@@ -180,7 +181,7 @@ def time_profile(records: Union[RecordsLike, Mapping[str, RecordsLike]], *, bins
     """
     ties = check_ties(ties)
     if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
-        raise ValueError(f"`bins` must be an int >= 1, but got {bins!r}.")
+        raise ProtocolError(f"`bins` must be an int >= 1, but got {bins!r}.")
     if isinstance(records, Result) or (isinstance(records, Mapping) and "t" in records
                                        and isinstance(records["t"], Tensor)):
         entries: dict[str, Records] = {"sampler": _records_of("sampler", records)}
@@ -190,27 +191,28 @@ def time_profile(records: Union[RecordsLike, Mapping[str, RecordsLike]], *, bins
         raise TypeError(f"`records` must be a Result, a records mapping or a mapping of those, but got "
                         f"{type(records).__name__}.")
     if not entries:
-        raise ValueError("`records` must contain at least one entry.")
+        raise MetricInputError("`records` must contain at least one entry.")
     names = list(entries)
     first = entries[names[0]]
     for key in ("t",):
         if key not in first:
-            raise ValueError(f"records of {names[0]!r} lack {key!r}.")
+            raise EventsFileError(f"records of {names[0]!r} lack {key!r}.")
     if "event" in first:
         ref = torch.sort(first["event"].cpu())[0]
         for name in names[1:]:
             other = entries[name].get("event")
             if other is None or other.numel() != ref.numel() or not torch.equal(torch.sort(other.cpu())[0], ref):
-                raise ValueError(f"entry {name!r} was not evaluated on the same events as {names[0]!r} "
-                                 f"({0 if other is None else other.numel()} vs {ref.numel()} events, or different "
-                                 f"event ids); a time profile compares samplers on one segment.")
+                raise EventSetMismatchError(
+                    f"entry {name!r} was not evaluated on the same events as {names[0]!r} "
+                    f"({0 if other is None else other.numel()} vs {ref.numel()} events, or different "
+                    f"event ids); a time profile compares samplers on one segment.")
     t = first["t"].cpu().double()
     if t_range is None:
         lo, hi = (float(t.min()), float(t.max())) if t.numel() else (0.0, 0.0)
     else:
         lo, hi = float(t_range[0]), float(t_range[1])
         if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
-            raise ValueError(f"`t_range` must be finite (lo, hi) with lo <= hi, but got {t_range!r}.")
+            raise ProtocolError(f"`t_range` must be finite (lo, hi) with lo <= hi, but got {t_range!r}.")
     edges = torch.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1, dtype=torch.float64)
 
     def assign(times: Tensor) -> tuple[Tensor, Tensor]:
@@ -228,8 +230,8 @@ def time_profile(records: Union[RecordsLike, Mapping[str, RecordsLike]], *, bins
         pos = rank_from_counts(first["sampled_above"].cpu(), first["sampled_equal"].cpu(), ties=ties)
         kind = "sampled"
     else:
-        raise ValueError(f"records of {names[0]!r} hold neither 'above'/'equal' (all-entity pass) nor "
-                         f"'sampled_above'/'sampled_equal' (sampled pass).")
+        raise EventsFileError(f"records of {names[0]!r} hold neither 'above'/'equal' (all-entity pass) nor "
+                              f"'sampled_above'/'sampled_equal' (sampled pass).")
     pos_rank, count = _bin_mean(which[keep], pos[keep], bins)
     profile = TimeProfile(t_start=edges[:-1].clone(), t_end=edges[1:].clone(), count=count, pos_rank=pos_rank,
                           pos_rank_kind=kind, ties=ties)
@@ -284,10 +286,9 @@ def plot_time_profile(path: PathLike, profile: TimeProfile, *, title: str = "", 
     against that sampler); empty bins leave gaps. The axes follow
     :func:`~tgeval.diagnostics.plots.time_axis` and :func:`~tgeval.diagnostics.plots.rank_axis`; the
     legend is outside them. Returns the drawn figure (already written)."""
-    from tgeval.diagnostics.plots import _matplotlib, _save, legend_outside, rank_axis, time_axis
+    from tgeval.diagnostics.plots import legend_outside, new_figure, rank_axis, save_png, time_axis
 
-    figure_type, canvas_type = _matplotlib()
-    fig = figure_type(figsize=(9.5, 3.8))
+    fig = new_figure(9.5, 3.8)
     ax = fig.add_subplot(1, 1, 1)
     axis = time_axis(float(profile.t_start[0]), float(profile.t_end[-1]))
     centres = axis.values((profile.t_start + profile.t_end) / 2)
@@ -306,5 +307,5 @@ def plot_time_profile(path: PathLike, profile: TimeProfile, *, title: str = "", 
     legend_outside(ax)
     ax.set_title(title or f"time profile of ranks ({profile.bins} bins)", fontsize=10)
     fig.tight_layout()
-    _save(fig, canvas_type, path, dpi)
+    save_png(fig, path, dpi)
     return fig

@@ -16,6 +16,7 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.data.hashing import tensor_checksum
+from tgeval.errors import SamplerError
 from tgeval.state import State
 
 __all__ = ["NegativeSampler", "Negatives", "SampledNegatives", "as_negatives", "concat_negatives",
@@ -66,8 +67,8 @@ class Negatives:
         for name in ("src", "mask"):
             value = getattr(self, name)
             if value is not None and value.shape != self.dst.shape:
-                raise ValueError(f"Negatives.{name} must have the shape of dst {tuple(self.dst.shape)}, "
-                                 f"got {tuple(value.shape)}.")
+                raise SamplerError(f"Negatives.{name} must have the shape of dst {tuple(self.dst.shape)}, "
+                                   f"got {tuple(value.shape)}.")
 
 
 #: What a sampler's draw may be inside tgeval: :class:`Negatives`, or a plain ``[B, K]``

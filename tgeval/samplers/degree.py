@@ -31,6 +31,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import Exclusions
+from tgeval.errors import SamplerError
 from tgeval.samplers._draw import KeyPool, add_pair_exclusions, history_keys, insert_keys
 from tgeval.samplers._pooled import PooledSampler
 from tgeval.samplers.popularity import weighted_pool
@@ -49,7 +50,7 @@ class _DegreeBase(PooledSampler):
         super().__init__(num_nodes, catalog=catalog, replace=replace, directed=directed, fallback=fallback,
                          short=short)
         if count not in _COUNTS:
-            raise ValueError(f"count must be one of {_COUNTS}, got {count!r}.")
+            raise SamplerError(f"count must be one of {_COUNTS}, got {count!r}.")
         self.count = count
         self.degree = torch.zeros(self.num_nodes, dtype=torch.float64)
         self.pairs = torch.zeros(0, dtype=torch.long)
@@ -100,7 +101,7 @@ class DegreeSampler(_DegreeBase):
                          fallback=fallback, short=short)
         if isinstance(graph, Tensor):
             if graph.dim() != 2 or graph.size(0) != 2:
-                raise ValueError(f"graph as a tensor must be an edge_index [2, E], got shape {tuple(graph.shape)}.")
+                raise SamplerError(f"graph as a tensor must be an edge_index [2, E], got shape {tuple(graph.shape)}.")
             src, dst = graph[0].long(), graph[1].long()
         else:
             src, dst = graph.src, graph.dst

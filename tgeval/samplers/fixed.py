@@ -13,7 +13,8 @@ Two sources of fixed negatives:
   :class:`~tgeval.samplers.base.Negatives`), and a header: format version, the sampler's
   ``describe()``, ``K``, seed, batch size, protocol, the data fingerprint, the segment, the
   negatives checksum (:func:`~tgeval.samplers.base.negatives_checksum`, equal to the
-  ``negatives_checksum`` that :func:`~tgeval.evaluate` writes for the same draws) and a content checksum over the header and every array. Both are verified on load.
+  ``negatives_checksum`` that :func:`~tgeval.evaluate` writes for the same draws) and a content checksum over the
+  header and every array. Both are verified on load.
 * **Temporal Graph Benchmark files** (:func:`read_tgb_negatives`): a pickled dict keyed by
   ``(src, dst, t)`` whose values are the negative destinations of that positive. Rows of
   unequal length (or empty) are refused unless ``short="allow"``, then padded to the longest
@@ -59,7 +60,7 @@ from tgeval.data.hashing import fingerprint, tensor_checksum
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validation import permute_events, validate
-from tgeval.errors import NegativesFileError, SamplerError
+from tgeval.errors import MetricInputError, NegativesFileError, ProtocolError, SamplerError
 from tgeval.eval.checksum import NegativesDigest
 from tgeval.eval.metrics import CHUNK_SCORES, count_true
 from tgeval.loader import TimestampBatchLoader
@@ -151,9 +152,9 @@ def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segmen
         StoredNegatives: rows in replay order, ``event`` = index in ``data``.
     """
     if num_negatives < 1:
-        raise ValueError(f"num_negatives must be >= 1, got {num_negatives}.")
+        raise ProtocolError(f"num_negatives must be >= 1, got {num_negatives}.")
     if protocol not in ("online", "fixed"):
-        raise ValueError(f"protocol must be 'online' or 'fixed', got {protocol!r}.")
+        raise ProtocolError(f"protocol must be 'online' or 'fixed', got {protocol!r}.")
     data = validate(data)
     check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
     input_fingerprint = fingerprint(data)
@@ -413,7 +414,8 @@ class FixedNegativeSampler(NegativeSampler):
             if bool(missing.any()):
                 i = int(torch.nonzero(missing)[0, 0])
                 raise NegativesFileError(
-                    f"{int(missing.sum())} positives of the batch have no stored negatives (first: event {int(e_id[i])}, "
+                    f"{int(missing.sum())} positives of the batch have no stored negatives "
+                    f"(first: event {int(e_id[i])}, "
                     f"src={int(batch.src[i])}, dst={int(batch.dst[i])}, t={batch.t[i].tolist()}). The file covers "
                     f"segment {stored.header.get('segment')}; draw negatives for this segment.")
             same = (stored.src[rows] == batch.src.cpu()) & (stored.dst[rows] == batch.dst.cpu()) & (
@@ -450,7 +452,7 @@ class FixedNegativeSampler(NegativeSampler):
                generator: Optional[torch.Generator] = None) -> Negatives:
         k = int(num_negatives)
         if k < 0:
-            raise ValueError(f"num_negatives must be >= 0, got {num_negatives}.")
+            raise ProtocolError(f"num_negatives must be >= 0, got {num_negatives}.")
         if k != self.num_negatives:
             stored = self.stored_num_negatives
             serves = (f"all {stored} stored" if self.num_negatives == stored
@@ -626,9 +628,9 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
             events of ``data`` without a key (how many, and the first).
     """
     if collisions not in ("mask", "keep"):
-        raise ValueError(f"collisions must be 'mask' or 'keep', got {collisions!r}.")
+        raise SamplerError(f"collisions must be 'mask' or 'keep', got {collisions!r}.")
     if short not in ("error", "allow"):
-        raise ValueError(f"short must be 'error' or 'allow', got {short!r}.")
+        raise SamplerError(f"short must be 'error' or 'allow', got {short!r}.")
     data = validate(data).cpu()  # the key table is built on the CPU
     buffer = bytearray(os.path.getsize(path))  # the bytes of the file's arrays, held once (neg is a view of them)
     file_hash, table = _load(path, buffer, with_hash=True)
@@ -888,7 +890,7 @@ def write_tgb_negatives(path: PathLike, src: Union[Tensor, Sequence[int]], dst: 
     """
     s, d, ts = (np.asarray(x.cpu().numpy() if isinstance(x, Tensor) else x) for x in (src, dst, t))
     if not (len(s) == len(d) == len(ts) == len(negatives)):
-        raise ValueError(f"src, dst, t and negatives must have one entry per event, got lengths "
-                         f"{len(s)}, {len(d)}, {len(ts)}, {len(negatives)}.")
+        raise MetricInputError(f"src, dst, t and negatives must have one entry per event, got lengths "
+                               f"{len(s)}, {len(d)}, {len(ts)}, {len(negatives)}.")
     table = {(a, b, c): np.asarray(row, dtype=np.int64) for a, b, c, row in zip(s, d, ts, negatives)}
     write_atomic(path, pickle.dumps(table, protocol=pickle.HIGHEST_PROTOCOL))

@@ -101,7 +101,9 @@ class HistoricalSampler(PairHistorySampler):
         >>> from tgeval.data.catalog import Catalog
         >>> s = HistoricalSampler(6, catalog=Catalog("custom", torch.arange(6), None, 6))
         >>> s.observe(TemporalData(src=torch.tensor([0, 0]), dst=torch.tensor([1, 2]), t=torch.tensor([1, 2])))
-        >>> s.sample(TemporalData(src=torch.tensor([0]), dst=torch.tensor([1]), t=torch.tensor([3])), 1)
+        >>> batch = TemporalData(src=torch.tensor([0]), dst=torch.tensor([1]), t=torch.tensor([3]))
+        >>> batch.position = torch.tensor([2])  # replay positions key the draws
+        >>> s.sample(batch, 1).dst  # 1 is the positive: 2 is the only other earlier destination of 0
         tensor([[2]])
     """
 

@@ -34,6 +34,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.hashing import BuiltFrom
+from tgeval.errors import SamplerError
 from tgeval.samplers._draw import KeyPool, history_keys
 from tgeval.samplers._pooled import PooledSampler
 
@@ -69,14 +70,14 @@ class InductiveSampler(PooledSampler):
                  num_nodes: Optional[int] = None, catalog: Optional[Catalog] = None, replace: bool = False,
                  directed: bool = True, fallback: str = "uniform", short: str = "fill", seen: str = "train") -> None:
         if seen not in SEEN_SETS:
-            raise ValueError(f"seen must be one of {SEEN_SETS}, got {seen!r}.")
+            raise SamplerError(f"seen must be one of {SEEN_SETS}, got {seen!r}.")
         n = int(num_nodes) if num_nodes is not None else int(torch.maximum(data.src.max(), data.dst.max())) + 1
         super().__init__(n, catalog=catalog, replace=replace, directed=directed, fallback=fallback, short=short)
         start = int(train_end) if start is None else int(start)
         end = data.num_events if end is None else int(end)
         if not 0 <= train_end <= start <= end <= data.num_events:
-            raise ValueError(f"need 0 <= train_end <= start <= end <= {data.num_events} events, got "
-                             f"train_end={train_end}, start={start}, end={end}.")
+            raise SamplerError(f"need 0 <= train_end <= start <= end <= {data.num_events} events, got "
+                               f"train_end={train_end}, start={start}, end={end}.")
         self.span = (int(train_end), start, end)
         self.seen = seen
         self.built_from = BuiltFrom.of(data)

@@ -79,6 +79,7 @@ from tgeval.data.hashing import BuiltFrom
 from tgeval.data.groups import group_ids
 from tgeval.data.strata import pair_keys
 from tgeval.data.strata import MAX_PAIR_KEY_NODES
+from tgeval.errors import SamplerError, TemporalDataError
 from tgeval.samplers._draw import (KeyPool, batch_position, draw_from_pools)
 from tgeval.samplers._pooled import PooledSampler
 from tgeval.samplers.base import Negatives, SampledNegatives
@@ -151,7 +152,7 @@ def lifetime_classes(birth: Tensor, death: Tensor, t_split: Number) -> Tensor:
     """
     split = float(t_split)
     if not math.isfinite(split):
-        raise ValueError(f"t_split must be a finite time, got {t_split!r}.")
+        raise SamplerError(f"t_split must be a finite time, got {t_split!r}.")
     if birth.dtype.is_floating_point:
         b, d, s = birth.double(), death.double(), torch.tensor(split, dtype=torch.float64, device=birth.device)
     else:  # for integers x: x >= s  <=>  x >= ceil(s), exactly
@@ -176,15 +177,15 @@ def split_time(data: TemporalData, test_ratio: float = 0.15) -> float:
     """
     ratio = float(test_ratio)
     if not 0.0 < ratio < 1.0:
-        raise ValueError(f"test_ratio must lie in (0, 1), got {test_ratio!r}.")
+        raise SamplerError(f"test_ratio must lie in (0, 1), got {test_ratio!r}.")
     if data.t.numel() == 0:
-        raise ValueError("split_time needs a non-empty stream.")
+        raise TemporalDataError("split_time needs a non-empty stream.")
     return float(np.quantile(data.t.detach().cpu().numpy(), 1.0 - ratio))
 
 
 def _class_code(cls: str) -> int:
     if cls not in CLASSES:
-        raise ValueError(f"cls must be one of {CLASSES} (historical, overlap, inductive), got {cls!r}.")
+        raise SamplerError(f"cls must be one of {CLASSES} (historical, overlap, inductive), got {cls!r}.")
     return CLASSES.index(cls)
 
 
@@ -192,9 +193,9 @@ def _num_nodes(data: TemporalData, num_nodes: Optional[int]) -> int:
     largest = int(torch.maximum(data.src.max(), data.dst.max())) + 1 if data.src.numel() else 1
     n = largest if num_nodes is None else int(num_nodes)
     if n < largest:
-        raise ValueError(f"num_nodes={n} is smaller than the largest node id + 1 ({largest}) of the stream.")
+        raise TemporalDataError(f"num_nodes={n} is smaller than the largest node id + 1 ({largest}) of the stream.")
     if n > MAX_PAIR_KEY_NODES:
-        raise ValueError(f"num_nodes must be at most {MAX_PAIR_KEY_NODES} (int64 pair keys), got {n}.")
+        raise SamplerError(f"num_nodes must be at most {MAX_PAIR_KEY_NODES} (int64 pair keys), got {n}.")
     return n
 
 
@@ -304,7 +305,7 @@ class BirthDeathNodeSampler(_BirthDeathSampler):
                  directed: bool = True, replace: bool = False, fallback: str = "uniform", short: str = "fill",
                  catalog: Optional[Catalog] = None) -> None:
         if endpoint not in ("src", "dst"):
-            raise ValueError(f"endpoint must be 'src' (HS/OS/IS) or 'dst' (HD/OD/ID), got {endpoint!r}.")
+            raise SamplerError(f"endpoint must be 'src' (HS/OS/IS) or 'dst' (HD/OD/ID), got {endpoint!r}.")
         super().__init__(data, t_split, cls=cls, num_nodes=num_nodes, catalog=catalog, replace=replace,
                          directed=directed, fallback=fallback, short=short)
         self.endpoint = endpoint
@@ -388,7 +389,7 @@ class BirthDeathEdgeSampler(_BirthDeathSampler):
         if self.pairs.device != device:
             self.pairs, self._positions = self.pairs.to(device), self._positions.to(device)
         if int(torch.maximum(batch.src.max(), batch.dst.max())) >= self.num_nodes:
-            raise ValueError(f"batch node ids must be < num_nodes={self.num_nodes} of {self.name}.")
+            raise TemporalDataError(f"batch node ids must be < num_nodes={self.num_nodes} of {self.name}.")
         p = self.pairs.numel()
         stride = max(p, 1)
         # Items are positions in `pairs`; the group of a row is its timestamp group, whose
@@ -441,14 +442,14 @@ def birth_death(name: str, data: TemporalData, t_split: Optional[Number] = None,
     """
     key = str(name).upper()
     if key not in BIRTH_DEATH_NAMES:
-        raise ValueError(f"unknown Birth-Death sampler {name!r}; one of {', '.join(BIRTH_DEATH_NAMES)}.")
+        raise SamplerError(f"unknown Birth-Death sampler {name!r}; one of {', '.join(BIRTH_DEATH_NAMES)}.")
     split = split_time(data, test_ratio) if t_split is None else t_split
     cls, what = key[0], key[1]
     common: dict[str, Any] = dict(cls=cls, num_nodes=num_nodes, catalog=catalog, directed=directed,
                                   replace=replace, fallback=fallback, short=short)
     if what == "E":
         if catalog_of_nodes is not None:
-            raise ValueError(f"catalog_of_nodes restricts node samplers; {key} draws whole pairs.")
+            raise SamplerError(f"catalog_of_nodes restricts node samplers; {key} draws whole pairs.")
         return BirthDeathEdgeSampler(data, split, **common)
     return BirthDeathNodeSampler(data, split, endpoint="src" if what == "S" else "dst",
                                  catalog_of_nodes=catalog_of_nodes, **common)

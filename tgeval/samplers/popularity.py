@@ -27,6 +27,7 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
+from tgeval.errors import SamplerError
 from tgeval.models.base import time_store
 from tgeval.samplers._draw import KeyPool
 from tgeval.samplers._pooled import PooledSampler
@@ -65,9 +66,9 @@ class PopularitySampler(PooledSampler):
         super().__init__(num_nodes, catalog=catalog, replace=replace, directed=directed, fallback=fallback,
                          short=short)
         if half_life is not None and not float(half_life) > 0:
-            raise ValueError(f"half_life must be a positive duration or None, got {half_life}.")
+            raise SamplerError(f"half_life must be a positive duration or None, got {half_life}.")
         if not float(power) > 0:
-            raise ValueError(f"power must be > 0, got {power}.")
+            raise SamplerError(f"power must be > 0, got {power}.")
         self.half_life = None if half_life is None else float(half_life)
         self.power = float(power)
         self.observe_batch_invariant = self.half_life is None  # integer counts; decayed sums round per batch

@@ -10,9 +10,9 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
-from tgeval.diagnostics.membership import (SeenSampler, UnseenSampler, beta_star, fit_membership_beta,
-                                           membership_factorial)
+from tgeval.diagnostics.membership import beta_star, fit_membership_beta, membership_factorial
 from tgeval.models.heuristics import EdgeBank, PreferentialAttachment
+from tgeval.samplers.membership import SeenSampler, UnseenSampler
 
 
 def _stream(src, dst, t) -> TemporalData:
