@@ -107,9 +107,9 @@ def shard(n: int, rank: int, world: int) -> tuple[int, int]:
         [(0, 1), (1, 3), (3, 5)]
     """
     if world < 1 or not 0 <= rank < world:
-        raise ValueError(f"rank must lie in [0, world) with world >= 1, got rank={rank}, world={world}.")
+        raise DistributedError(f"rank must lie in [0, world) with world >= 1, got rank={rank}, world={world}.")
     if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}.")
+        raise DistributedError(f"n must be >= 0, got {n}.")
     return n * rank // world, n * (rank + 1) // world
 
 

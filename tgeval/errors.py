@@ -9,6 +9,8 @@ __all__ = [
     "TemporalDataError",
     "DataFormatError",
     "SplitError",
+    "ProtocolError",
+    "MetricInputError",
     "CatalogError",
     "SamplerError",
     "NegativesFileError",
@@ -16,6 +18,8 @@ __all__ = [
     "LeakageError",
     "HiddenStateError",
     "ModelCapabilityError",
+    "ModelConfigError",
+    "ModelOutputError",
     "CheckpointError",
     "InputPathError",
     "OutputPathError",
@@ -24,6 +28,7 @@ __all__ = [
     "StaticGraphError",
     "EventSetMismatchError",
     "EventsFileError",
+    "DiagnosticError",
     "UndefinedMetricWarning",
     "CacheWarning",
     "SlowPathWarning",
@@ -36,7 +41,7 @@ class TGEvalError(Exception):
 
 
 class TemporalDataError(TGEvalError, ValueError):
-    """An event stream breaks a rule of SPEC §1–§2 (unsorted or non-finite ``t``,
+    """An event stream breaks a rule of the event data (unsorted or non-finite ``t``,
     negative ids, length mismatch, feature rows that do not match events)."""
 
 
@@ -46,7 +51,20 @@ class DataFormatError(TemporalDataError):
 
 
 class SplitError(TGEvalError, ValueError):
-    """A chronological split is impossible or would produce an empty segment."""
+    """A split is impossible or would produce an empty segment: a chronological split's ratios, a segment
+    that spans no time, a static edge split's test fraction or a structural-shift split's thresholds."""
+
+
+class ProtocolError(TGEvalError, ValueError):
+    """A setting of the evaluation protocol is out of range or contradicts another: the tie policy, a
+    metric, K, a window, a batch size, a number of negatives, a statistic's confidence or resamples,
+    or a method choice; the message names the setting, the allowed values and the fix."""
+
+
+class MetricInputError(TGEvalError, ValueError):
+    """The tensors given to a metric or statistic do not fit together: scores, labels, groups or masks
+    of other lengths, shapes or devices, labels that are not 0/1, group ids out of range, unpaired or
+    non-finite values, or too few of them."""
 
 
 class CatalogError(TGEvalError, ValueError):
@@ -84,6 +102,16 @@ class ModelCapabilityError(TGEvalError, TypeError):
     inside a batch without ``exact_history``. The message names what it can do instead."""
 
 
+class ModelConfigError(TGEvalError, ValueError):
+    """A model cannot be built as configured: a hyperparameter out of range or of the wrong type, a
+    width too large, options that contradict each other (a window and a half-life), node features
+    that do not match the configuration; the message names the field and the fix."""
+
+
+class ModelOutputError(TGEvalError, ValueError):
+    """A model returned scores that cannot be ranked (NaN): a numerical problem of the model."""
+
+
 class CheckpointError(TGEvalError, ValueError):
     """A checkpoint cannot be used: not a checkpoint, corrupted, of an unknown model, or
     written for other data, another model configuration or another training specification."""
@@ -109,18 +137,26 @@ class DistributedError(TGEvalError, ValueError):
 
 
 class StaticGraphError(TGEvalError, ValueError):
-    """A static graph cannot be evaluated as asked: no edge left after cleaning, or an edge split
-    that would leave the training graph or the test edges empty."""
+    """A static graph cannot be evaluated as asked: no edge left after cleaning, an edge split that
+    would leave the training graph or the test edges empty, pairs or edge lists of the wrong shape, or
+    a source without a test edge where one is needed."""
 
 
 class EventSetMismatchError(TGEvalError, ValueError):
-    """Compared results were not evaluated on the same events (``event`` ids differ)."""
+    """Compared results were not evaluated on the same events (``event`` ids differ, or one result
+    repeats an ``event`` id)."""
 
 
 class EventsFileError(TGEvalError, ValueError):
-    """A result's per-event file cannot be read with it: the result names none, or a path that is
-    missing, outside the result's folder or no regular file, or a file whose sha256 differs from
-    the one the result recorded (not written with it)."""
+    """A result's per-event records cannot be read with it: the result holds or names none; the
+    per-event file is empty, malformed or lacks a column that is needed; its path is missing, outside
+    the result's folder or no regular file; or its sha256 differs from the one the result recorded
+    (not written with it)."""
+
+
+class DiagnosticError(TGEvalError, ValueError):
+    """A diagnostic cannot be computed from what it was given: the data lack what it measures (no seen
+    or no unseen pairs), or a direction or probe that does not fit the model."""
 
 
 class UndefinedMetricWarning(UserWarning):

@@ -12,7 +12,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.groups import group_starts
 from tgeval.data.validation import is_time_sorted, per_event_keys
-from tgeval.errors import TemporalDataError
+from tgeval.errors import ProtocolError, TemporalDataError
 
 __all__ = ["TimestampBatchLoader", "timestamp_batch_boundaries", "same_batch_history", "check_time_sorted"]
 
@@ -35,7 +35,7 @@ def timestamp_batch_boundaries(t: Tensor, batch_size: int) -> Tensor:
         Tensor: int64 ``[B + 1]`` on CPU; batch ``b`` is ``[bounds[b], bounds[b + 1])``.
     """
     if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+        raise ProtocolError(f"batch_size must be >= 1, got {batch_size}.")
     starts = group_starts(t).cpu().numpy()  # [G + 1], starts[-1] == E
     num_groups = starts.size - 1
     if num_groups <= 0:

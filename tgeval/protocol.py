@@ -12,7 +12,7 @@ Example:
     >>> Protocol(ties="random")
     Traceback (most recent call last):
     ...
-    ValueError: Protocol.ties must be one of ('average', 'pessimistic', 'optimistic'), got 'random'.
+    tgeval.errors.ProtocolError: Protocol.ties must be one of ('average', 'pessimistic', 'optimistic'), got 'random'.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Optional
 
 from tgeval.choices import (HISTORY_MODES, REPLAY_MODES, TIE_POLICIES, UNCOVERED_RULES, HistoryMode, ReplayMode,
                             TiePolicy, UncoveredRule)
+from tgeval.errors import ProtocolError
 
 __all__ = ["Protocol", "DEFAULT_NEGATIVES", "DEFAULT_VAL_NEGATIVES", "metric_name"]
 
@@ -88,19 +89,20 @@ class Protocol:
         for name, allowed in (("replay", REPLAY_MODES), ("ties", TIE_POLICIES), ("uncovered", UNCOVERED_RULES),
                               ("history", (*HISTORY_MODES, None))):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"Protocol.{name} must be one of {allowed}, got {getattr(self, name)!r}.")
+                raise ProtocolError(f"Protocol.{name} must be one of {allowed}, got {getattr(self, name)!r}.")
         if self.replay == "fixed" and self.history is not None:
-            raise ValueError(f"Protocol.history={self.history!r} applies to online replay; under replay='fixed' every "
-                             f"event is scored from the state at the segment start. Leave history unset (None).")
+            raise ProtocolError(f"Protocol.history={self.history!r} applies to online replay; under replay='fixed' "
+                                f"every event is scored from the state at the segment start. Leave history unset "
+                                f"(None).")
         object.__setattr__(self, "hits", tuple(int(k) for k in self.hits))
         if any(k < 1 for k in self.hits):
-            raise ValueError(f"Protocol.hits must hold k >= 1, got {self.hits}.")
+            raise ProtocolError(f"Protocol.hits must hold k >= 1, got {self.hits}.")
         if self.prefilter is not None and (isinstance(self.prefilter, bool) or int(self.prefilter) < 1):
-            raise ValueError(f"Protocol.prefilter must be None (exact ranking) or a number of items L >= 1, got "
-                             f"{self.prefilter!r}.")
+            raise ProtocolError(f"Protocol.prefilter must be None (exact ranking) or a number of items L >= 1, got "
+                                f"{self.prefilter!r}.")
         if self.num_negatives < 0 or self.batch_size < 1:
-            raise ValueError(f"Protocol.num_negatives must be >= 0 and batch_size >= 1, got {self.num_negatives} "
-                             f"and {self.batch_size}.")
+            raise ProtocolError(f"Protocol.num_negatives must be >= 0 and batch_size >= 1, got {self.num_negatives} "
+                                f"and {self.batch_size}.")
 
     def to_dict(self) -> dict:
         """The fields as JSON values (``hits`` a list): what the manifest records."""
@@ -129,11 +131,11 @@ def metric_name(part: str, metric: str, *, num_negatives: int = 0, sampler: Opti
     label = _LABELS.get(metric, metric.replace("hits@", "Hits@"))
     if part == "all_entity":
         if catalog is None:
-            raise ValueError(f"the all-entity {label} is measured against a catalog: pass catalog (its describe()).")
+            raise ProtocolError(f"the all-entity {label} is measured against a catalog: pass catalog (its describe()).")
         return f"all-entity {label} (catalog {catalog['kind']}, {catalog['size']:,} items)"
     if part != "sampled" or sampler is None:
-        raise ValueError(f"metric_name takes part 'sampled' (with sampler, its describe()) or 'all_entity' (with "
-                         f"catalog), got part={part!r} and sampler={sampler!r}.")
+        raise ProtocolError(f"metric_name takes part 'sampled' (with sampler, its describe()) or 'all_entity' (with "
+                            f"catalog), got part={part!r} and sampler={sampler!r}.")
     stored = sampler.get("stored_num_negatives")
     width = f" of {stored} stored" if stored is not None and stored != num_negatives else ""
     return f"{label} (K={num_negatives}{width}, {sampler['name']})"

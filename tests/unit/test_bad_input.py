@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from tgeval import CatalogError, SplitError, TemporalDataError, chronological_split, evaluate
+from tgeval import (CatalogError, ModelConfigError, ProtocolError, SplitError, TemporalDataError, chronological_split,
+                    evaluate)
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.eval.ranking import all_entity_counts
@@ -46,9 +47,9 @@ def test_evaluate_argument_errors():
         evaluate(EdgeBank(5), DATA, TEST, Protocol(num_negatives=0), sampler=UniformSampler(CATALOG))
     with pytest.raises(ValueError, match="uncovered"):
         evaluate(EdgeBank(5), DATA, TEST, Protocol(uncovered="drop"), catalog=CATALOG)
-    with pytest.raises(ValueError, match="ties"):
+    with pytest.raises(ProtocolError, match="ties"):
         evaluate(EdgeBank(5), DATA, TEST, Protocol(ties="random"), catalog=CATALOG)
-    with pytest.raises(ValueError, match="candidate_budget"):
+    with pytest.raises(ProtocolError, match="candidate_budget"):
         all_entity_counts(EdgeBank(5), DATA.src, DATA.dst, DATA.t, torch.zeros(6, dtype=torch.float64), CATALOG,
                           candidate_budget=0)
 
@@ -104,7 +105,7 @@ def test_popularity_decay_with_negative_timestamps_is_finite():
 
 
 def test_pair_keys_must_fit_int64():
-    with pytest.raises(ValueError, match="too large for int64 pair keys"):
+    with pytest.raises(ModelConfigError, match="too large for int64 pair keys"):
         EdgeBank(4_000_000_000)
 
 

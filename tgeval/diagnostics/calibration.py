@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from tgeval.errors import MetricInputError, ProtocolError
+
 __all__ = ["PriorShiftCorrection", "prior_shift_correction", "PRIOR_SHIFT_WARNING"]
 
 PRIOR_SHIFT_WARNING = ("prior-shift correction is valid only when the class-conditional score distributions are "
@@ -50,7 +52,7 @@ class PriorShiftCorrection:
 def _check_prior(name: str, value: float) -> float:
     value = float(value)
     if not 0.0 < value < 1.0:
-        raise ValueError(f"`{name}` must lie strictly between 0 and 1, but got {value}.")
+        raise ProtocolError(f"`{name}` must lie strictly between 0 and 1, but got {value}.")
     return value
 
 
@@ -74,7 +76,8 @@ def prior_shift_correction(scores_or_probs: Tensor, *, pi_sample: float, pi_depl
         PriorShiftCorrection: corrected logits and probabilities (float64).
 
     Raises:
-        ValueError: for priors outside ``(0, 1)`` or probabilities outside ``[0, 1]``.
+        ProtocolError: for priors outside ``(0, 1)``.
+        MetricInputError: for probabilities outside ``[0, 1]``.
 
     Example:
         >>> with warnings.catch_warnings():
@@ -89,8 +92,8 @@ def prior_shift_correction(scores_or_probs: Tensor, *, pi_sample: float, pi_depl
         ell = x
     else:
         if bool(((x < 0) | (x > 1) | torch.isnan(x)).any()):
-            raise ValueError("`scores_or_probs` must be probabilities in [0, 1] with logits=False; "
-                             "pass logits=True for raw scores.")
+            raise MetricInputError("`scores_or_probs` must be probabilities in [0, 1] with logits=False; "
+                                   "pass logits=True for raw scores.")
         ell = torch.logit(x)
     shift = (math.log(pd) - math.log1p(-pd)) - (math.log(ps) - math.log1p(-ps))
     corrected = ell + shift

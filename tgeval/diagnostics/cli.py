@@ -48,7 +48,7 @@ def diagnose(data: TemporalData, out: PathLike, *, test_ratio: float = 0.15, dir
         ``"novelty"`` (``"summary"``, ``"segments"``), ``"files"``, ``"seconds"``.
     """
     if not 0.0 < float(test_ratio) < 0.5:
-        raise ValueError(f"test_ratio must lie in (0, 0.5) (validation and test take test_ratio each), "
+        raise SplitError(f"test_ratio must lie in (0, 0.5) (validation and test take test_ratio each), "
                          f"got {test_ratio!r}.")
     start = time.perf_counter()
     folder = Path(out)

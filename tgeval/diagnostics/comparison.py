@@ -50,7 +50,7 @@ def _parse_column(name: str, values: list[str]) -> Tensor:
         try:
             return torch.tensor([STRATA.index(v) for v in values], dtype=torch.long)
         except ValueError as error:
-            raise ValueError(f"column 'stratum' must hold names from {STRATA}: {error}") from None
+            raise EventsFileError(f"column 'stratum' must hold names from {STRATA}: {error}") from None
     if values and all(v in ("True", "False") for v in values):
         return torch.tensor([v == "True" for v in values], dtype=torch.bool)
     try:
@@ -60,7 +60,7 @@ def _parse_column(name: str, values: list[str]) -> Tensor:
     try:
         return torch.tensor([float(v) for v in values], dtype=torch.float64)
     except ValueError:
-        raise ValueError(f"column {name!r} holds a value that is neither bool, int nor float.") from None
+        raise EventsFileError(f"column {name!r} holds a value that is neither bool, int nor float.") from None
 
 
 def events_file_of(result_path: PathLike, *, direct: bool = True) -> Path:
@@ -128,7 +128,7 @@ def load_events(csv_path: PathLike) -> dict[str, Tensor]:
     Raises:
         EventsFileError: for a result JSON whose per-event file cannot be read with it
             (:func:`events_file_of`).
-        ValueError: if the file has no header or a malformed row / column.
+        EventsFileError: if the file has no header or a malformed row / column.
     """
     if str(csv_path).endswith(".json"):
         csv_path = events_file_of(csv_path)
@@ -136,11 +136,11 @@ def load_events(csv_path: PathLike) -> dict[str, Tensor]:
         reader = csv.reader(handle)
         header = next(reader, None)
         if not header:
-            raise ValueError(f"{csv_path}: empty file; expected a per-event CSV from `Result.save_events`.")
+            raise EventsFileError(f"{csv_path}: empty file; expected a per-event CSV from `Result.save_events`.")
         rows = list(reader)
     for i, row in enumerate(rows):
         if len(row) != len(header):
-            raise ValueError(f"{csv_path}: row {i + 2} has {len(row)} fields, the header {len(header)}.")
+            raise EventsFileError(f"{csv_path}: row {i + 2} has {len(row)} fields, the header {len(header)}.")
     columns = list(zip(*rows)) if rows else [() for _ in header]
     return {name: _parse_column(name, list(col)) for name, col in zip(header, columns)}
 
@@ -151,12 +151,12 @@ def _aligned(event_tables: Mapping[str, Mapping[str, Tensor]]) -> dict[str, dict
     for name in names:
         missing = [k for k in _REQUIRED if k not in event_tables[name]]
         if missing:
-            raise ValueError(f"events of model {name!r} lack the columns {missing}; `compare` needs "
-                             f"{list(_REQUIRED)} (an all-entity pass: evaluate with a catalog).")
+            raise EventsFileError(f"events of model {name!r} lack the columns {missing}; `compare` needs "
+                                  f"{list(_REQUIRED)} (an all-entity pass: evaluate with a catalog).")
     ref = event_tables[names[0]]
     ref_event = ref["event"].cpu().long()
     if torch.unique(ref_event).numel() != ref_event.numel():
-        raise ValueError(f"events of model {names[0]!r} repeat an `event` id.")
+        raise EventSetMismatchError(f"events of model {names[0]!r} repeat an `event` id.")
     order = torch.argsort(ref_event, stable=True)
     order = order[torch.argsort(ref["t"].cpu()[order], stable=True)]  # by (t, event)
     target = ref_event[order]
@@ -215,7 +215,10 @@ def compare(event_tables: Mapping[str, Mapping[str, Tensor]], *,
 
     Raises:
         EventSetMismatchError: (a ``ValueError``) if the tables' event sets or times differ.
-        ValueError: with no model, missing columns or invalid options.
+        EventsFileError: if a table lacks a needed column.
+        EventSetMismatchError: if a table repeats an ``event`` id.
+        ProtocolError: on invalid options.
+        ValueError: with no model.
     """
     ties = check_ties(ties)
     if not event_tables:

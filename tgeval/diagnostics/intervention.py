@@ -50,6 +50,7 @@ from tgeval.choices import TiePolicy
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.diagnostics.membership import MembershipReplay, membership_factorial
+from tgeval.errors import DiagnosticError, ProtocolError
 from tgeval.eval.metrics import auroc
 from tgeval.eval.engine import evaluate
 from tgeval.eval.result import json_safe
@@ -106,7 +107,7 @@ def pair_representations(model: Any, data: TemporalData, segment: Segment, catal
     """
     _check_model(model)
     if num_negatives < 1:
-        raise ValueError(f"num_negatives must be >= 1, got {num_negatives}.")
+        raise ProtocolError(f"num_negatives must be >= 1, got {num_negatives}.")
     replay = MembershipReplay(model, data, segment, catalog, batch_size=batch_size, directed=directed)
     generator = torch.Generator(device=replay.catalog.device).manual_seed(seed)
     reps, labels = [], []
@@ -151,11 +152,11 @@ def fit_directions(h: Tensor, seen: Tensor, *, probe: str = "fisher", seed: int 
     vector; ``shuffled``: the probe's direction after a permutation of the labels (both seeded).
     """
     if probe not in PROBES:
-        raise ValueError(f"probe must be one of {PROBES}, got {probe!r}.")
+        raise DiagnosticError(f"probe must be one of {PROBES}, got {probe!r}.")
     num_seen = int(seen.sum())
     if num_seen == 0 or num_seen == seen.numel():
-        raise ValueError(f"fitting the membership direction needs seen and unseen pairs; got {num_seen} seen of "
-                         f"{seen.numel()}. Fit on a longer segment (sources need history before their events).")
+        raise DiagnosticError(f"fitting the membership direction needs seen and unseen pairs; got {num_seen} seen of "
+                              f"{seen.numel()}. Fit on a longer segment (sources need history before their events).")
     generator = torch.Generator().manual_seed(seed)
     shuffled = seen.cpu()[torch.randperm(seen.numel(), generator=generator)].to(seen.device)
     vectors = {"membership": _probe(h, seen, probe),
@@ -174,8 +175,8 @@ def project_out(model: Any, direction: Tensor) -> Any:
     d = direction.to(model.decoder.lin_out.weight).flatten()
     norm2 = float(d @ d)
     if not norm2 > 0 or d.numel() != model.decoder.lin_out.in_features:
-        raise ValueError(f"the direction must be a nonzero vector of width {model.decoder.lin_out.in_features}, got "
-                         f"shape {tuple(direction.shape)} with squared norm {norm2}.")
+        raise DiagnosticError(f"the direction must be a nonzero vector of width {model.decoder.lin_out.in_features}, "
+                              f"got shape {tuple(direction.shape)} with squared norm {norm2}.")
     projected = copy.deepcopy(model)
     with torch.no_grad():
         weight = projected.decoder.lin_out.weight  # [1, H]

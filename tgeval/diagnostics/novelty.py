@@ -23,6 +23,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.split import Split
 from tgeval.data.strata import NEW_NODE, NEW_PAIR, REPEATED, event_strata, pair_keys
+from tgeval.errors import TemporalDataError
 
 __all__ = ["NoveltySeries", "novelty_series", "segment_strata_shares", "novelty_summary"]
 
@@ -52,7 +53,7 @@ def _num_nodes(data: TemporalData, num_nodes: Optional[int]) -> int:
     largest = int(torch.maximum(data.src.max(), data.dst.max())) + 1 if data.src.numel() else 1
     n = largest if num_nodes is None else int(num_nodes)
     if n < largest:
-        raise ValueError(f"num_nodes={n} is smaller than the largest node id + 1 ({largest}) of the stream.")
+        raise TemporalDataError(f"num_nodes={n} is smaller than the largest node id + 1 ({largest}) of the stream.")
     return n
 
 

@@ -42,7 +42,7 @@ import torch
 from torch import Tensor
 
 from tgeval.choices import TIE_POLICIES, TiePolicy
-from tgeval.errors import UndefinedMetricWarning
+from tgeval.errors import MetricInputError, ProtocolError, UndefinedMetricWarning
 
 __all__ = [
     "TiePolicy",
@@ -82,7 +82,7 @@ def check_ties(ties: str) -> TiePolicy:
         str: ``ties``.
 
     Raises:
-        ValueError: if ``ties`` is not one of :data:`TIE_POLICIES`.
+        ProtocolError: if ``ties`` is not one of :data:`TIE_POLICIES`.
 
     Example:
         >>> check_ties("average")
@@ -90,7 +90,7 @@ def check_ties(ties: str) -> TiePolicy:
     """
     if not isinstance(ties, str) or ties not in TIE_POLICIES:
         choices = ", ".join(repr(p) for p in TIE_POLICIES)
-        raise ValueError(f"`ties` must be one of {choices}, but got {ties!r}.")
+        raise ProtocolError(f"`ties` must be one of {choices}, but got {ties!r}.")
     return cast(TiePolicy, ties)
 
 
@@ -98,7 +98,7 @@ def _check_1d(name: str, x: Tensor) -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"`{name}` must be a torch.Tensor, but got {type(x).__name__}.")
     if x.dim() != 1:
-        raise ValueError(f"`{name}` must be 1-D, but has shape {tuple(x.shape)}.")
+        raise MetricInputError(f"`{name}` must be 1-D, but has shape {tuple(x.shape)}.")
 
 
 def _check_scores(scores: Tensor) -> None:
@@ -111,12 +111,13 @@ def _as_bool_labels(labels: Tensor, scores: Tensor) -> Tensor:
     """Return ``labels`` as bool ``[N]``; non-bool labels must hold only 0 and 1."""
     _check_1d("labels", labels)
     if labels.numel() != scores.numel():
-        raise ValueError(
+        raise MetricInputError(
             f"`labels` must have one entry per score, but has {labels.numel()} for "
             f"{scores.numel()} scores."
         )
     if labels.device != scores.device:
-        raise ValueError(f"`labels` is on {labels.device} but `scores` is on {scores.device}; move both to one device.")
+        raise MetricInputError(f"`labels` is on {labels.device} but `scores` is on {scores.device}; move both to one "
+                               f"device.")
     if labels.dtype == torch.bool:
         return labels
     if labels.is_complex():
@@ -124,7 +125,7 @@ def _as_bool_labels(labels: Tensor, scores: Tensor) -> Tensor:
     positive = labels == 1
     if bool(((labels != 0) & ~positive).any()):  # one host sync; pass bool labels to avoid it
         bad = labels[(labels != 0) & ~positive][:3].tolist()
-        raise ValueError(
+        raise MetricInputError(
             f"`labels` must contain only 0 and 1 (or be bool), but contains {bad}. "
             f"Pass `labels == positive_value`."
         )
@@ -137,22 +138,23 @@ def _check_groups(groups: Tensor, scores: Tensor, num_groups: Optional[int]) -> 
     if groups.dtype != torch.long:
         raise TypeError(f"`groups` must be int64, but has dtype {groups.dtype}; call `groups.long()`.")
     if groups.numel() != scores.numel():
-        raise ValueError(
+        raise MetricInputError(
             f"`groups` must have one entry per score, but has {groups.numel()} for {scores.numel()} scores."
         )
     if groups.device != scores.device:
-        raise ValueError(f"`groups` is on {groups.device} but `scores` is on {scores.device}; move both to one device.")
+        raise MetricInputError(f"`groups` is on {groups.device} but `scores` is on {scores.device}; move both to one "
+                               f"device.")
     if num_groups is not None and (isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 0):
-        raise ValueError(f"`num_groups` must be a non-negative int, but got {num_groups!r}.")
+        raise ProtocolError(f"`num_groups` must be a non-negative int, but got {num_groups!r}.")
     if groups.numel() == 0:
         return 0 if num_groups is None else num_groups
     lo, hi = (int(v) for v in torch.aminmax(groups))  # one host sync
     if lo < 0:
-        raise ValueError(f"`groups` must be non-negative, but contains {lo}.")
+        raise MetricInputError(f"`groups` must be non-negative, but contains {lo}.")
     if num_groups is None:
         return hi + 1
     if hi >= num_groups:
-        raise ValueError(
+        raise MetricInputError(
             f"`groups` must be smaller than `num_groups`={num_groups}, but contains {hi}. "
             f"Raise `num_groups` or leave it as None."
         )
@@ -196,7 +198,7 @@ def count_above_equal(pos: Tensor, neg: Tensor, mask: Optional[Tensor] = None,
         tuple[Tensor, Tensor]: int64 ``[Q]`` counts ``(above, equal)``.
 
     Raises:
-        ValueError: if the shapes do not match as stated.
+        MetricInputError: if the shapes do not match as stated.
         TypeError: if ``mask`` is not bool.
 
     Example:
@@ -210,7 +212,8 @@ def count_above_equal(pos: Tensor, neg: Tensor, mask: Optional[Tensor] = None,
     _check_1d("pos", pos)
     if not isinstance(neg, Tensor) or neg.dim() != 2 or neg.size(0) != pos.numel():
         shape = tuple(neg.shape) if isinstance(neg, Tensor) else type(neg).__name__
-        raise ValueError(f"`neg` must have shape [Q, K] with Q = pos.numel() = {pos.numel()}, but has shape {shape}.")
+        raise MetricInputError(f"`neg` must have shape [Q, K] with Q = pos.numel() = {pos.numel()}, but has shape "
+                               f"{shape}.")
     rows = max(1, CHUNK_SCORES // max(neg.size(1), 1))
     if neg.size(0) > rows:  # row chunks: the [Q, K] comparisons are never held at once
         parts = [count_above_equal(pos[a:a + rows], neg[a:a + rows], None if mask is None else mask[a:a + rows],
@@ -228,7 +231,8 @@ def count_above_equal(pos: Tensor, neg: Tensor, mask: Optional[Tensor] = None,
         if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
             raise TypeError(f"`mask` must be a bool tensor, but got {getattr(mask, 'dtype', type(mask).__name__)}.")
         if mask.shape != neg.shape:
-            raise ValueError(f"`mask` must have the shape of `neg` {tuple(neg.shape)}, but has {tuple(mask.shape)}.")
+            raise MetricInputError(f"`mask` must have the shape of `neg` {tuple(neg.shape)}, but has "
+                                   f"{tuple(mask.shape)}.")
         above = above & mask
         equal = equal & mask
     return above.sum(dim=1, dtype=torch.long), equal.sum(dim=1, dtype=torch.long)
@@ -261,7 +265,7 @@ def rank_from_counts(above: Tensor, equal: Tensor, *, ties: TiePolicy) -> Tensor
         Tensor: float64 ``[*]``.
 
     Raises:
-        ValueError: if ``ties`` is not a valid convention.
+        ProtocolError: if ``ties`` is not a valid convention.
 
     Example:
         >>> a, b = torch.tensor([0, 2]), torch.tensor([3, 0])
@@ -339,14 +343,14 @@ def hits_at_k(ranks: Tensor, k: int) -> Tensor:
         Tensor: float64 ``[Q]`` of 0.0 / 1.0 (NaN where the rank is NaN).
 
     Raises:
-        ValueError: if ``k`` is not a positive int.
+        ProtocolError: if ``k`` is not a positive int.
 
     Example:
         >>> hits_at_k(torch.tensor([1.0, 3.0, 3.5, 10.0], dtype=torch.float64), k=3)
         tensor([1., 1., 0., 0.], dtype=torch.float64)
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"`k` must be an int >= 1, but got {k!r}.")
+        raise ProtocolError(f"`k` must be an int >= 1, but got {k!r}.")
     ranks64 = ranks.to(torch.float64)
     hit = (ranks64 <= k).to(torch.float64)
     return torch.where(torch.isnan(ranks64), ranks64, hit)
@@ -722,17 +726,20 @@ def sampled_auroc_ap(pos: Tensor, neg: Tensor, *, mask: Optional[Tensor] = None,
     _check_scores(pos)
     if not isinstance(neg, Tensor) or neg.dim() != 2 or neg.size(0) != pos.numel():
         shape = tuple(neg.shape) if isinstance(neg, Tensor) else type(neg).__name__
-        raise ValueError(f"`neg` must have shape [E, K] with E = pos.numel() = {pos.numel()}, but has shape {shape}.")
+        raise MetricInputError(f"`neg` must have shape [E, K] with E = pos.numel() = {pos.numel()}, but has shape "
+                               f"{shape}.")
     if neg.dtype == torch.bool or neg.is_complex():
         raise TypeError(f"`neg` must be a real (float or integer) tensor, but has dtype {neg.dtype}.")
     for name, other in (("neg", neg), ("mask", mask), ("groups", groups)):
         if other is not None and isinstance(other, Tensor) and other.device != pos.device:
-            raise ValueError(f"`{name}` is on {other.device} but `pos` is on {pos.device}; move both to one device.")
+            raise MetricInputError(f"`{name}` is on {other.device} but `pos` is on {pos.device}; move both to one "
+                                   f"device.")
     if mask is not None:
         if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
             raise TypeError(f"`mask` must be a bool tensor, but got {getattr(mask, 'dtype', type(mask).__name__)}.")
         if mask.shape != neg.shape:
-            raise ValueError(f"`mask` must have the shape of `neg` {tuple(neg.shape)}, but has {tuple(mask.shape)}.")
+            raise MetricInputError(f"`mask` must have the shape of `neg` {tuple(neg.shape)}, but has "
+                                   f"{tuple(mask.shape)}.")
     zeros = torch.zeros(pos.numel(), dtype=torch.long, device=pos.device)
     num = 1 if groups is None else _check_groups(groups, pos, num_groups)
     whole, per_group, nan_g = _histograms(pos, zeros if groups is None else groups, neg, mask,
@@ -822,9 +829,11 @@ def macro_mean(values: Tensor, groups: Tensor) -> Tensor:
     if groups.dtype != torch.long:
         raise TypeError(f"`groups` must be int64, but has dtype {groups.dtype}; call `groups.long()`.")
     if groups.numel() != v.numel():
-        raise ValueError(f"`groups` must have one entry per value, but has {groups.numel()} for {v.numel()} values.")
+        raise MetricInputError(f"`groups` must have one entry per value, but has {groups.numel()} for {v.numel()} "
+                               f"values.")
     if groups.device != v.device:
-        raise ValueError(f"`groups` is on {groups.device} but `values` is on {v.device}; move both to one device.")
+        raise MetricInputError(f"`groups` is on {groups.device} but `values` is on {v.device}; move both to one "
+                               f"device.")
     if v.numel() == 0:
         result = torch.full((), float("nan"), dtype=torch.float64, device=v.device)
     else:

@@ -39,7 +39,7 @@ from tgeval.data.exclusions import build_exclusions
 from tgeval.data.sorted_keys import expand_ranges
 from tgeval.device import positions
 from tgeval.distributed import shard as shard_range
-from tgeval.errors import ModelCapabilityError, SlowPathWarning
+from tgeval.errors import ModelCapabilityError, ModelOutputError, ProtocolError, SlowPathWarning
 from tgeval.eval.metrics import tie_band
 from tgeval.models.base import TemporalLinkModel, scores_pair_by_pair
 
@@ -225,12 +225,12 @@ class PairwiseNotice:
 
 
 def check_no_nan(scores: Tensor, what: str, mask: Optional[Tensor] = None) -> None:
-    """Raise ``ValueError`` if ``scores`` holds NaN (a NaN would silently rank first) where ``mask``
+    """Raise :class:`~tgeval.errors.ModelOutputError` if ``scores`` holds NaN (a NaN would silently rank first) where ``mask``
     (bool, the shape of ``scores``; ``None``: everywhere)."""
     nan = torch.isnan(scores)
     if bool((nan if mask is None else nan & mask).any()):
-        raise ValueError(f"the model returned NaN {what}: ranks would be meaningless. "
-                         f"Check the model for numerical problems before evaluating.")
+        raise ModelOutputError(f"the model returned NaN {what}: ranks would be meaningless. "
+                               f"Check the model for numerical problems before evaluating.")
 
 
 def _compare(scores: Tensor, pos: Tensor, tolerance: float) -> tuple[Tensor, Tensor]:
@@ -414,10 +414,11 @@ def all_entity_counts(model: TemporalLinkModel, src: Tensor, dst: Tensor, t: Ten
             ``model.candidate_prior`` (:func:`chunked_counts`; no shortcut), ``None``: exact.
 
     Raises:
-        ValueError: if a score is NaN.
+        ModelOutputError: if a score is NaN.
+        ProtocolError: if ``candidate_budget`` < 1.
     """
     if candidate_budget < 1:
-        raise ValueError(f"candidate_budget must be >= 1, got {candidate_budget}.")
+        raise ProtocolError(f"candidate_budget must be >= 1, got {candidate_budget}.")
     check_no_nan(pos_score, "positive scores")
     plan = plan_candidates(src, dst, t, catalog, directed=directed)
     size = src.numel()
@@ -431,8 +432,8 @@ def all_entity_counts(model: TemporalLinkModel, src: Tensor, dst: Tensor, t: Ten
         above, equal, nan = chunked_counts(model, src, t, pos_score, catalog, plan, 0, size, candidate_budget,
                                            prefilter=prefilter)
         if bool(nan):
-            raise ValueError("the model returned NaN candidate scores: ranks would be meaningless. "
-                             "Check the model for numerical problems before evaluating.")
+            raise ModelOutputError("the model returned NaN candidate scores: ranks would be meaningless. "
+                                   "Check the model for numerical problems before evaluating.")
     else:
         above, equal = counts
     return RankCounts(above, equal, plan.num_candidates, plan.num_filtered, plan.covered)

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import sha256_of, write_atomic, write_atomic_group
+from tgeval.errors import EventsFileError
 from tgeval.progress import Timeline
 from tgeval.protocol import metric_name
 from tgeval.eval.metrics import (
@@ -209,7 +210,7 @@ class Result:
     def event_table(self) -> dict[str, Tensor]:
         """Per-event columns of :meth:`save_events` as CPU tensors."""
         if self.records is None:
-            raise ValueError("this Result holds no per-event records (loaded from JSON?).")
+            raise EventsFileError("this Result holds no per-event records (loaded from JSON?).")
         ties = check_ties(self.manifest["protocol"]["ties"])
         rec = self.records
         table: dict[str, Tensor] = {}

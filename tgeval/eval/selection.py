@@ -10,6 +10,7 @@ from torch_geometric.data import TemporalData
 from tgeval.choices import TiePolicy
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
+from tgeval.errors import ProtocolError, SplitError
 from tgeval.eval.engine import evaluate, warm_up
 from tgeval.models.base import TemporalLinkModel
 from tgeval.protocol import Protocol
@@ -22,7 +23,7 @@ def segment_duration(segment: Segment) -> Union[int, float]:
     exact Python int for integer times (at every magnitude: no float rounding of int64 times), a
     float for float times."""
     if segment.t_first is None or segment.t_last is None:
-        raise ValueError(f"the {segment.name!r} segment is empty and has no duration.")
+        raise SplitError(f"the {segment.name!r} segment is empty and has no duration.")
     return segment.t_last - segment.t_first
 
 
@@ -33,7 +34,7 @@ def default_windows(reference: Segment) -> list[Optional[float]]:
     is unlimited (:func:`~tgeval.models.heuristics.edgebank_window`)."""
     span = segment_duration(reference)
     if not span > 0:
-        raise ValueError(f"the {reference.name!r} segment spans no time; pass explicit windows.")
+        raise SplitError(f"the {reference.name!r} segment spans no time; pass explicit windows.")
     return [span * 2.0**k for k in range(-8, 3)] + [None]
 
 
@@ -54,7 +55,7 @@ def select_window(make_model: Callable[[Optional[float]], TemporalLinkModel], da
     """
     windows = list(default_windows(validation) if windows is None else windows)
     if not windows:
-        raise ValueError("select_window needs at least one candidate window.")
+        raise ProtocolError("select_window needs at least one candidate window.")
     warmed = make_model(windows[0])
     warm_up(warmed, data[: validation.start], batch_size=batch_size)
     start_state = warmed.snapshot()

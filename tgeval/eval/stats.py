@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as _sps
 
+from tgeval.errors import MetricInputError, ProtocolError
+
 __all__ = ["DifferenceInterval", "kendall_tau", "seed_paired_t_interval", "block_bootstrap_difference"]
 
 
@@ -56,22 +58,23 @@ def _as_1d_float(name: str, x: Any) -> np.ndarray:
         pass
     arr = np.asarray(x, dtype=np.float64)
     if arr.ndim != 1:
-        raise ValueError(f"`{name}` must be 1-D, but has shape {arr.shape}.")
+        raise MetricInputError(f"`{name}` must be 1-D, but has shape {arr.shape}.")
     return arr
 
 
 def _check_confidence(confidence: float) -> float:
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
-        raise ValueError(f"`confidence` must be a number in (0, 1), but got {confidence!r}.")
+        raise ProtocolError(f"`confidence` must be a number in (0, 1), but got {confidence!r}.")
     return float(confidence)
 
 
 def _check_pair(a: Any, b: Any, name_a: str, name_b: str) -> tuple[np.ndarray, np.ndarray]:
     x, y = _as_1d_float(name_a, a), _as_1d_float(name_b, b)
     if x.size != y.size:
-        raise ValueError(f"`{name_a}` and `{name_b}` must be paired (same length), but have {x.size} and {y.size}.")
+        raise MetricInputError(f"`{name_a}` and `{name_b}` must be paired (same length), but have {x.size} and "
+                               f"{y.size}.")
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
-        raise ValueError(f"`{name_a}` and `{name_b}` must be finite; drop or impute NaN / inf values first.")
+        raise MetricInputError(f"`{name_a}` and `{name_b}` must be finite; drop or impute NaN / inf values first.")
     return x, y
 
 
@@ -96,7 +99,7 @@ def kendall_tau(x: Any, y: Any) -> float:
         float: :math:`\tau_b \in [-1, 1]` or NaN.
 
     Raises:
-        ValueError: if the inputs are not 1-D of equal length or contain NaN.
+        MetricInputError: if the inputs are not 1-D of equal length or contain NaN.
 
     Example:
         >>> kendall_tau([1, 2, 3, 4], [1, 3, 2, 4])
@@ -143,8 +146,8 @@ def seed_paired_t_interval(a: Any, b: Any, *, confidence: float = 0.95) -> Diffe
         DifferenceInterval: ``method="seed_paired_t"``.
 
     Raises:
-        ValueError: if fewer than two seeds, unpaired lengths, non-finite values, or an
-            invalid ``confidence``.
+        MetricInputError: if fewer than two seeds, unpaired lengths or non-finite values.
+        ProtocolError: if ``confidence`` is not in ``(0, 1)``.
 
     Example:
         >>> iv = seed_paired_t_interval([0.50, 0.52, 0.51], [0.48, 0.49, 0.50])
@@ -155,7 +158,7 @@ def seed_paired_t_interval(a: Any, b: Any, *, confidence: float = 0.95) -> Diffe
     x, y = _check_pair(a, b, "a", "b")
     n = x.size
     if n < 2:
-        raise ValueError(f"`a` and `b` need at least 2 paired seeds for a t interval, but have {n}.")
+        raise MetricInputError(f"`a` and `b` need at least 2 paired seeds for a t interval, but have {n}.")
     d = x - y
     mean = float(d.mean())
     se = float(d.std(ddof=1)) / math.sqrt(n)
@@ -190,7 +193,8 @@ def block_bootstrap_difference(values_a: Any, values_b: Any, *, block: int = 128
         of events, ``method="block_bootstrap"``.
 
     Raises:
-        ValueError: on empty / unpaired / non-finite inputs or invalid options.
+        MetricInputError: on empty / unpaired / non-finite inputs.
+        ProtocolError: on invalid options.
 
     Example:
         >>> iv = block_bootstrap_difference([1.0] * 256, [0.5] * 256, block=128, num_resamples=10)
@@ -200,13 +204,13 @@ def block_bootstrap_difference(values_a: Any, values_b: Any, *, block: int = 128
     conf = _check_confidence(confidence)
     for name, v in (("block", block), ("num_resamples", num_resamples)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"`{name}` must be an int >= 1, but got {v!r}.")
+            raise ProtocolError(f"`{name}` must be an int >= 1, but got {v!r}.")
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"`seed` must be an int, but got {seed!r}.")
+        raise ProtocolError(f"`seed` must be an int, but got {seed!r}.")
     x, y = _check_pair(values_a, values_b, "values_a", "values_b")
     n = x.size
     if n == 0:
-        raise ValueError("`values_a` and `values_b` must contain at least one event.")
+        raise MetricInputError("`values_a` and `values_b` must contain at least one event.")
     d = x - y
     block_id = np.arange(n) // block
     num_blocks = int(block_id[-1]) + 1

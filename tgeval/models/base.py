@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.errors import ModelCapabilityError, TemporalDataError
+from tgeval.errors import ModelCapabilityError, ModelConfigError, ProtocolError, TemporalDataError
 from tgeval.state import State, initial_buffers, reset_of, restore_into, snapshot_of
 
 __all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer", "scores_pair_by_pair",
@@ -92,7 +92,7 @@ class TemporalLinkModel(nn.Module):
     def __init__(self, num_nodes: int) -> None:
         super().__init__()
         if num_nodes < 1:
-            raise ValueError(f"num_nodes must be >= 1, got {num_nodes}.")
+            raise ModelConfigError(f"num_nodes must be >= 1, got {num_nodes}.")
         self.num_nodes = int(num_nodes)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -166,18 +166,18 @@ class TemporalLinkModel(nn.Module):
         raise NotImplementedError
 
     def check_history(self, history: str, action: str = "score") -> None:
-        """Raise ``ValueError`` when the model cannot be scored (``action``: ``"score"``, ``"be
+        """Raise :class:`~tgeval.errors.ProtocolError` when the model cannot be scored (``action``: ``"score"``, ``"be
         trained"``) under ``history``: ``"exact"`` needs :attr:`exact_history`, ``"neighbors"``
         :attr:`batch_neighbors`; ``"batch"`` fits every model."""
         name = type(self).__name__
         if history == "exact" and not self.exact_history:
-            raise ValueError(f"{name} cannot {action} from exact per-timestamp history inside a merged batch (its "
-                             f"state is as of the batch start): use history='batch' (the staleness is reported), "
-                             f"or batch_size=1 for one timestamp group per batch.")
+            raise ProtocolError(f"{name} cannot {action} from exact per-timestamp history inside a merged batch (its "
+                                f"state is as of the batch start): use history='batch' (the staleness is reported), "
+                                f"or batch_size=1 for one timestamp group per batch.")
         if history == "neighbors" and not self.batch_neighbors:
-            raise ValueError(f"{name} has no neighbour lists that read a batch's earlier events (batch_neighbors is "
-                             f"False): history='neighbors' is for TGN with time_gap='query'; use "
-                             f"{'exact' if self.exact_history else 'batch'}.")
+            raise ProtocolError(f"{name} has no neighbour lists that read a batch's earlier events (batch_neighbors is "
+                                f"False): history='neighbors' is for TGN with time_gap='query'; use "
+                                f"{'exact' if self.exact_history else 'batch'}.")
 
     def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
         """Prepare all-entity scoring of a batch against ``candidates`` (``[C]``).

@@ -18,6 +18,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
+from tgeval.errors import ModelConfigError
+
 __all__ = ["ModelConfig", "TGNConfig", "DyRepConfig", "GraphMixerConfig", "DATA_FIELDS", "from_data", "hyperparameters",
            "check_config", "MAX_WIDTH", "MAX_NEIGHBORS", "MAX_LAYERS", "MAX_PARAMETERS"]
 
@@ -52,7 +54,7 @@ def hyperparameters(config: type) -> dict[str, tuple[type, Any]]:
 
 
 def check_config(config: Any) -> None:
-    """Raise ``ValueError`` for a config field out of range: widths and counts >= 1 (``node_dim``
+    """Raise :class:`~tgeval.errors.ModelConfigError` for a config field out of range: widths and counts >= 1 (``node_dim``
     >= 0) and at most their bound (:data:`MAX_WIDTH`, :data:`MAX_NEIGHBORS`, :data:`MAX_LAYERS`),
     ``dropout`` in [0, 1), a ``Literal`` field one of its values; then a model of more than
     :data:`MAX_PARAMETERS` parameters (``config.parameter_count()``, where the class has it)."""
@@ -62,24 +64,24 @@ def check_config(config: Any) -> None:
         value = getattr(config, f.name)
         if get_origin(hints[f.name]) is Literal:
             if value not in get_args(hints[f.name]):
-                raise ValueError(f"{type(config).__name__}.{f.name} must be one of {list(get_args(hints[f.name]))}, "
-                                 f"got {value!r}.")
+                raise ModelConfigError(f"{type(config).__name__}.{f.name} must be one of "
+                                       f"{list(get_args(hints[f.name]))}, got {value!r}.")
             continue
         if hints[f.name] is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ValueError(f"{type(config).__name__}.{f.name} must be an int, got {value!r}.")
+            raise ModelConfigError(f"{type(config).__name__}.{f.name} must be an int, got {value!r}.")
         low = 0 if f.name == "node_dim" else 1
         if f.name == "dropout" and not 0.0 <= value < 1.0:
-            raise ValueError(f"{type(config).__name__}.dropout must be in [0, 1), got {value!r}.")
+            raise ModelConfigError(f"{type(config).__name__}.dropout must be in [0, 1), got {value!r}.")
         if hints[f.name] is int and value < low:
-            raise ValueError(f"{type(config).__name__}.{f.name} must be >= {low}, got {value}.")
+            raise ModelConfigError(f"{type(config).__name__}.{f.name} must be >= {low}, got {value}.")
         if value > _BOUNDS.get(f.name, value):
-            raise ValueError(f"{name}.{f.name} must be <= {_BOUNDS[f.name]:,}, got {value:,}: pass a smaller "
-                             f"{f.name} (the recipes use {getattr(type(config), f.name)}).")
+            raise ModelConfigError(f"{name}.{f.name} must be <= {_BOUNDS[f.name]:,}, got {value:,}: pass a smaller "
+                                   f"{f.name} (the recipes use {getattr(type(config), f.name)}).")
     count = getattr(config, "parameter_count", lambda: None)()
     if count is not None and count > MAX_PARAMETERS:
         widths = ", ".join(f"{key}={getattr(config, key)}" for key in _BOUNDS if hasattr(config, key))
-        raise ValueError(f"{name} with {widths} has {count:,} parameters, more than {MAX_PARAMETERS:,} (2^30: 4 GiB of "
-                         f"float32, 16 GiB to train with Adam): pass smaller widths.")
+        raise ModelConfigError(f"{name} with {widths} has {count:,} parameters, more than {MAX_PARAMETERS:,} (2^30: 4 "
+                               f"GiB of float32, 16 GiB to train with Adam): pass smaller widths.")
 
 
 def _linear(inputs: int, outputs: int, bias: bool = True) -> int:
@@ -182,7 +184,7 @@ class DyRepConfig(ModelConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.memory_dim % 2:
-            raise ValueError(f"DyRepConfig.memory_dim must be even (two attention heads), got {self.memory_dim}.")
+            raise ModelConfigError(f"DyRepConfig.memory_dim must be even (two attention heads), got {self.memory_dim}.")
 
 
 @dataclass(frozen=True)

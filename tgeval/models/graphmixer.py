@@ -23,6 +23,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from tgeval.errors import ModelConfigError
 from tgeval.models.config import GraphMixerConfig
 from tgeval.models.layers import FixedTimeEncoder, MixerBlock
 from tgeval.models.neighbors import NeighborBuffer
@@ -47,10 +48,11 @@ class GraphMixer(NeuralLinkModel):
         num_nodes, node_dim, hidden_dim = config.num_nodes, config.node_dim, config.hidden_dim
         if node_features is not None:
             if node_features.dim() != 2 or node_features.size(0) != num_nodes:
-                raise ValueError(f"node_features must be [num_nodes={num_nodes}, F], got {tuple(node_features.shape)}.")
+                raise ModelConfigError(f"node_features must be [num_nodes={num_nodes}, F], got "
+                                       f"{tuple(node_features.shape)}.")
             if node_dim not in (0, node_features.size(1)):
-                raise ValueError(f"node_features has {node_features.size(1)} columns, the config's node_dim is "
-                                 f"{node_dim}; leave node_dim at 0 (it is set from the features).")
+                raise ModelConfigError(f"node_features has {node_features.size(1)} columns, the config's node_dim is "
+                                       f"{node_dim}; leave node_dim at 0 (it is set from the features).")
             node_dim = node_features.size(1)
             config = dataclasses.replace(config, node_dim=node_dim)
         elif node_dim:

@@ -32,6 +32,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import PAD, Occurrences, merge_slots
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
+from tgeval.errors import ModelConfigError, TemporalDataError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer, time_store
 from tgeval.state import State, clone_state
 
@@ -50,16 +51,16 @@ def edgebank_window(window: Union[int, float, None]) -> Union[int, float, None]:
     positive duration itself (an int stays an exact int; numpy scalars become Python numbers).
 
     Raises:
-        ValueError: ``window`` is NaN, zero, negative or not a number.
+        ModelConfigError: ``window`` is NaN, zero, negative or not a number.
     """
     if window is None:
         return None
     if isinstance(window, bool) or not isinstance(window, numbers.Real):
-        raise ValueError(f"window must be a positive duration (int or float) or None, got {window!r}.")
+        raise ModelConfigError(f"window must be a positive duration (int or float) or None, got {window!r}.")
     value = int(window) if isinstance(window, numbers.Integral) else float(window)
     if not value > 0:  # NaN included
-        raise ValueError(f"window must be a positive duration or None (unlimited), got {window!r}; for unlimited "
-                         f"memory pass None or inf.")
+        raise ModelConfigError(f"window must be a positive duration or None (unlimited), got {window!r}; for unlimited "
+                               f"memory pass None or inf.")
     return None if value >= UNLIMITED_WINDOW else value
 
 
@@ -78,15 +79,16 @@ def tgb_time_window(t_min: Union[int, float], t_max: Union[int, float], ratio: f
     events and keep it through validation and test.
 
     Raises:
-        ValueError: ``ratio`` is not in ``(0, 1]``, or the events span no time (``w`` is not positive).
+        ModelConfigError: ``ratio`` is not in ``(0, 1]``.
+        TemporalDataError: the events span no time (``w`` is not positive).
     """
     if not 0 < ratio <= 1:
-        raise ValueError(f"ratio must be in (0, 1] (TGB's default: 0.15), got {ratio!r}.")
+        raise ModelConfigError(f"ratio must be in (0, 1] (TGB's default: 0.15), got {ratio!r}.")
     start = float(t_min) + float(t_max - t_min) * (1 - ratio)  # as numpy computes it: int64 span, then float64
     window = float(t_max) - start
     if not window > 0:
-        raise ValueError(f"the events span no time (t_min={t_min!r}, t_max={t_max!r}), so TGB's window would be "
-                         f"{window!r}; initialise it with events of more than one timestamp.")
+        raise TemporalDataError(f"the events span no time (t_min={t_min!r}, t_max={t_max!r}), so TGB's window would be "
+                               f"{window!r}; initialise it with events of more than one timestamp.")
     return window
 
 
@@ -177,9 +179,10 @@ class EdgeBank(_BufferState):
                  anchor: str = "query") -> None:
         super().__init__(num_nodes)
         if anchor not in WINDOW_ANCHORS:
-            raise ValueError(f"anchor must be one of {', '.join(map(repr, WINDOW_ANCHORS))}, got {anchor!r}.")
+            raise ModelConfigError(f"anchor must be one of {', '.join(map(repr, WINDOW_ANCHORS))}, got {anchor!r}.")
         if num_nodes > MAX_PAIR_KEY_NODES:
-            raise ValueError(f"num_nodes={num_nodes} is too large for int64 pair keys (at most {MAX_PAIR_KEY_NODES:,}).")
+            raise ModelConfigError(f"num_nodes={num_nodes} is too large for int64 pair keys (at most "
+                                   f"{MAX_PAIR_KEY_NODES:,}).")
         self.window = edgebank_window(window)
         #: the window asked for when it was clamped to unlimited (recorded by describe), else None
         self.window_given = None if self.window is not None or window is None else repr(window)
@@ -703,7 +706,7 @@ class Popularity(_BufferState):
     def __init__(self, num_nodes: int, half_life: Optional[float] = None) -> None:
         super().__init__(num_nodes)
         if half_life is not None and not half_life > 0:
-            raise ValueError(f"half_life must be positive or None, got {half_life}.")
+            raise ModelConfigError(f"half_life must be positive or None, got {half_life}.")
         self.half_life = half_life
         self.exact_history = half_life is None
         self.register_buffer("in_degree", torch.zeros(num_nodes, dtype=torch.float64), persistent=False)
@@ -835,13 +838,14 @@ class _EventCounts(_BufferState):
                  half_life: Optional[float] = None) -> None:
         super().__init__(num_nodes)
         if self.scope == "local" and num_nodes > MAX_PAIR_KEY_NODES:
-            raise ValueError(f"num_nodes={num_nodes} is too large for int64 pair keys (at most {MAX_PAIR_KEY_NODES:,}).")
+            raise ModelConfigError(f"num_nodes={num_nodes} is too large for int64 pair keys (at most "
+                                   f"{MAX_PAIR_KEY_NODES:,}).")
         if half_life is not None and not half_life > 0:
-            raise ValueError(f"half_life must be positive or None, got {half_life}.")
+            raise ModelConfigError(f"half_life must be positive or None, got {half_life}.")
         self.window = edgebank_window(window)
         if self.window is not None and half_life is not None:
-            raise ValueError(f"give a window or a half_life, not both (window={window!r}, half_life={half_life!r}): "
-                             f"a half-life already discounts old events.")
+            raise ModelConfigError(f"give a window or a half_life, not both (window={window!r}, "
+                                   f"half_life={half_life!r}): a half-life already discounts old events.")
         self._floor = None if self.window is None else math.floor(self.window)
         self.half_life = half_life
         self.exact_history = half_life is None

@@ -25,6 +25,8 @@ from torch import Tensor, nn
 from torch_geometric.nn import TransformerConv
 from torch_geometric.nn.models.tgn import TimeEncoder
 
+from tgeval.errors import ModelConfigError
+
 __all__ = ["GraphAttentionEmbedding", "LinkDecoder", "FixedTimeEncoder", "MixerBlock", "BitDropout"]
 
 
@@ -49,7 +51,7 @@ class GraphAttentionEmbedding(nn.Module):
     def __init__(self, in_dim: int, out_dim: int, msg_dim: int, time_enc: TimeEncoder, dropout: float = 0.1) -> None:
         super().__init__()
         if out_dim % 2:
-            raise ValueError(f"the embedding dimension must be even (two attention heads), got {out_dim}.")
+            raise ModelConfigError(f"the embedding dimension must be even (two attention heads), got {out_dim}.")
         self.time_enc = time_enc
         self.conv = TransformerConv(in_dim, out_dim // 2, heads=2, dropout=dropout,
                                     edge_dim=msg_dim + time_enc.out_channels)
@@ -151,7 +153,7 @@ class BitDropout(nn.Module):
     def __init__(self, p: float = 0.1) -> None:
         super().__init__()
         if not 0.0 <= p < 1.0:
-            raise ValueError(f"dropout probability must be in [0, 1), got {p}.")
+            raise ModelConfigError(f"dropout probability must be in [0, 1), got {p}.")
         self.p = float(p)
         self.threshold = -2**31 + round(self.p * 2**32)
 

@@ -46,6 +46,7 @@ from torch_geometric.nn.models.tgn import TGNMemory
 from torch_geometric.utils import scatter
 
 from tgeval.device import host_ints, positions
+from tgeval.errors import ModelConfigError
 from tgeval.models.base import time_store
 from tgeval.state import State, clone_state
 
@@ -106,9 +107,9 @@ class TensorMemory(TGNMemory):
         if cell == "rnn":
             self.gru = nn.RNNCell(self.gru.input_size, memory_dim)  # type: ignore[assignment,has-type]
         elif cell != "gru":
-            raise ValueError(f"cell must be 'gru' or 'rnn', got {cell!r}.")
+            raise ModelConfigError(f"cell must be 'gru' or 'rnn', got {cell!r}.")
         if time_origin not in ("start", "zero"):
-            raise ValueError(f"time_origin must be 'start' or 'zero', got {time_origin!r}.")
+            raise ModelConfigError(f"time_origin must be 'start' or 'zero', got {time_origin!r}.")
         self.time_origin = time_origin
         self._reset_origin()
         self._assoc.zero_()  # PyG's scratch buffer (unused here) is saved in state_dict: no uninitialised bytes

@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import LastNeighborLoader
 
 from tgeval.data.sorted_keys import Occurrences
+from tgeval.errors import ModelConfigError
 from tgeval.models.base import time_store
 from tgeval.state import State, clone_state
 
@@ -63,7 +64,7 @@ class NeighborBuffer(nn.Module):
     def __init__(self, num_nodes: int, size: int, msg_dim: int) -> None:
         super().__init__()
         if size < 1:
-            raise ValueError(f"size must be >= 1, got {size}.")
+            raise ModelConfigError(f"size must be >= 1, got {size}.")
         self.size = int(size)
         self.msg_dim = int(msg_dim)
         self.loader = LastNeighborLoader(num_nodes, size)

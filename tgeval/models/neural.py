@@ -34,7 +34,7 @@ from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.device import host_ints, positions
-from tgeval.errors import DataFormatError, ModelCapabilityError
+from tgeval.errors import DataFormatError, ModelCapabilityError, ModelConfigError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel
 from tgeval.models.layers import LinkDecoder
 from tgeval.models.memory import TensorMemory
@@ -95,8 +95,8 @@ class NeuralLinkModel(TemporalLinkModel):
     def __init__(self, config: Any, embedding_dim: int) -> None:
         super().__init__(config.num_nodes)
         if config.msg_dim < 1:
-            raise ValueError(f"msg_dim must be >= 1 (use 1, a zero column, for data without features), got "
-                             f"{config.msg_dim}.")
+            raise ModelConfigError(f"msg_dim must be >= 1 (use 1, a zero column, for data without features), got "
+                                   f"{config.msg_dim}.")
         self.config = config
         self.msg_dim = config.msg_dim
         self.decoder = LinkDecoder(embedding_dim)

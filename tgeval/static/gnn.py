@@ -22,7 +22,8 @@ from torch import Tensor, nn
 from torch_geometric.nn import GCNConv, SAGEConv
 
 from tgeval.choices import GNN_MODELS
-from tgeval.samplers._draw import derived_seed
+from tgeval.errors import ModelConfigError
+from tgeval.rng import derived_seed
 from tgeval.static.graph import StaticGraph
 from tgeval.static.negatives import PairSampler, Weighting
 
@@ -58,10 +59,10 @@ class LinkGNN(nn.Module):
     def __init__(self, num_nodes: int, config: GNNConfig) -> None:
         super().__init__()
         if config.encoder not in GNN_MODELS or config.decoder not in ("dot", "mlp"):
-            raise ValueError(f"encoder must be one of {GNN_MODELS} and decoder 'dot' or 'mlp', got "
-                             f"{config.encoder!r} and {config.decoder!r}.")
+            raise ModelConfigError(f"encoder must be one of {GNN_MODELS} and decoder 'dot' or 'mlp', got "
+                                   f"{config.encoder!r} and {config.decoder!r}.")
         if config.layers < 1 or config.dim < 1:
-            raise ValueError(f"layers and dim must be >= 1, got {config.layers} and {config.dim}.")
+            raise ModelConfigError(f"layers and dim must be >= 1, got {config.layers} and {config.dim}.")
         self.config = config
         self.embedding = nn.Embedding(num_nodes, config.dim)
         conv = GCNConv if config.encoder == "gcn" else SAGEConv

@@ -21,7 +21,7 @@ from torch import Tensor
 from torch_geometric.data import Data, TemporalData
 
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
-from tgeval.errors import StaticGraphError
+from tgeval.errors import SplitError, StaticGraphError
 from tgeval.samplers.counter_rng import counter_uniform
 
 __all__ = ["StaticGraph", "EdgeSplit", "from_pyg", "static_graph", "random_edge_split", "edge_keys"]
@@ -237,10 +237,10 @@ def random_edge_split(graph: StaticGraph, test_fraction: float = 0.25, *, seed: 
 
     Raises:
         StaticGraphError: ``T`` would be ``0`` or ``E`` (an empty test set or training graph).
-        ValueError: ``test_fraction`` outside ``(0, 1)``.
+        SplitError: ``test_fraction`` outside ``(0, 1)``.
     """
     if not 0.0 < float(test_fraction) < 1.0:
-        raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction!r}.")
+        raise SplitError(f"test_fraction must lie in (0, 1), got {test_fraction!r}.")
     e = graph.num_edges
     t = int(round(float(test_fraction) * e))
     if t < 1 or t >= e:

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from tgeval.choices import HEART_HEURISTICS, HeartHeuristic
-from tgeval.errors import SamplerError
+from tgeval.errors import ProtocolError, SamplerError
 from tgeval.eval.metrics import TiePolicy, count_above_equal, hits_at_k, rank_from_counts
 from tgeval.static.graph import StaticGraph
 from tgeval.static.heuristics import Adjacency, Heuristic, PairScorer, score_pairs
@@ -99,9 +99,9 @@ def heart_negatives(adj: Adjacency, graph: StaticGraph, positives: Tensor, num: 
         SamplerError: an endpoint has fewer non-edges than its half of M (without ``replace``).
     """
     if heuristic not in HEART_HEURISTICS:
-        raise ValueError(f"heuristic must be one of {HEART_HEURISTICS}, got {heuristic!r}.")
+        raise ProtocolError(f"heuristic must be one of {HEART_HEURISTICS}, got {heuristic!r}.")
     if num < 1:
-        raise ValueError(f"num must be >= 1, got {num}.")
+        raise ProtocolError(f"num must be >= 1, got {num}.")
     first, second = (num + 1) // 2, num // 2
     u, v = positives
     keep_u, short_u = _corruptions(adj, u, first, heuristic, graph, seed, replace)

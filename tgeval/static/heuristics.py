@@ -51,7 +51,7 @@ from torch import Tensor
 from tgeval.choices import STATIC_HEURISTICS as HEURISTICS
 from tgeval.choices import StaticHeuristic as Heuristic
 from tgeval.data.sorted_keys import expand_ranges, is_member
-from tgeval.errors import StaticGraphError
+from tgeval.errors import ProtocolError, StaticGraphError
 from tgeval.static.graph import StaticGraph
 
 __all__ = ["Heuristic", "HEURISTICS", "BIPARTITE_UNDEFINED", "PairScorer", "Adjacency", "adjacency",
@@ -247,9 +247,9 @@ def heuristic_scores(adj: Adjacency, src: Tensor, dst: Tensor, method: Heuristic
         tensor([1.], dtype=torch.float64)
     """
     if method not in HEURISTICS:
-        raise ValueError(f"method must be one of {HEURISTICS}, got {method!r}.")
+        raise ProtocolError(f"method must be one of {HEURISTICS}, got {method!r}.")
     if src.shape != dst.shape or src.dim() != 1:
-        raise ValueError(f"src and dst must be 1-D of one shape, got {tuple(src.shape)} and {tuple(dst.shape)}.")
+        raise StaticGraphError(f"src and dst must be 1-D of one shape, got {tuple(src.shape)} and {tuple(dst.shape)}.")
     reason = not_applicable(adj, method)
     if reason is not None:
         raise StaticGraphError(f"{method} {reason}. Use cn, aa, ra (counted over paths of length 3) or pa instead.")

@@ -45,7 +45,7 @@ import torch
 from torch import Tensor
 
 from tgeval.choices import WEIGHTINGS, Weighting
-from tgeval.errors import SamplerError, StaticGraphError
+from tgeval.errors import ProtocolError, SamplerError, StaticGraphError
 from tgeval.samplers.counter_rng import counter_uniform
 from tgeval.data.sorted_keys import is_member, merge_slots
 from tgeval.static.graph import StaticGraph, edge_keys
@@ -83,9 +83,9 @@ class PairSampler:
     def __init__(self, graph: StaticGraph, *, weighting: Weighting, exclude: Optional[Tensor] = None,
                  stubs: Optional[Tensor] = None) -> None:
         if weighting not in WEIGHTINGS:
-            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}.")
+            raise ProtocolError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}.")
         if exclude is not None and (exclude.dim() != 2 or exclude.size(0) != 2):
-            raise ValueError(f"exclude must be an edge_index [2, X], got shape {tuple(exclude.shape)}.")
+            raise StaticGraphError(f"exclude must be an edge_index [2, X], got shape {tuple(exclude.shape)}.")
         self.weighting = weighting
         self.num_nodes = n = graph.num_nodes
         self.dst_offset = d = graph.dst_offset
@@ -142,7 +142,7 @@ class PairSampler:
         """
         num = int(num)
         if num < 0:
-            raise ValueError(f"num must be >= 0, got {num}.")
+            raise ProtocolError(f"num must be >= 0, got {num}.")
         need = min(num, 1) if replace else num
         if need > self.num_available:
             raise SamplerError(f"{num} distinct negative pairs were asked for, but the graph has only "
@@ -208,9 +208,9 @@ class PairSampler:
 def _stubs(graph: StaticGraph, stubs: Tensor, weighting: Weighting) -> Tensor:
     """``stubs`` checked (PairSampler's argument), each pair ordered ``u <= v``: int64 ``[2, S]``."""
     if weighting != "degree":
-        raise ValueError(f"stubs give the draw list of weighting='degree', not of {weighting!r}.")
+        raise ProtocolError(f"stubs give the draw list of weighting='degree', not of {weighting!r}.")
     if stubs.dim() != 2 or stubs.size(0) != 2 or stubs.size(1) == 0:
-        raise ValueError(f"stubs must be a non-empty edge_index [2, S], got shape {tuple(stubs.shape)}.")
+        raise StaticGraphError(f"stubs must be a non-empty edge_index [2, S], got shape {tuple(stubs.shape)}.")
     ends = torch.sort(stubs.to(graph.device).long(), dim=0).values
     if int(ends.min()) < 0 or int(ends.max()) >= graph.num_nodes:
         raise StaticGraphError(f"stubs hold ids in [{int(ends.min())}, {int(ends.max())}], outside the graph's "

@@ -25,6 +25,7 @@ import math
 import torch
 from torch import Tensor
 
+from tgeval.errors import ProtocolError
 from tgeval.static.heuristics import Adjacency
 
 __all__ = ["personalized_pagerank", "PageRankScorer", "pagerank_steps", "ALPHA", "TOL"]
@@ -37,9 +38,9 @@ _BUDGET = 1 << 22  # entries of one [n, S] block of PPR vectors (32 MiB of float
 def pagerank_steps(alpha: float, tol: float) -> int:
     """Power-iteration steps ``K`` that bound every vector's L1 error by ``tol`` (module docstring)."""
     if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha (the teleport probability) must lie in (0, 1), got {alpha}.")
+        raise ProtocolError(f"alpha (the teleport probability) must lie in (0, 1), got {alpha}.")
     if not 0.0 < tol < 2.0:
-        raise ValueError(f"tol must lie in (0, 2), got {tol}.")
+        raise ProtocolError(f"tol must lie in (0, 2), got {tol}.")
     return max(1, math.ceil(math.log(tol / 2.0) / math.log(1.0 - alpha)))
 
 

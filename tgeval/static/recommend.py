@@ -35,6 +35,7 @@ from torch import Tensor
 
 from tgeval.samplers.counter_rng import counter_uniform
 from tgeval.data.sorted_keys import is_member
+from tgeval.errors import MetricInputError, ProtocolError, StaticGraphError
 from tgeval.static.graph import edge_keys
 from tgeval.static.heuristics import Adjacency, Heuristic, PairScorer, score_pairs
 
@@ -65,7 +66,7 @@ def top_c(adj: Adjacency, method: Union[Heuristic, PairScorer], sources: Tensor,
         than ``C`` candidates.
     """
     if c < 1:
-        raise ValueError(f"c must be >= 1, got {c}.")
+        raise ProtocolError(f"c must be >= 1, got {c}.")
     n, device = adj.num_nodes, sources.device
     rows = max(1, min(sources.numel(), budget // n))
     width = max(1, min(n, budget // rows))
@@ -112,13 +113,13 @@ def vcmpr_per_node(top: Tensor, sources: Tensor, test: Tensor, num_nodes: int) -
         num_nodes: bound of the ids.
 
     Raises:
-        ValueError: a source has no test edge (VCMPR is averaged over nodes that have one).
+        StaticGraphError: a source has no test edge (VCMPR is averaged over nodes that have one).
     """
     test_keys = torch.unique(edge_keys(test[0], test[1], num_nodes))
     test_degree = torch.bincount(test.flatten(), minlength=num_nodes)[sources]
     if bool((test_degree == 0).any()):
-        raise ValueError("every source of vcmpr_per_node must have at least one test edge; select them with "
-                         "`torch.nonzero(torch.bincount(test.flatten(), minlength=n)).flatten()`.")
+        raise StaticGraphError("every source of vcmpr_per_node must have at least one test edge; select them with "
+                               "`torch.nonzero(torch.bincount(test.flatten(), minlength=n)).flatten()`.")
     hit = is_member(test_keys, edge_keys(sources[:, None].expand_as(top), top.clamp(min=0), num_nodes)) & (top >= 0)
     return hit.sum(1).double() / test_degree.clamp(max=top.size(1)).double()
 
@@ -127,12 +128,13 @@ def agreement(first: Sequence[str], second: Sequence[str]) -> list[float]:
     """Agreement :math:`A_d = |S_{:d} \\cap T_{:d}| / d` for ``d = 1..k`` of two rankings of length ``k``.
 
     Raises:
-        ValueError: the rankings differ in length, are empty, or repeat an item.
+        MetricInputError: the rankings differ in length, are empty, or repeat an item.
     """
     if len(first) != len(second) or not first:
-        raise ValueError(f"the two rankings must be non-empty and of one length, got {len(first)} and {len(second)}.")
+        raise MetricInputError(f"the two rankings must be non-empty and of one length, got {len(first)} and "
+                               f"{len(second)}.")
     if len(set(first)) != len(first) or len(set(second)) != len(second):
-        raise ValueError(f"a ranking must not repeat an item, got {list(first)} and {list(second)}.")
+        raise MetricInputError(f"a ranking must not repeat an item, got {list(first)} and {list(second)}.")
     seen_first: set[str] = set()
     seen_second: set[str] = set()
     common, out = 0, []
@@ -154,7 +156,7 @@ def rank_biased_overlap(first: Sequence[str], second: Sequence[str], p: float) -
         0.5
     """
     if not 0.0 < p < 1.0:
-        raise ValueError(f"p must lie in (0, 1), got {p!r}.")
+        raise ProtocolError(f"p must lie in (0, 1), got {p!r}.")
     a = agreement(first, second)
     return a[-1] * p ** len(a) + (1.0 - p) * sum(x * p**d for d, x in enumerate(a))
 

@@ -45,13 +45,13 @@ from torch import Tensor
 from tgeval.atomic import write_atomic_group
 from tgeval.data.hashing import tensor_checksum
 from tgeval.eval.metrics import auroc, average_precision
-from tgeval.samplers._draw import derived_seed
+from tgeval.rng import derived_seed
 from tgeval.static.degree_bias import lognormal_sigma, pa_auroc_analytic
 from tgeval.data.sorted_keys import is_member
 from tgeval.static.graph import EdgeSplit, StaticGraph, edge_keys, random_edge_split
 from tgeval.static.heart import HeartHeuristic, heart_negatives, heart_ranking
 from tgeval.static.gnn import GNN_MODELS, GNNConfig, TrainedGNN, train_link_gnn
-from tgeval.errors import StaticGraphError
+from tgeval.errors import ProtocolError, StaticGraphError
 from tgeval.static.heuristics import (HEURISTICS, Adjacency, Heuristic, PairScorer, adjacency, not_applicable,
                                       score_pairs)
 from tgeval.static.negatives import PairSampler, Weighting
@@ -91,8 +91,8 @@ class StaticBenchmark:
         if name in self.trained:
             return self.trained[name]
         if name not in HEURISTICS:
-            raise ValueError(f"unknown method {name!r}: use a heuristic of {HEURISTICS}"
-                             + (f" or a trained GNN of {sorted(self.trained)}" if self.trained else
+            raise ProtocolError(f"unknown method {name!r}: use a heuristic of {HEURISTICS}"
+                                + (f" or a trained GNN of {sorted(self.trained)}" if self.trained else
                                 f" (GNNs {GNN_MODELS} need with_gnns first)") + ".")
         return cast(Heuristic, name)
 
@@ -123,7 +123,7 @@ def with_gnns(bench: StaticBenchmark, names: Sequence[str], config: GNNConfig = 
     (the encoder) trained on its training graph under ``config``."""
     unknown = [m for m in names if m not in GNN_MODELS]
     if unknown:
-        raise ValueError(f"GNN baselines are {GNN_MODELS}, got {unknown}.")
+        raise ProtocolError(f"GNN baselines are {GNN_MODELS}, got {unknown}.")
     trained = {m: train_link_gnn(bench.split.train, replace(config, encoder=cast(Any, m))) for m in names}
     return replace(bench, trained={**bench.trained, **trained})
 
@@ -190,7 +190,7 @@ def static_report(bench: StaticBenchmark, *, c: int = 50, rbo_p: float = 0.5,
         StaticGraphError: no method of ``methods`` applies to the graph.
     """
     if not methods:
-        raise ValueError("methods must name at least one method.")
+        raise ProtocolError("methods must name at least one method.")
     for m in methods:
         bench.scorer(m)  # unknown names fail before any work
     methods, skipped = _applicable(bench, methods)

@@ -32,7 +32,7 @@ import torch
 from torch import Tensor
 
 from tgeval.choices import SHIFT_HEURISTICS, ShiftHeuristic
-from tgeval.errors import StaticGraphError
+from tgeval.errors import MetricInputError, ProtocolError, SplitError, StaticGraphError
 from tgeval.samplers.counter_rng import counter_uniform
 from tgeval.static.graph import StaticGraph
 from tgeval.static.heuristics import Adjacency, adjacency, heuristic_scores
@@ -57,7 +57,7 @@ def shortest_path_lengths(adj: Adjacency, src: Tensor, dst: Tensor, *, max_depth
         budget: most ``n x links`` cells per batch.
     """
     if max_depth < 1:
-        raise ValueError(f"max_depth must be >= 1, got {max_depth}.")
+        raise ProtocolError(f"max_depth must be >= 1, got {max_depth}.")
     n, device = adj.num_nodes, src.device
     out = torch.full((src.numel(),), -1, dtype=torch.long, device=device)
     width = max(1, budget // max(n, 1))
@@ -86,7 +86,7 @@ def shortest_path_lengths(adj: Adjacency, src: Tensor, dst: Tensor, *, max_depth
 def link_scores(graph: StaticGraph, heuristic: ShiftHeuristic, *, max_depth: int = 6) -> Tensor:
     """:math:`h(e)` of every link of ``graph`` (module docstring): float64 ``[E]``."""
     if heuristic not in SHIFT_HEURISTICS:
-        raise ValueError(f"heuristic must be one of {SHIFT_HEURISTICS}, got {heuristic!r}.")
+        raise ProtocolError(f"heuristic must be one of {SHIFT_HEURISTICS}, got {heuristic!r}.")
     u, v = graph.edge_index
     if heuristic != "sp":
         return heuristic_scores(adjacency(graph), u, v, heuristic)
@@ -104,7 +104,7 @@ def wasserstein_1d(a: Tensor, b: Tensor) -> Tensor:
         tensor(1., dtype=torch.float64)
     """
     if a.numel() == 0 or b.numel() == 0:
-        raise ValueError(f"both samples must be non-empty, got {a.numel()} and {b.numel()} values.")
+        raise MetricInputError(f"both samples must be non-empty, got {a.numel()} and {b.numel()} values.")
     a, b = torch.sort(a.double()).values, torch.sort(b.double()).values
     z = torch.unique(torch.cat([a, b]))
     fa = torch.searchsorted(a, z[:-1], right=True).double() / a.numel()
@@ -166,12 +166,13 @@ def shift_split(graph: StaticGraph, heuristic: ShiftHeuristic, thresholds: Seque
 
     Raises:
         StaticGraphError: a split would be empty (the message gives the score range).
-        ValueError: ``i_train > i_valid``, a negative cap, or an unknown heuristic.
+        SplitError: ``i_train > i_valid`` or a negative cap.
+        ProtocolError: an unknown heuristic.
     """
     if len(thresholds) != 2 or float(thresholds[0]) > float(thresholds[1]):
-        raise ValueError(f"thresholds must be (i_train, i_valid) with i_train <= i_valid, got {tuple(thresholds)}.")
+        raise SplitError(f"thresholds must be (i_train, i_valid) with i_train <= i_valid, got {tuple(thresholds)}.")
     if len(caps) != 3 or any(c is not None and c < 1 for c in caps):
-        raise ValueError(f"caps must be three sizes >= 1 (or None) for train, valid, test; got {tuple(caps)}.")
+        raise SplitError(f"caps must be three sizes >= 1 (or None) for train, valid, test; got {tuple(caps)}.")
     low, high = float(thresholds[0]), float(thresholds[1])
     h = link_scores(graph, heuristic, max_depth=max_depth)
     below, middle, above = h <= low, (h > low) & (h <= high), h > high

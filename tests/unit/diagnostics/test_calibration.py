@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from tgeval.diagnostics.calibration import PRIOR_SHIFT_WARNING, prior_shift_correction
+from tgeval.errors import MetricInputError, ProtocolError
 
 
 def test_matches_odds_formula_by_hand_and_warns():
@@ -35,7 +36,7 @@ def test_logit_input_adds_log_odds_difference():
 
 
 def test_rejects_bad_priors_and_probabilities():
-    with pytest.raises(ValueError, match="pi_deploy"):
+    with pytest.raises(ProtocolError, match="pi_deploy"):
         prior_shift_correction(torch.zeros(1), pi_sample=0.5, pi_deploy=1.0)
-    with pytest.raises(ValueError, match="probabilities"):
+    with pytest.raises(MetricInputError, match="probabilities"):
         prior_shift_correction(torch.tensor([1.5]), pi_sample=0.5, pi_deploy=0.5, logits=False)

@@ -1,5 +1,5 @@
 """Upper bounds of the neural models' config fields: a width, neighbour count or depth far above any
-sensible one, or a model whose parameters would not fit in memory, is a ``ValueError`` naming the field
+sensible one, or a model whose parameters would not fit in memory, is a ``ModelConfigError`` naming the field
 and the fix when the config is made, before anything is allocated (the command line: exit 2)."""
 
 import dataclasses
@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tgeval.cli import main
+from tgeval.errors import ModelConfigError
 from tgeval.models import DyRepConfig, GraphMixerConfig, TGNConfig, registry
 from tgeval.models.config import MAX_LAYERS, MAX_NEIGHBORS, MAX_PARAMETERS, MAX_WIDTH
 
@@ -32,7 +33,7 @@ def test_a_field_above_its_bound_is_refused_with_the_fix(config, field):
     bound = BOUNDS[field]
     assert getattr(config(10, **{field: bound}), field) == bound  # the bound itself is allowed
     for value in (bound + 2, 10**12, 2**70):
-        with pytest.raises(ValueError, match=rf"{config.__name__}\.{field} must be <= {bound:,}, got {value:,}: pass a "
+        with pytest.raises(ModelConfigError, match=rf"{config.__name__}\.{field} must be <= {bound:,}, got {value:,}: pass a "
                                              rf"smaller {field} \(the recipes use \d+\)"):
             config(10, **{field: value})
 
@@ -44,7 +45,7 @@ def test_a_field_above_its_bound_is_refused_with_the_fix(config, field):
 ])
 def test_a_model_too_large_for_memory_is_refused(config, options):
     """Each field within its bound, the parameters together beyond 2^30."""
-    with pytest.raises(ValueError, match=rf"{config.__name__} with .* has [\d,]+ parameters, more than "
+    with pytest.raises(ModelConfigError, match=rf"{config.__name__} with .* has [\d,]+ parameters, more than "
                                          rf"{MAX_PARAMETERS:,} .*: pass smaller widths"):
         config(10, **options)
 
@@ -75,4 +76,4 @@ def test_the_command_line_refuses_it_before_any_work(tmp_path, capsys, flags, me
     torch.manual_seed(0)
     assert main(["train", str(path), "--format", "snap", "--epochs", "1", *flags]) == 2
     err = capsys.readouterr().err
-    assert "tgeval: error: ValueError:" in err and message in err, err
+    assert "tgeval: error: ModelConfigError:" in err and message in err, err
