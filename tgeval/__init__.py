@@ -1,5 +1,10 @@
 """tgeval: leak-free training and evaluation of link prediction on continuous-time dynamic graphs.
 
+The package holds the entry points (``evaluate``, ``fit``, ``train_epoch``, the data's validation,
+split and catalog, the checkpoints) and every error and warning class (:mod:`tgeval.errors`); the
+subpackages hold the rest: ``data``, ``eval``, ``samplers``, ``models``, ``training``,
+``diagnostics``, ``static``.
+
 The names below are imported on first use (PEP 562), so ``import tgeval`` and the command
 line's argument parsing load neither torch nor PyG; ``from tgeval import evaluate`` loads what
 ``evaluate`` needs.
@@ -7,28 +12,26 @@ line's argument parsing load neither torch nor PyG; ``from tgeval import evaluat
 
 from __future__ import annotations
 
+from tgeval import errors
 from tgeval.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
 #: public name -> the module that defines it
 _SOURCES = {
-    **dict.fromkeys(("load_checkpoint", "save_checkpoint"), "tgeval.training.checkpoint"),
     **dict.fromkeys(("Catalog", "build_catalog"), "tgeval.data.catalog"),
     **dict.fromkeys(("Segment", "Split", "chronological_split"), "tgeval.data.split"),
     **dict.fromkeys(("sort_by_time", "validate"), "tgeval.data.validation"),
     **dict.fromkeys(("deterministic", "device_of"), "tgeval.device"),
-    **dict.fromkeys(("CacheWarning", "CatalogError", "CheckpointError", "DataFormatError", "DataMismatchError", "DeviceError",
-                     "DistributedError", "EventSetMismatchError", "EventsFileError", "HiddenStateError",
-                     "InputPathError", "LeakageError", "ModelCapabilityError", "NegativesFileError",
-                     "OutputPathError", "SamplerError", "SlowPathWarning", "SplitError", "StaticGraphError",
-                     "TemporalDataError", "TGEvalError", "UndefinedMetricWarning", "UntrainedModelWarning"),
-                    "tgeval.errors"),
+    **dict.fromkeys(errors.__all__, "tgeval.errors"),
     **dict.fromkeys(("evaluate", "replay", "warm_up"), "tgeval.eval.engine"),
     "Protocol": "tgeval.protocol",
     "Result": "tgeval.eval.result",
     "TimestampBatchLoader": "tgeval.loader",
     **dict.fromkeys(("Stateful", "no_state_change"), "tgeval.state"),
+    **dict.fromkeys(("load_checkpoint", "save_checkpoint"), "tgeval.training.checkpoint"),
+    "fit": "tgeval.training.fitting",
+    "train_epoch": "tgeval.training.train",
 }
 
 __all__ = ["__version__", *_SOURCES]

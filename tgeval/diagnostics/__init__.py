@@ -1,19 +1,30 @@
-"""Diagnostics that explain a number (SPEC §3–§7): lifetimes and surprise, novelty, the
-pair-membership factorial and beta*, the membership intervention, calibration under prior shift, time profiles and model
-comparison. Plots live in :mod:`tgeval.diagnostics.plots` (matplotlib is optional)."""
+"""Diagnostics that explain a number: lifetimes and surprise, novelty, the pair-membership factorial
+and beta*, the membership intervention, calibration under prior shift, time profiles and the
+comparison of two results. Plots live in :mod:`tgeval.diagnostics.plots` (matplotlib is optional).
 
-from tgeval.diagnostics.calibration import PRIOR_SHIFT_WARNING, PriorShiftCorrection, prior_shift_correction
-from tgeval.diagnostics.comparison import compare, load_events
-from tgeval.diagnostics.lifetimes import (SURPRISE_RATIOS, ClassCounts, class_counts, lifetime_summary,
-                                          surprise_index, surprise_table)
-from tgeval.diagnostics.intervention import InterventionResult, membership_intervention, project_out
-from tgeval.diagnostics.membership import (BetaStar, MembershipFactorial, beta_star, fit_membership_beta,
-                                           membership_factorial)
-from tgeval.diagnostics.novelty import NoveltySeries, novelty_series, novelty_summary, segment_strata_shares
-from tgeval.diagnostics.time_bins import TimeProfile, time_profile
+The names below are imported on first use (PEP 562), so ``import tgeval.diagnostics`` loads no torch.
+"""
 
-__all__ = ["SURPRISE_RATIOS", "ClassCounts", "class_counts", "lifetime_summary", "surprise_index", "surprise_table",
-           "NoveltySeries", "novelty_series", "novelty_summary", "segment_strata_shares", "BetaStar",
-           "MembershipFactorial", "beta_star", "fit_membership_beta", "membership_factorial", "PRIOR_SHIFT_WARNING",
-           "PriorShiftCorrection", "prior_shift_correction", "TimeProfile", "time_profile", "compare", "load_events",
-           "InterventionResult", "membership_intervention", "project_out"]
+from __future__ import annotations
+
+from tgeval.lazy import lazy_exports
+
+#: public name -> the module that defines it
+_SOURCES = {
+    **dict.fromkeys(("PRIOR_SHIFT_WARNING", "PriorShiftCorrection", "prior_shift_correction"),
+                    "tgeval.diagnostics.calibration"),
+    **dict.fromkeys(("compare", "load_events"), "tgeval.diagnostics.comparison"),
+    **dict.fromkeys(("InterventionResult", "membership_intervention", "project_out"),
+                    "tgeval.diagnostics.intervention"),
+    **dict.fromkeys(("SURPRISE_RATIOS", "ClassCounts", "class_counts", "lifetime_summary", "surprise_index",
+                     "surprise_table"), "tgeval.diagnostics.lifetimes"),
+    **dict.fromkeys(("BetaStar", "MembershipFactorial", "beta_star", "fit_membership_beta", "membership_factorial"),
+                    "tgeval.diagnostics.membership"),
+    **dict.fromkeys(("NoveltySeries", "novelty_series", "novelty_summary", "segment_strata_shares"),
+                    "tgeval.diagnostics.novelty"),
+    **dict.fromkeys(("TimeProfile", "time_profile"), "tgeval.diagnostics.time_bins"),
+}
+
+__all__ = list(_SOURCES)
+
+__getattr__, __dir__ = lazy_exports(__name__, _SOURCES)

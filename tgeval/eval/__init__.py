@@ -1,13 +1,28 @@
-"""Evaluation: replay engine, all-entity ranking, metrics, results (SPEC §2, §7, §11)."""
+"""Evaluation: the leak-free replay engine (``evaluate``, ``replay``, ``warm_up``), all-entity
+ranking, the rank metrics and their expectations under random tie-breaking, results and their
+summaries, the choice of a time window, and the statistics that compare runs.
 
-from tgeval.eval.expected import expected_hits_at_k, expected_reciprocal_rank, k_sweep, nested_draw_ranks
-from tgeval.eval.ranking import RankCounts, all_entity_counts
-from tgeval.eval.engine import evaluate, warm_up
-from tgeval.eval.result import STRATA, Result, summarize
-from tgeval.eval.selection import default_windows, segment_duration, select_window
-from tgeval.eval.stats import DifferenceInterval, block_bootstrap_difference, kendall_tau, seed_paired_t_interval
+The names below are imported on first use (PEP 562), so ``import tgeval.eval`` loads no torch.
+"""
 
-__all__ = ["RankCounts", "all_entity_counts", "evaluate", "warm_up", "STRATA", "Result", "summarize",
-           "default_windows", "segment_duration", "select_window", "expected_reciprocal_rank", "expected_hits_at_k",
-           "k_sweep", "nested_draw_ranks", "kendall_tau", "seed_paired_t_interval", "block_bootstrap_difference",
-           "DifferenceInterval"]
+from __future__ import annotations
+
+from tgeval.lazy import lazy_exports
+
+#: public name -> the module that defines it
+_SOURCES = {
+    **dict.fromkeys(("evaluate", "replay", "warm_up"), "tgeval.eval.engine"),
+    **dict.fromkeys(("expected_hits_at_k", "expected_reciprocal_rank", "k_sweep", "nested_draw_ranks"),
+                    "tgeval.eval.expected"),
+    **dict.fromkeys(("auroc", "average_precision", "hits_at_k", "reciprocal_rank"),
+                    "tgeval.eval.metrics"),
+    **dict.fromkeys(("RankCounts", "all_entity_counts"), "tgeval.eval.ranking"),
+    **dict.fromkeys(("STRATA", "Result", "summarize"), "tgeval.eval.result"),
+    **dict.fromkeys(("default_windows", "segment_duration", "select_window"), "tgeval.eval.selection"),
+    **dict.fromkeys(("DifferenceInterval", "block_bootstrap_difference", "kendall_tau", "seed_paired_t_interval"),
+                    "tgeval.eval.stats"),
+}
+
+__all__ = list(_SOURCES)
+
+__getattr__, __dir__ = lazy_exports(__name__, _SOURCES)

@@ -1,26 +1,35 @@
-"""Negative samplers: one interface, swappable by name (SPEC §5).
+"""Negative samplers: one interface (:class:`NegativeSampler`), swappable by name.
 
 ``tgeval.samplers.get("historical", num_nodes=..., catalog=...)`` or the classes below; the
-CLI takes ``--sampler NAME[:key=value,...]`` (see :func:`from_spec`).
+CLI takes ``--sampler NAME[:key=value,...]`` (see :func:`from_spec`). The registry
+(:mod:`tgeval.samplers.registry`) registers every built-in sampler when it is imported, so
+``get``, ``names`` and ``from_spec`` see them all whichever name is read first.
+
+The names below are imported on first use (PEP 562), so ``import tgeval.samplers`` loads no torch.
 """
 
-from tgeval.samplers.base import NegativeSampler, Negatives
-from tgeval.samplers.lifespans import (BirthDeathEdgeSampler, BirthDeathNodeSampler, birth_death, node_lifetimes,
-                                         pair_lifetimes, split_time)
-from tgeval.samplers.degree import DegreeSampler, TimeDegreeSampler
-from tgeval.samplers.fixed import (FixedNegativeSampler, load_negatives, read_tgb_negatives, save_negatives,
-                                   write_tgb_negatives)
-from tgeval.samplers.historical import HistoricalSampler
-from tgeval.samplers.inductive import InductiveSampler
-from tgeval.samplers.mixture import MixtureSampler
-from tgeval.samplers.popularity import PopularitySampler
-from tgeval.samplers.source_history import SourceHistorySampler
-from tgeval.samplers.time_available import TimeAvailableSampler
-from tgeval.samplers.uniform import UniformSampler
-from tgeval.samplers.registry import from_spec, get, names, parse_spec, register  # noqa: I001 (after the samplers)
+from __future__ import annotations
 
-__all__ = ["NegativeSampler", "Negatives", "BirthDeathNodeSampler", "BirthDeathEdgeSampler", "birth_death",
-           "node_lifetimes", "pair_lifetimes", "split_time", "UniformSampler", "HistoricalSampler", "SourceHistorySampler", "InductiveSampler",
-           "TimeAvailableSampler", "PopularitySampler", "DegreeSampler", "TimeDegreeSampler", "MixtureSampler",
-           "FixedNegativeSampler", "save_negatives", "load_negatives", "read_tgb_negatives", "write_tgb_negatives",
-           "from_spec", "get", "names", "parse_spec", "register"]
+from tgeval.lazy import lazy_exports
+
+#: public name -> the module that defines it
+_SOURCES = {
+    **dict.fromkeys(("NegativeSampler", "Negatives"), "tgeval.samplers.base"),
+    **dict.fromkeys(("DegreeSampler", "TimeDegreeSampler"), "tgeval.samplers.degree"),
+    **dict.fromkeys(("FixedNegativeSampler", "load_negatives", "read_tgb_negatives", "save_negatives",
+                     "write_tgb_negatives"), "tgeval.samplers.fixed"),
+    "HistoricalSampler": "tgeval.samplers.historical",
+    "InductiveSampler": "tgeval.samplers.inductive",
+    **dict.fromkeys(("BirthDeathEdgeSampler", "BirthDeathNodeSampler", "birth_death", "node_lifetimes",
+                     "pair_lifetimes", "split_time"), "tgeval.samplers.lifespans"),
+    "MixtureSampler": "tgeval.samplers.mixture",
+    "PopularitySampler": "tgeval.samplers.popularity",
+    **dict.fromkeys(("from_spec", "get", "names", "parse_spec", "register"), "tgeval.samplers.registry"),
+    "SourceHistorySampler": "tgeval.samplers.source_history",
+    "TimeAvailableSampler": "tgeval.samplers.time_available",
+    "UniformSampler": "tgeval.samplers.uniform",
+}
+
+__all__ = list(_SOURCES)
+
+__getattr__, __dir__ = lazy_exports(__name__, _SOURCES)

@@ -1,5 +1,23 @@
-"""Training: one epoch over timestamp batches (:mod:`~tgeval.training.train`), the run with
-validation, early stopping and resumable checkpoints (:mod:`~tgeval.training.fitting`), the
-checkpoint files (:mod:`~tgeval.training.checkpoint`) and the losses
-(:mod:`~tgeval.training.losses`). Import from the modules: ``from tgeval.training.fitting import fit``.
+"""Training: one epoch over timestamp batches (:func:`train_epoch`), the run with validation,
+early stopping and resumable checkpoints (:func:`fit`), the checkpoint files
+(:func:`save_checkpoint`, :func:`load_checkpoint`, :class:`Checkpoint`) and the losses
+(``LOSSES``, :func:`get_loss`).
+
+The names below are imported on first use (PEP 562), so ``import tgeval.training`` loads no torch.
 """
+
+from __future__ import annotations
+
+from tgeval.lazy import lazy_exports
+
+#: public name -> the module that defines it
+_SOURCES = {
+    **dict.fromkeys(("Checkpoint", "load_checkpoint", "save_checkpoint"), "tgeval.training.checkpoint"),
+    **dict.fromkeys(("EarlyStopping", "fit"), "tgeval.training.fitting"),
+    **dict.fromkeys(("LOSSES", "bce_loss", "bpr_loss", "get_loss", "sampled_softmax_loss"), "tgeval.training.losses"),
+    "train_epoch": "tgeval.training.train",
+}
+
+__all__ = list(_SOURCES)
+
+__getattr__, __dir__ = lazy_exports(__name__, _SOURCES)
