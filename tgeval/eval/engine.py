@@ -49,8 +49,8 @@ from tgeval.data.split import Segment, Split, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.validation import per_event_keys, permute_events, validate
 from tgeval.distributed import check_same, rank_and_world, require_group, state_digest
-from tgeval.errors import (CatalogError, DeviceError, ModelCapabilityError, ProtocolError, SplitError,
-                           UntrainedModelWarning)
+from tgeval.errors import (CatalogError, DeviceError, ModelCapabilityError, ModelOutputError, ProtocolError,
+                           SplitError, UntrainedModelWarning)
 from tgeval.eval.checksum import NegativesDigest
 from tgeval.eval.metrics import count_above_equal
 from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_no_nan, chunked_counts, plan_candidates,
@@ -336,8 +336,8 @@ def _check_finite(records: dict[str, Tensor], candidate_nan: Tensor, steps: list
         check_no_nan(neg, "scores", records.get("neg_mask"))
     if bool(candidate_nan.any()):
         first = steps[int(torch.nonzero(candidate_nan.cpu())[0, 0])]
-        raise ValueError(f"the model returned NaN candidate scores (first in batch {first}): ranks would be "
-                         f"meaningless. Check the model for numerical problems before evaluating.")
+        raise ModelOutputError(f"the model returned NaN candidate scores (first in batch {first}): ranks would be "
+                               f"meaningless. Check the model for numerical problems before evaluating.")
 
 
 #: most events whose candidate plan and history-free negatives are prepared at once
@@ -695,6 +695,7 @@ def evaluate(
         ProtocolError: neither a sampler nor a catalog, a pre-filter without a catalog, or ``K < 1`` with a
             sampler.
         DeviceError: the model and the data on different devices.
+        ModelOutputError: the model returned a NaN score (positive, negative or candidate).
         CatalogError: a catalog for fewer ids than the stream's, or positives outside it
             under ``uncovered="error"``.
         ModelCapabilityError: a catalog for a model that cannot rank one, a pre-filter for a
