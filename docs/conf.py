@@ -122,13 +122,13 @@ def _entry(package: str, name: str) -> list[str]:
     if inspect.isclass(obj):
         kind = "autoexception" if issubclass(obj, BaseException) else "autoclass"
         return [f".. {kind}:: {full}", ""]
-    if callable(obj):
+    if inspect.isroutine(obj):
         return [f".. autofunction:: {full}", ""]
-    # a constant: its ``#:`` comment in the defining module, and its value when short
+    # a constant or a type alias: its ``#:`` comment in the defining module, and its value when short
     doc = constant_doc(package, name)
     lines = [f".. py:data:: {full}"]
     value = repr(obj)
-    if len(value) <= 80:
+    if len(value) <= 120:
         lines.append(f"   :value: {value}")
     return [*lines, "", *(f"   {line}" for line in doc), ""]
 
@@ -160,7 +160,8 @@ class PackageAPI(SphinxDirective):
     def summary(self, package: str, name: str) -> str:
         """The first paragraph of the docstring (of the ``#:`` comment for a constant) of ``package.name``."""
         obj = getattr(importlib.import_module(package), name)
-        doc = (inspect.getdoc(obj) or "").splitlines() if callable(obj) else constant_doc(package, name)
+        routine = inspect.isclass(obj) or inspect.isroutine(obj)
+        doc = (inspect.getdoc(obj) or "").splitlines() if routine else constant_doc(package, name)
         paragraph = [line.strip() for line in itertools.takewhile(str.strip, doc)]
         return " ".join(paragraph) or "\\"
 

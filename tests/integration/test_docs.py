@@ -122,6 +122,13 @@ def test_the_landing_page_lists_every_page_and_every_listed_page_exists():
             assert target.with_suffix(".md").is_file() or target.with_suffix(".ipynb").is_file(), (index, entry)
 
 
+def test_the_protocol_reference_keeps_its_thirteen_numbered_sections():
+    """The code cites "protocol reference §N": section N keeps its number and its target ``protocol-N``."""
+    text = (DOCS / "protocol.md").read_text(encoding="utf-8")
+    found = re.findall(r"^\(protocol-(\d+)\)=\n## (\d+)\. ", text, flags=re.M)
+    assert found == [(str(n), str(n)) for n in range(1, 14)]
+
+
 def _commit_hashes() -> set[str]:
     """Every commit of the checkout's history (empty outside a git checkout)."""
     try:
@@ -132,9 +139,10 @@ def _commit_hashes() -> set[str]:
 
 
 def test_no_page_cites_a_specification_file_an_issue_or_a_commit():
-    """The docs stand on their own: no "SPEC", no issue or pull-request numbers, no commit hashes."""
+    """The docs stand on their own: no "SPEC", no issue or pull-request numbers, no commit hashes (in the
+    pages, in conf.py and in the notebooks the docs render)."""
     commits = _commit_hashes()
-    for path in [*PAGES, DOCS / "conf.py"]:
+    for path in [*PAGES, DOCS / "conf.py", *sorted((REPO / "notebooks").glob("*.ipynb"))]:
         text = path.read_text(encoding="utf-8")
         where = path.relative_to(REPO)
         assert not re.search(r"\bSPEC\b", text), f"{where} mentions SPEC"
