@@ -12,8 +12,8 @@ of the names each package lists in ``__all__`` (directive ``tgeval-package`` bel
 from __future__ import annotations
 
 import importlib
-import itertools
 import inspect
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -116,7 +116,7 @@ def home(package: str, name: str) -> str:
     return max(owners, key=len, default=package)
 
 
-def _entry(package: str, name: str) -> list[str]:
+def entry_lines(package: str, name: str) -> list[str]:
     """The reST lines describing ``package.name`` in full."""
     obj, full = getattr(importlib.import_module(package), name), f"{package}.{name}"
     if inspect.isclass(obj):
@@ -152,10 +152,9 @@ class PackageAPI(SphinxDirective):
         if owned:
             lines += [".. rubric:: Reference", ""]
         for name in owned:
-            lines += _entry(package, name)
+            lines += entry_lines(package, name)
         self.env.note_dependency(importlib.import_module(package).__file__)
         return list(nested_parse_to_nodes(self.state, StringList(lines, source=f"<{package}.__all__>")))
-
 
     def summary(self, package: str, name: str) -> str:
         """The first paragraph of the docstring (of the ``#:`` comment for a constant) of ``package.name``."""
@@ -166,15 +165,6 @@ class PackageAPI(SphinxDirective):
         return " ".join(paragraph) or "\\"
 
 
-def skip_member(app, what, name, obj, skip, options):
-    """NamedTuple fields carry generated docstrings ("Alias for field number 0"): not documentation."""
-    doc = getattr(obj, "__doc__", None) or ""
-    if isinstance(obj, property) and doc.startswith("Alias for field number"):
-        return True
-    return skip
-
-
 def setup(app):
     app.add_directive("tgeval-package", PackageAPI)
-    app.connect("autodoc-skip-member", skip_member)
     return {"parallel_read_safe": True}
