@@ -241,7 +241,7 @@ def plot_birth_death(path: PathLike, panels: Sequence[tuple[str, Lifetimes]], t_
 
     Raises:
         ImportError: matplotlib is not installed.
-        ValueError: ``panels`` is empty.
+        DiagnosticError: ``panels`` is empty.
     """
     if not panels:
         raise DiagnosticError("panels must hold at least one (title, lifetimes) pair.")

@@ -175,8 +175,9 @@ def time_profile(records: Union[RecordsLike, Mapping[str, RecordsLike]], *, bins
         TimeProfile: per-bin counts and means; empty bins have count 0 and NaN means.
 
     Raises:
-        ValueError: on invalid ``bins``/``t_range``/``ties``, missing record keys, or entries
-            whose ``event`` sets differ.
+        ProtocolError: on invalid ``bins``, ``t_range`` or ``ties``.
+        EventsFileError: an entry without per-event records or the keys needed.
+        EventSetMismatchError: entries whose ``event`` sets differ.
         TypeError: if an entry is neither a Result nor a mapping.
     """
     ties = check_ties(ties)

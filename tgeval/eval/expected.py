@@ -232,7 +232,8 @@ def expected_reciprocal_rank(above: Tensor, equal: Tensor, num_candidates: Tenso
         Tensor: float64 ``[E]``.
 
     Raises:
-        ValueError: if counts are inconsistent, ``K`` is invalid or ``ties`` is unknown.
+        MetricInputError: if counts are inconsistent.
+        ProtocolError: if ``K`` or ``ties`` is invalid.
         TypeError: if counts are not integer tensors.
 
     Example:
@@ -276,7 +277,8 @@ def expected_hits_at_k(above: Tensor, equal: Tensor, num_candidates: Tensor, K: 
         Tensor: float64 ``[E]`` of probabilities.
 
     Raises:
-        ValueError: if counts are inconsistent or ``K``, ``k`` or ``ties`` are invalid.
+        MetricInputError: if counts are inconsistent.
+        ProtocolError: if ``K``, ``k`` or ``ties`` is invalid.
         TypeError: if counts are not integer tensors.
 
     Example:
@@ -318,7 +320,8 @@ def k_sweep(records_by_model: Mapping[str, Mapping[str, Tensor]],
         "full_mrr": {name: float}, "kendall_tau": [float per K]}``.
 
     Raises:
-        ValueError: if no model is given, a record lacks a key, or ``ks`` is invalid.
+        MetricInputError: if no model is given or a record lacks a key.
+        ProtocolError: if ``ks`` is invalid.
 
     Example:
         >>> rec = {"A": {"above": torch.tensor([0, 5]), "equal": torch.tensor([0, 0]),
@@ -389,7 +392,8 @@ def nested_draw_ranks(above: Tensor, equal: Tensor, num_candidates: Tensor, ks: 
         Tensor: float64 ``[len(ks), E]``, sampled rank of each event for each ``K``.
 
     Raises:
-        ValueError: on invalid counts, ``ks``, ``seed`` or ``event_ids``.
+        MetricInputError: on invalid counts or ``event_ids``.
+        ProtocolError: on invalid ``ks`` or ``seed``.
 
     Example:
         >>> r = nested_draw_ranks(torch.tensor([3]), torch.tensor([0]), torch.tensor([9]), [0, 9, None], seed=0)

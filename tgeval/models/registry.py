@@ -22,8 +22,8 @@ models, imported when the registry is first read.
 Example:
     >>> entry("tgn").kind, entry("edgebank").kind
     ('neural', 'heuristic')
-    >>> names("neural")
-    ('dyrep', 'graphmixer', 'tgn')
+    >>> [name for name in names("neural") if name in ("dyrep", "graphmixer", "tgn")]  # and any registered later
+    ['dyrep', 'graphmixer', 'tgn']
 """
 
 from __future__ import annotations

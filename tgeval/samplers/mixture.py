@@ -56,7 +56,7 @@ class MixtureSampler(NegativeSampler):
         proportions: one non-negative weight per component (not all zero).
 
     Raises:
-        ValueError: if lengths differ, or a proportion is negative or not finite.
+        SamplerError: if lengths differ, or a proportion is negative or not finite.
     """
 
     name = "mixture"
