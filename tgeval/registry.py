@@ -131,7 +131,7 @@ def _parsed(node: ast.FunctionDef, skip: Collection[str]) -> Optional[tuple[tupl
             continue
         try:
             value = None if default is None else ast.literal_eval(default)
-        except ValueError:
+        except (ValueError, TypeError, SyntaxError):  # not a literal: the caller imports the target instead
             return None
         options.append(Option(arg.arg, "" if arg.annotation is None else ast.unparse(arg.annotation), value,
                               default is None))
