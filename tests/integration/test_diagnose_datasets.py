@@ -4,8 +4,10 @@ import json
 
 import pytest
 
-from tgeval.data.datasets import dataset_path, load_dataset
+from tgeval.data.datasets import load_dataset
 from tgeval.diagnostics.cli import diagnose
+
+from tests.conftest import require_dataset
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -15,8 +17,7 @@ DATASETS = {"uci": (True, False), "enron": (True, False), "highschool": (False, 
 
 @pytest.mark.parametrize("name", sorted(DATASETS))
 def test_diagnose_dataset(name, tmp_path):
-    if dataset_path(name) is None:
-        pytest.skip(f"dataset {name!r} not found (set TGEVAL_DATA_DIR or provide ../shared/datasets)")
+    require_dataset(name)
     data, info = load_dataset(name)
     directed, bipartite = DATASETS[name]
     assert info.directed is directed

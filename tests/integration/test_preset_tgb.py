@@ -13,11 +13,11 @@ import torch
 
 from tgeval import evaluate
 from tgeval.cli import main
-from tgeval.data.datasets import dataset_path
 from tgeval.data.synthetic import generate_events
 from tgeval.models.heuristics import EdgeBank
 from tgeval.presets import TGB
 from tgeval.samplers import write_tgb_negatives
+from tests.conftest import require_dataset
 from tests.helpers import snap_text
 
 
@@ -127,9 +127,7 @@ def test_a_tgb_negatives_file_sets_k(tmp_path):
 @pytest.mark.datasets
 @pytest.mark.parametrize("model, published", [("edgebank", 0.495), ("edgebank-window", 0.571)])
 def test_wikipedia_reaches_tgbs_published_mrr(tmp_path, model, published):
-    path = dataset_path("wikipedia")
-    if path is None:
-        pytest.skip("../shared/datasets/wikipedia/ml_wikipedia.txt not found (set TGEVAL_DATA_DIR)")
+    path = require_dataset("wikipedia")
     out = tmp_path / "r.json"
     assert main(["evaluate", str(path), "--format", "snap", "--model", model, "--preset", "tgb", "--out", str(out)]) == 0
     mrr = json.loads(out.read_text())["metrics"]["all_entity"]["mrr"]["micro"]

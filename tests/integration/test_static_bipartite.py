@@ -15,9 +15,10 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
+from tests.conftest import require_dataset
 from tests.helpers import snap_text
 from tgeval.cli import main
-from tgeval.data.datasets import dataset_path, load_dataset
+from tgeval.data.datasets import load_dataset
 from tgeval.data.synthetic import generate_events
 from tgeval.errors import StaticGraphError
 from tgeval.eval.metrics import auroc
@@ -251,8 +252,7 @@ def test_bipartite_benchmark_on_a_device(device):
 
 @pytest.mark.datasets
 def test_wikipedia_degree_corrected_pa_is_at_chance():
-    if dataset_path("wikipedia") is None:
-        pytest.skip("../shared/datasets/wikipedia/ml_wikipedia.txt not found (set TGEVAL_DATA_DIR)")
+    require_dataset("wikipedia")
     data, info = load_dataset("wikipedia")
     graph = static_graph(data, num_nodes=info.num_nodes, dst_offset=info.dst_offset)
     bench = benchmark_of(random_edge_split(graph, 0.25, seed=0))

@@ -5,17 +5,18 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from tgeval.data.datasets import dataset_path, load_dataset
+from tgeval.data.datasets import load_dataset
 from tgeval.data.split import chronological_split
 from tgeval.static import adjacency, build_benchmark, heuristic_scores, lognormal_sigma, pa_auroc_analytic, static_graph
+
+from tests.conftest import require_dataset
 
 pytestmark = [pytest.mark.datasets, pytest.mark.usefixtures("one_thread")]
 
 
 @pytest.fixture(scope="module")
 def uci_train_graph():
-    if dataset_path("uci") is None:
-        pytest.skip("../shared/datasets/uci/ml_uci.csv not found (set TGEVAL_DATA_DIR)")
+    require_dataset("uci")
     data, info = load_dataset("uci")
     split = chronological_split(data)
     return static_graph(data, float(data.t[split.train.end]), num_nodes=info.num_nodes)

@@ -6,19 +6,20 @@ from collections import defaultdict
 import pytest
 
 from tgeval import build_catalog, chronological_split, evaluate
-from tgeval.data.datasets import dataset_path, load_dataset
+from tgeval.data.datasets import load_dataset
 from tgeval.eval.metrics import rank_from_counts
 from tgeval.models.heuristics import EdgeBank
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
+
+from tests.conftest import require_dataset
 
 pytestmark = pytest.mark.datasets
 
 
 @pytest.fixture(scope="module")
 def uci():
-    if dataset_path("uci") is None:
-        pytest.skip("../shared/datasets/uci/ml_uci.csv not found (set TGEVAL_DATA_DIR)")
+    require_dataset("uci")
     data, info = load_dataset("uci")
     return data, info.num_nodes
 

@@ -12,6 +12,8 @@ __all__ = ["REPEATED", "NEW_PAIR", "NEW_NODE", "MAX_PAIR_KEY_NODES", "pair_keys"
 #: Largest ``num_nodes`` whose pair keys ``u * num_nodes + v`` fit in int64 (``num_nodes ** 2 < 2 ** 63``).
 MAX_PAIR_KEY_NODES = 3_037_000_499
 
+#: Stratum labels of an event against its history: ``REPEATED`` (the pair was seen), ``NEW_PAIR`` (both nodes
+#: were seen, the pair was not) and ``NEW_NODE`` (an endpoint was never seen).
 REPEATED, NEW_PAIR, NEW_NODE = 0, 1, 2
 
 

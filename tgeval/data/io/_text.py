@@ -17,7 +17,7 @@ from typing import BinaryIO, Iterator, Union
 from tgeval import progress
 from tgeval.errors import DataFormatError
 
-PathLike = Union[str, "os.PathLike[str]"]
+PathLike = Union[str, os.PathLike]
 
 #: the first bytes the fast path parses exactly (header, column names, column count)
 HEAD_BYTES = 1 << 16
