@@ -20,6 +20,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.membership import membership_factorial
 from tgeval.diagnostics.intervention import (fit_directions, membership_intervention, pair_representations,
                                              project_out)
+from tgeval.errors import DiagnosticError
 from tgeval.models import EdgeBank
 from tgeval.models.neural import NeuralLinkModel
 from tgeval.state import first_difference
@@ -180,10 +181,10 @@ def test_refuses_models_without_a_representation_and_degenerate_inputs(setup):
     with pytest.raises(TypeError, match="Heuristics have no representation"):
         project_out(EdgeBank(N), torch.ones(3))
     model = small_neural_model("graphmixer", N, 1)
-    with pytest.raises(ValueError, match="nonzero vector of width"):
+    with pytest.raises(DiagnosticError, match="nonzero vector of width"):
         project_out(model, torch.zeros(model.decoder.lin_out.in_features))
-    with pytest.raises(ValueError, match="nonzero vector of width"):
+    with pytest.raises(DiagnosticError, match="nonzero vector of width"):
         project_out(model, torch.ones(3))
     h = torch.randn(10, 4)
-    with pytest.raises(ValueError, match="needs seen and unseen pairs"):
+    with pytest.raises(DiagnosticError, match="needs seen and unseen pairs"):
         fit_directions(h, torch.ones(10, dtype=torch.bool))

@@ -10,6 +10,7 @@ from sklearn.metrics import roc_auc_score
 
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
+from tgeval.errors import ModelConfigError, ProtocolError
 from tgeval.static import (GNNConfig, LinkGNN, StaticGraph, benchmark_of, random_edge_split, static_report,
                            train_link_gnn, with_gnns)
 from tests.helpers import snap_text
@@ -46,7 +47,7 @@ def test_encoders_equal_dense_formulas():
     mlp = LinkGNN(5, GNNConfig(decoder="mlp", dim=3))
     zm = mlp.encode(edge_index)
     assert torch.equal(mlp.decode(zm, src, dst), mlp.decode(zm, dst, src))  # symmetric
-    with pytest.raises(ValueError, match="encoder"):
+    with pytest.raises(ModelConfigError, match="encoder"):
         LinkGNN(5, GNNConfig(encoder="gat"))
 
 
@@ -79,9 +80,9 @@ def test_report_includes_trained_gnns():
         labels = [1] * split.test.size(1) + [0] * neg.size(1)
         assert report["benchmarks"][name]["gcn"]["auroc"] == pytest.approx(roc_auc_score(labels, scores.numpy()))
     assert report["models"]["gcn"]["encoder"] == "gcn" and report["models"]["gcn"]["epochs"] == 30
-    with pytest.raises(ValueError, match="with_gnns"):
+    with pytest.raises(ProtocolError, match="with_gnns"):
         static_report(benchmark_of(split), methods=("sage",))
-    with pytest.raises(ValueError, match="GNN baselines"):
+    with pytest.raises(ProtocolError, match="GNN baselines"):
         with_gnns(bench, ["gat"])
 
 

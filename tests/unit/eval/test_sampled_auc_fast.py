@@ -12,7 +12,7 @@ import sklearn.metrics as sklearn_metrics
 import torch
 
 import tgeval.eval.metrics as metrics
-from tgeval.errors import UndefinedMetricWarning
+from tgeval.errors import MetricInputError, UndefinedMetricWarning
 from tgeval.eval.metrics import grouped_auroc, grouped_average_precision, sampled_auroc_ap
 from tgeval.eval.result import summarize
 
@@ -156,11 +156,11 @@ def test_undefined_values_warn() -> None:
 
 def test_argument_errors() -> None:
     pos, neg = torch.rand(3), torch.rand(3, 2)
-    with pytest.raises(ValueError, match=r"shape \[E, K\]"):
+    with pytest.raises(MetricInputError, match=r"shape \[E, K\]"):
         sampled_auroc_ap(pos, torch.rand(2, 2))
     with pytest.raises(TypeError, match="`mask` must be a bool"):
         sampled_auroc_ap(pos, neg, mask=torch.ones(3, 2))
-    with pytest.raises(ValueError, match="shape of `neg`"):
+    with pytest.raises(MetricInputError, match="shape of `neg`"):
         sampled_auroc_ap(pos, neg, mask=torch.ones(3, 3, dtype=torch.bool))
     with pytest.raises(TypeError, match="`neg` must be a real"):
         sampled_auroc_ap(pos, neg > 0.5)

@@ -10,7 +10,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval import Catalog, evaluate
 from tgeval.data.split import Segment, chronological_split
-from tgeval.errors import SplitError
+from tgeval.errors import ModelConfigError, SplitError
 from tgeval.eval.selection import default_windows, select_window
 from tgeval.models.heuristics import EdgeBank, Popularity
 from tgeval.protocol import Protocol
@@ -90,7 +90,7 @@ def test_largest_int64_window_is_exact_where_t_minus_w_leaves_int64(offset):
 
 @pytest.mark.parametrize("window", [float("nan"), 0, 0.0, -1, -float("inf"), "5", True])
 def test_a_nan_zero_negative_or_non_numeric_window_is_refused(window):
-    with pytest.raises(ValueError, match="window must be a positive duration"):
+    with pytest.raises(ModelConfigError, match="window must be a positive duration"):
         EdgeBank(N, window=window)
 
 
