@@ -129,7 +129,8 @@ def test_same_seed_same_checkpoints_and_metrics(data, tmp_path):
 def test_early_stopping_stops_and_keeps_the_best_epoch(data, tmp_path, monkeypatch):
     scripted = iter([0.5, 0.7, 0.6, 0.7, 0.65, 0.9, 0.95])  # best at epoch 1; epochs 2, 3, 4 do not improve
     measure = tgeval.training.fitting.val_metrics
-    monkeypatch.setattr(tgeval.training.fitting, "val_metrics", lambda result: {**measure(result), "ap": next(scripted)})
+    monkeypatch.setattr(tgeval.training.fitting, "val_metrics",
+                        lambda result: {**measure(result), "ap": next(scripted)})
     params = []
     model, history = run(TGN, data, epochs=10, lr=0.05, patience=3, checkpoints=Checkpointing(tmp_path),
                          log=params)
