@@ -30,7 +30,7 @@ _SOURCES = {
     "TimestampBatchLoader": "tgeval.loader",
     **dict.fromkeys(("Stateful", "no_state_change"), "tgeval.state"),
     **dict.fromkeys(("load_checkpoint", "save_checkpoint"), "tgeval.training.checkpoint"),
-    "fit": "tgeval.training.fitting",
+    **dict.fromkeys(("Checkpointing", "Validation", "fit"), "tgeval.training.fitting"),
     "train_epoch": "tgeval.training.train",
 }
 

@@ -128,7 +128,8 @@ class OutputPathError(TGEvalError, ValueError):
 
 
 class DeviceError(TGEvalError, ValueError):
-    """A requested device does not exist on this machine (e.g. ``cuda`` without CUDA)."""
+    """A requested device does not exist on this machine (e.g. ``cuda`` without CUDA), or a model and its data
+    lie on different devices."""
 
 
 class DistributedError(TGEvalError, ValueError):

@@ -20,13 +20,13 @@ from tgeval import errors
 EXPORTS = {
     "tgeval": {
         "constant": ["__version__"],
-        "class": ["CacheWarning", "Catalog", "CatalogError", "CheckpointError", "DataFormatError", "DataMismatchError",
+        "class": ["CacheWarning", "Catalog", "CatalogError", "CheckpointError", "Checkpointing", "DataFormatError", "DataMismatchError",
                   "DeviceError", "DiagnosticError", "DistributedError", "EventSetMismatchError", "EventsFileError",
                   "HiddenStateError", "InputPathError", "LeakageError", "MetricInputError", "ModelCapabilityError",
                   "ModelConfigError", "ModelOutputError", "NegativesFileError", "OutputPathError", "Protocol",
                   "ProtocolError", "Result", "SamplerError", "Segment", "SlowPathWarning", "Split", "SplitError",
                   "Stateful", "StaticGraphError", "TGEvalError", "TemporalDataError", "TimestampBatchLoader",
-                  "UndefinedMetricWarning", "UntrainedModelWarning"],
+                  "UndefinedMetricWarning", "UntrainedModelWarning", "Validation"],
         "function": ["build_catalog", "chronological_split", "deterministic", "device_of", "evaluate", "fit",
                      "load_checkpoint", "no_state_change", "replay", "save_checkpoint", "sort_by_time", "train_epoch",
                      "validate", "warm_up"],
@@ -74,9 +74,9 @@ EXPORTS = {
     "tgeval.samplers": {
         "class": ["BirthDeathEdgeSampler", "BirthDeathNodeSampler", "DegreeSampler", "FixedNegativeSampler",
                   "HistoricalSampler", "InductiveSampler", "MixtureSampler", "NegativeSampler", "Negatives",
-                  "PopularitySampler", "SourceHistorySampler", "TimeAvailableSampler", "TimeDegreeSampler",
-                  "UniformSampler"],
-        "function": ["birth_death", "from_spec", "get", "load_negatives", "names", "node_lifetimes", "pair_lifetimes",
+                  "PopularitySampler", "SeenSampler", "SourceHistorySampler", "TimeAvailableSampler",
+                  "TimeDegreeSampler", "UniformSampler", "UnseenSampler"],
+        "function": ["birth_death", "describe", "from_spec", "get", "load_negatives", "names", "node_lifetimes", "pair_lifetimes",
                      "parse_spec", "read_tgb_negatives", "register", "save_negatives", "split_time",
                      "write_tgb_negatives"],
     },
@@ -93,7 +93,7 @@ EXPORTS = {
     },
     "tgeval.training": {
         "constant": ["LOSSES"],
-        "class": ["Checkpoint", "EarlyStopping"],
+        "class": ["Checkpoint", "Checkpointing", "EarlyStopping", "Validation"],
         "function": ["bce_loss", "bpr_loss", "fit", "get_loss", "load_checkpoint", "sampled_softmax_loss",
                      "save_checkpoint", "train_epoch"],
     },

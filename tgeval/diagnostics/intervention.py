@@ -6,9 +6,9 @@ A neural model scores :math:`s(u, v) = w^\top h(u, v) + c`, where :math:`h = \ma
 
 1. **fits the membership direction** :math:`d` on candidate pairs of a fitting segment (the
    training segment): every event's source paired with ``K`` destinations it met before the
-   batch (label :math:`M = 1`, :class:`~tgeval.diagnostics.membership.SeenSampler`) and ``K``
+   batch (label :math:`M = 1`, :class:`~tgeval.samplers.membership.SeenSampler`) and ``K``
    catalog destinations it did not (:math:`M = 0`,
-   :class:`~tgeval.diagnostics.membership.UnseenSampler`), :math:`h` taken from the state
+   :class:`~tgeval.samplers.membership.UnseenSampler`), :math:`h` taken from the state
    before the batch as in a replay. The probe is linear discriminant analysis (Fisher's
    direction) :math:`d = (\Sigma_w + \lambda I)^{-1} (\bar h_{M=1} - \bar h_{M=0})`, with
    :math:`\Sigma_w` the pooled within-class covariance and the ridge :math:`\lambda = 10^{-3}

@@ -33,7 +33,7 @@ from torch import Tensor
 
 from tgeval.choices import SHIFT_HEURISTICS, ShiftHeuristic
 from tgeval.errors import MetricInputError, ProtocolError, SplitError, StaticGraphError
-from tgeval.samplers.counter_rng import counter_uniform
+from tgeval.rng import counter_uniform
 from tgeval.static.graph import StaticGraph
 from tgeval.static.heuristics import Adjacency, adjacency, heuristic_scores
 

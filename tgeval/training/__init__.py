@@ -13,7 +13,7 @@ from tgeval.lazy import lazy_exports
 #: public name -> the module that defines it
 _SOURCES = {
     **dict.fromkeys(("Checkpoint", "load_checkpoint", "save_checkpoint"), "tgeval.training.checkpoint"),
-    **dict.fromkeys(("EarlyStopping", "fit"), "tgeval.training.fitting"),
+    **dict.fromkeys(("Checkpointing", "EarlyStopping", "Validation", "fit"), "tgeval.training.fitting"),
     **dict.fromkeys(("LOSSES", "bce_loss", "bpr_loss", "get_loss", "sampled_softmax_loss"), "tgeval.training.losses"),
     "train_epoch": "tgeval.training.train",
 }

@@ -54,7 +54,7 @@ from tgeval.models.neural import NeuralLinkModel
 from tgeval.provenance import versions
 from tgeval.state import State, load_parameters, parameters_of
 
-__all__ = ["CheckpointError", "Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "seed_all",
+__all__ = ["Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "seed_all",
            "rng_state", "set_rng_state", "full_disk_refused", "resume_advice"]
 
 FORMAT_VERSION = 2  # 2: the generator states of every process (1: of one)

@@ -169,7 +169,7 @@ def test_unregistered_models_cannot_be_saved_until_registered(data, tmp_path, mo
     model = small_neural_model(TGN, NUM_NODES, message_dim(data), subclass=MyTGN)
     with pytest.raises(CheckpointError, match="not a registered model.*registry.register"):
         save_checkpoint(tmp_path / "x.pt", model, None, epoch=0, data=data)
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry, "_REGISTRY", registry._REGISTRY.copy())
     registry.register("my_tgn", MyTGN, config=type(model.config))
     save_checkpoint(tmp_path / "x.pt", model, None, epoch=0, data=data)
     loaded = load_checkpoint(tmp_path / "x.pt")
