@@ -18,6 +18,8 @@ from typing import Callable, Optional, Sequence
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+#: the benchmarks' default dataset folder (the library itself reads only ``data_dir`` or ``$TGEVAL_DATA_DIR``)
+os.environ.setdefault("TGEVAL_DATA_DIR", str(REPO_ROOT.parent / "shared" / "datasets"))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -45,6 +47,18 @@ def apply_common_args(args) -> None:
     if getattr(args, "data_dir", None) is not None:
         os.environ["TGEVAL_DATA_DIR"] = str(Path(args.data_dir).resolve())
     torch.set_num_threads(args.threads)
+
+
+def have_dataset(name: str) -> bool:
+    """Whether the shared dataset ``name`` is where :func:`tgeval.data.datasets.dataset_path` looks."""
+    from tgeval.data.datasets import dataset_path
+    from tgeval.errors import InputPathError
+
+    try:
+        dataset_path(name)
+    except InputPathError:
+        return False
+    return True
 
 
 def command_line() -> str:

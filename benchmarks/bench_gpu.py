@@ -49,6 +49,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment, Split
 from tgeval.data.synthetic import generate_events
 from tgeval.device import HOST_READ
+from tgeval.errors import InputPathError
 from tgeval.eval.metrics import tie_band
 from tgeval.loader import timestamp_batch_boundaries
 from tgeval.models import (TGN, DyRep, DyRepConfig, EdgeBank, GraphMixer, GraphMixerConfig, Popularity,
@@ -72,7 +73,7 @@ def load(name: str, data_dir: Optional[str], quick: bool) -> tuple[TemporalData,
 
         data, _ = load_dataset(name)
         how = f"{name} from the shared datasets"
-    except FileNotFoundError:
+    except InputPathError:
         shape = {"uci": dict(num_events=59_835, num_nodes=1_900),
                  "wikipedia": dict(num_events=157_474, num_nodes=9_228, bipartite=True, num_sources=8_228)}[name]
         data = generate_events(**shape, seed=0)

@@ -1,7 +1,7 @@
 """What the state guards cost in training and evaluation, as a share of a batch step.
 
 Setting: UCI (or ``--dataset wikipedia``), 70/15/15 chronological split, 'train' catalog,
-batches of at most 200 events, tgeval's ``TGN`` and the README's ``PygTGN`` (PyG's recipe
+batches of at most 200 events, tgeval's ``TGN`` and the guide's ``PygTGN`` (docs/guide/pyg-models.md) (PyG's recipe
 widths: 100, 10 neighbours), freshly initialised with a fixed seed.
 
 * **training**: one epoch over the first ``--num-events`` training events, K = 1, BCE, Adam,
@@ -63,7 +63,7 @@ def main() -> None:
           f"{BATCH_SIZE}")
 
     builds = {"tgeval TGN": lambda: TGN(TGNConfig(num_nodes, msg_dim=1)),
-              "PygTGN (README)": lambda: PygTGN(PygTGNConfig(num_nodes, msg_dim=1))}
+              "PygTGN (guide)": lambda: PygTGN(PygTGNConfig(num_nodes, msg_dim=1))}
     rows, shares = [], []
     for name, build in builds.items():
         torch.manual_seed(0)

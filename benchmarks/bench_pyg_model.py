@@ -1,4 +1,4 @@
-"""A TGN built from PyG's modules (the README's ``PygTGN``) against tgeval's own TGN, through ``evaluate``.
+"""A TGN built from PyG's modules (``PygTGN`` of docs/guide/pyg-models.md) against tgeval's own TGN, through ``evaluate``.
 
 Setting: Wikipedia (or ``--dataset uci``), 70/15/15 chronological split, 'train' catalog; both
 models with PyG's recipe widths (100, 10 neighbours), freshly initialised with a fixed seed
@@ -81,10 +81,10 @@ def main() -> None:
 
     models: dict[str, TemporalLinkModel] = {}
     snapshots, replay_rate = {}, {}
-    copies = {"PygTGN pair by pair": "PygTGN (README)", "tgeval TGN, no cache": "tgeval TGN",
-              "PygTGN, relu_ decode": "PygTGN (README)"}
+    copies = {"PygTGN pair by pair": "PygTGN (guide)", "tgeval TGN, no cache": "tgeval TGN",
+              "PygTGN, relu_ decode": "PygTGN (guide)"}
     for name, build in (("tgeval TGN", lambda: TGN(TGNConfig(num_nodes, msg_dim=1))),
-                        ("PygTGN (README)", lambda: PygTGN(PygTGNConfig(num_nodes, msg_dim=1))),
+                        ("PygTGN (guide)", lambda: PygTGN(PygTGNConfig(num_nodes, msg_dim=1))),
                         ("PygTGN pair by pair", lambda: PairwisePygTGN(PygTGNConfig(num_nodes, msg_dim=1))),
                         ("tgeval TGN, no cache", lambda: TGN(TGNConfig(num_nodes, msg_dim=1))),
                         ("PygTGN, relu_ decode", lambda: InPlacePygTGN(PygTGNConfig(num_nodes, msg_dim=1)))):
@@ -114,12 +114,12 @@ def main() -> None:
 
     pairwise_head = head_segment(data, split.test, args.pairwise_events)
     ranks = {name: run(name, pairwise_head, True).event_table()["rank"]
-             for name in ("PygTGN (README)", "PygTGN pair by pair", "PygTGN, relu_ decode")}
-    same = all(torch.equal(ranks["PygTGN (README)"], r) for r in ranks.values())
+             for name in ("PygTGN (guide)", "PygTGN pair by pair", "PygTGN, relu_ decode")}
+    same = all(torch.equal(ranks["PygTGN (guide)"], r) for r in ranks.values())
     print(f"check   : derived, pairwise and relu_-decode ranks of PygTGN on {pairwise_head.num_events} events: "
           f"{'identical' if same else 'DIFFERENT'}")
     assert same, "the derived candidate scorer must rank as the pairwise one"
-    timed = [("tgeval TGN", True), ("tgeval TGN", False), ("PygTGN (README)", True), ("PygTGN (README)", False),
+    timed = [("tgeval TGN", True), ("tgeval TGN", False), ("PygTGN (guide)", True), ("PygTGN (guide)", False),
              ("tgeval TGN, no cache", True), ("PygTGN, relu_ decode", True)]
     for name in dict(timed):
         run(name, head_segment(data, split.test, BATCH_SIZE), True)  # untimed warm-up
@@ -149,17 +149,17 @@ def main() -> None:
           f"second of this process's CPU time (median; robust to other processes' load at one thread) "
           f"(pair by pair: {len(pair_seconds)} run(s) on {pairwise_head.num_events} events)")
     print_table(["model", "events/s (best)", "events/s (median)", "events per CPU s (median)"], table)
-    share = rate("PygTGN (README)", True) / rate("tgeval TGN", True)
-    cpu_share = cpu_rate("PygTGN (README)", True) / cpu_rate("tgeval TGN", True)
+    share = rate("PygTGN (guide)", True) / rate("tgeval TGN", True)
+    cpu_share = cpu_rate("PygTGN (guide)", True) / cpu_rate("tgeval TGN", True)
     print(f"ratio   : PygTGN / tgeval TGN (guard on) = {share:.2f} by wall time (target >= 0.50: "
           f"{'PASS' if share >= 0.5 else 'FAIL'}), {cpu_share:.2f} by CPU time; "
           f"PygTGN / tgeval TGN without its cache = "
-          f"{cpu_rate('PygTGN (README)', True) / cpu_rate('tgeval TGN, no cache', True):.2f} by CPU time; "
+          f"{cpu_rate('PygTGN (guide)', True) / cpu_rate('tgeval TGN, no cache', True):.2f} by CPU time; "
           f"PygTGN with relu_ decode / tgeval TGN = "
           f"{cpu_rate('PygTGN, relu_ decode', True) / cpu_rate('tgeval TGN', True):.2f} by CPU time; "
           f"PygTGN derived / pair by pair = "
-          f"{rate('PygTGN (README)', True) / (pairwise_head.num_events / min(pair_seconds)):.1f}x")
-    for name in ("tgeval TGN", "PygTGN (README)"):
+          f"{rate('PygTGN (guide)', True) / (pairwise_head.num_events / min(pair_seconds)):.1f}x")
+    for name in ("tgeval TGN", "PygTGN (guide)"):
         model = models[name]
         model.restore(snapshots[name])
         checks = []

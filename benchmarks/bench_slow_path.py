@@ -1,7 +1,7 @@
 """The pair-by-pair warning's estimate against the pass it describes.
 
 Setting: UCI (or ``--dataset wikipedia``), 70/15/15 chronological split, 'train' catalog; the
-README's ``PygTGN`` (widths 100, 10 neighbours, fixed seed, eval mode) with its state built by
+guide's ``PygTGN`` (docs/guide/pyg-models.md; widths 100, 10 neighbours, fixed seed, eval mode) with its state built by
 ``tgeval.replay`` over every event before the test segment, then evaluated all-entity, online, in
 batches of at most 200 events, ``warm=False``, on the first ``--num-events`` test events:
 
@@ -9,7 +9,7 @@ batches of at most 200 events, ``warm=False``, on the first ``--num-events`` tes
   internally), so the engine can only score every (event, item) pair through ``score``: the
   pass warns once (:class:`~tgeval.errors.SlowPathWarning`) with the pairs it scores and the time
   expected at its first step's rate; the table compares that with the pass's measured time;
-* **embed / decode**: the README's model as it is (the scorer derived from them): same ranks.
+* **embed / decode**: the guide's model as it is (the scorer derived from them): same ranks.
 
 Run: python benchmarks/bench_slow_path.py [--dataset uci|wikipedia] [--num-events 1000] [--data-dir DIR] [--threads 1]
 """
@@ -75,7 +75,7 @@ def main() -> None:
     print("check   : score-only and embed/decode ranks identical")
     slow_s, fast_s = slow_result.performance["seconds"], fast_result.performance["seconds"]
     rows = [["score only (pair by pair)", "1", f"{estimate:.1f}", slow_s],
-            ["embed / decode (README)", "0", "-", fast_s]]
+            ["embed / decode (guide)", "0", "-", fast_s]]
     print_table(["model", "warnings", "estimated s", "measured s", "events/s"],
                 [[*row[:3], f"{row[3]:.1f}", f"{head.num_events / row[3]:,.0f}"] for row in rows])
     print(f"ratio   : estimate / measured = {estimate / slow_s:.2f}; embed/decode is {slow_s / fast_s:.1f}x faster")

@@ -28,7 +28,7 @@ import time
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import networkx as nx
 import torch
-from _common import REPO_ROOT, add_common_args, apply_common_args, print_header, print_table
+from _common import REPO_ROOT, add_common_args, apply_common_args, have_dataset, print_header, print_table
 
 from tgeval.data.datasets import dataset_path, load_dataset
 from tgeval.static import HEURISTICS, PairSampler, adjacency, heuristic_scores, static_graph
@@ -84,7 +84,7 @@ def bench_sampling(repeat: int) -> None:
     print(f"\n2. negative pairs per second (best of {repeat}); draws exclude every edge of the graph")
     rows = []
     for name in ("wikipedia", "uci"):
-        if dataset_path(name) is None:
+        if not have_dataset(name):
             rows.append([name, "-", "-", "-", "dataset not found"])
             continue
         data, info = load_dataset(name)
@@ -108,7 +108,7 @@ def paths3_networkx(g: nx.Graph, method: str, pairs: list[tuple[int, int]]) -> l
 
 
 def bench_bipartite(repeat: int) -> None:
-    if dataset_path("wikipedia") is None:
+    if not have_dataset("wikipedia"):
         print("\n3. bipartite heuristics: skipped (Wikipedia is not available)")
         return
     data, info = load_dataset("wikipedia")
@@ -159,7 +159,7 @@ def main() -> None:
     args = parser.parse_args()
     apply_common_args(args)
     print_header("static link prediction: heuristics vs networkx, negative-pair sampling, `tgeval static` on UCI")
-    if dataset_path("uci") is None:
+    if not have_dataset("uci"):
         print("skipped: UCI is not available (pass --data-dir or set TGEVAL_DATA_DIR)")
         return
     with torch.no_grad():

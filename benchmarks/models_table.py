@@ -1,4 +1,4 @@
-"""The README's models table: TGN, DyRep and GraphMixer on UCI and Wikipedia, over seeds.
+"""The models table of docs/quality.md: TGN, DyRep and GraphMixer on UCI and Wikipedia, over seeds.
 
 Per dataset, model and seed (70/15/15 chronological split, no features: a message of one zero
 column; each model's registry defaults, width 100):

@@ -35,12 +35,12 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import numpy as np
 import torch
-from _common import add_common_args, apply_common_args, print_header, print_table
+from _common import add_common_args, apply_common_args, have_dataset, print_header, print_table
 from torch_geometric.data import TemporalData
 
 from tgeval import evaluate
 from tgeval.atomic import write_atomic
-from tgeval.data.datasets import dataset_path, load_dataset
+from tgeval.data.datasets import load_dataset
 from tgeval.models.heuristics import EdgeBank
 from tgeval.presets import TGB
 from tgeval.samplers import read_tgb_negatives
@@ -186,7 +186,7 @@ def main() -> None:
     args = parser.parse_args()
     apply_common_args(args)
     print_header("tgbl-wiki from the shared Wikipedia file: tgeval --preset tgb against TGB's pipeline")
-    if dataset_path("wikipedia") is None:
+    if not have_dataset("wikipedia"):
         raise SystemExit("wikipedia/ml_wikipedia.txt not found: pass --data-dir or set TGEVAL_DATA_DIR")
     args.work.mkdir(parents=True, exist_ok=True)
     data = tgb_numbered()

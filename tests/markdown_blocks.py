@@ -51,7 +51,8 @@ def run_python_blocks(path: Path, workdir: Path, name: str = "page") -> dict:
     sys.modules[name] = module
     try:
         for i, code in enumerate(blocks):
-            exec(compile(code, f"{path}:block{i + 1}", "exec"), namespace)
+            # dont_inherit: the page's code, not this module's `from __future__ import annotations`
+            exec(compile(code, f"{path}:block{i + 1}", "exec", dont_inherit=True), namespace)
     finally:
         os.chdir(cwd)
         del sys.modules[name]

@@ -20,7 +20,7 @@ DUPLICATE_RULES = ("keep", "drop")
 CATALOG_KINDS = ("train", "time-available", "all", "range")
 
 TiePolicy = Literal["average", "pessimistic", "optimistic"]
-"""How negatives that score exactly like the positive are counted (SPEC §7)."""
+"""How negatives that score exactly like the positive are counted (docs/protocol.md §7)."""
 TIE_POLICIES: tuple[str, ...] = get_args(TiePolicy)
 """The valid values of every ``ties`` argument."""
 

@@ -1,4 +1,4 @@
-"""Batches of whole timestamp groups (SPEC §2)."""
+"""Batches of whole timestamp groups (docs/protocol.md §2)."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ _LABELS = {"ap": "AP", "auroc": "AUROC", "mrr": "MRR", "mean_rank": "mean rank"}
 
 @dataclass(frozen=True)
 class Protocol:
-    """How a segment is measured (SPEC §4–§7).
+    """How a segment is measured (docs/protocol.md §4–§7).
 
     Attributes:
         replay: ``"online"`` (the model observes each batch after it was scored) or

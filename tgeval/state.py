@@ -1,4 +1,5 @@
-"""State of temporal models: the ``Stateful`` protocol, state discovery, snapshots and the guards (SPEC §2).
+"""State of temporal models: the ``Stateful`` protocol, state discovery, snapshots and the guards
+(docs/protocol.md §2).
 
 A *state* is a nested ``dict`` of tensors (and plain Python values) holding everything a
 model has learned from the event history — memory, last-update times, neighbour buffers,

@@ -1,4 +1,4 @@
-"""A TGN built from PyG's own modules (the README's ``PygTGN``: ``TGNMemory``,
+"""A TGN built from PyG's own modules (``PygTGN`` of docs/guide/pyg-models.md: ``TGNMemory``,
 ``LastNeighborLoader``, ``TransformerConv``) with no state code of its own (issue 11).
 
 Its state is discovered: snapshots, restores and resets cover PyG's memory and message stores,

@@ -1,5 +1,5 @@
 """On UCI's static training graph (the events of the 70% chronological training segment), PA looks
-strong under uniform negatives and is at chance under degree-corrected ones (SPEC §10)."""
+strong under uniform negatives and is at chance under degree-corrected ones (docs/protocol.md §10)."""
 
 import pytest
 import torch

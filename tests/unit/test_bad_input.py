@@ -1,4 +1,4 @@
-"""SPEC §12: every bad input this layer can meet gets a typed error naming the fix."""
+"""docs/protocol.md §12: every bad input this layer can meet gets a typed error naming the fix."""
 
 import pytest
 import torch

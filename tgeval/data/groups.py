@@ -1,4 +1,4 @@
-"""Timestamp groups: maximal runs of events that share a timestamp (SPEC §2)."""
+"""Timestamp groups: maximal runs of events that share a timestamp (docs/protocol.md §2)."""
 
 from __future__ import annotations
 
@@ -58,11 +58,11 @@ def _lexsort(src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
 def canonical_order(src: Tensor, dst: Tensor, t: Tensor, *, chunk: int = CHUNK_EVENTS) -> Tensor:
     """Permutation that sorts events by ``(t, src, dst)`` (stable): int64 ``[E]``.
 
-    File order inside a timestamp group carries no information (SPEC §2); replaying events
+    File order inside a timestamp group carries no information (docs/protocol.md §2); replaying events
     in this order makes every downstream computation independent of it. Events equal in
     ``(t, src, dst)`` keep their relative order: they are interchangeable for every model
     that ignores event features; a model that reads ``msg`` must aggregate such duplicates
-    order-invariantly (SPEC §2).
+    order-invariantly (docs/protocol.md §2).
 
     A time-sorted ``t`` is sorted in chunks of about ``chunk`` events cut between timestamp
     groups (a chunk already in order is an ``arange``), so the temporaries beside the

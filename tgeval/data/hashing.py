@@ -1,4 +1,4 @@
-"""Content hashes of event arrays and of negatives (SPEC §11)."""
+"""Content hashes of event arrays and of negatives (docs/protocol.md §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chronological train / validation / test splits at timestamp boundaries (SPEC §2)."""
+"""Chronological train / validation / test splits at timestamp boundaries (docs/protocol.md §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Repeated pair / new pair / new node labels of events against a reference history (SPEC §3)."""
+"""Repeated pair / new pair / new node labels of events against a reference history (docs/protocol.md §3)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Seeded synthetic event streams with the structure of real interaction data.
 
 :func:`generate_events` draws a stream that has what makes temporal link prediction
-hard to evaluate honestly (SPEC §2–§4): recurring pairs, a heavy-tailed degree
+hard to evaluate honestly (docs/protocol.md §2–§4): recurring pairs, a heavy-tailed degree
 distribution, nodes that are born and die during the stream, and many events that share
 a timestamp.
 """

@@ -1,4 +1,4 @@
-"""Checks and canonicalisation of :class:`~torch_geometric.data.TemporalData` (SPEC §1, §12).
+"""Checks and canonicalisation of :class:`~torch_geometric.data.TemporalData` (docs/protocol.md §1, §12).
 
 A canonical event stream has ``src``, ``dst`` int64 ``[E]`` with ids ``>= 0``, ``t``
 int64 or float64 ``[E]``, finite and non-decreasing, and every other per-event field
@@ -46,7 +46,7 @@ def sort_by_time(data: TemporalData) -> TemporalData:
     """Stable sort of every per-event field by ``t``.
 
     Events that share a timestamp keep their file order (which carries no meaning:
-    they are simultaneous, SPEC §2), so the result is reproducible.
+    they are simultaneous, docs/protocol.md §2), so the result is reproducible.
     """
     return permute_events(data, torch.sort(data.t, stable=True).indices)
 

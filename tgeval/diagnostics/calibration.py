@@ -1,4 +1,4 @@
-r"""Calibration under prior shift (SPEC §5).
+r"""Calibration under prior shift (docs/protocol.md §5).
 
 A binary score fitted on sampled data estimates the posterior under the *sampled* class
 prior :math:`\pi_s`. If only the prior differs at deployment (:math:`\pi_d`) and the
@@ -26,6 +26,7 @@ from tgeval.errors import MetricInputError, ProtocolError
 
 __all__ = ["PriorShiftCorrection", "prior_shift_correction", "PRIOR_SHIFT_WARNING"]
 
+#: the caveat printed with every prior-shift correction (its assumption, stated with the number)
 PRIOR_SHIFT_WARNING = ("prior-shift correction is valid only when the class-conditional score distributions are "
                        "unchanged between the sampled and the deployment data (only the class prior differs); "
                        "hard negatives (historical, degree-matched, ...) usually change them, and then the "
@@ -58,7 +59,7 @@ def _check_prior(name: str, value: float) -> float:
 
 def prior_shift_correction(scores_or_probs: Tensor, *, pi_sample: float, pi_deploy: float,
                            logits: bool = True) -> PriorShiftCorrection:
-    r"""Move binary scores from the sampled class prior to the deployment prior (SPEC §5).
+    r"""Move binary scores from the sampled class prior to the deployment prior (docs/protocol.md §5).
 
     .. math::
         \ell_d = \ell_s + \log\frac{\pi_d}{1 - \pi_d} - \log\frac{\pi_s}{1 - \pi_s}

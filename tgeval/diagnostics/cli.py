@@ -55,7 +55,8 @@ def diagnose(data: TemporalData, out: PathLike, *, test_ratio: float = 0.15, dir
     t_split = split_time(data, test_ratio)
     bip = is_bipartite(data) if bipartite is None else bool(bipartite)
     lifetimes = {"test_ratio": float(test_ratio),
-                 "boundary": "an event exactly at t_split is 'after' the split (SPEC §4: b >= t_split is inductive); "
+                 "boundary": "an event exactly at t_split is 'after' the split "
+                             "(docs/protocol.md §4: b >= t_split is inductive); "
                              "chronological_split puts such events in the segment before the test segment",
                  **lifetime_summary(data, t_split, directed=directed, num_nodes=num_nodes)}
     table = surprise_table(data, directed=directed, ratios=SURPRISE_RATIOS, num_nodes=num_nodes)

@@ -1,4 +1,4 @@
-r"""Lifetime classes and the surprise index of a time split (SPEC §4). **Uses the whole stream.**
+r"""Lifetime classes and the surprise index of a time split (docs/protocol.md §4). **Uses the whole stream.**
 
 Births and deaths come from :func:`tgeval.samplers.lifespans.node_lifetimes` and
 :func:`~tgeval.samplers.lifespans.pair_lifetimes` (one ``scatter_reduce`` each). For a

@@ -1,4 +1,4 @@
-r"""Pair-membership diagnostics: the 2 x 2 factorial and the optimal membership coefficient (SPEC §6, §7).
+r"""Pair-membership diagnostics: the 2 x 2 factorial and the optimal membership coefficient (docs/protocol.md §6, §7).
 
 **Membership.** For an event :math:`(u, v, t)`, :math:`M = 1\{(u, v) \in H\}` with :math:`H`
 the pairs observed before the event. In the factorial (a replay, like
@@ -34,7 +34,7 @@ destinations and *all* of its unseen catalog destinations, from counts of candid
 equal (the seen part by a ragged, vectorised expansion of the source's history slice; the
 unseen part as the all-entity counts of :func:`~tgeval.eval.ranking.all_entity_counts` minus
 the seen catalog items). The diagonal (repeated vs all seen, new vs all unseen) is the one
-SPEC §7 asks for; the off-diagonal exhaustive values are reported too.
+docs/protocol.md §7 asks for; the off-diagonal exhaustive values are reported too.
 
 **β\*.** For the minimal scorer :math:`s = b + \beta M`, with :math:`p_1` / :math:`q_1` the
 shares of positives / negatives with :math:`M = 1`, :math:`\beta^* = \mathrm{logit}(p_1) -

@@ -1,4 +1,4 @@
-r"""Novelty of a stream: the per-timestamp novelty ratio and the strata shares of segments (SPEC §3).
+r"""Novelty of a stream: the per-timestamp novelty ratio and the strata shares of segments (docs/protocol.md §3).
 
 With :math:`E_t` the set of **distinct** pairs at timestamp :math:`t` and :math:`E_{<t}` the
 union of all earlier :math:`E_s`,

@@ -1,4 +1,4 @@
-r"""Birth–Death diagrams and the novelty time series as PNG files (SPEC §3, §4). Needs matplotlib.
+r"""Birth–Death diagrams and the novelty time series as PNG files (docs/protocol.md §3, §4). Needs matplotlib.
 
 **Birth–Death diagram**: one point per node (or pair) :math:`x` at
 :math:`(d_x, b_x)` (x = death, y = birth), coloured historical / overlap / inductive for a

@@ -1,4 +1,4 @@
-r"""Time profile of ranks: positives and each sampler's negatives in equal time bins (SPEC §7).
+r"""Time profile of ranks: positives and each sampler's negatives in equal time bins (docs/protocol.md §7).
 
 The evaluated segment's time span :math:`[t_{min}, t_{max}]` (or a given ``t_range``
 :math:`[lo, hi]`) is cut into ``B`` equal-width bins with edges

@@ -1,4 +1,4 @@
-r"""The replay engine: fixed-history and online evaluation over timestamp batches (SPEC §2, §7).
+r"""The replay engine: fixed-history and online evaluation over timestamp batches (docs/protocol.md §2, §7).
 
 The order score -> record -> update lives here and nowhere else::
 

@@ -1,4 +1,4 @@
-r"""Expected sampled-K ranking metrics from full ranks (SPEC §7), and nested actual draws.
+r"""Expected sampled-K ranking metrics from full ranks (docs/protocol.md §7), and nested actual draws.
 
 One all-entity pass gives, per event, the number ``a`` of catalog candidates scoring strictly
 above the positive, the number ``b`` scoring equal to it, and the number ``M = N - 1`` of

@@ -1,4 +1,4 @@
-r"""Ranking and classification metrics of SPEC §7, as pure vectorised torch functions.
+r"""Ranking and classification metrics of docs/protocol.md §7, as pure vectorised torch functions.
 
 Every function here is pure: inputs are never mutated, outputs live on the input device,
 and sums are accumulated exactly (int64 counts) or in float64. No function loops over

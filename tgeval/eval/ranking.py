@@ -1,4 +1,4 @@
-r"""Exact all-entity ranking over a catalog, in memory-bounded blocks with fixed shapes (SPEC §7).
+r"""Exact all-entity ranking over a catalog, in memory-bounded blocks with fixed shapes (docs/protocol.md §7).
 
 For event :math:`i = (u_i, v_i, t_i)` with positive score :math:`p_i`, the candidates are
 the catalog items available at :math:`t_i`, minus the *excluded* items :math:`X_i`: the

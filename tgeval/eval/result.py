@@ -1,4 +1,4 @@
-"""Results: metric tables, strata, a reproducibility manifest and per-event records (SPEC §7, §11).
+"""Results: metric tables, strata, a reproducibility manifest and per-event records (docs/protocol.md §7, §11).
 
 A :class:`Result` is computed from per-event records (so every number can be recomputed
 from them) and saved atomically as JSON; per-event records can be saved as CSV.
@@ -34,7 +34,7 @@ from tgeval.eval.metrics import (
 
 __all__ = ["Result", "STRATA", "summarize", "json_safe"]
 
-#: Stratum codes of per-event records (SPEC §3), relative to the events before the segment:
+#: Stratum codes of per-event records (docs/protocol.md §3), relative to the events before the segment:
 #: ``repeated`` — the pair occurred before; ``new_pair`` — both nodes occurred before but not
 #: the pair; ``new_node`` — the source or the destination never occurred before.
 STRATA = ("repeated", "new_pair", "new_node")
@@ -153,7 +153,7 @@ class Result:
 
     Attributes:
         metrics: output of :func:`summarize` (``sampled``, ``all_entity``, ``strata``).
-        manifest: everything needed to reproduce the numbers (SPEC §11).
+        manifest: everything needed to reproduce the numbers (docs/protocol.md §11).
         performance: throughput, latency and memory of the replay; ``wall_seconds`` of the whole
             :func:`~tgeval.eval.engine.evaluate` call and its ``phases`` (seconds of ``prepare``,
             ``warm_up``, ``replay``, ``metrics``, ``manifest`` and ``other``, summing to ``wall_seconds``);

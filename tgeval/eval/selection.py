@@ -1,4 +1,4 @@
-"""Hyper-parameter choices made on validation data, recorded with the result (SPEC §6, §11)."""
+"""Hyper-parameter choices made on validation data, recorded with the result (docs/protocol.md §6, §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-r"""Uncertainty and order agreement for model comparisons (SPEC §7).
+r"""Uncertainty and order agreement for model comparisons (docs/protocol.md §7).
 
 * :func:`kendall_tau` — Kendall's :math:`\tau_b` (ties corrected), equal to the statistic of
   ``scipy.stats.kendalltau``.

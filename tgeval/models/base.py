@@ -1,4 +1,4 @@
-"""The interface every temporal link model implements (SPEC §6, §8).
+"""The interface every temporal link model implements (docs/protocol.md §6, §8).
 
 A model scores candidate links ``(src, dst, t)`` from its current state without changing
 it, and ingests observed positive events with :meth:`update`. The replay engine

@@ -1,4 +1,4 @@
-r"""DyRep (Trivedi et al., 2019) on PyG's temporal modules (SPEC §8).
+r"""DyRep (Trivedi et al., 2019) on PyG's temporal modules (docs/protocol.md §8).
 
 Memory-based like TGN, with two differences:
 

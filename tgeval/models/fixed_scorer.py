@@ -1,4 +1,4 @@
-"""A static pair scorer as a temporal model with fixed history (SPEC §8, §10).
+"""A static pair scorer as a temporal model with fixed history (docs/protocol.md §8, §10).
 
 A scorer fitted once on the graph of the events before the evaluated segment, e.g. a GCN of
 :func:`tgeval.static.train_link_gnn` on ``static_graph(data, end=t_start)``, has observed

@@ -1,4 +1,4 @@
-r"""GraphMixer (Cong et al., 2023) with the common model interface (SPEC §8).
+r"""GraphMixer (Cong et al., 2023) with the common model interface (docs/protocol.md §8).
 
 No memory. A node's embedding is built from its ``K`` most recent interactions (the
 neighbour buffer is its state, snapshotted like memory):

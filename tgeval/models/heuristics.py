@@ -1,4 +1,4 @@
-r"""Parameter-free baselines with the common model interface (SPEC §6).
+r"""Parameter-free baselines with the common model interface (docs/protocol.md §6).
 
 All state lives in registered buffers (so ``.to(device)`` moves it), all operations are
 batch-vectorised torch, and scores are float64 so that integer-valued scores (degree
@@ -592,7 +592,7 @@ def _count_in_time(index: tuple[Tensor, Tensor, int], src: Tensor, *,
 
 
 class PairMembership(EdgeBank):
-    r"""Minimal pair-membership scorer :math:`s = b + \beta M` (SPEC §6); ``EdgeBank`` with
+    r"""Minimal pair-membership scorer :math:`s = b + \beta M` (docs/protocol.md §6); ``EdgeBank`` with
     ``beta=1, bias=0``. With ``beta < 0`` it prefers unseen pairs.
 
     ``beta`` and ``bias`` are float64 parameters, so the scorer can be fitted with

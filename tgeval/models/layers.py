@@ -1,4 +1,4 @@
-r"""Layers shared by the neural reference models (SPEC §8).
+r"""Layers shared by the neural reference models (docs/protocol.md §8).
 
 * :class:`GraphAttentionEmbedding` — TGN's temporal graph attention: PyG's
   ``TransformerConv`` over each node's recent neighbours, edge features

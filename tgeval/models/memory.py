@@ -2,7 +2,7 @@ r"""Node memory on PyG's :class:`~torch_geometric.nn.models.tgn.TGNMemory`, with
 
 Same math as ``TGNMemory`` in training mode (messages are stored raw and applied lazily,
 so the memory cell and the time encoder receive gradients through the scores), with three
-changes that the replay engine needs (SPEC §2):
+changes that the replay engine needs (docs/protocol.md §2):
 
 * **Order-invariant aggregation.** :class:`LatestMeanAggregator` averages the messages that
   share a node's latest timestamp, where PyG's ``LastAggregator`` keeps one of them, chosen

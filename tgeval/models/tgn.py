@@ -1,4 +1,4 @@
-r"""TGN (Rossi et al., 2020) on PyG's temporal modules (SPEC §8).
+r"""TGN (Rossi et al., 2020) on PyG's temporal modules (docs/protocol.md §8).
 
 * Memory: :class:`~tgeval.models.memory.TensorMemory` (PyG's ``TGNMemory`` with tensor
   stores), GRU cell, identity messages :math:`[s_u \| s_v \| x_e \| \phi(t - \tau_u)]`,

@@ -2,7 +2,7 @@ r"""Common machinery of the samplers that draw from a per-row pool (historical, 
 
 A subclass says which pool each row draws from (:meth:`PooledSampler._pool`, a
 :class:`~tgeval.samplers._draw.KeyPool` and a base per row) and, optionally, what else to
-exclude; this class applies the rules every sampler obeys (SPEC §5):
+exclude; this class applies the rules every sampler obeys (docs/protocol.md §5):
 
 * excluded items: the source, the simultaneous positives (``scope="group"``: same source,
   same ``t``) or every destination of the source in the batch (``scope="batch"``), plus any

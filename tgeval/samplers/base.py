@@ -1,4 +1,4 @@
-"""The negative-sampler interface (SPEC §5).
+"""The negative-sampler interface (docs/protocol.md §5).
 
 A sampler gets a timestamp batch of positive events and returns ``K`` negative
 destinations per positive, on the batch's device, from a seeded ``torch.Generator``,

@@ -1,4 +1,4 @@
-r"""Degree-corrected negatives: nodes drawn in proportion to their degree (SPEC §5).
+r"""Degree-corrected negatives: nodes drawn in proportion to their degree (docs/protocol.md §5).
 
 A node of degree :math:`k_v` appears :math:`k_v` times in the draw list, so negatives have
 the degree distribution of the positives' endpoints. For an event :math:`(u, v^+, t)` the pool

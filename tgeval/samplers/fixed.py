@@ -1,4 +1,4 @@
-r"""Fixed negatives: draw once, save with checksums, reuse across models (SPEC §5 ``fixed``, §11, §12).
+r"""Fixed negatives: draw once, save with checksums, reuse across models (docs/protocol.md §5 ``fixed``, §11, §12).
 
 Two sources of fixed negatives:
 

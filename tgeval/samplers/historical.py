@@ -1,4 +1,4 @@
-r"""Historical negatives (DGB, Poursafaei et al. 2022), conditioned on the source (SPEC §5).
+r"""Historical negatives (DGB, Poursafaei et al. 2022), conditioned on the source (docs/protocol.md §5).
 
 DGB's historical sampler corrupts a batch with pairs observed before the batch but absent
 from it. tgeval's samplers keep the source of each positive and return destinations, so the

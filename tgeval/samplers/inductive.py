@@ -1,4 +1,4 @@
-r"""DGB inductive negatives, conditioned on the source (SPEC §5). **Uses the whole stream.**
+r"""DGB inductive negatives, conditioned on the source (docs/protocol.md §5). **Uses the whole stream.**
 
 DGB's inductive sampler corrupts with pairs observed in the evaluated segment but never in
 training. Per source (tgeval samplers keep the source and return destinations), with

@@ -1,4 +1,6 @@
-r"""Birth–Death negative samplers: HS, OS, IS, HD, OD, ID, HE, OE, IE (SPEC §4, §5). **Uses the whole stream.**
+r"""Birth–Death negative samplers: HS, OS, IS, HD, OD, ID, HE, OE, IE (docs/protocol.md §4, §5).
+
+**Uses the whole stream.**
 
 **Lifetimes.** For a node or a pair :math:`x`, the *birth* :math:`b_x` is the time of its
 first event and the *death* :math:`d_x` the time of its last event **in the full stream**

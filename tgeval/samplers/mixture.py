@@ -1,4 +1,4 @@
-r"""Mixtures of samplers with proportions (SPEC §5), e.g. half historical, half uniform.
+r"""Mixtures of samplers with proportions (docs/protocol.md §5), e.g. half historical, half uniform.
 
 With proportions :math:`p_1, \dots, p_m` (normalised to sum to 1), ``K`` is split the same
 way for every event by largest remainders: :math:`K_i = \lfloor K p_i \rfloor`, and the

@@ -1,4 +1,4 @@
-r"""Popularity negatives: destinations drawn in proportion to their (recent) in-degree (SPEC §5).
+r"""Popularity negatives: destinations drawn in proportion to their (recent) in-degree (docs/protocol.md §5).
 
 With :math:`c_v` the number of events with destination :math:`v` observed before the batch
 (undirected: events touching :math:`v`), or with ``half_life=h`` the decayed count

@@ -1,4 +1,4 @@
-r"""Source-history negatives: the source's own earlier destinations (SPEC §5, a diagnostic).
+r"""Source-history negatives: the source's own earlier destinations (docs/protocol.md §5, a diagnostic).
 
 For an event :math:`(u, v^+, t)` of a batch :math:`B`, with :math:`H_u` the destinations of
 :math:`u` in the history observed before the batch, negatives are drawn uniformly from

@@ -1,4 +1,4 @@
-r"""Time-available negatives: uniform over the destinations that appeared before ``t`` (SPEC §5).
+r"""Time-available negatives: uniform over the destinations that appeared before ``t`` (docs/protocol.md §5).
 
 This is :class:`~tgeval.samplers.uniform.UniformSampler` over the ``"time-available"``
 catalog (:func:`~tgeval.data.catalog.build_catalog`): an event :math:`(u, v^+, t)` draws

@@ -1,4 +1,4 @@
-r"""Uniform negatives over a destination catalog (SPEC §5).
+r"""Uniform negatives over a destination catalog (docs/protocol.md §5).
 
 For event :math:`i` the pool is the catalog items available at :math:`t_i` minus the
 excluded items (source, simultaneous positives, true destination). Without replacement the

@@ -1,4 +1,4 @@
-r"""Degree heterogeneity and the degree-only null scorer (SPEC §10).
+r"""Degree heterogeneity and the degree-only null scorer (docs/protocol.md §10).
 
 **Unipartite graphs.** A uniformly drawn edge reaches a node in proportion to its degree, a
 uniform node pair does not. If :math:`\log k \sim \mathcal N(\mu, \sigma^2)` over nodes, an edge

@@ -1,4 +1,4 @@
-r"""Static undirected graphs for link prediction (SPEC §10): from PyG ``Data``, from a temporal
+r"""Static undirected graphs for link prediction (docs/protocol.md §10): from PyG ``Data``, from a temporal
 stream, and the seeded random edge split.
 
 A :class:`StaticGraph` holds each undirected edge once, as :math:`(u, v)` with :math:`u < v`,

@@ -1,4 +1,4 @@
-r"""Neighbourhood heuristics of static link prediction, for batches of pairs (SPEC §10).
+r"""Neighbourhood heuristics of static link prediction, for batches of pairs (docs/protocol.md §10).
 
 With :math:`\Gamma(u)` the neighbours of :math:`u` in the (training) graph and :math:`k_u = |\Gamma(u)|`:
 

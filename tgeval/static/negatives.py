@@ -1,4 +1,4 @@
-r"""Negative pairs of a static graph: uniform and degree-corrected benchmarks (SPEC §5, §10).
+r"""Negative pairs of a static graph: uniform and degree-corrected benchmarks (docs/protocol.md §5, §10).
 
 Both samplers draw the two endpoints of a pair independently from a **draw list** :math:`L`
 and keep the unordered pair :math:`\{a, b\}`:

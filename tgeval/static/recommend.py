@@ -1,4 +1,4 @@
-r"""Recommendation-style check of static link prediction (SPEC §10): top-C, VCMPR@C, RBO.
+r"""Recommendation-style check of static link prediction (docs/protocol.md §10): top-C, VCMPR@C, RBO.
 
 **Top-C.** For a node :math:`u` the candidates are every node :math:`v \ne u` with
 :math:`(u, v)` not a training edge (on a bipartite graph, every such node of the other side).

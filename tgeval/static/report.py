@@ -1,4 +1,4 @@
-r"""The static link-prediction report behind ``tgeval static`` (SPEC §10).
+r"""The static link-prediction report behind ``tgeval static`` (docs/protocol.md §10).
 
 Protocol: an edge split of the graph (random, or a structural-shift split); heuristics are computed on the training
 graph; each test edge is a positive, and each benchmark offers as many negatives as there are

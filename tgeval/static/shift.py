@@ -1,4 +1,4 @@
-r"""Structural-shift splits of a static graph's links (SPEC §10).
+r"""Structural-shift splits of a static graph's links (docs/protocol.md §10).
 
 Every link :math:`e = (u, v)` of the graph :math:`G` gets a heuristic score :math:`h(e)`:
 

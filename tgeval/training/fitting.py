@@ -1,4 +1,4 @@
-r"""Training with validation, early stopping and resumable checkpoints (SPEC §9, §11).
+r"""Training with validation, early stopping and resumable checkpoints (docs/protocol.md §9, §11).
 
 :func:`fit` composes :func:`~tgeval.training.train.train_epoch` and
 :func:`~tgeval.eval.engine.evaluate`::
@@ -148,7 +148,7 @@ class Validation:
         state: the state validation scores from: ``"rebuilt"`` (reset and rebuilt from the training events with
             the epoch's final weights, ``evaluate``'s default) or ``"training"`` (the state the epoch's training
             left, ``Protocol(warm=False)``: DyGLib's and PyG's validation). For memory models the two can disagree
-            widely (README, *Why the rebuilt protocol is so noisy*). ``"training"`` needs a history-free
+            widely (docs/quality.md, *Why the rebuilt protocol is so noisy*). ``"training"`` needs a history-free
             ``sampler``: nothing warms a sampler's history up there.
 
     Raises:

@@ -1,4 +1,4 @@
-r"""Training objectives for link prediction with sampled negatives (SPEC §5, §9).
+r"""Training objectives for link prediction with sampled negatives (docs/protocol.md §5, §9).
 
 Every loss is a pure function of scores (logits, any real numbers, higher = more likely):
 ``pos`` float ``[B]``, the score of each positive event, and ``neg`` float ``[B, K]``, the
@@ -150,7 +150,7 @@ def sampled_softmax_loss(pos: Tensor, neg: Tensor, *, log_q: Optional[Tensor] = 
     **Log-q correction** (Bengio & Senécal 2008; Jean et al. 2015; Yi et al. 2019): when
     negatives are drawn from a proposal :math:`q(v \mid x)`, the uncorrected loss is
     minimised by :math:`s_v = \log p(v \mid x) - \log q(v \mid x) + c` (the Bayes target of
-    SPEC §5), not by the full-catalog softmax :math:`\log p(v \mid x) + c`. Subtracting
+    docs/protocol.md §5), not by the full-catalog softmax :math:`\log p(v \mid x) + c`. Subtracting
     :math:`\log q` from the logit of every candidate drawn from :math:`q` makes
     :math:`\frac{1}{K}\sum_k e^{\tilde s^-_{ik}}` an unbiased estimate of the full partition
     function :math:`\sum_v e^{s_v}` for draws *with* replacement (for distinct draws it is the

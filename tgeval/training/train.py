@@ -1,4 +1,4 @@
-r"""Training over timestamp batches with swappable samplers and losses (SPEC §9).
+r"""Training over timestamp batches with swappable samplers and losses (docs/protocol.md §9).
 
 :func:`train_epoch` runs one epoch for any :class:`~tgeval.models.base.TemporalLinkModel`
 whose :meth:`score` is differentiable. Per timestamp batch, in this order::
@@ -162,7 +162,7 @@ def train_epoch(
 
     **Order and randomness.** Events are trained in canonical order ``(t, src, dst)``
     (``data`` must be time-sorted; the file order of simultaneous events does not matter,
-    SPEC §2; ``data`` itself is not modified). Negatives are keyed by the generator's seed
+    docs/protocol.md §2; ``data`` itself is not modified). Negatives are keyed by the generator's seed
     and each event's index in that order (``batch.position``), so they do not depend on
     ``batch_size``. The seed is ``seed + epoch``: fresh negatives each epoch, identical
     across runs. Model randomness (dropout) follows torch's global generator, which

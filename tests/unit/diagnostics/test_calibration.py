@@ -1,4 +1,4 @@
-"""Prior-shift correction (SPEC §5)."""
+"""Prior-shift correction (docs/protocol.md §5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pair-membership factorial, its exhaustive cells and beta* (SPEC §6, §7)."""
+"""Pair-membership factorial, its exhaustive cells and beta* (docs/protocol.md §6, §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Birth–Death lifetimes and the nine samplers (HS, OS, IS, HD, OD, ID, HE, OE, IE), SPEC §4–§5."""
+"""Birth–Death lifetimes and the nine samplers (HS, OS, IS, HD, OD, ID, HE, OE, IE), docs/protocol.md §4–§5."""
 
 import inspect
 import math

@@ -1,4 +1,4 @@
-"""Fixed negatives files (SPEC §5 ``fixed``, §11, §12): round trip, refusal of corrupt or
+"""Fixed negatives files (docs/protocol.md §5 ``fixed``, §11, §12): round trip, refusal of corrupt or
 foreign files, TGB files with ragged rows, and (if py-tgb is installed) TGB interop."""
 
 import hashlib

@@ -10,7 +10,7 @@ Every reader returns ``(data, info)``:
   skipped, comment and blank lines, columns used and ignored, whether events were sorted,
   and the id mapping when ids were remapped.
 
-Rules shared by all readers (SPEC §1, §12):
+Rules shared by all readers (docs/protocol.md §1, §12):
 
 * UTF-8 with or without a byte-order mark; LF, CRLF or CR line ends; gzip-compressed
   files (detected by their magic bytes, whatever the file name) are decompressed.
@@ -19,7 +19,7 @@ Rules shared by all readers (SPEC §1, §12):
   1-based line number, what was found and what was expected. No row is ever dropped.
 * Events must be time-sorted in the file, else :class:`~tgeval.errors.TemporalDataError`
   is raised unless ``sort=True`` (a stable sort: events that share a timestamp keep
-  their file order, which carries no meaning, SPEC §2).
+  their file order, which carries no meaning, docs/protocol.md §2).
 * ``remap=True`` renumbers ids to ``0..n-1`` by first appearance in time order (event
   ``i`` contributes ``src[i]`` then ``dst[i]``), and stores the original id of each new
   id in ``info.node_ids`` (int64 ``[n]``), or ``info.node_names`` for textual ids.
@@ -33,7 +33,7 @@ Rules shared by all readers (SPEC §1, §12):
   file's ids must already satisfy ``max(src) < min(dst)``. In both cases
   ``max(src) < info.dst_offset <= min(dst)``: ``n_src`` with remap, ``max(src) + 1``
   without.
-* ``directed`` is recorded in ``info`` for pair statistics (SPEC §3); the reader never
+* ``directed`` is recorded in ``info`` for pair statistics (docs/protocol.md §3); the reader never
   reorders the endpoints of an event.
 
 Parsing needs only numpy, on two paths that give the same arrays, ``info`` and errors
