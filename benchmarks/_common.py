@@ -29,8 +29,6 @@ import tgeval  # noqa: E402
 from tgeval.data.catalog import Catalog  # noqa: E402
 from tgeval.data.split import Segment, Split  # noqa: E402
 
-WIKIPEDIA_FILE = Path("wikipedia") / "ml_wikipedia.txt"
-
 
 def add_common_args(parser) -> None:
     parser.add_argument("--data-dir", default=None,
@@ -76,34 +74,17 @@ def print_header(title: str) -> None:
           f"load average {load} (other processes on the machine perturb timings)")
 
 
-def _wikipedia_numpy(path: Path) -> TemporalData:
-    raw = np.loadtxt(path, dtype=np.int64, ndmin=2)
-    data = TemporalData(src=torch.from_numpy(raw[:, 0].copy()), dst=torch.from_numpy(raw[:, 1].copy()),
-                        t=torch.from_numpy(raw[:, 2].copy()))
-    return tgeval.validate(data, sort=True)
-
-
 def load_wikipedia(data_dir: Optional[str]) -> tuple[TemporalData, str]:
-    """Wikipedia as a validated, time-sorted ``TemporalData`` and a note on how it was read.
+    """Wikipedia as a validated, time-sorted ``TemporalData`` and a note on how it was read (``data_dir``, else
+    ``$TGEVAL_DATA_DIR``, which defaults to ``../shared/datasets`` here).
 
-    Uses ``tgeval.data.datasets.load_dataset`` when that module is importable, else reads the
-    file with numpy.
+    Raises:
+        InputPathError: the file is not there.
     """
-    if data_dir is not None:
-        os.environ["TGEVAL_DATA_DIR"] = str(Path(data_dir).resolve())
-    try:
-        from tgeval.data.datasets import load_dataset
-    except ImportError:  # the reader is not available in this checkout
-        load_dataset = None
-    if load_dataset is not None:
-        data, _ = load_dataset("wikipedia")
-        return tgeval.validate(data), "tgeval.data.datasets.load_dataset('wikipedia')"
-    roots = [Path(os.environ["TGEVAL_DATA_DIR"])] if os.environ.get("TGEVAL_DATA_DIR") else [
-        Path.cwd() / ".." / "shared" / "datasets", REPO_ROOT.parent / "shared" / "datasets"]
-    for root in roots:
-        if (root / WIKIPEDIA_FILE).is_file():
-            return _wikipedia_numpy(root / WIKIPEDIA_FILE), f"numpy.loadtxt({root / WIKIPEDIA_FILE})"
-    raise SystemExit(f"wikipedia not found under {[str(r) for r in roots]}: pass --data-dir or set TGEVAL_DATA_DIR.")
+    from tgeval.data.datasets import load_dataset
+
+    data, _ = load_dataset("wikipedia", data_dir=data_dir)
+    return tgeval.validate(data), "tgeval.data.datasets.load_dataset('wikipedia')"
 
 
 def load_setting(dataset: str, data_dir: Optional[str]) -> tuple[TemporalData, str, Split, Catalog, int]:

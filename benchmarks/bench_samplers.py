@@ -26,6 +26,7 @@ from _common import add_common_args, load_wikipedia, print_header, print_table
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split
 from tgeval.data.groups import canonical_order
 from tgeval.data.validation import permute_events
+from tgeval.errors import InputPathError
 from tgeval.samplers import MixtureSampler, names
 from tgeval.samplers.registry import from_spec
 
@@ -80,7 +81,7 @@ def main() -> None:
     print_header("negative-sampler throughput, Wikipedia test segment, K=20, online observe")
     try:
         data, how = load_wikipedia(args.data_dir)
-    except (FileNotFoundError, SystemExit) as exc:
+    except InputPathError as exc:
         print(f"skipped: Wikipedia is not available ({exc})")
         return
     split = chronological_split(data)

@@ -22,6 +22,7 @@ event ``(peak - tiny peak) / E`` (the stream itself, 24 B/event of int64 ``src /
 included). ``--threads`` gives the torch threads of each run (default: 1 and 2).
 
 Run: python benchmarks/bench_scale.py [--events 50000000] [--tiny 20000] [--threads 1 2] [--order file canonical]
+[--out FILE]
 """
 
 from __future__ import annotations
@@ -32,13 +33,15 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import numpy as np
 import torch
-from _common import print_header, print_table
+from _common import command_line, print_header, print_table
 from torch_geometric.data import TemporalData
 
+from tgeval.atomic import write_atomic
 from tgeval.data.groups import canonical_order
 
 NODES, DAYS = 18_143, 1_385
@@ -125,11 +128,12 @@ def main() -> None:
     parser.add_argument("--tiny", type=int, default=20_000, help="events of the fixed-cost run")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
+    parser.add_argument("--out", type=Path, help="JSON of every run (written atomically)")
     parser.add_argument("--order", nargs="+", choices=ORDERS, default=["file"],
                         help="the stream's order inside a day: as drawn, or canonical (t, src, dst)")
     args = parser.parse_args()
     print_header(f"EdgeBank at scale: a tgbl-flight-shaped stream of {args.events:,} events, {NODES:,} nodes")
-    rows = []
+    rows, runs = [], []
     for order, setting, threads in ((o, s, n) for o in args.order for s in args.settings for n in args.threads):
         tiny = fresh_process(args.tiny, setting, threads, order)
         run = fresh_process(args.events, setting, threads, order)
@@ -138,11 +142,14 @@ def main() -> None:
                      f"{run['seconds']:.1f}", f"{run['test_events'] / run['seconds']:,.0f}",
                      f"{run['peak_mib'] / 1024:.2f}", f"{tiny['peak_mib'] / 1024:.2f}", f"{per_event:.0f}",
                      f"{run['mrr']:.4f}"])
-        print(json.dumps({"tiny": tiny, "run": run}), flush=True)
+        runs.append({"tiny": tiny, "run": run, "bytes_per_event": per_event})
+        print(json.dumps(runs[-1]), flush=True)
     print_table(["order", "setting", "threads", "events", "test events", "eval s", "test events/s", "peak GiB",
                  "tiny peak GiB", "B/event", "test MRR"], rows)
     print("test MRR: EdgeBank (unlimited), micro (mean over events), average ties, online, batches of 200, history "
           "exact; sampled: K = 20 uniform over the train catalog; all-entity: every item of the train catalog")
+    if args.out:
+        write_atomic(args.out, json.dumps({"command": command_line(), "runs": runs}, indent=1))
 
 
 if __name__ == "__main__":

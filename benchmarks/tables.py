@@ -13,6 +13,10 @@ differs from what would be rendered. Needs only the standard library.
 Tables:
     tgb_leaderboard: ``benchmarks/results/tgb_leaderboard/*.json``, the ``--out`` files of
         ``python benchmarks/tgb_leaderboard.py --models M --seeds S --threads 1 --out FILE`` (finished runs only).
+    scale_in_process: ``benchmarks/results/scale/in_process-*.json``, the ``--out`` files of
+        ``python benchmarks/bench_scale.py``.
+    scale_command_line: ``benchmarks/results/scale/command_line-*.json``, the ``--out`` files of
+        ``python benchmarks/bench_scale_cli.py``.
 """
 
 from __future__ import annotations
@@ -82,7 +86,34 @@ def tgb_leaderboard(results: Path) -> str:
     return _markdown(header, rows)
 
 
-TABLES: dict[str, Callable[[Path], str]] = {"tgb_leaderboard": tgb_leaderboard}
+def _scale_runs(results: Path, pattern: str) -> list[dict]:
+    """The runs of the ``--out`` files ``results/scale/<pattern>``, in file-name order."""
+    return [run for path in sorted((results / "scale").glob(pattern))
+            for run in json.loads(path.read_text(encoding="utf-8"))["runs"]]
+
+
+def scale_in_process(results: Path) -> str:
+    """EdgeBank's evaluation of the tgbl-flight-shaped stream built in memory, one row per run."""
+    rows = [[r["run"]["order"], r["run"]["setting"], str(r["run"]["threads"]), f"{r['run']['events']:,}",
+             f"{r['run']['test_events']:,}", f"{r['run']['seconds']:.0f}", f"{r['run']['peak_mib'] / 1024:.2f}",
+             f"{r['tiny']['peak_mib'] / 1024:.2f}", f"{r['bytes_per_event']:.0f}", f"{r['run']['mrr']:.4f}"]
+            for r in _scale_runs(results, "in_process-*.json")]
+    return _markdown(["stream order", "setting", "threads", "events", "test events", "evaluation s", "peak GiB",
+                      "tiny run's peak GiB", "B/event", "test MRR"], rows)
+
+
+def scale_command_line(results: Path) -> str:
+    """Each command on the tgbl-flight-shaped SNAP file, in a fresh process, one row per run."""
+    rows = [[f"`{r['run']['command']}`", f"{r['events']:,}", str(r["threads"]), f"{r['run']['seconds']:.0f}",
+             f"{r['run']['peak_mib'] / 1024:.2f}", f"{r['tiny']['peak_mib'] / 1024:.2f}",
+             f"{r['bytes_per_event']:.0f}"]
+            for r in _scale_runs(results, "command_line-*.json")]
+    return _markdown(["command", "events", "threads", "wall s (whole command)", "peak GiB", "tiny file's peak GiB",
+                      "B/event"], rows)
+
+
+TABLES: dict[str, Callable[[Path], str]] = {"tgb_leaderboard": tgb_leaderboard, "scale_in_process": scale_in_process,
+                                            "scale_command_line": scale_command_line}
 
 
 def pages(root: Path = ROOT) -> list[Path]:

@@ -35,7 +35,8 @@ UncoveredRule = Literal["rank", "exclude", "error"]
 """What all-entity ranking does with positives outside the catalog."""
 UNCOVERED_RULES: tuple[str, ...] = get_args(UncoveredRule)
 
-#: Validation metrics of :func:`~tgeval.training.fitting.fit` (all: higher is better) -> their place in ``Result.metrics``.
+#: Validation metrics of :func:`~tgeval.training.fitting.fit` (all: higher is better) -> their place in
+#: ``Result.metrics``.
 VAL_METRICS: dict[str, tuple[str, str, str]] = {
     "ap": ("sampled", "ap", "global"),
     "auroc": ("sampled", "auroc", "global"),

@@ -21,7 +21,7 @@ def check_time_sorted(t: Tensor) -> None:
     """Raise :class:`TemporalDataError` unless ``t`` is non-decreasing."""
     if not is_time_sorted(t):
         raise TemporalDataError("`t` must be non-decreasing to batch by timestamp. "
-                                "Call `tgeval.data.validation(data, sort=True)` first.")
+                                "Call `tgeval.data.validate(data, sort=True)` first.")
 
 
 def timestamp_batch_boundaries(t: Tensor, batch_size: int) -> Tensor:
@@ -93,7 +93,7 @@ class TimestampBatchLoader(DataLoader):
     ``pin_memory=True`` for asynchronous copies to a GPU.
 
     Args:
-        data: time-sorted events (see :func:`tgeval.data.validation`).
+        data: time-sorted events (see :func:`tgeval.data.validate`).
         batch_size: target number of events per batch (a larger group is yielded whole).
         **kwargs: passed to ``DataLoader`` (``pin_memory``, ``num_workers``, ...).
 

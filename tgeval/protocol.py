@@ -28,8 +28,9 @@ __all__ = ["Protocol", "DEFAULT_NEGATIVES", "DEFAULT_VAL_NEGATIVES", "metric_nam
 
 #: ``K`` of a sampler that has no width of its own (a fixed-negatives file's default ``K`` is its width)
 DEFAULT_NEGATIVES = 20
-#: ``K`` of the default validation protocol, shared by :func:`~tgeval.training.fitting.fit` and ``tgeval train``: uniform
-#: negatives from the training catalog, one per positive (the protocol of validation AP in TGN's and DyGLib's work)
+#: ``K`` of the default validation protocol, shared by :func:`~tgeval.training.fitting.fit` and ``tgeval train``:
+#: uniform negatives from the training catalog, one per positive (the protocol of validation AP in TGN's and
+#: DyGLib's work)
 DEFAULT_VAL_NEGATIVES = 1
 
 #: how :func:`metric_name` writes each metric

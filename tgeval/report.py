@@ -35,10 +35,10 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import write_atomic
-from tgeval.diagnostics.comparison import EventsFileError, compare, events_file_of, k_label, load_events
+from tgeval.diagnostics.comparison import compare, events_file_of, k_label, load_events
 from tgeval.diagnostics.plots import duration_unit, legend_outside, rank_axis, short_name, time_axis
 from tgeval.diagnostics.time_bins import time_profile
-from tgeval.errors import InputPathError
+from tgeval.errors import EventsFileError, InputPathError
 from tgeval.eval.result import STRATA, Result
 from tgeval.eval.stats import block_bootstrap_difference
 
@@ -177,7 +177,7 @@ def _figure(width: float = 8.5, height: float = 3.6) -> tuple[Any, Any]:
 def _load(folder: Path) -> tuple[dict[str, Result], dict[str, dict[str, Tensor]], dict[str, str],
                                  list[tuple[str, str]]]:
     """Results by file stem, their per-event tables (results saved with events), why a result's per-event file
-    was not used (:class:`~tgeval.diagnostics.comparison.EventsFileError`: missing, elsewhere, or not written with
+    was not used (:class:`~tgeval.errors.EventsFileError`: missing, elsewhere, or not written with
     it), and the skipped files with the reason."""
     results, tables, unused, skipped = {}, {}, {}, []
     for path in sorted(folder.glob("*.json")):

@@ -144,11 +144,11 @@ def build_catalog(data: TemporalData, kind: str = "train", *, train_end: int | N
         num_nodes: id bound; defaults to ``max(src, dst) + 1``.
     """
     if kind not in CATALOG_KINDS:
-        raise ValueError(f"catalog kind must be one of {CATALOG_KINDS}, got {kind!r}.")
+        raise CatalogError(f"catalog kind must be one of {CATALOG_KINDS}, got {kind!r}.")
     n = int(num_nodes) if num_nodes is not None else int(max(int(data.src.max()), int(data.dst.max())) + 1)
     if kind == "train":
         if train_end is None:
-            raise ValueError("a 'train' catalog needs `train_end`, the end of the training prefix.")
+            raise CatalogError("a 'train' catalog needs `train_end`, the end of the training prefix.")
         items = torch.unique(data.dst[:train_end])
         return Catalog("train", items, None, n, {"rule": "destinations of events [0, train_end)",
                                                  "train_end": int(train_end)}, BuiltFrom.of(data, train_end))

@@ -41,7 +41,7 @@ def fingerprint(data: TemporalData) -> str:
     """``"sha256:<hex>"`` of a stream's ``src``, ``dst``, ``t`` and, if present, ``msg``.
 
     Ids are hashed as int64 and times as int64 (integer input) or float64, the dtypes of
-    :func:`~tgeval.data.validation` (so a stream and its validated copy agree). The hash covers
+    :func:`~tgeval.data.validate` (so a stream and its validated copy agree). The hash covers
     the event order and the kind of time: the same events in another order, or with integer
     instead of float timestamps, have other fingerprints.
     """

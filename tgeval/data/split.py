@@ -121,7 +121,8 @@ def chronological_split(data: TemporalData, ratios: Sequence[float] = (0.70, 0.1
     t = data.t
     t_np = t.detach().cpu().numpy()
     if t_np.size > 1 and bool((t_np[1:] < t_np[:-1]).any()):
-        raise SplitError("`t` must be non-decreasing before splitting. Call `tgeval.data.validation(data, sort=True)` first.")
+        raise SplitError("`t` must be non-decreasing before splitting. "
+                         "Call `tgeval.data.validate(data, sort=True)` first.")
     train_end, val_end = (int(np.searchsorted(t_np, cut, side="right"))  # events with t <= cut
                           for cut in _quantile_cuts(t_np, (ratios[0], ratios[0] + ratios[1])))
     if ratios[0] == 0:

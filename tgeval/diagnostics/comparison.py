@@ -31,14 +31,14 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import file_sha256, write_atomic
-from tgeval.errors import EventSetMismatchError, EventsFileError
+from tgeval.errors import EventSetMismatchError, EventsFileError, MetricInputError
 from tgeval.eval.expected import DEFAULT_SWEEP, k_sweep
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.result import STRATA
 from tgeval.eval.stats import block_bootstrap_difference
 from tgeval.eval.result import json_safe
 
-__all__ = ["EventSetMismatchError", "EventsFileError", "events_file_of", "load_events", "compare", "format_compare",
+__all__ = ["events_file_of", "load_events", "compare", "format_compare",
            "compare_command", "k_label"]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -218,11 +218,11 @@ def compare(event_tables: Mapping[str, Mapping[str, Tensor]], *,
         EventsFileError: if a table lacks a needed column.
         EventSetMismatchError: if a table repeats an ``event`` id.
         ProtocolError: on invalid options.
-        ValueError: with no model.
+        MetricInputError: with no model.
     """
     ties = check_ties(ties)
     if not event_tables:
-        raise ValueError("`event_tables` must contain at least one model.")
+        raise MetricInputError("`event_tables` must contain at least one model.")
     tables = _aligned(event_tables)
     names = list(tables)
     first = tables[names[0]]

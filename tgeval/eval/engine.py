@@ -650,7 +650,7 @@ def evaluate(
     Args:
         model: any :class:`~tgeval.models.base.TemporalLinkModel`.
         data: the whole time-sorted stream (history + segment); checked with
-            :func:`~tgeval.data.validation`, ids must be ``< model.num_nodes``.
+            :func:`~tgeval.data.validate`, ids must be ``< model.num_nodes``.
         segment: the evaluated events ``data[segment.start:segment.end]`` (whole timestamp
             groups). Events are replayed in canonical order ``(t, src, dst)`` inside each
             group; batches carry ``e_id``, each event's index in ``data`` (for samplers with
@@ -710,7 +710,7 @@ def evaluate(
         UntrainedModelWarning: the model has parameters and none changed since it was built.
     """
     if records not in ("all", "events", "none"):
-        raise ValueError(f"records must be 'all', 'events' or 'none', got {records!r}.")
+        raise ProtocolError(f"records must be 'all', 'events' or 'none', got {records!r}.")
     with progress.timing() as clock:
         with progress.phase("prepare"):
             if distributed:

@@ -225,8 +225,8 @@ class PairwiseNotice:
 
 
 def check_no_nan(scores: Tensor, what: str, mask: Optional[Tensor] = None) -> None:
-    """Raise :class:`~tgeval.errors.ModelOutputError` if ``scores`` holds NaN (a NaN would silently rank first) where ``mask``
-    (bool, the shape of ``scores``; ``None``: everywhere)."""
+    """Raise :class:`~tgeval.errors.ModelOutputError` if ``scores`` holds NaN (a NaN would silently rank first)
+    where ``mask`` (bool, the shape of ``scores``; ``None``: everywhere)."""
     nan = torch.isnan(scores)
     if bool((nan if mask is None else nan & mask).any()):
         raise ModelOutputError(f"the model returned NaN {what}: ranks would be meaningless. "

@@ -54,8 +54,8 @@ def hyperparameters(config: type) -> dict[str, tuple[type, Any]]:
 
 
 def check_config(config: Any) -> None:
-    """Raise :class:`~tgeval.errors.ModelConfigError` for a config field out of range: widths and counts >= 1 (``node_dim``
-    >= 0) and at most their bound (:data:`MAX_WIDTH`, :data:`MAX_NEIGHBORS`, :data:`MAX_LAYERS`),
+    """Raise :class:`~tgeval.errors.ModelConfigError` for a config field out of range: widths and counts >= 1
+    (``node_dim`` >= 0) and at most their bound (:data:`MAX_WIDTH`, :data:`MAX_NEIGHBORS`, :data:`MAX_LAYERS`),
     ``dropout`` in [0, 1), a ``Literal`` field one of its values; then a model of more than
     :data:`MAX_PARAMETERS` parameters (``config.parameter_count()``, where the class has it)."""
     name = type(config).__name__

@@ -83,7 +83,7 @@ class PairSampler:
     def __init__(self, graph: StaticGraph, *, weighting: Weighting, exclude: Optional[Tensor] = None,
                  stubs: Optional[Tensor] = None) -> None:
         if weighting not in WEIGHTINGS:
-            raise ProtocolError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}.")
+            raise SamplerError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}.")
         if exclude is not None and (exclude.dim() != 2 or exclude.size(0) != 2):
             raise StaticGraphError(f"exclude must be an edge_index [2, X], got shape {tuple(exclude.shape)}.")
         self.weighting = weighting

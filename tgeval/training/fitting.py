@@ -33,7 +33,7 @@ from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.hashing import fingerprint
 from tgeval.data.split import Split
 from tgeval.distributed import gather_objects, is_main, require_group
-from tgeval.errors import ModelCapabilityError, OutputPathError, ProtocolError
+from tgeval.errors import CheckpointError, ModelCapabilityError, OutputPathError, ProtocolError
 from tgeval.eval.engine import evaluate
 from tgeval.eval.result import Result, json_safe
 from tgeval.models.base import TemporalLinkModel
@@ -42,7 +42,7 @@ from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol, metric_name
 from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.samplers.uniform import UniformSampler
 from tgeval.state import checked_reset, clone_state, load_parameters, parameters_of
-from tgeval.training.checkpoint import (CheckpointError, full_disk_refused, load_checkpoint, model_name,
+from tgeval.training.checkpoint import (full_disk_refused, load_checkpoint, model_name,
                                        resume_advice, rng_state, save_checkpoint)
 from tgeval.training.losses import LossFn
 from tgeval.training.train import train_epoch

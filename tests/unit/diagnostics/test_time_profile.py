@@ -1,4 +1,4 @@
-"""Time profile of ranks (tgeval.diagnostics.time_bins) against a plain-Python reference."""
+"""Time profile of ranks (tgeval.diagnostics.time_profile) against a plain-Python reference."""
 
 import csv
 import math
