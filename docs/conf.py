@@ -90,13 +90,13 @@ def public_names(package: str) -> list[str]:
 
 def source_module(package: str, name: str) -> str:
     """The module that defines ``package.name``: the package's ``_SOURCES`` entry, else the object's
-    ``__module__``, else the loaded submodule of the package whose source documents it with a ``#:``
+    ``__module__`` (a tgeval module), else the loaded submodule of the package whose source documents it with a ``#:``
     comment, else the package."""
     sources = getattr(importlib.import_module(package), "_SOURCES", {})
     if name in sources:
         return sources[name]
     module = getattr(getattr(importlib.import_module(package), name), "__module__", None)
-    if isinstance(module, str):
+    if isinstance(module, str) and module.startswith("tgeval"):  # a typing alias says 'builtins' or 'typing'
         return module
     submodules = sorted(m for m in sys.modules if m.startswith(package + "."))
     return next((m for m in submodules if ("", name) in ModuleAnalyzer.for_module(m).find_attr_docs()), package)

@@ -536,8 +536,8 @@ THREADS_ENV = "TGEVAL_THREADS"
 
 def _set_threads(given: Optional[int]) -> None:
     """torch's intra-op threads: ``--threads``, else ``$TGEVAL_THREADS``, else torch's default (the
-    cores: on an idle 2-core machine 2 threads train TGN 1.5x faster than 1, but a loaded machine
-    oversubscribes them, up to 20x slower: set 1 there). Recorded in every result's manifest."""
+    cores; a loaded machine oversubscribes them: 5.5x slower at load ≈ 10, docs/performance.md, *Threads*,
+    so set 1 there). Recorded in every result's manifest."""
     text = os.environ.get(THREADS_ENV) if given is None else str(given)
     if text is None:
         return

@@ -32,7 +32,7 @@ DATASET_FILES: dict[str, str] = {
     "highschool": "highschool/thiers_2012.csv",
     "wikipedia": "wikipedia/ml_wikipedia.txt",
 }
-"""Dataset name -> file below the datasets folder (see ``../shared/datasets/README.md``)."""
+"""Dataset name -> file below the datasets folder (docs/guide/install.md, *Datasets*)."""
 
 
 def _check_dataset_name(name: str) -> str:
