@@ -65,9 +65,13 @@ def test_a_signal_at_each_write_step_leaves_one_whole_pair(tmp_path, step, signu
     manifest = json.loads((tmp_path / "r.json").read_text())["manifest"]
     assert manifest["events_sha256"] == file_sha256(tmp_path / "e.csv")  # the JSON and the CSV belong together
     assert load_events(tmp_path / "r.json")["event"].numel() == 20
-    # the signal ended the process in every case: SIGTERM through the command line's handler
-    # (exit status 143), Ctrl-C as Python's KeyboardInterrupt (killed by SIGINT)
-    assert done.returncode == (128 + 15 if signum == signal.SIGTERM else -signal.SIGINT), done.stderr
+    # the signal ended the process in every case: SIGTERM through the command line's handler (exit status 143),
+    # Ctrl-C as Python's unhandled KeyboardInterrupt. Python then exits by SIGINT, or with status 1 once an
+    # exit handler has run Python code (torch._dynamo's, which PyG imports, do in some environments).
+    if signum == signal.SIGTERM:
+        assert done.returncode == 128 + 15, done.stderr
+    else:
+        assert done.returncode in (-signal.SIGINT, 1) and done.stderr.rstrip().endswith("KeyboardInterrupt"), done.stderr
     # before the renames the old pair stays; during them the signal waits until both are in place
     assert manifest["data"]["name"] == ("seed 0" if step <= 2 else "seed 1")
 
