@@ -30,8 +30,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["GOLDEN_GAMMA", "as_int64", "shift_right", "splitmix64", "xorshift_multiply", "to_unit_interval",
-           "counter_uniform", "derived_seed"]
+__all__ = ["GOLDEN_GAMMA", "MIX_MULTIPLIERS", "as_int64", "shift_right", "splitmix64", "xorshift_multiply",
+           "to_unit_interval", "counter_uniform", "derived_seed"]
 
 _MASK64 = (1 << 64) - 1
 
@@ -49,8 +49,9 @@ def as_int64(value: int) -> int:
 
 #: :math:`\gamma`, SplitMix64's increment (:math:`2^{64}/\varphi`, odd), as int64: a Weyl step over 64-bit words
 GOLDEN_GAMMA = as_int64(0x9E3779B97F4A7C15)
-_MUL1 = as_int64(0xBF58476D1CE4E5B9)
-_MUL2 = as_int64(0x94D049BB133111EB)
+#: SplitMix64's two finalizer multipliers, as int64
+MIX_MULTIPLIERS = (as_int64(0xBF58476D1CE4E5B9), as_int64(0x94D049BB133111EB))
+_MUL1, _MUL2 = MIX_MULTIPLIERS
 
 
 def shift_right(x: Tensor, k: int) -> Tensor:

@@ -57,6 +57,7 @@ from torch_geometric.data.data import BaseData
 from torch_geometric.nn.models.tgn import LastNeighborLoader, TGNMemory
 
 from tgeval.errors import HiddenStateError, LeakageError
+from tgeval.rng import GOLDEN_GAMMA, MIX_MULTIPLIERS
 
 __all__ = ["State", "Stateful", "StateAdapter", "Part", "register_state_adapter", "state_adapter", "state_parts",
            "state_buffer_names", "parameters_of", "load_parameters", "snapshot_of", "restore_into",
@@ -396,7 +397,7 @@ def reset_of(model: nn.Module, initial: State) -> None:
 
 
 # -- checksums --------------------------------------------------------------------------------
-_GOLDEN, _MUL = 0x9E3779B97F4A7C15 - 2**64, 0xBF58476D1CE4E5B9 - 2**64
+_GOLDEN, _MUL = GOLDEN_GAMMA, MIX_MULTIPLIERS[0]  # the counter RNG's constants as position weights
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 

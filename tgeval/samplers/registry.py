@@ -169,10 +169,11 @@ def get(name: str, *, catalog: Optional[Catalog] = None, num_nodes: Optional[int
     if data is not None and split is not None and catalog is not None:
         context = {**entry.filled(Context(data, split, catalog, segment)), **context}
     _REGISTRY.check_options(name, set(options) - set(entry.context))
-    keywords, takes_any = signature_options(entry.load())
+    target = entry.load()
+    keywords, takes_any = signature_options(target)
     if not takes_any:
         context = {key: value for key, value in context.items() if key in {k.name for k in keywords}}
-    return entry.load()(**{**context, **options})
+    return target(**{**context, **options})
 
 
 def parse_spec(spec: str) -> tuple[str, dict]:
@@ -218,8 +219,9 @@ def from_spec(spec: str, *, data: TemporalData, split: Split, catalog: Catalog,
         return MixtureSampler(components, [float(p) for p in options.values()])
     entry = _REGISTRY.entry(name)
     _REGISTRY.check_options(name, options, where=f"in {spec!r}")
-    typed = typed_options(entry.load(), options, f"sampler {name!r} option", spec)
-    return entry.load()(**{**entry.filled(Context(data, split, catalog, segment)), **typed})
+    target = entry.load()
+    typed = typed_options(target, options, f"sampler {name!r} option", spec)
+    return target(**{**entry.filled(Context(data, split, catalog, segment)), **typed})
 
 
 _GRAPH = {"num_nodes": "num_nodes", "catalog": "catalog"}
