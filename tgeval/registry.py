@@ -229,7 +229,7 @@ class Registry(MutableMapping[str, E]):
         self._entry_points = entry_points
 
     def __getitem__(self, name: str) -> E:
-        return self._entries[name]
+        return self.entries[name]
 
     def __setitem__(self, name: str, entry: E) -> None:
         self._entries[name] = entry
@@ -238,10 +238,10 @@ class Registry(MutableMapping[str, E]):
         del self._entries[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
+        return iter(self.entries)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.entries)
 
     def copy(self) -> "Registry[E]":
         """A registry of the same kind holding the same entries (e.g. to register into in a test)."""

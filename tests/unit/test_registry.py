@@ -11,7 +11,7 @@ import pytest
 from tgeval.data import formats
 from tgeval.errors import SamplerError
 from tgeval.models import registry as models
-from tgeval.registry import Entry, Option, load, signature_options
+from tgeval.registry import Entry, Option, Registry, load, signature_options
 from tgeval.samplers import UniformSampler
 from tgeval.samplers import registry as samplers
 
@@ -84,3 +84,24 @@ def test_a_sampler_context_names_attributes_of_the_context():
     with pytest.raises(ValueError, match="names 'stream', not an attribute of Context"):
         samplers.register("bad", UniformSampler, context={"catalog": "stream"})
     assert "bad" not in samplers.names()
+
+
+def test_every_mapping_method_sees_the_entries_of_the_entry_point_group(tmp_path, monkeypatch):
+    """``in``, ``len``, iteration and ``[name]`` import the group's modules first, as ``entry`` does."""
+    (tmp_path / "greetings_host.py").write_text("from tgeval.registry import Registry\nGREETINGS = None\n")
+    (tmp_path / "plugin_greetings.py").write_text(
+        "from greetings_host import GREETINGS\n"
+        "from tgeval.registry import Entry\n"
+        "GREETINGS.add(Entry('plugin-hello', 'builtins:print', 'from another package'))\n")
+    info = tmp_path / "plugin_greetings-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plugin-greetings\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[tgeval.test_greetings]\nplugin-hello = plugin_greetings\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import greetings_host
+
+    for read in (lambda r: "plugin-hello" in r, lambda r: len(r) == 1, lambda r: list(r) == ["plugin-hello"],
+                 lambda r: r["plugin-hello"].help == "from another package"):
+        greetings_host.GREETINGS = Registry("greeting", ValueError, entry_points="tgeval.test_greetings")
+        monkeypatch.delitem(sys.modules, "plugin_greetings", raising=False)
+        assert read(greetings_host.GREETINGS)
