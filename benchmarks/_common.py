@@ -2,10 +2,23 @@
 
 Each benchmark is run as ``python benchmarks/<script>.py`` from the repository root (or
 anywhere else: the repository root is put on ``sys.path`` here).
+
+Every table a script prints through :func:`print_table` is also kept in the process; with ``--out FILE``
+(:func:`add_results_arg`, part of :func:`add_common_args`) :func:`save_results` writes them as JSON::
+
+    {"script": "bench_x.py", "command": "python benchmarks/bench_x.py --threads 1 --out ...",
+     "versions": {"tgeval": ..., "torch": ..., "numpy": ..., "python": ...},
+     "machine": {"cpus": 2, "torch_threads": 1, "omp_num_threads": "1",
+                 "load_start": [1m, 5m, 15m], "load_end": [1m, 5m, 15m]},
+     "date": "2026-12-02T20:00:00Z", "tables": [{"title": ..., "header": [...], "rows": [[...], ...]}]}
+
+``benchmarks/tables.py`` renders ``benchmarks/results/<script>.json`` into the documentation.
 """
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
 import platform
 import shlex
@@ -29,8 +42,20 @@ import tgeval  # noqa: E402
 from tgeval.data.catalog import Catalog  # noqa: E402
 from tgeval.data.split import Segment, Split  # noqa: E402
 
+#: the load average when this process started, and every table :func:`print_table` printed since
+_LOAD_START = os.getloadavg()
+_TABLES: list[dict] = []
+
+
+def add_results_arg(parser) -> None:
+    """Add ``--out FILE``: where :func:`save_results` writes the printed tables as JSON."""
+    parser.add_argument("--out", type=Path, default=None,
+                        help="also write the printed tables, the command, versions and machine load as JSON here "
+                             "(atomically; benchmarks/tables.py renders benchmarks/results/<script>.json)")
+
 
 def add_common_args(parser) -> None:
+    add_results_arg(parser)
     parser.add_argument("--data-dir", default=None,
                         help="folder that holds wikipedia/ml_wikipedia.txt (default: $TGEVAL_DATA_DIR, "
                              "else ../shared/datasets)")
@@ -116,9 +141,13 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    """A compact, aligned plain-text table (also valid Markdown)."""
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title: Optional[str] = None) -> None:
+    """Print a compact, aligned plain-text table (also valid Markdown), after ``title`` if given, and keep it
+    for :func:`save_results`."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    _TABLES.append({"title": title, "header": cells[0], "rows": cells[1:]})
+    if title:
+        print(title)
     widths = [max(len(r[j]) for r in cells) for j in range(len(headers))]
 
     def line(r):
@@ -128,6 +157,31 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Non
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for r in cells[1:]:
         print(line(r))
+
+
+def save_results(args) -> None:
+    """Write every table printed so far, the command, versions and machine (module docstring) to ``args.out``
+    through a temporary file and ``os.replace``; nothing when ``args.out`` is ``None``."""
+    if args.out is None:
+        return
+    out = Path(args.out)
+    report = {
+        "script": Path(sys.argv[0]).name,
+        "command": command_line(),
+        "versions": {"tgeval": tgeval.__version__, "torch": torch.__version__, "numpy": np.__version__,
+                     "python": platform.python_version()},
+        "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                    "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+                    "load_start": [round(x, 2) for x in _LOAD_START],
+                    "load_end": [round(x, 2) for x in os.getloadavg()]},
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "tables": _TABLES,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, out)
+    print(f"results : {out}")
 
 
 def group_end(t: torch.Tensor, start: int, num_events: int, limit: int) -> int:

@@ -20,7 +20,7 @@ import argparse
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import apply_common_args, print_header, print_table
+from _common import add_results_arg, apply_common_args, print_header, print_table, save_results
 
 from tgeval import build_catalog, chronological_split, evaluate, warm_up
 from tgeval.data.datasets import load_dataset
@@ -76,6 +76,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    add_results_arg(parser)
     args = parser.parse_args()
     apply_common_args(args)
     print_header("All-entity MRR against the batch size (test segment, online, 'train' catalog)")
@@ -86,6 +87,7 @@ def main() -> None:
           f"batch {TRAIN_BATCH}, then the test segment replayed at each batch size from that state")
     print_table(["data", "batch size", "batches", "TGN stale events", "TGN MRR", "EdgeBank exact",
                  "EdgeBank batch"], rows)
+    save_results(args)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ import contextlib
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, apply_common_args, best, group_end, load_wikipedia, median, print_header, \
-    print_table
+from _common import (add_common_args, apply_common_args, best, group_end, load_wikipedia, median, print_header,
+                     print_table, save_results)
 from bench_tgn_train import BATCH_SIZE, LR, NUM_NEIGHBORS, WIDTH, num_nodes_of, range_catalog, with_zero_message
 
 import tgeval.training.train
@@ -78,6 +78,7 @@ def main() -> None:
     print(f"deterministic / default throughput (medians): {ratio:.2f}x")
     for name, values in speeds.items():
         print(f"{name}: " + ", ".join(f"{v:,.0f}" for v in values) + " events/s")
+    save_results(args)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ from collections import defaultdict
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, best, head_segment, load_wikipedia, median, print_header, print_table, timed
+from _common import (add_common_args, best, head_segment, load_wikipedia, median, print_header, print_table,
+                    save_results, timed)
 
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.models.heuristics import EdgeBank
@@ -158,6 +159,7 @@ def main() -> None:
         print(f"full test segment ({test.num_events} events), tgeval only (the reference would take "
               f"~{test.num_events / set_eps:.0f} s per run):")
         print_table(["method", "events/s (best)", "events/s (median)"], full)
+    save_results(args)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import warnings
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, best, load_wikipedia, median, print_header, print_table, timed
+from _common import add_common_args, best, load_wikipedia, median, print_header, print_table, save_results, timed
 
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.models.heuristics import EdgeBank
@@ -256,6 +256,7 @@ def main() -> None:
               f"-> {'PASS' if default >= 5 * tgm_eps else 'FAIL'}")
     print("note    : the 'own UniformSampler' row includes drawing the negatives inside the timed loop; "
           "the other rows do not draw (they look up the same precomputed negatives).")
+    save_results(args)
 
 
 if __name__ == "__main__":

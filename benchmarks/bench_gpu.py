@@ -39,7 +39,7 @@ from typing import Callable, Optional
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import head_segment, inside_range, print_header, print_table
+from _common import add_results_arg, head_segment, inside_range, print_header, print_table, save_results
 from bench_tgn_train import PygRecipeTGN, range_catalog, with_zero_message
 from torch.profiler import ProfilerActivity, profile
 from torch_geometric.data import TemporalData
@@ -288,6 +288,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny sizes: check the code paths, not the speed")
     parser.add_argument("--parts", nargs="+", default=["1", "2", "3", "4"], choices=["1", "2", "3", "4"],
                         help="sections to run (5 runs with 2)")
+    add_results_arg(parser)
     args = parser.parse_args()
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -302,6 +303,7 @@ def main() -> None:
     for part in args.parts:
         sections[part](args, device)
         print(f"(elapsed {time.perf_counter() - began:.0f} s)")
+    save_results(args)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, apply_common_args, head_segment, load_setting, median, print_header, print_table
+from _common import (add_common_args, apply_common_args, head_segment, load_setting, median, print_header, print_table,
+                     save_results)
 
 from tgeval import Protocol, Segment, evaluate, no_state_change, replay
 from tgeval.models import TGN, TGNConfig
@@ -98,6 +99,7 @@ def main() -> None:
                  "checked_update's walks"], rows)
     print("evaluation: ms per online all-entity step, and the evaluation guard alone (default depth)")
     print_table(["model", "step", "guard check"], shares)
+    save_results(args)
 
 
 def _enter_exit(model, deep) -> None:

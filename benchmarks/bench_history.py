@@ -29,7 +29,7 @@ import argparse
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, apply_common_args, best, median, print_header, print_table, timed
+from _common import add_common_args, apply_common_args, best, median, print_header, print_table, save_results, timed
 from torch_geometric.data import TemporalData
 
 from tgeval import Protocol, TimestampBatchLoader, build_catalog, chronological_split, evaluate
@@ -133,6 +133,7 @@ def main() -> None:
           f"batches of {WARM_UP_EVENTS:,} events, the replay timestamp batches of {BATCH_SIZE}")
     print_table(["history events", "warm_up", "update per batch of 200", "warm_up / replay"],
                 warm_up_rows(sizes, args.max_replay))
+    save_results(args)
 
 
 if __name__ == "__main__":

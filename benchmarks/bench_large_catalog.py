@@ -42,7 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import command_line, median, print_header, print_table  # puts the repository root on sys.path
+# _common puts the repository root on sys.path
+from _common import add_results_arg, command_line, median, print_header, print_table, save_results
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -243,6 +244,7 @@ def main() -> None:
     parser.add_argument("--prefilter", type=int, default=None,
                         help="scaling part: also time the approximate pre-filter with this L")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    add_results_arg(parser)
     args = parser.parse_args()
     if args.child is not None:
         _child(args.child, args.events, args.batch_size, args.prefilter)
@@ -254,6 +256,7 @@ def main() -> None:
         scaling(args.sizes, args.events, args.batch_size, args.repeat, args.plot, args.prefilter)
     if "speedup" in args.parts:
         speedup(args.speedup_items, args.speedup_events, args.speedup_batch_size, args.repeat)
+    save_results(args)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from typing import Callable
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import best, group_end, median, print_header, print_table
+from _common import best, group_end, median, print_header, print_table, save_results
 from bench_tgn_train import num_nodes_of, range_catalog, training_args, training_head
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
@@ -130,6 +130,7 @@ def main() -> None:
           f"this machine's [n K, H] x [H, 4H] product: {rate / 1e9:.1f} GFLOP/s -> at most {floor:,.0f} events/s "
           f"from the products alone ({mixer / floor:.0%} of it reached; the issue's target 5,000 events/s "
           f"{'is' if floor >= 5000 else 'is not'} reachable without fewer FLOPs)")
+    save_results(args)
 
 
 if __name__ == "__main__":

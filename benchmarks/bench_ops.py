@@ -46,7 +46,7 @@ import logging
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, head_segment, inside_range, load_wikipedia, print_header, print_table
+from _common import add_common_args, head_segment, inside_range, load_wikipedia, print_header, print_table, save_results
 from torch.profiler import ProfilerActivity, profile
 
 from tgeval import Protocol, build_catalog, chronological_split, evaluate, warm_up
@@ -126,6 +126,7 @@ def main() -> None:
                 print("  " + ", ".join(f"{op.replace('aten::', '')} {n:.1f}" for op, n in got["top"]))
     print_table(["model", "K", "batches", "steps", "aten ops / batch", "sync ops / batch", "per-pass aten ops",
                  "per-pass sync ops", "evaluate total / batches", "target (ops / sync per batch)"], rows)
+    save_results(args)
 
 
 if __name__ == "__main__":

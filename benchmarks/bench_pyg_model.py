@@ -34,8 +34,8 @@ import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import (add_common_args, apply_common_args, head_segment, load_setting, median, print_header,
-                     print_table)
+from _common import (add_common_args, apply_common_args, head_segment, load_setting, median, print_header, print_table,
+                     save_results)
 from torch_geometric.data import TemporalData
 from torch_geometric.loader import TemporalDataLoader
 
@@ -196,6 +196,7 @@ def main() -> None:
     print_table(["loader", "batches", "ms per pass", "us per batch", "vs before"],
                 [[n, counts[n], f"{min(v) * 1e3:.1f}", f"{min(v) / counts[n] * 1e6:.1f}", f"{min(v) / base:.2f}x"]
                  for n, v in seconds.items()])
+    save_results(args)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import command_line, print_header, print_table
+from _common import add_results_arg, command_line, print_header, print_table, save_results
 
 NUM_SOURCES = 1000
 MODES = ("ranking", "evaluate")
@@ -126,6 +126,7 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--child", nargs=2, metavar=("SIZE", "MODE"), help=argparse.SUPPRESS)
+    add_results_arg(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.child:
@@ -158,6 +159,7 @@ def main() -> None:
           f"temporaries of one chunk, plus allocator caching), stays flat once the catalog fills a chunk, while "
           f"the full matrix grows as events x catalog")
     print(f"command : {command_line()}")
+    save_results(args)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import _common  # noqa: F401  (puts the repository root on sys.path)
 import numpy as np
 import sklearn.metrics as sklearn_metrics
 import torch
-from _common import add_common_args, apply_common_args, load_wikipedia, print_header, print_table
+from _common import add_common_args, apply_common_args, load_wikipedia, print_header, print_table, save_results
 from bench_edgebank_sampled import FixedNegatives
 
 from tgeval import Protocol, build_catalog, chronological_split, evaluate
@@ -155,6 +155,7 @@ def main() -> None:
     metrics_step(args.repeat)
     if not args.skip_wikipedia:
         whole_evaluation(args.data_dir, args.repeat)
+    save_results(args)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, load_wikipedia, print_header, print_table
+from _common import add_common_args, load_wikipedia, print_header, print_table, save_results
 
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split
 from tgeval.data.groups import canonical_order
@@ -119,6 +119,7 @@ def main() -> None:
         rows.append([spec, f"{total / seconds:,.0f}", f"{seconds:.2f}",
                      f"{uniform / seconds:.2f}" if uniform else "-", f"{reference / seconds:.2f}"])
     print_table(["sampler (spec)", "negatives/s", "seconds", "x tgeval uniform", "x python reference"], rows)
+    save_results(args)
 
 
 if __name__ == "__main__":

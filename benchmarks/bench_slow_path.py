@@ -22,7 +22,8 @@ import warnings
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_common_args, apply_common_args, head_segment, load_setting, print_header, print_table
+from _common import (add_common_args, apply_common_args, head_segment, load_setting, print_header, print_table,
+                     save_results)
 
 from tgeval import Segment, evaluate, replay
 from tgeval.errors import SlowPathWarning
@@ -79,6 +80,7 @@ def main() -> None:
     print_table(["model", "warnings", "estimated s", "measured s", "events/s"],
                 [[*row[:3], f"{row[3]:.1f}", f"{head.num_events / row[3]:,.0f}"] for row in rows])
     print(f"ratio   : estimate / measured = {estimate / slow_s:.2f}; embed/decode is {slow_s / fast_s:.1f}x faster")
+    save_results(args)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import time
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import networkx as nx
 import torch
-from _common import REPO_ROOT, add_common_args, apply_common_args, have_dataset, print_header, print_table
+from _common import REPO_ROOT, add_common_args, apply_common_args, have_dataset, print_header, print_table, save_results
 
 from tgeval.data.datasets import dataset_path, load_dataset
 from tgeval.static import HEURISTICS, PairSampler, adjacency, heuristic_scores, static_graph
@@ -167,6 +167,7 @@ def main() -> None:
         bench_sampling(args.repeat)
         bench_bipartite(args.repeat)
     bench_cli(args.threads)
+    save_results(args)
 
 
 if __name__ == "__main__":

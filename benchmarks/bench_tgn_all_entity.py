@@ -39,14 +39,7 @@ import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import (
-    head_segment,
-    add_common_args,
-    load_wikipedia,
-    median,
-    print_header,
-    print_table,
-)
+from _common import add_common_args, head_segment, load_wikipedia, median, print_header, print_table, save_results
 from torch import Tensor
 
 from tgeval import (
@@ -202,6 +195,7 @@ def main() -> None:
             full.append([name, f"{min(runs) / test.num_events * 1e3:.3f}", f"{median(runs) / test.num_events * 1e3:.3f}"])
         print(f"full test segment ({test.num_events} events), best and median of {args.full_repeat} run(s):")
         print_table(["method", "ms/event (best)", "ms/event (median)"], full)
+    save_results(args)
 
 
 if __name__ == "__main__":

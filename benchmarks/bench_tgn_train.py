@@ -33,15 +33,7 @@ import time
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import numpy as np
 import torch
-from _common import (
-    group_end,
-    add_common_args,
-    best,
-    load_wikipedia,
-    median,
-    print_header,
-    print_table,
-)
+from _common import add_common_args, best, group_end, load_wikipedia, median, print_header, print_table, save_results
 from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 from torch_geometric.loader import TemporalDataLoader
@@ -343,6 +335,7 @@ def main() -> None:
           f"definition: the recipe adds the positive and the negative means (2x tgeval's 'bce' for K = 1).")
     ratio = best([r["events_per_second"] for r in rows[names[1]]]) / recipe_eps
     print(f"target  : tgeval / recipe >= 0.9: {ratio:.2f} -> {'PASS' if ratio >= 0.9 else 'FAIL'}")
+    save_results(args)
 
 
 if __name__ == "__main__":

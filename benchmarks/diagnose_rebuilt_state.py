@@ -25,7 +25,7 @@ import argparse
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import print_header, print_table
+from _common import add_results_arg, print_header, print_table, save_results
 from reproduce_dyglib import build, dyglib_setting
 
 from tgeval import evaluate
@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--control", action="store_true", help="also one epoch at learning rate 0")
     parser.add_argument("--threads", type=int, default=1)
+    add_results_arg(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print_header("TGN on UCI: the training state against the state rebuilt with the final weights")
@@ -80,6 +81,7 @@ def main() -> None:
           f"{torch.get_num_threads()}")
     print_table(["lr", "epoch", "training loss", "memory distance", "memory norm", "val AP, training state",
                  "val AP, rebuilt"], rows)
+    save_results(args)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import numpy as np
 import torch
-from _common import add_common_args, apply_common_args, have_dataset, print_header, print_table
+from _common import add_common_args, apply_common_args, have_dataset, print_header, print_table, save_results
 from torch_geometric.data import TemporalData
 
 from tgeval import evaluate
@@ -220,6 +220,7 @@ def main() -> None:
                  for name, value, seconds, peak, phases in measured])
     (_, _, t_all, m_all, _), (_, _, t_file, m_file, _) = measured
     print(f"file run / every-page run: time {t_file / t_all:.2f}x, peak memory {m_file / m_all:.2f}x")
+    save_results(args)
 
 
 if __name__ == "__main__":

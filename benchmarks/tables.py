@@ -10,7 +10,13 @@ A page holds a generated table between two markers::
 ``benchmarks/results/``; ``--check`` rewrites nothing and exits 1 (naming the pages) when a page
 differs from what would be rendered. Needs only the standard library.
 
-Tables:
+Generic tables: ``NAME`` is the stem of ``benchmarks/results/NAME.json``, the ``--out`` file of
+``python benchmarks/NAME.py --threads 1 --out benchmarks/results/NAME.json`` (``benchmarks/_common.py``'s
+``save_results``, which keeps every table the script printed). ``<!-- table:NAME -->`` renders all its tables,
+each after its title if it has one; ``<!-- table:NAME:I -->`` only the I-th (from 1). Either ends with one
+italic line naming the command, torch threads, load average, torch version and date of the run.
+
+Bespoke tables:
     tgb_leaderboard: ``benchmarks/results/tgb_leaderboard/*.json``, the ``--out`` files of
         ``python benchmarks/tgb_leaderboard.py --models M --seeds S --threads 1 --out FILE`` (finished runs only).
     scale_in_process: ``benchmarks/results/scale/in_process-*.json``, the ``--out`` files of
@@ -32,7 +38,8 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PAGES = ("README.md", "benchmarks/README.md", "docs/*.md", "docs/guide/*.md")
-MARKER = re.compile(r"(<!-- table:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /table:(?P=name) -->)", re.S)
+MARKER = re.compile(r"(<!-- table:(?P<name>[\w-]+)(?::(?P<index>\d+))? -->\n)(?P<body>.*?)"
+                    r"(<!-- /table:(?P=name)(?::(?P=index))? -->)", re.S)
 
 # tgb_leaderboard.py's model names, as the table prints them.
 LEADERBOARD_LABELS = {
@@ -44,10 +51,10 @@ LEADERBOARD_LABELS = {
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table of ``header`` and ``rows`` (cells as given)."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+    """A Markdown table of ``header`` and ``rows`` (cells as given, ``|`` escaped)."""
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+    return "\n".join([line(header), "|" + "---|" * len(header)] + [line(row) for row in rows]) + "\n"
 
 
 def _spread(values: list[float], digits: int) -> str:
@@ -112,6 +119,39 @@ def scale_command_line(results: Path) -> str:
                       "B/event"], rows)
 
 
+def _provenance(report: dict) -> str:
+    """One italic line: how the results were measured."""
+    machine = report["machine"]
+    omp = f"OMP_NUM_THREADS={machine['omp_num_threads']} " if machine.get("omp_num_threads") else ""
+    threads = machine["torch_threads"]
+    return (f"*Measured by `{omp}{report['command']}`: {threads} torch thread{'s' * (threads != 1)}, "
+            f"{machine['cpus']} CPUs, load average {machine['load_start'][0]:.2f} at the start and "
+            f"{machine['load_end'][0]:.2f} at the end, torch {report['versions']['torch']}, "
+            f"{report['date'][:10]}.*\n")
+
+
+def generic(results: Path, name: str, index: int | None = None) -> str:
+    """The tables of ``results/<name>.json`` (all, or the ``index``-th from 1), then their provenance line.
+
+    Raises:
+        FileNotFoundError: no such results file (the message names the command that writes it).
+        IndexError: ``index`` is not one of the file's tables.
+    """
+    path = results / f"{name}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run OMP_NUM_THREADS=1 python benchmarks/{name}.py "
+                                f"--threads 1 --out benchmarks/results/{name}.json")
+    report = json.loads(path.read_text(encoding="utf-8"))
+    chosen = report["tables"]
+    if index is not None:
+        if not 1 <= index <= len(chosen):
+            raise IndexError(f"{path.name} has {len(chosen)} tables, not a table {index}")
+        chosen = [chosen[index - 1]]
+    parts = [(f"{table['title']}\n\n" if table["title"] else "") + _markdown(table["header"], table["rows"])
+             for table in chosen]
+    return "\n".join(parts + [_provenance(report)])
+
+
 TABLES: dict[str, Callable[[Path], str]] = {"tgb_leaderboard": tgb_leaderboard, "scale_in_process": scale_in_process,
                                             "scale_command_line": scale_command_line}
 
@@ -122,16 +162,20 @@ def pages(root: Path = ROOT) -> list[Path]:
 
 
 def render(text: str, results: Path = RESULTS) -> str:
-    """``text`` with every marked table rendered from ``results``.
+    """``text`` with every marked table rendered from ``results``: a bespoke table of ``TABLES``, else
+    :func:`generic`.
 
     Raises:
-        KeyError: a marker names no known table.
+        FileNotFoundError: a marker names neither a bespoke table nor a results file.
+        IndexError: a marker's index is not one of its file's tables.
     """
     def fill(match: re.Match) -> str:
-        name = match["name"]
-        if name not in TABLES:
-            raise KeyError(f"unknown table {name!r} (known: {', '.join(TABLES)})")
-        return match.group(1) + TABLES[name](results) + match.group(4)
+        name, index = match["name"], match["index"]
+        if name in TABLES and index is None:
+            body = TABLES[name](results)
+        else:
+            body = generic(results, name, None if index is None else int(index))
+        return match.group(1) + body + match.group(5)
     return MARKER.sub(fill, text)
 
 
@@ -142,7 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     stale = []
     for page in pages():
         text = page.read_text(encoding="utf-8")
-        rendered = render(text)
+        try:
+            rendered = render(text)
+        except (FileNotFoundError, IndexError) as error:
+            print(f"{page.relative_to(ROOT)}: {error}", file=sys.stderr)
+            return 2
         if rendered != text:
             stale.append(page.relative_to(ROOT))
             if not args.check:

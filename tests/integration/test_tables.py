@@ -2,6 +2,7 @@
 benchmark outputs in ``benchmarks/results/``: a page edited by hand, or a result saved without
 rerunning the script, fails here (fix: ``python benchmarks/tables.py``)."""
 
+import argparse
 import importlib.util
 import json
 
@@ -22,8 +23,35 @@ def test_page_equals_its_rendered_tables(page):
 
 
 def test_every_table_is_on_a_page():
+    """Every bespoke table and every saved results file is rendered somewhere."""
     used = {match["name"] for page in tables.pages() for match in tables.MARKER.finditer(page.read_text())}
-    assert used == set(tables.TABLES)
+    assert used == set(tables.TABLES) | {path.stem for path in tables.RESULTS.glob("*.json")}
+
+
+def test_saved_tables_render_with_how_they_were_measured(tmp_path, monkeypatch):
+    """``_common.print_table`` keeps each table, ``save_results`` writes them, and a marker renders all of them
+    (titles first) or the I-th, each time followed by the command, threads and load average."""
+    monkeypatch.setenv("TGEVAL_DATA_DIR", str(tmp_path))  # _common sets a default at import
+    spec = importlib.util.spec_from_file_location("benchmark_common", ROOT / "benchmarks" / "_common.py")
+    common = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(common)
+    common.print_table(["method", "events/s"], [["a", "1,000"], ["b | c", 2]])
+    common.print_table(["x"], [[0.5]], title="second table")
+    common.save_results(argparse.Namespace(out=tmp_path / "bench_x.json"))
+    report = json.loads((tmp_path / "bench_x.json").read_text())
+    assert [t["rows"] for t in report["tables"]] == [[["a", "1,000"], ["b | c", "2"]], [["0.5"]]]
+    assert report["machine"]["torch_threads"] >= 1 and len(report["machine"]["load_end"]) == 3
+    page = ("<!-- table:bench_x -->\n<!-- /table:bench_x -->\ntext\n"
+            "<!-- table:bench_x:2 -->\n<!-- /table:bench_x:2 -->\n")
+    provenance = tables._provenance(report)
+    assert provenance.startswith("*Measured by `") and "torch thread" in provenance and "load average" in provenance
+    assert tables.render(page, tmp_path) == (
+        "<!-- table:bench_x -->\n| method | events/s |\n|---|---|\n| a | 1,000 |\n| b \\| c | 2 |\n\n"
+        "second table\n\n| x |\n|---|\n| 0.5 |\n\n" + provenance + "<!-- /table:bench_x -->\ntext\n"
+        "<!-- table:bench_x:2 -->\nsecond table\n\n| x |\n|---|\n| 0.5 |\n\n" + provenance
+        + "<!-- /table:bench_x:2 -->\n")
+    with pytest.raises(IndexError, match="has 2 tables, not a table 3"):
+        tables.render("<!-- table:bench_x:3 -->\n<!-- /table:bench_x:3 -->\n", tmp_path)
 
 
 def test_leaderboard_rows_come_from_the_finished_runs(tmp_path):
@@ -45,6 +73,7 @@ def test_leaderboard_rows_come_from_the_finished_runs(tmp_path):
     assert rows == ["| TGN | 0.396 ± 0.060 | 0, 1 | 0.4500 ± 0.0707 | 0.4600 ± 0.0707 | 1 / 3; 1 / 3 | 20; 20 |"]
 
 
-def test_an_unknown_table_is_refused():
-    with pytest.raises(KeyError, match="unknown table 'nope'"):
-        tables.render("<!-- table:nope -->\n<!-- /table:nope -->\n")
+def test_a_missing_results_file_names_the_command_that_writes_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.json is missing: run OMP_NUM_THREADS=1 python "
+                                                "benchmarks/nope.py --threads 1 --out benchmarks/results/nope.json"):
+        tables.render("<!-- table:nope -->\n<!-- /table:nope -->\n", tmp_path)
