@@ -15,6 +15,7 @@ import importlib
 import inspect
 import itertools
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -46,6 +47,7 @@ extensions = [
 
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
 root_doc = "index"
+smartquotes = False  # text as typed: a flag stays --window, not an en dash
 exclude_patterns = ["_build", "**/.ipynb_checkpoints"]
 
 # MyST: $...$ / $$...$$ math, ::: fences, (target)= labels with headings reachable as anchors
@@ -165,6 +167,30 @@ class PackageAPI(SphinxDirective):
         return " ".join(paragraph) or "\\"
 
 
+def escaped(text: str) -> str:
+    """``text`` as plain reST text: every markup character escaped."""
+    return re.sub(r"([\\*`_|\[\]<>])", r"\\\1", text)
+
+
+class RegistryTable(SphinxDirective):
+    """``.. tgeval-registry:: tgeval.samplers.registry``: a table of every entry of a registry module
+    (its ``describe()``): name, help and options with their types and defaults, so the docs list
+    exactly what the command line and :func:`get`-style calls accept."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        module = importlib.import_module(self.arguments[0])
+        lines = [".. list-table::", "   :header-rows: 1", "   :widths: 18 42 40", "",
+                 "   * - name", "     - what it does", "     - options (type = default)"]
+        for row in module.describe():
+            lines += [f"   * - ``{row.name}``", f"     - {escaped(row.help) or chr(92)}",
+                      f"     - ``{row.options}``" if row.options else "     - none"]
+        self.env.note_dependency(module.__file__)
+        return list(nested_parse_to_nodes(self.state, StringList(lines, source=f"<{module.__name__}.describe()>")))
+
+
 def setup(app):
     app.add_directive("tgeval-package", PackageAPI)
+    app.add_directive("tgeval-registry", RegistryTable)
     return {"parallel_read_safe": True}

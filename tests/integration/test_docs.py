@@ -2,6 +2,8 @@
 built pages render in a headless browser, every page of the table of contents exists, and no page
 cites material from outside the repository (a specification file, issue numbers, commit hashes)."""
 
+import html
+import json
 import os
 import re
 import shutil
@@ -59,6 +61,20 @@ def test_the_docs_build_with_warnings_as_errors(built):
     assert 'href="tgeval.eval.html#tgeval.eval.evaluate"' in (built / "api" / "tgeval.html").read_text("utf-8")
 
 
+def test_the_registry_tables_list_every_registered_name_with_its_options(built):
+    """``tgeval-registry`` renders each registry's ``describe()``: every name, its help and its options (a default
+    may show as written in the source, ``"query"`` for ``'query'``: autodoc preserves defaults)."""
+    listing = ("import json, tgeval.data.formats as f, tgeval.models.registry as m, tgeval.samplers.registry as s; "
+               "print(json.dumps({k: [[x.name, x.help, x.options] for x in r.describe()] for k, r in zip('mfs', (m, f, s))}))")
+    rows = json.loads(subprocess.run([sys.executable, "-c", listing], capture_output=True, text=True, check=True,
+                                     cwd=REPO).stdout)  # as a fresh process registers them: no test's models
+    for page, kind in (("guide/evaluating", "m"), ("guide/evaluating", "f"), ("guide/samplers", "s")):
+        text = html.unescape(re.sub(r"<[^>]+>", "", (built / f"{page}.html").read_text(encoding="utf-8")))
+        text = text.replace('"', "'")
+        for name, help, options in rows[kind]:
+            assert f"{name}\n{help}\n{options or 'none'}" in text, (page, name)
+
+
 @pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)], ids=lambda p: str(p.relative_to(DOCS)))
 def test_every_python_block_of_a_page_runs_in_order(page, tmp_path, one_thread):
     run_python_blocks(page, tmp_path, name=f"docs_{page.stem.replace('-', '_')}")
@@ -106,7 +122,7 @@ def _probe(page: Path) -> tuple[int, int]:
 @pytest.mark.skipif(BROWSER is None, reason="no Chromium binary (chromium, chromium-browser or google-chrome) on "
                                             "this machine: the built pages are not rendered")
 def test_pages_do_not_overflow_and_math_is_typeset_offline(built):
-    for page in ("index", "api/tgeval.eval", "api/tgeval.static", "protocol"):
+    for page in ("index", "api/tgeval.eval", "api/tgeval.static", "protocol", "guide/samplers"):
         overflow, math = _probe(built / f"{page}.html")
         assert overflow <= 0, f"{page}: {overflow} px wider than the window"
         if page == "protocol":
