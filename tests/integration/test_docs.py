@@ -65,7 +65,8 @@ def test_the_registry_tables_list_every_registered_name_with_its_options(built):
     """``tgeval-registry`` renders each registry's ``describe()``: every name, its help and its options (a default
     may show as written in the source, ``"query"`` for ``'query'``: autodoc preserves defaults)."""
     listing = ("import json, tgeval.data.formats as f, tgeval.models.registry as m, tgeval.samplers.registry as s; "
-               "print(json.dumps({k: [[x.name, x.help, x.options] for x in r.describe()] for k, r in zip('mfs', (m, f, s))}))")
+               "print(json.dumps({k: [[x.name, x.help, x.options] for x in r.describe()] "
+               "for k, r in zip('mfs', (m, f, s))}))")
     rows = json.loads(subprocess.run([sys.executable, "-c", listing], capture_output=True, text=True, check=True,
                                      cwd=REPO).stdout)  # as a fresh process registers them: no test's models
     for page, kind in (("guide/evaluating", "m"), ("guide/evaluating", "f"), ("guide/samplers", "s")):
