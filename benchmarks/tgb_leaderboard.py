@@ -159,7 +159,8 @@ def run_one(name: str, seed: int, data: TemporalData, split, num_nodes: int, cat
               batch_size=BATCH_SIZE, num_negatives=1, seed=seed, history="batch",
               validation=Validation("all_entity_mrr", sampler=UniformSampler(catalogs["range"]), negatives=1,
                                     catalog=catalogs["range"], state="training"),
-              checkpoints=Checkpointing(folder, resume=resume, overwrite=resume is None), on_epoch=on_epoch)
+              checkpoints=Checkpointing(folder, resume=resume, overwrite=folder is not None and resume is None),
+              on_epoch=on_epoch)
     entry["history"] = [epoch_line(record, num_val_events) for record in run["history"]]  # a resumed run's earlier ones
     began = time.perf_counter()
     tgb = evaluate(model, data, split.test, TGB.protocol(), catalog=catalogs["range"])

@@ -186,7 +186,8 @@ def _add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:
                     help="train,val,test fractions of the checkpoint's training run (default 0.70,0.15,0.15)")
     iv.add_argument("--negatives", type=_positive_int, default=None, metavar="K",
                     help="K seen and K unseen negatives per factorial cell (default 20)")
-    iv.add_argument("--seed", type=_seed, default=None, help="seed of the draws and of the control directions (default 0)")
+    iv.add_argument("--seed", type=_seed, default=None,
+                    help="seed of the draws and of the control directions (default 0)")
     dg.set_defaults(handler=("tgeval.diagnostics.cli", "diagnose_command"))
     return dg
 
@@ -242,8 +243,8 @@ def _add_static_common(parser: argparse.ArgumentParser, out_help: str) -> None:
     parser.add_argument("--C", dest="c", type=_count, default=50, help="length of each node's recommendation list")
     parser.add_argument("--rbo-p", type=float, default=0.5, help="persistence p of rank-biased overlap")
     parser.add_argument("--models", type=_static_models, default=STATIC_HEURISTICS,
-                        help=f"comma-separated, of {','.join(STATIC_METHODS)} (default: the heuristics; gcn and sage are "
-                             f"GNN baselines trained on the training graph)")
+                        help=f"comma-separated, of {','.join(STATIC_METHODS)} (default: the heuristics; gcn and sage "
+                             f"are GNN baselines trained on the training graph)")
     parser.add_argument("--gnn-negatives", choices=WEIGHTINGS, default="uniform",
                         help="training negatives of the GNN baselines")
     parser.add_argument("--seed", type=_seed, default=0, help="edge split, caps and negatives")
@@ -550,7 +551,11 @@ def _set_threads(given: Optional[int]) -> None:
 
 
 #: the library's names of options whose flag is named otherwise (every other flag is its option's name)
-API_NAMES = {"num_negatives": "negatives", "replay": "protocol"}
+API_NAMES = {"num_negatives": "negatives", "replay": "protocol", "checkpoint_folder": "checkpoint_dir",
+             "checkpoint_resume": "resume", "checkpoint_overwrite": "overwrite"}
+#: the library's value objects whose fields are flags, with the prefix of their names in :data:`API_NAMES` or as
+#: flags (``Validation.metric`` is ``--val-metric``, ``Checkpointing.folder`` is ``--checkpoint-dir``)
+API_OBJECTS = {"Protocol": "", "Validation": "val_", "Checkpointing": "checkpoint_"}
 #: an option's value in a message: quoted, or one word / number / path
 _VALUE = r"'[^']*'|\"[^\"]*\"|[\w.+/-]*[\w/]"
 
@@ -558,9 +563,9 @@ _VALUE = r"'[^']*'|\"[^\"]*\"|[\w.+/-]*[\w/]"
 def cli_message(text: str, parser: argparse.ArgumentParser) -> str:
     """A library message as a command-line user reads it: the options ``parser`` has as flags, named by flag
     (``sort=True`` -> ``--sort``, ``Protocol(prefilter=0)`` -> ``--prefilter 0``, ``batch_size`` ->
-    ``--batch-size``, ``Protocol.ties`` -> ``--ties``), outside code spans (backticks) and quoted input
-    (``'...'`` not after ``=`` or a letter); a flag the message already gave after the library's spelling is not
-    repeated; other names stay as they are.
+    ``--batch-size``, ``Protocol.ties`` -> ``--ties``, ``Validation.metric`` -> ``--val-metric``), outside code
+    spans (backticks) and quoted input (``'...'`` not after ``=`` or a letter); a flag the message already gave
+    after the library's spelling is not repeated; other names stay as they are.
 
     Example:
         >>> evaluate = _subparser(build_parser(), "evaluate")
@@ -570,7 +575,8 @@ def cli_message(text: str, parser: argparse.ArgumentParser) -> str:
     actions = {action.dest: action for action in parser._actions if action.option_strings}
 
     def action_of(match: re.Match) -> Optional[argparse.Action]:
-        return actions.get(API_NAMES.get(match["name"], match["name"]))
+        name = API_OBJECTS.get(match.groupdict().get("object") or "", "") + match["name"]
+        return actions.get(API_NAMES.get(name, name))
 
     def flag(action: argparse.Action) -> str:
         return next(option for option in action.option_strings if option.startswith("--"))
@@ -588,12 +594,13 @@ def cli_message(text: str, parser: argparse.ArgumentParser) -> str:
         action = action_of(match)
         return match[0] if action is None else flag(action)
 
+    objects = "|".join(API_OBJECTS)
     # a quote after "=" or a word character opens no quoted input: it closes an assignment's value
     parts = re.split(r"(`[^`]*`|(?<![=\w])'[^']*')", text)
     for i in range(0, len(parts), 2):  # outside code spans and quoted input
-        part = re.sub(rf"\bProtocol\((?P<name>\w+)=(?P<value>{_VALUE})\)", assignment, parts[i])
+        part = re.sub(rf"\b(?P<object>{objects})\((?P<name>\w+)=(?P<value>{_VALUE})\)", assignment, parts[i])
         part = re.sub(rf"\b(?P<name>\w+)=(?P<value>{_VALUE})", assignment, part)
-        part = re.sub(r"\bProtocol\.(?P<name>\w+)\b", name, part)
+        part = re.sub(rf"\b(?P<object>{objects})\.(?P<name>\w+)\b", name, part)
         part = re.sub(r"(?<![\w./-])(?P<name>[a-z]+(?:_[a-z]+)+)\b(?![=(./])", name, part)  # snake_case, not in paths
         parts[i] = re.sub(r"(?P<flag>--[\w-]+)(?P<value> [^\s,()]+)?(?: \((?P=flag)(?: [^\s,()]+)?\)|, (?P=flag)\b)",
                           r"\g<flag>\g<value>", part)

@@ -423,7 +423,8 @@ def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split
 
 
 def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
-                  sampler: NegativeSampler, catalog: Catalog, distributed: bool) -> tuple[TemporalLinkModel, dict]:
+                  sampler: NegativeSampler, catalog: Catalog, checkpoints: Checkpointing,
+                  distributed: bool) -> tuple[TemporalLinkModel, dict]:
     """Build ``--model`` from its config flags and :func:`~tgeval.training.fitting.fit` it with validation and
     checkpoints."""
     accepted = registry.entry(args.model).hyperparameters()
@@ -448,8 +449,7 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
     training = fit(model, data, split, sampler=sampler, loss=args.loss,
                    optimizer=torch.optim.Adam(model.parameters(), lr=lr), epochs=args.epochs, patience=args.patience,
                    batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed,
-                   history=args.history or "batch", validation=validation,
-                   checkpoints=Checkpointing(args.checkpoint_dir, args.resume, args.overwrite),
+                   history=args.history or "batch", validation=validation, checkpoints=checkpoints,
                    spec={"sampler_spec": args.sampler}, on_epoch=report, distributed=distributed,
                    allow_whole_stream=args.allow_whole_stream)
     for kind, entry in (training["checkpoints"] or {}).items():
@@ -473,13 +473,14 @@ def train_command(args: argparse.Namespace) -> int:
     device, distributed = _process_device(args.device)  # devices and outputs are checked before any work
     if args.out is not None:
         check_writable(args.out, what="--out")
-    if args.checkpoint_dir is not None:
-        check_new_run(args.checkpoint_dir, resume=args.resume is not None, overwrite=args.overwrite)
+    checkpoints = Checkpointing(args.checkpoint_dir, args.resume, args.overwrite)
+    if checkpoints.folder is not None:
+        check_new_run(checkpoints.folder, resume=checkpoints.resume is not None, overwrite=checkpoints.overwrite)
     with contextlib.nullcontext() if is_main() else contextlib.redirect_stdout(io.StringIO()):  # rank 0 alone prints
-        return _train(args, device, distributed)
+        return _train(args, device, distributed, checkpoints)
 
 
-def _train(args: argparse.Namespace, device: torch.device, distributed: bool) -> int:
+def _train(args: argparse.Namespace, device: torch.device, distributed: bool, checkpoints: Checkpointing) -> int:
     """The body of :func:`train_command` once devices and outputs are checked."""
     data, info = read_event_file(args, show_progress=is_main(), duplicates=args.duplicates)
     _report_reading(info)
@@ -491,7 +492,7 @@ def _train(args: argparse.Namespace, device: torch.device, distributed: bool) ->
     sampler = from_spec(args.sampler, data=data, split=split, catalog=catalog)
     model, training = (_train_membership(args, data, split, num_nodes, sampler, distributed)
                        if registry.entry(args.model).kind == "heuristic" else
-                       _train_neural(args, data, split, num_nodes, sampler, catalog, distributed))
+                       _train_neural(args, data, split, num_nodes, sampler, catalog, checkpoints, distributed))
     if not model.ranks_all_entities:
         print(f"{args.model} with these options cannot rank a whole catalog: validation measures sampled metrics only")
     history = validation_history(model, args.history or "batch")  # as fit validates

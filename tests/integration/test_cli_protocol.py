@@ -61,6 +61,8 @@ def test_a_negatives_file_is_scored_whole_unless_k_is_chosen(files, tmp_path, ca
     (["evaluate", "{snap}", "--model", "edgebank", "--batch-size", "0"], "--batch-size >= 1", "batch_size"),
     (["train", "{snap}", "--model", "membership", "--negatives", "0"], "--negatives must be >= 1 for training",
      "num_negatives"),
+    (["train", "{snap}", "--model", "membership", "--overwrite"],
+     "--overwrite replaces the run in --checkpoint-dir, and no folder is given", "Checkpointing"),
 ])
 def test_errors_name_the_flags(files, tmp_path, capsys, argv, named, not_named):
     unsorted = tmp_path / "unsorted.txt"
@@ -76,6 +78,9 @@ def test_cli_message_translates_only_the_commands_own_options():
     assert cli_message("resume it (resume=.../last.pt, --resume), replace it (overwrite=True, --overwrite).",
                        train) == "resume it (--resume .../last.pt), replace it (--overwrite)."
     assert cli_message("got epochs=3, patience=0; val_metric", train) == "got --epochs 3, --patience 0; --val-metric"
+    assert cli_message("Validation(negatives=0) needs an all-entity Validation.metric; or Validation(state='rebuilt'); "
+                       "Validation.sampler", train) == \
+        "--val-negatives 0 needs an all-entity --val-metric; or --val-state rebuilt; Validation.sampler"
     assert cli_message("or pass allow_whole_stream=True to do it on purpose.", train) == \
         "or pass --allow-whole-stream to do it on purpose."
     untouched = ("call `validate(data, sort=True)`, pass strict=True, read /data/batch_size/x.txt, "

@@ -169,16 +169,18 @@ def test_resume_refuses_other_data_specification_or_model(data, tmp_path):
 
 def test_bad_arguments(data):
     """A Validation checks itself when built (ProtocolError, a ValueError); fit checks epochs and patience."""
-    with pytest.raises(ProtocolError, match="unknown val_metric"):
+    with pytest.raises(ProtocolError, match="unknown Validation.metric"):
         Validation(metric="f1")
-    with pytest.raises(ProtocolError, match="pass val_catalog"):
+    with pytest.raises(ProtocolError, match=r"pass Validation.catalog"):
         Validation(metric="all_entity_mrr")
-    with pytest.raises(ValueError, match="val_negatives must be >= 0"):
+    with pytest.raises(ValueError, match="Validation.negatives must be >= 0"):
         Validation(negatives=-1)
     with pytest.raises(ProtocolError, match="patience"):
         run(TGN, data, patience=0)
-    with pytest.raises(ValueError, match="val_state"):
+    with pytest.raises(ValueError, match="Validation.state must be one of"):
         Validation(state="continued")
+    with pytest.raises(ProtocolError, match=r"Checkpointing\(overwrite=True\) replaces the run in Checkpointing"):
+        Checkpointing(overwrite=True)
     split = chronological_split(data)
     with pytest.raises(ProtocolError, match="history-free"):
         Validation(state="training", sampler=HistoricalSampler(
@@ -331,7 +333,7 @@ def test_validation_by_the_all_entity_pass_alone_with_no_negatives(data, tmp_pat
                        Protocol(num_negatives=0, batch_size=100), sampler=None, catalog=catalog)
     assert best == history["best_value"] == by_hand.metrics["all_entity"]["mrr"]["micro"]
     for refused in ({"metric": "ap"}, {"metric": "all_entity_mrr", "sampler": UniformSampler(catalog)}):
-        with pytest.raises(ProtocolError, match="val_negatives=0 draws no validation negatives"):
+        with pytest.raises(ProtocolError, match=r"Validation\(negatives=0\) draws no validation negatives"):
             Validation(negatives=0, catalog=catalog, **refused)
 
 

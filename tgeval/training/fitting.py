@@ -166,25 +166,27 @@ class Validation:
     def __post_init__(self) -> None:
         metric, sampler = self.metric, self.sampler
         if metric not in VAL_METRICS:
-            raise ProtocolError(f"unknown val_metric {metric!r}; choose one of {sorted(VAL_METRICS)}.")
+            raise ProtocolError(f"unknown Validation.metric {metric!r}; choose one of {sorted(VAL_METRICS)}.")
         if VAL_METRICS[metric][0] == "all_entity" and self.catalog is None:
-            raise ProtocolError(f"val_metric={metric!r} ranks against a catalog: pass val_catalog.")
+            raise ProtocolError(f"Validation(metric={metric!r}) ranks against a catalog: pass Validation.catalog.")
         if self.negatives < 0:
-            raise ProtocolError(f"val_negatives must be >= 0 (0: validation by the all-entity pass alone), got "
-                                f"{self.negatives}.")
+            raise ProtocolError(f"Validation.negatives must be >= 0 (0: validation by the all-entity pass alone), "
+                                f"got {self.negatives}.")
         if self.negatives == 0 and (VAL_METRICS[metric][0] != "all_entity" or sampler is not None):
-            raise ProtocolError(f"val_negatives=0 draws no validation negatives, so only an all-entity val_metric "
+            raise ProtocolError(f"Validation(negatives=0) draws no validation negatives, so only an all-entity "
+                                f"Validation.metric "
                                 f"({', '.join(n for n, (part, _, _) in VAL_METRICS.items() if part == 'all_entity')}) "
-                                f"with a val_catalog can be measured and no val_sampler is used; got "
-                                f"val_metric={metric!r}"
-                                f"{'' if sampler is None else ' and a val_sampler'}. Choose an all-entity "
-                                f"val_metric and leave val_sampler=None, or give val_negatives >= 1.")
+                                f"with a Validation.catalog can be measured and no Validation.sampler is used; got "
+                                f"Validation(metric={metric!r})"
+                                f"{'' if sampler is None else ' and a Validation.sampler'}. Choose an all-entity "
+                                f"Validation.metric and leave Validation(sampler=None), or give Validation.negatives "
+                                f">= 1.")
         if self.state not in VAL_STATES:
-            raise ProtocolError(f"val_state must be one of {VAL_STATES}, got {self.state!r}.")
+            raise ProtocolError(f"Validation.state must be one of {VAL_STATES}, got {self.state!r}.")
         if self.state == "training" and sampler is not None and not sampler.history_free:
-            raise ProtocolError(f"val_state='training' validates from the state training left, where nothing warms "
-                                f"the history of {sampler.describe().get('name')!r} up: use a history-free "
-                                f"val_sampler (e.g. UniformSampler), or val_state='rebuilt'.")
+            raise ProtocolError(f"Validation(state='training') validates from the state training left, where nothing "
+                                f"warms the history of {sampler.describe().get('name')!r} up: use a history-free "
+                                f"Validation.sampler (e.g. UniformSampler), or Validation(state='rebuilt').")
 
     def resolved(self, model: TemporalLinkModel, data: TemporalData, split: Split) -> "Validation":
         """This validation with its default sampler (:func:`default_val_sampler`, history-free) filled in where
@@ -220,11 +222,19 @@ class Checkpointing:
         resume: a ``last.pt`` to continue from (its folder's ``best.pt`` when a run stopped between the two
             writes of its first epoch left no ``last.pt``); ``None``: a new run.
         overwrite: replace a run already in ``folder`` (otherwise refused, unless resuming; :func:`check_new_run`).
+
+    Raises:
+        ProtocolError: at construction: ``overwrite=True`` without a ``folder`` (there is no run it could replace).
     """
 
     folder: Union[str, os.PathLike, None] = None
     resume: Union[str, os.PathLike, None] = None
     overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        if self.overwrite and self.folder is None:
+            raise ProtocolError("Checkpointing(overwrite=True) replaces the run in Checkpointing.folder, and no folder "
+                                "is given: give the folder, or drop Checkpointing(overwrite=True).")
 
 
 def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimizer, validation: Validation, *,
@@ -434,7 +444,7 @@ def fit(
     """
     if validation.catalog is not None and not model.ranks_all_entities:
         raise ModelCapabilityError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog: validate "
-                                   f"it with val_catalog=None and a sampled val_metric.")
+                                   f"it with Validation(catalog=None) and a sampled Validation.metric.")
     if epochs < 1 or (patience is not None and patience < 1):
         raise ProtocolError(f"epochs and patience must be >= 1, got epochs={epochs}, patience={patience}.")
     validation = validation.resolved(model, data, split)
