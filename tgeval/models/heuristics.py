@@ -401,7 +401,9 @@ class EdgeBank(_BufferState):
         items score :math:`s_1` and the others :math:`s_0`, so ``above``
         :math:`= n_1 [s_1 > p] + (n - n_1)[s_0 > p]` (likewise ``equal``). :math:`n_1` sums over
         the main array and the delta (disjoint). Without a window or availability times, it is a
-        difference of prefix sums over the sorted keys; otherwise a dominance count on keys
+        difference of prefix sums over the sorted keys, and so with a window ending at the latest
+        time fed (``anchor="latest"``: one window start for every query; :math:`O(C)` a call, no
+        sort); otherwise a dominance count on keys
         ``src * (C + 1) + rank(time)``, which order each source's pairs by last-seen time (window)
         or by the destination's availability time. The main array's prefix sums (or dominance
         keys by availability time) depend only on its keys and the catalog: they are kept until
@@ -420,13 +422,19 @@ class EdgeBank(_BufferState):
         stride = self.keys.numel() + 1 if timed else 0 if earlier is None else earlier.keys.numel()
         if n * max(stride, self.delta_keys.numel() + 1 if timed else 0) >= 2**62:
             return None  # the composite keys of a dominance count would overflow int64
-        if self.window is not None:  # last seen in [t - w, t): the times change at every update
+        if self.window is not None and self.anchor == "latest":  # one window for every query: prefix counts
+            since = self._since(t.new_zeros(()))  # the window ends at the latest time fed, whatever the query
+            n_seen = sum(_prefix_count(_counted_before(included & (seen >= since)), keys, src, n)
+                         for keys, seen, included in (
+                             (self.keys, self.last_seen, self._main_index(catalog)[0]),
+                             (self.delta_keys, self.delta_seen, self._in_catalog(self.delta_keys, catalog))))
+        elif self.window is not None:  # last seen in [t - w, t): the times change at every update
             since = self._since(t)
             n_seen = sum(_count_in_time(_dominance_index(keys, seen, self._in_catalog(keys, catalog), n), src,
                                         lower=since)
                          for keys, seen in ((self.keys, self.last_seen), (self.delta_keys, self.delta_seen)))
         else:
-            main = self._main_index(catalog)
+            main = self._main_index(catalog)[1]
             delta = _catalog_index(self.delta_keys, catalog, n, self._in_catalog(self.delta_keys, catalog))
             if available_from is None:
                 n_seen = _prefix_count(main, self.keys, src, n) + _prefix_count(delta, self.delta_keys, src, n)
@@ -441,12 +449,14 @@ class EdgeBank(_BufferState):
         """bool, shape of ``keys``: a stored pair (not padding) whose destination is in the catalog."""
         return (catalog.indicator.take(keys % self.num_nodes) > 0) & (keys != PAD)
 
-    def _main_index(self, catalog: Catalog) -> Union[Tensor, tuple[Tensor, Tensor, int]]:
-        """:func:`_catalog_index` of the main array, rebuilt only when its keys or the catalog change."""
+    def _main_index(self, catalog: Catalog) -> tuple[Tensor, Union[Tensor, tuple[Tensor, Tensor, int]]]:
+        """``(included, index)`` of the main array: :meth:`_in_catalog` and :func:`_catalog_index`, rebuilt
+        only when its keys or the catalog change."""
         held = self._held_index
         if held is not None and held[0] is self.keys and held[1] == self.keys._version and held[2] is catalog:
             return held[3]
-        index = _catalog_index(self.keys, catalog, self.num_nodes, self._in_catalog(self.keys, catalog))
+        included = self._in_catalog(self.keys, catalog)
+        index = included, _catalog_index(self.keys, catalog, self.num_nodes, included)
         self._held_index = (self.keys, self.keys._version, catalog, index)
         return index
 
@@ -554,10 +564,15 @@ def _catalog_index(keys: Tensor, catalog: Catalog, n: int,
     the number of included keys before each slot (:func:`_prefix_count`); with them, the dominance
     index of the keys by their destination's availability time (:func:`_count_in_time`)."""
     if catalog.available_from is None:
-        counted = include.long()
-        return torch.cumsum(counted, 0) - counted
+        return _counted_before(include)
     time = catalog.available_from.take(catalog.table.take(keys % n).clamp(min=0))
     return _dominance_index(keys, time, include, n)
+
+
+def _counted_before(include: Tensor) -> Tensor:
+    """int64, shape of ``include``: the number of included slots before each slot (exclusive prefix sum)."""
+    counted = include.long()
+    return torch.cumsum(counted, 0) - counted
 
 
 def _prefix_count(below: Tensor, keys: Tensor, src: Tensor, n: int) -> Tensor:
