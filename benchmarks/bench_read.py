@@ -10,12 +10,13 @@ Generates into a temporary folder three files of ``--events`` events (sorted tim
 For each file it times, best of ``--repeat``, in this process: pandas' ``read_csv(engine="c")`` into
 the same dtypes (int64 ids and times, float32 features; ``sep=r"\s+"`` for the whitespace-separated SNAP
 file, as tgeval reads it), tgeval's ``read_events`` without a cache
-(cold) and from a filled cache folder (warm, ``info.cache == "hit"``). Peak memory is the growth of
-the resident-set high-water mark (``VmHWM``) of a fresh subprocess while it reads the file once,
-against the bytes of the final arrays. Everything runs on one thread (``OMP_NUM_THREADS=1``, torch
-intra-op threads 1; pandas' and numpy's parsers are single-threaded).
+(cold; ``parser`` says which C parser converted the fields, ``info.parser``) and from a filled cache folder (warm,
+``info.cache == "hit"``). Peak memory is the growth of the resident-set high-water mark (``VmHWM``) of a fresh
+subprocess while it reads the file once, against the bytes of the final arrays. Everything runs on one thread
+(``OMP_NUM_THREADS=1``, torch intra-op threads 1, pandas' ``mode.max_threads`` 1 where pandas has it: from 3.1 its
+``read_csv`` splits a large file across threads; numpy's parser is single-threaded).
 
-Run: python benchmarks/bench_read.py [--events 3000000] [--repeat 3]
+Run: python benchmarks/bench_read.py [--events 3000000] [--repeat 3] [--out benchmarks/results/bench_read.json]
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import _common  # noqa: F401  (puts the repository root on sys.path)
 import numpy as np
 import pandas as pd
 import torch
-from _common import print_header, print_table
+from _common import add_results_arg, print_header, print_table, save_results  # puts the repository root on sys.path
 
 from tgeval.data.io import read_events
 
@@ -89,6 +89,13 @@ def read_pandas(name: str, path: Path) -> dict[str, np.ndarray]:
             "msg": frame[["w"]].to_numpy()}
 
 
+def one_thread() -> None:
+    """Torch and pandas on one thread (pandas' option exists from 3.1)."""
+    torch.set_num_threads(1)
+    if hasattr(pd.options.mode, "max_threads"):
+        pd.set_option("mode.max_threads", 1)
+
+
 def best_time(fn, repeat: int) -> tuple[float, object]:
     times, result = [], None
     for _ in range(repeat):
@@ -109,6 +116,7 @@ import sys, json
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 import bench_read
 from pathlib import Path
+bench_read.one_thread()
 def hwm():
     return int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]) * 1024
 def read(path):
@@ -131,8 +139,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=3_000_000, help="events per file")
     parser.add_argument("--repeat", type=int, default=3, help="timed repetitions; the best is reported")
+    add_results_arg(parser)
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    one_thread()
     os.environ.pop("TGEVAL_CACHE_DIR", None)  # the cold reads must not find a cache of the user's
     print_header(f"bench_read: {args.events:,} events per file, 1 thread")
     rows = []
@@ -151,11 +160,13 @@ def main() -> None:
                 assert all(np.array_equal(reference[key], data[key].numpy()) for key in ("src", "dst", "t"))
             final = sum(value.numpy().nbytes for value in data.to_dict().values())
             peak, pandas_peak = peak_growth("tgeval", name, path), peak_growth("pandas", name, path)
-            rows.append([name, f"{path.stat().st_size / 1e6:.0f} MB", f"{pandas_s:.2f}", f"{cold_s:.2f}",
+            rows.append([name, f"{path.stat().st_size / 1e6:.0f} MB", f"{pandas_s:.2f}", info.parser, f"{cold_s:.2f}",
                          f"{cold_s / pandas_s:.2f}x", f"{warm_s:.2f}", f"{warm_s / pandas_s:.2f}x",
                          f"{final / 1e6:.0f} MB", f"{peak / final:.2f}x", f"{pandas_peak / final:.2f}x"])
-    print_table(["file", "size", "pandas s", "tgeval cold s", "cold/pandas", "warm s", "warm/pandas",
-                 "final arrays", "tgeval peak/final", "pandas peak/final"], rows)
+    print_table(["file", "size", "pandas s", "parser", "tgeval cold s", "cold/pandas", "warm s", "warm/pandas",
+                 "final arrays", "tgeval peak/final", "pandas peak/final"], rows,
+                title=f"{args.events:,} events per file, 1 thread, pandas {pd.__version__}")
+    save_results(args)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,17 @@
-"""The readers' fast path (numpy's C parser over blocks) against their exact path (field by field):
-same arrays, same ReadInfo, same errors, on generated files of every format."""
+"""The readers' fast path (pandas' or numpy's C parser over blocks) against their exact path (field by field):
+same arrays, same ReadInfo, same errors, on generated files of every format, with pandas installed and without."""
 
 from __future__ import annotations
 
 import gzip
+import sys
 import tempfile
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Iterator
 
+import pytest
 import torch
 from torch_geometric.data import TemporalData
 from hypothesis import HealthCheck, given, settings
@@ -63,6 +65,22 @@ def exact_path_only() -> Iterator[None]:
         _fast.fast_columns = fast
 
 
+@contextmanager
+def pandas_available(available: bool) -> Iterator[None]:
+    """pandas importable (as installed) or not (``import pandas`` raises ImportError, as where it is absent)."""
+    if available:
+        yield
+        return
+    saved = sys.modules.get("pandas")
+    sys.modules["pandas"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.modules.pop("pandas")
+        if saved is not None:
+            sys.modules["pandas"] = saved
+
+
 def outcome(path: Path, fmt: str, options: dict[str, Any]) -> tuple[Any, ...]:
     """What reading gives: the arrays and every ReadInfo field, or the error's type and message."""
     try:
@@ -70,7 +88,7 @@ def outcome(path: Path, fmt: str, options: dict[str, Any]) -> tuple[Any, ...]:
     except (TGEvalError, ValueError) as exc:
         return ("error", type(exc), str(exc))
     arrays = {key: (value.dtype, value.tolist()) for key, value in data.to_dict().items()}
-    described = {f.name: getattr(info, f.name) for f in fields(ReadInfo)}
+    described = {f.name: getattr(info, f.name) for f in fields(ReadInfo) if f.name != "parser"}  # how, not what
     if info.node_ids is not None:
         described["node_ids"] = info.node_ids.tolist()
     return ("ok", arrays, described)
@@ -84,6 +102,7 @@ times = st.one_of(
 )
 ids = st.one_of(st.integers(0, 30).map(str), st.integers(-3, 2**62).map(str),
                 st.sampled_from(["a", "1.0", "2.5", "99999999999999999999"]))
+clean_features = st.one_of(st.integers(-9, 9).map(str), st.floats(-1e6, 1e6, allow_nan=False).map(repr))
 features = st.one_of(st.floats(-1e6, 1e6, allow_nan=False, width=32).map(repr), st.integers(-9, 9).map(str),
                      st.sampled_from(["1e39", "inf", "", '"1"', "0.1"]))
 
@@ -103,7 +122,7 @@ def event_files(draw: st.DrawFn) -> tuple[str, str, dict[str, Any], bool]:
         src, dst = (str(draw(st.integers(0, 30))) for _ in range(2)) if clean else (draw(ids), draw(ids))
         t = str(t_values[k]) if clean and draw(st.booleans()) else (
             f"{t_values[k]}.5" if clean else draw(times))
-        f, g = (draw(st.integers(-9, 9).map(str)) for _ in range(2)) if clean else (draw(features), draw(features))
+        f, g = (draw(clean_features) for _ in range(2)) if clean else (draw(features), draw(features))
         label = draw(st.sampled_from(["0", "1"])) if clean else draw(st.sampled_from(["0", "1", "1.0", "x"]))
         fields_of = {
             "snap": [src, dst, t] + ([] if clean else draw(st.lists(st.just("7"), max_size=1))),
@@ -133,15 +152,17 @@ def event_files(draw: st.DrawFn) -> tuple[str, str, dict[str, Any], bool]:
     return fmt, text, options, clean and "remap" not in options and fmt != "tgb"
 
 
+@pytest.mark.parametrize("with_pandas", [True, False], ids=["pandas", "numpy"])
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(event_files(), st.booleans(), st.booleans())
-def test_fast_path_reads_as_the_exact_path(file: tuple[str, str, dict[str, Any], bool], gz: bool, bom: bool) -> None:
+def test_fast_path_reads_as_the_exact_path(with_pandas: bool, file: tuple[str, str, dict[str, Any], bool], gz: bool,
+                                           bom: bool) -> None:
     fmt, text, options, clean = file
     raw = ("\ufeff" + text if bom else text).encode("utf-8")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / ("events.gz" if gz else "events.txt")
         path.write_bytes(gzip.compress(raw) if gz else raw)
-        with counting_exact_calls() as exact_calls:
+        with counting_exact_calls() as exact_calls, pandas_available(with_pandas):
             fast = outcome(path, fmt, options)
         with exact_path_only():
             exact = outcome(path, fmt, options)
@@ -183,8 +204,8 @@ def test_fast_path_reads_long_files_in_blocks(tmp_path: Path) -> None:
 
 
 def test_plain_decimals_read_as_pythons_float(tmp_path: Path) -> None:
-    """Decimals read as integers over a power of ten: signs of zero, bare points, and a block of longer
-    numbers (16 digits, an exponent) that numpy's own float parser reads instead."""
+    """Without pandas, decimals read as integers over a power of ten: signs of zero, bare points, and a block of
+    longer numbers (16 digits, an exponent) that numpy's own float parser reads instead."""
     text = ("user_id,item_id,timestamp,state_label,f,g\n1,2,1.5,0,-0.000,.5\n1,3,2.,0,+1.25,5.\n"
             "2,3,2.25,1,0.1,-7\n")
     short, long = tmp_path / "short.csv", tmp_path / "long.csv"
@@ -200,7 +221,8 @@ def test_plain_decimals_read_as_pythons_float(tmp_path: Path) -> None:
 
     _fast.decimals = spy
     try:
-        fast = [outcome(path, "jodie", {}) for path in (short, long)]
+        with pandas_available(False):
+            fast = [outcome(path, "jodie", {}) for path in (short, long)]
     finally:
         _fast.decimals = decimals
     assert used == [True, False]
@@ -232,3 +254,72 @@ def test_first_occurrences_match_a_dictionary_of_events(n: int, seed: int, fract
         expected.append(event not in seen)
         seen.add(event)
     assert _duplicates.first_occurrences(data).tolist() == expected
+
+
+#: features (columns f, g) of a three-event CSV file, and whether pandas' C reader takes it on the fast path
+FEATURE_CASES: dict[str, tuple[list[tuple[str, str]], bool]] = {
+    "exponents": ([("1e3", "2.5E-7"), ("-1e+2", "1E0"), ("6.02214076e23", "1e-5")], True),
+    "17+ digits": ([("0.1000000000000000055511151231257827", "9007199254740993"),
+                    ("1.0000000596046447753906250001", "1.0000000596046448"),  # f64 then f32: a float32 tie
+                    ("3.14159265358979323846264338327950288", "-2.7182818284590452353602874713527")], True),
+    "denormals": ([("4.9e-324", "2.4703282292062328e-324"), ("1e-40", "-1.4e-45"), ("2.2250738585072011e-308", "0.5")],
+                  True),
+    "signed zeros": ([("-0", "0.5"), ("-0.0", "+0"), ("0", "-0.000")], True),
+    "integer -0": ([("-0", "1"), ("0", "2"), ("3", "-0")], False),
+    "bare points and signs": ([(".5", "5."), ("+1.25", "-.75"), ("007.5", "+3")], True),
+    "inf": ([("1.5", "inf"), ("2", "3"), ("4", "5")], False),
+    "nan": ([("1.5", "2"), ("nan", "3"), ("4", "5")], False),
+    "beyond float32": ([("1.5", "2"), ("3", "1e39"), ("4", "5")], False),
+    "booleans": ([("True", "1.5"), ("False", "2"), ("1", "3")], False),
+    "underscores": ([("1_000", "1.5"), ("2", "3"), ("4", "5")], False),
+    "empty field": ([("", "1.5"), ("2", "3"), ("4", "5")], False),
+    "quoted": ([('"1.5"', "2"), ("3", "4"), ("5", "6")], False),
+}
+
+
+@pytest.mark.parametrize("with_pandas", [True, False], ids=["pandas", "numpy"])
+@pytest.mark.parametrize("case", sorted(FEATURE_CASES))
+@pytest.mark.parametrize("packing", ["plain", "gzip+crlf+comments"])
+def test_numbers_read_as_the_exact_path(tmp_path: Path, case: str, with_pandas: bool, packing: str) -> None:
+    """Feature values the float parsers could read differently: every one as Python's ``float`` then float32, and
+    every refusal the exact path's error; pandas reads the files it takes (``info.parser``)."""
+    features, pandas_takes = FEATURE_CASES[case]
+    lines = ["a,b,c,f,g"] + [f"{k},{k + 1},{10 * k},{f},{g}" for k, (f, g) in enumerate(features)]
+    if packing != "plain":
+        lines.insert(2, "# a comment")
+    text = ("\r\n" if packing != "plain" else "\n").join(lines) + "\n"
+    path = tmp_path / "events.csv"
+    path.write_bytes(gzip.compress(text.encode()) if packing != "plain" else text.encode())
+    options = {**LAYOUTS["csv"][3], "feature_cols": ["f", "g"]}
+    with counting_exact_calls() as exact_calls, pandas_available(with_pandas):
+        fast = outcome(path, "csv", options)
+        parser = read_events(path, "csv", **options)[1].parser if fast[0] == "ok" else None
+    with exact_path_only():
+        assert outcome(path, "csv", options) == fast
+    if pandas_takes:
+        assert not exact_calls and parser == ("pandas" if with_pandas else "numpy")
+        exact = torch.tensor([[float(f), float(g)] for f, g in features], dtype=torch.float64).float()
+        assert fast[1]["msg"] == (torch.float32, exact.tolist())
+        assert torch.equal(torch.signbit(read_events(path, "csv", **options)[0].msg), torch.signbit(exact))
+    elif fast[0] == "ok":
+        assert parser in ("numpy", "python")
+
+
+def test_parser_is_recorded_but_not_cached(tmp_path: Path) -> None:
+    """``info.parser`` says what converted the fields (numpy's parser for whitespace-separated files, where pandas'
+    is no faster); a cache hit parsed nothing."""
+    path, snap = tmp_path / "events.csv", tmp_path / "events.txt"
+    path.write_text("a,b,c,f,g\n0,1,2,0.5,1\n1,2,3,1.5,2\n")
+    snap.write_text("0 1 2\n1 2 3\n")
+    options = LAYOUTS["csv"][3]
+    with pandas_available(True):
+        assert read_events(path, "csv", **options)[1].parser == "pandas"
+        assert read_events(snap, "snap")[1].parser == "numpy"
+    with pandas_available(False):
+        assert read_events(path, "csv", **options)[1].parser == "numpy"
+    with exact_path_only():
+        assert read_events(path, "csv", **options)[1].parser == "python"
+    cache = tmp_path / "cache"
+    assert read_events(path, "csv", cache_dir=cache, **options)[1].parser in ("pandas", "numpy")
+    hit = read_events(path, "csv", cache_dir=cache, **options)[1]
+    assert hit.cache == "hit" and hit.parser is None

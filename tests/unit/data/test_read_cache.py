@@ -16,11 +16,11 @@ TEXT = "user_id,item_id,timestamp,state_label,f\n3,7,1.0,0,0.5\n4,7,2.0,1,0.25\n
 
 
 def same(first: tuple, second: tuple) -> bool:
-    """Equal arrays and equal ReadInfo apart from ``cache``."""
+    """Equal arrays and equal ReadInfo apart from ``cache`` and ``parser`` (no parser runs on a hit)."""
     (a, info_a), (b, info_b) = first, second
     arrays = a.to_dict().keys() == b.to_dict().keys() and all(
         value.dtype == b[key].dtype and torch.equal(value, b[key]) for key, value in a.to_dict().items())
-    fields_a, fields_b = (dict(vars(info), cache=None, node_ids=info.node_ids.tolist()) for info in (info_a, info_b))
+    fields_a, fields_b = (dict(vars(info), cache=None, parser=None, node_ids=info.node_ids.tolist()) for info in (info_a, info_b))
     return arrays and fields_a == fields_b
 
 
@@ -37,6 +37,7 @@ def test_miss_then_hit_gives_the_same_result(events: Path, tmp_path: Path) -> No
     first = read_events(events, "jodie", duplicates="drop", cache_dir=folder)
     second = read_events(events, "jodie", duplicates="drop", cache_dir=folder)
     assert (plain[1].cache, first[1].cache, second[1].cache) == ("off", "miss", "hit")
+    assert first[1].parser == plain[1].parser is not None and second[1].parser is None
     assert same(plain, first) and same(plain, second)
     assert second[1].num_duplicates == 1 and second[1].num_events == 3 and second[1].path == str(events)
     assert len(list(folder.glob("*.npz"))) == 1

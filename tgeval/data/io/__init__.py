@@ -37,19 +37,20 @@ Rules shared by all readers (docs/protocol.md §1, §12):
   reorders the endpoints of an event.
 
 Parsing needs only numpy, on two paths that give the same arrays, ``info`` and errors
-(:mod:`tgeval.data.io._fast`, :mod:`tgeval.data.io._exact`):
+(:mod:`tgeval.data.io._fast`, :mod:`tgeval.data.io._exact`); ``info.parser`` says which parser ran:
 
-* the fast path streams the file in blocks of whole lines (1 MiB) and parses each with numpy's
-  C parser (:func:`numpy.loadtxt`) straight into the final dtypes (int64 ids, times and labels,
-  float32 features); peak memory is about twice the final arrays. It takes well-formed numeric
-  files (printable ASCII data, no quotes, whole-line comments, numbers that numpy and Python read
-  alike) and gives up at the first doubt: an error that names a line, text ids, ``time_format``, whitespace-only
-  lines in delimited files, fractional times longer than 15 characters (exact decimals are then
-  needed to count merged times), ... Plain decimals (at most 15 digits, no exponent) are read as
-  integers and divided by their power of ten, exactly as Python's ``float``; other fractions go
-  through numpy's slower correctly rounded parser. On 3M events a SNAP file of integers reads in
-  about 1.8x the time of pandas' C reader, CSV / JODIE files with decimal columns in 3-5x
-  (``benchmarks/bench_read.py``);
+* the fast path streams the file in blocks of whole lines (1 MiB) and parses each in C straight into the final
+  dtypes (int64 ids, times and labels, float32 features); peak memory is about twice the final arrays. Delimited
+  blocks go through pandas' C reader (:func:`pandas.read_csv`) where pandas is installed (an optional accelerator,
+  ``pip install tgeval[fast]``; its float parser is correctly rounded, as Python's ``float``), the others (and all
+  blocks without pandas) through numpy's (:func:`numpy.loadtxt`), which reads whitespace-separated files as fast.
+  It takes well-formed numeric files (printable ASCII data, no quotes, whole-line comments, numbers that the C
+  parsers and Python read alike) and gives up at the first doubt: an error that names a line, text ids,
+  ``time_format``, whitespace-only lines in delimited files, fractional times longer than 15 characters (exact
+  decimals are then needed to count merged times), ... Without pandas, plain decimals (at most 15 digits, no
+  exponent) are read as integers and divided by their power of ten, exactly as Python's ``float``; other fractions
+  go through numpy's slower correctly rounded parser (``benchmarks/bench_read.py`` compares the readers with
+  pandas' own);
 * the exact path then reads the file as text, field by field, accepts what Python's ``int`` and
   ``float`` accept and names the file, line and fix of every error.
 

@@ -49,7 +49,8 @@ class Roles:
 @dataclass(frozen=True)
 class Columns:
     """The converted columns of a file and its line counts; ``line_nos`` (the 1-based line of each event)
-    only on the exact path, the one that names lines in errors."""
+    only on the exact path, the one that names lines in errors; ``parser``: what converted the fields
+    (:attr:`~tgeval.data.io.info.ReadInfo.parser`)."""
 
     src: np.ndarray
     dst: np.ndarray
@@ -61,6 +62,7 @@ class Columns:
     comment_lines: int
     blank_lines: int
     line_nos: Optional[list[int]]
+    parser: str
 
     def line(self, row: int) -> int:
         """The 1-based line of event ``row``; raises :class:`_Doubt` on the fast path, which does not know it."""

@@ -240,6 +240,7 @@ def build(table: Table, roles: Roles, columns: Columns, reading: Reading) -> tup
         node_names=node_names,
         num_duplicates=int(data.num_events - first_occurrences(data).sum()),
         num_merged_times=int(columns.merged_times),
+        parser=columns.parser,
     )
     return data, info
 

@@ -234,4 +234,5 @@ def exact_columns(table: Table, roles: Roles, remap: bool) -> Columns:
         comment_lines=table.comment_lines,
         blank_lines=table.blank_lines,
         line_nos=table.line_nos,
+        parser="python",
     )

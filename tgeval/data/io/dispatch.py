@@ -18,7 +18,8 @@ from tgeval.data.io._text import PathLike
 from tgeval.data.io.info import ReadInfo
 from tgeval.data.validation import validate
 
-#: ReadInfo fields kept as arrays in a cache entry; the others go to its JSON record (path: the file read now)
+#: ReadInfo fields kept as arrays in a cache entry; the others go to its JSON record but ``path`` (the file read now),
+#: ``cache`` and ``parser`` (no parser runs on a hit)
 _INFO_ARRAYS = ("node_ids", "node_names")
 
 
@@ -29,7 +30,8 @@ def _to_cache(data: TemporalData, info: ReadInfo) -> tuple[dict[str, np.ndarray]
         arrays["node_ids"] = info.node_ids.numpy()
     if info.node_names is not None:
         arrays["node_names"] = np.array(info.node_names, dtype=str)
-    record = {f.name: getattr(info, f.name) for f in fields(ReadInfo) if f.name not in (*_INFO_ARRAYS, "path", "cache")}
+    left_out = (*_INFO_ARRAYS, "path", "cache", "parser")
+    record = {f.name: getattr(info, f.name) for f in fields(ReadInfo) if f.name not in left_out}
     return arrays, record
 
 

@@ -50,6 +50,10 @@ class ReadInfo:
         cache (str): ``"off"`` (no cache folder), ``"hit"`` (arrays loaded from the cache) or ``"miss"``
             (read from the text, and stored in the cache unless a :class:`~tgeval.errors.CacheWarning` said
             otherwise).
+        parser (str, optional): what converted the file's fields, which never changes the result: ``"pandas"``
+            (pandas' C reader, where pandas is installed, on the fast path of :mod:`tgeval.data.io`), ``"numpy"``
+            (numpy's C parser, on the fast path, for some or all blocks), ``"python"`` (the exact path, field by
+            field); ``None`` when the arrays came from the cache.
     """
 
     path: str
@@ -77,3 +81,4 @@ class ReadInfo:
     duplicates: str = "keep"
     num_merged_times: int = 0
     cache: str = "off"
+    parser: Optional[str] = None
