@@ -33,6 +33,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Optional, Union
 
+from tgeval.errors import ModelConfigError
 from tgeval.models.config import DyRepConfig, GraphMixerConfig, TGNConfig, hyperparameters
 from tgeval.registry import Entry, Option, Registry, Row
 
@@ -84,7 +85,7 @@ class ModelEntry(Entry):
 
 
 _REGISTRY: Registry[ModelEntry] = Registry(
-    "model", ValueError, entry_points="tgeval.models",
+    "model", ModelConfigError, entry_points="tgeval.models",
     unknown="unknown model {name}; registered: {names}. Register it with tgeval.models.registry.register(name, cls, "
             "config=...).")
 
@@ -113,7 +114,7 @@ def register(name: str, cls: Union[str, type], *, config: Optional[type] = None,
 
 
 def unregister(name: str) -> None:
-    """Remove the model registered as ``name`` (``ValueError`` when there is none)."""
+    """Remove the model registered as ``name`` (:class:`~tgeval.errors.ModelConfigError` when there is none)."""
     _REGISTRY.remove(name)
 
 
@@ -124,7 +125,8 @@ def names(kind: Optional[Kind] = None, *, trainable: Optional[bool] = None) -> t
 
 
 def entry(name: str) -> ModelEntry:
-    """The entry registered as ``name`` (``ValueError`` listing the names when there is none)."""
+    """The entry registered as ``name`` (:class:`~tgeval.errors.ModelConfigError` listing the names when there is
+    none)."""
     return _REGISTRY.entry(name)
 
 
@@ -134,13 +136,14 @@ def describe(kind: Optional[Kind] = None) -> list[Row]:
 
 
 def name_of(model: Any) -> str:
-    """Registry name of ``model``'s exact class (``ValueError`` when it is not registered)."""
+    """Registry name of ``model``'s exact class (:class:`~tgeval.errors.ModelConfigError` when it is not
+    registered)."""
     for name, e in _REGISTRY.entries.items():
         if (e.target == f"{type(model).__module__}:{type(model).__qualname__}"
                 if isinstance(e.target, str) else type(model) is e.target):
             return name
-    raise ValueError(f"{type(model).__name__} is not a registered model. Register it with "
-                     f"tgeval.models.registry.register(name, cls, config=...); registered: {', '.join(names())}.")
+    raise ModelConfigError(f"{type(model).__name__} is not a registered model. Register it with "
+                           f"tgeval.models.registry.register(name, cls, config=...); registered: {', '.join(names())}.")
 
 
 def options(name: str) -> tuple[str, ...]:
@@ -153,7 +156,7 @@ def build(name: str, **options: Any) -> Any:
     """A new model registered as ``name``.
 
     A neural model is ``cls(config(**options))``: ``options`` are its config's fields (at
-    least ``num_nodes``), an unknown one raises ``ValueError`` listing them. A heuristic is
+    least ``num_nodes``), an unknown one raises :class:`~tgeval.errors.ModelConfigError` listing them. A heuristic is
     ``cls(num_nodes, **the options its constructor takes)``; the others are ignored, so one
     set of command-line options builds any heuristic.
     """
@@ -163,8 +166,8 @@ def build(name: str, **options: Any) -> Any:
         fields = set(e.options)
         unknown = set(options) - fields
         if unknown:
-            raise ValueError(f"model {name!r} takes no option {sorted(unknown)}; its config "
-                             f"{e.config.__name__} has {', '.join(sorted(fields))}.")
+            raise ModelConfigError(f"model {name!r} takes no option {sorted(unknown)}; its config "
+                                   f"{e.config.__name__} has {', '.join(sorted(fields))}.")
         return cls(e.config(**options))
     accepted = {"num_nodes", *e.options}
     return cls(**{key: value for key, value in options.items() if key in accepted})

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tgeval.errors import ModelConfigError
 from tgeval.cli import build_parser, hyperparameter_flags, main
 from tgeval.models import DyRepConfig, EdgeBank, TGN, TGNConfig, registry
 from tests.toy_model import Toy, ToyConfig
@@ -52,7 +53,7 @@ def test_a_flag_of_another_model_is_refused(tmp_path, capsys):
 def test_build_fills_the_config_and_checks_it():
     model = registry.build("toy", num_nodes=9, embedding_dim=4)
     assert model.config == ToyConfig(9, 1, 4, 5)
-    with pytest.raises(ValueError, match=r"model 'toy' takes no option \['memory_dim'\]; its config ToyConfig has"):
+    with pytest.raises(ModelConfigError, match=r"model 'toy' takes no option \['memory_dim'\]; its config ToyConfig has"):
         registry.build("toy", num_nodes=9, memory_dim=4)
     with pytest.raises(ValueError, match="DyRepConfig.memory_dim must be even"):
         registry.build("dyrep", num_nodes=9, memory_dim=7)
@@ -67,7 +68,7 @@ def test_build_fills_the_config_and_checks_it():
 
 def test_registration_errors_name_the_fix(monkeypatch):
     monkeypatch.setattr(registry, "_REGISTRY", registry._REGISTRY.copy())
-    with pytest.raises(ValueError, match="unknown model 'tgm'; registered: dyrep, edgebank"):
+    with pytest.raises(ModelConfigError, match="unknown model 'tgm'; registered: dyrep, edgebank"):
         registry.entry("tgm")
     with pytest.raises(ValueError, match="already registered"):
         registry.register("toy", Toy, config=ToyConfig)
@@ -82,9 +83,9 @@ def test_registration_errors_name_the_fix(monkeypatch):
         registry.register("bad", Toy, config=dict)
     registry.register("toy2", Toy, config=ToyConfig, help="a second name")
     registry.unregister("toy2")
-    with pytest.raises(ValueError, match="unknown model 'toy2'"):
+    with pytest.raises(ModelConfigError, match="unknown model 'toy2'"):
         registry.unregister("toy2")
-    with pytest.raises(ValueError, match="not a registered model"):
+    with pytest.raises(ModelConfigError, match="not a registered model"):
         registry.name_of(object())
     assert DyRepConfig in {registry.entry(n).config for n in registry.names()}
 
