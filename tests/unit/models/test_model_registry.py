@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tgeval.errors import ModelConfigError
 from tgeval.cli import build_parser, hyperparameter_flags, main
+from tgeval.errors import ModelConfigError
 from tgeval.models import DyRepConfig, EdgeBank, TGN, TGNConfig, registry
 from tests.toy_model import Toy, ToyConfig
 
