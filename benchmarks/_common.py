@@ -66,7 +66,8 @@ def add_common_args(parser) -> None:
 
 
 def apply_common_args(args) -> None:
-    """Use ``--data-dir`` (as ``$TGEVAL_DATA_DIR``, which ``tgeval.data.datasets.load_dataset`` reads) and ``--threads``."""
+    """Use ``--data-dir`` (as ``$TGEVAL_DATA_DIR``, which ``tgeval.data.datasets.load_dataset`` reads) and
+    ``--threads``."""
     if getattr(args, "data_dir", None) is not None:
         os.environ["TGEVAL_DATA_DIR"] = str(Path(args.data_dir).resolve())
     torch.set_num_threads(args.threads)

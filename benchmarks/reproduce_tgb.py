@@ -195,8 +195,10 @@ def main() -> None:
     test_events = data[split.test.start:split.test.end]
     read = min(timed(lambda: read_tgb_negatives(files["test"], test_events, short="allow")) for _ in range(3))
     plain = min(timed(lambda: pickle.loads(files["test"].read_bytes())) for _ in range(3))
-    print(f"reading TGB's test file ({split.test.num_events} rows): read_tgb_negatives {read:.2f} s (checked, "
-          f"collisions masked, checksums), plain pickle.loads {plain:.2f} s: {read / plain:.1f}x; best of 3")
+    print(f"reading TGB's test file ({split.test.num_events} rows), best of 3:")
+    print_table(["reader", "seconds", "vs pickle.loads"],
+                [["read_tgb_negatives (checked, collisions masked, checksums)", f"{read:.2f}", f"{read / plain:.1f}x"],
+                 ["plain pickle.loads", f"{plain:.2f}", "1.0x"]])
     rows, mrr, seconds_of = tgeval_runs(data, split, files)
     if not args.skip_tgb:
         for window in ("unlimited", "time window"):
@@ -212,7 +214,8 @@ def main() -> None:
           "with simultaneous positives masked")
     edges = tgb_edge_list(data, args.work)
     command = ["evaluate", str(edges), "--format", "tgb", "--model", "edgebank", "--preset", "tgb"]
-    whole = [("every page (range catalog)", command), ("TGB's test file", command + ["--sampler", f"tgb:path={files['test']},short=allow"])]
+    whole = [("every page (range catalog)", command),
+             ("TGB's test file", command + ["--sampler", f"tgb:path={files['test']},short=allow"])]
     measured = [(name, *cli_run(args.threads, *flags)) for name, flags in whole]
     print(f"\nwhole command in a fresh process: tgeval {' '.join(command)} [--sampler tgb:path=FILE,short=allow]")
     print_table(["candidates", "test MRR", "seconds", "peak GiB", "phases (s)"],

@@ -12,9 +12,11 @@ differs from what would be rendered. Needs only the standard library.
 
 Generic tables: ``NAME`` is the stem of ``benchmarks/results/NAME.json``, the ``--out`` file of
 ``python benchmarks/NAME.py --threads 1 --out benchmarks/results/NAME.json`` (``benchmarks/_common.py``'s
-``save_results``, which keeps every table the script printed). ``<!-- table:NAME -->`` renders all its tables,
-each after its title if it has one; ``<!-- table:NAME:I -->`` only the I-th (from 1). Either ends with one
-italic line naming the command, torch threads, load average, torch version and date of the run.
+``save_results``, which keeps every table the script printed); ``SCRIPT-VARIANT.json`` holds a run of
+``SCRIPT.py`` with other options (``bench_ops-batch.json``: ``bench_ops.py --history batch``).
+``<!-- table:NAME -->`` renders all its tables, each after its title if it has one; ``<!-- table:NAME:I -->``
+only the I-th (from 1). Either ends with one italic line naming the command, torch threads, load average,
+torch version and date of the run.
 
 Bespoke tables:
     tgb_leaderboard: ``benchmarks/results/tgb_leaderboard/*.json``, the ``--out`` files of
@@ -139,8 +141,11 @@ def generic(results: Path, name: str, index: int | None = None) -> str:
     """
     path = results / f"{name}.json"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: run OMP_NUM_THREADS=1 python benchmarks/{name}.py "
-                                f"--threads 1 --out benchmarks/results/{name}.json")
+        script, _, variant = name.partition("-")
+        raise FileNotFoundError(f"{path} is missing: run OMP_NUM_THREADS=1 python benchmarks/{script}.py "
+                                f"--threads 1 --out benchmarks/results/{name}.json"
+                                + (f" with the options of its {variant!r} variant (the page's command)" if variant
+                                   else ""))
     report = json.loads(path.read_text(encoding="utf-8"))
     chosen = report["tables"]
     if index is not None:
