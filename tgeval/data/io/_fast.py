@@ -140,8 +140,9 @@ def _with_pandas(pandas: Any, block: bytes, kinds: list[str], delimiter: str,
     """Columns ``{j: values}`` (int64 or float64) of the columns of a delimited block that ``kinds`` reads, parsed by
     pandas' C reader; ``None`` where it cannot say (the caller then uses numpy's). ``rows``: :func:`_uniform_rows`.
 
-    pandas infers each column's type; only int64 and float64 columns are taken (booleans, text and integers beyond
-    int64 are left to numpy's parser, and to the exact path). An int64 column holding fractions turns float64 (in
+    pandas infers each column's type (a float64 ``dtype`` would read ``True`` as 1.0, which Python's ``float``
+    refuses); only int64 and float64 columns are taken (booleans, text and integers beyond int64 are left to numpy's
+    parser, and to the exact path). An int64 column holding fractions turns float64 (in
     ``kinds``, for the blocks that follow), as in :func:`_load`; a float64 column read as integers is cast, unless a
     ``-0`` may be among them (Python's ``float`` reads -0.0).
     """
