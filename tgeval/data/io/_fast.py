@@ -239,6 +239,33 @@ def _whole_ints(values: np.ndarray) -> np.ndarray:
     return values.astype(np.int64)
 
 
+def _block_columns(block: bytes, kinds: list[str], delimiter: Optional[str], t: int, uniform: Optional[int],
+                   pandas: Optional[Any]) -> tuple[dict[int, np.ndarray], str]:
+    """Columns ``{j: values}`` of a block (``kinds`` as :func:`_load`; ``uniform``: :func:`_uniform_rows`) and the
+    parser that read them: pandas' C reader where it can say (:func:`_with_pandas`), else numpy's.
+
+    Raises:
+        _Doubt: values numpy's parser does not read, or fractional times longer than :data:`_SHORT_DECIMAL`.
+    """
+    records = None if pandas is None or uniform is None else _with_pandas(pandas, block, kinds, delimiter, uniform)
+    if records is not None:
+        longest = 0 if kinds[t] == "i8" else int(_field_lengths(_field_ends(block, len(kinds), delimiter), t).max())
+        parser = "pandas"
+    else:
+        ends = None if uniform is None else _field_ends(block, len(kinds), delimiter)
+        records, longest, parser = decimals(block, kinds, delimiter, ends), 0, "numpy"  # decimals of <= 15 digits
+        if records is None:
+            loaded = _load(block, kinds, delimiter)
+            records = {j: loaded[f"c{j}"] for j in range(len(kinds))}
+            if kinds[t] == "f8":  # the lengths of the times' texts tell
+                texts = np.loadtxt(StringIO(block.decode("ascii")), dtype=f"S{_SHORT_DECIMAL + 1}", usecols=t,
+                                   delimiter=delimiter, comments=None, quotechar=None, ndmin=1)
+                longest = int(np.char.str_len(texts).max())
+    if longest > _SHORT_DECIMAL:
+        raise _Doubt
+    return records, parser
+
+
 def fast_columns(path: PathLike, spec: Layout, head: Table, roles: Roles) -> Columns:
     """The columns of a well-formed numeric file, parsed block by block in C straight into their final dtypes.
 
@@ -275,30 +302,11 @@ def fast_columns(path: PathLike, spec: Layout, head: Table, roles: Roles) -> Col
             comment_lines += removed
             if any(prefix in block for prefix in prefixes):
                 raise _Doubt
-        rows_here = _uniform_rows(block, len(kinds), spec.delimiter)
+        uniform = _uniform_rows(block, len(kinds), spec.delimiter)
         if not block or block.isspace():
             continue
-        records = None
-        if pandas is not None and rows_here is not None:
-            records = _with_pandas(pandas, block, kinds, spec.delimiter, rows_here)
-        if records is not None:
-            parsers.add("pandas")
-            longest = 0 if kinds[roles.t] == "i8" else int(
-                _field_lengths(_field_ends(block, len(kinds), spec.delimiter), roles.t).max())
-        else:
-            parsers.add("numpy")
-            ends = None if rows_here is None else _field_ends(block, len(kinds), spec.delimiter)
-            records, longest = decimals(block, kinds, spec.delimiter, ends), 0  # decimals of at most 15 digits
-            if records is None:
-                loaded = _load(block, kinds, spec.delimiter)
-                records = {j: loaded[f"c{j}"] for j in range(len(kinds))}
-                if kinds[roles.t] == "f8":  # the lengths of the times' texts tell
-                    texts = np.loadtxt(StringIO(block.decode("ascii")), dtype=f"S{_SHORT_DECIMAL + 1}",
-                                       usecols=roles.t, delimiter=spec.delimiter, comments=None, quotechar=None,
-                                       ndmin=1)
-                    longest = int(np.char.str_len(texts).max())
-        if longest > _SHORT_DECIMAL:
-            raise _Doubt
+        records, parser = _block_columns(block, kinds, spec.delimiter, roles.t, uniform, pandas)
+        parsers.add(parser)
         rows += records[roles.src].size
         parts["src"].append(_whole_ints(records[roles.src]))
         parts["dst"].append(_whole_ints(records[roles.dst]))
