@@ -248,7 +248,7 @@ def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
     result.manifest["reader"] = {"format": args.format, "options": options, "remapped": info.remapped,
                                  "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read,
                                  "num_duplicates": info.num_duplicates, "duplicates": info.duplicates,
-                                 "num_merged_times": info.num_merged_times}
+                                 "num_merged_times": info.num_merged_times, "parser": info.parser}
     print(protocol_line(result))
     print(_metric_names(result))
     print(format_table([(label, result)]))

@@ -368,3 +368,16 @@ def test_cli_prefilter_is_approximate_and_says_so(snap_file, tmp_path, capsys):
     assert saved["metrics"]["all_entity"]["approximate"]["prefilter"] == 3
     assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--prefilter", "3"]) == 2
     assert "offers no candidate_prior" in capsys.readouterr().err
+
+
+def test_the_manifest_names_the_parser_that_read_the_file(tmp_path):
+    """pandas' C reader for a delimited file (pandas is in the dev extra), numpy's for whitespace-separated."""
+    data = generate_events(num_events=300, num_nodes=20, seed=3)
+    rows = list(zip(data.src.tolist(), data.dst.tolist(), data.t.tolist()))
+    (tmp_path / "events.csv").write_text("src,dst,ts\n" + "".join(f"{u},{v},{t}\n" for u, v, t in rows))
+    (tmp_path / "events.txt").write_text("".join(f"{u} {v} {t}\n" for u, v, t in rows))
+    for name, fmt, parser in (("events.csv", "tgb", "pandas"), ("events.txt", "snap", "numpy")):
+        out = tmp_path / f"{fmt}.json"
+        assert main(["evaluate", str(tmp_path / name), "--format", fmt, "--model", "edgebank", "--negatives", "0",
+                     "--out", str(out)]) == 0
+        assert json.loads(out.read_text())["manifest"]["reader"]["parser"] == parser, fmt
