@@ -25,6 +25,8 @@ Bespoke tables:
         ``python benchmarks/bench_scale.py``.
     scale_command_line: ``benchmarks/results/scale/command_line-*.json``, the ``--out`` files of
         ``python benchmarks/bench_scale_cli.py``.
+    bench_prefilter: ``benchmarks/results/bench_prefilter.json``, the ``--out`` file of
+        ``python benchmarks/bench_prefilter.py --threads 1 --out benchmarks/results/bench_prefilter.json``.
 """
 
 from __future__ import annotations
@@ -157,8 +159,21 @@ def generic(results: Path, name: str, index: int | None = None) -> str:
     return "\n".join(parts + [_provenance(report)])
 
 
+def bench_prefilter(results: Path) -> str:
+    """The pre-filter's error and speed against exact ranking, one row per dataset and ``L``, then the command."""
+    report = json.loads((results / "bench_prefilter.json").read_text(encoding="utf-8"))
+    rows = [[{"uci": "UCI", "wikipedia": "Wikipedia"}.get(data, data), f"{run['catalog_size']:,}", f"{int(top):,}",
+             f"{run['exact_mrr']:.4f}", f"{m['mrr']:.4f} ({m['mrr_difference']:+.3f})",
+             f"{m['fraction_rank_changed']:.1%}", f"{m['largest_rank_ratio']:.3g}x", f"{m['speed_ratio']:.2f}x"]
+            for data, run in report["runs"].items() for top, m in run["prefilter"].items()]
+    header = ["data", "catalog", "L", "MRR exact", "MRR pre-filtered", "events whose rank changed",
+              "largest rank ratio", "speed vs exact"]
+    return _markdown(header, rows) + f"\n*Measured by `{report['command']}`.*\n"
+
+
 TABLES: dict[str, Callable[[Path], str]] = {"tgb_leaderboard": tgb_leaderboard, "scale_in_process": scale_in_process,
-                                            "scale_command_line": scale_command_line}
+                                            "scale_command_line": scale_command_line,
+                                            "bench_prefilter": bench_prefilter}
 
 
 def pages(root: Path = ROOT) -> list[Path]:
