@@ -142,3 +142,16 @@ def registered_adapter(cls, **functions):
         yield
     finally:
         del _ADAPTERS[cls]
+
+
+def fake_distribution(folder, module: str, source: str, group: str, entry: str) -> Path:
+    """An installed distribution in ``folder`` (put it on ``sys.path``): the module ``module`` with ``source`` and a
+    ``*.dist-info`` declaring it as the entry point ``entry`` of ``group``; returns its ``entry_points.txt``."""
+    folder = Path(folder)
+    (folder / f"{module}.py").write_text(source)
+    info = folder / f"{module}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{entry} = {module}\n")
+    return info / "entry_points.txt"
+

@@ -14,6 +14,7 @@ from tgeval.models import registry as models
 from tgeval.registry import Entry, Option, Registry, load, signature_options
 from tgeval.samplers import UniformSampler
 from tgeval.samplers import registry as samplers
+from tests.helpers import fake_distribution
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,14 +90,10 @@ def test_a_sampler_context_names_attributes_of_the_context():
 def test_every_mapping_method_sees_the_entries_of_the_entry_point_group(tmp_path, monkeypatch):
     """``in``, ``len``, iteration and ``[name]`` import the group's modules first, as ``entry`` does."""
     (tmp_path / "greetings_host.py").write_text("from tgeval.registry import Registry\nGREETINGS = None\n")
-    (tmp_path / "plugin_greetings.py").write_text(
-        "from greetings_host import GREETINGS\n"
-        "from tgeval.registry import Entry\n"
-        "GREETINGS.add(Entry('plugin-hello', 'builtins:print', 'from another package'))\n")
-    info = tmp_path / "plugin_greetings-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plugin-greetings\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[tgeval.test_greetings]\nplugin-hello = plugin_greetings\n")
+    fake_distribution(tmp_path, "plugin_greetings", "from greetings_host import GREETINGS\n"
+                      "from tgeval.registry import Entry\n"
+                      "GREETINGS.add(Entry('plugin-hello', 'builtins:print', 'from another package'))\n",
+                      "tgeval.test_greetings", "plugin-hello")
     monkeypatch.syspath_prepend(str(tmp_path))
     import greetings_host
 

@@ -13,6 +13,7 @@ import pytest
 from tgeval.cli import build_parser, hyperparameter_flags, main
 from tgeval.errors import ModelConfigError
 from tgeval.models import DyRepConfig, EdgeBank, TGN, TGNConfig, registry
+from tests.helpers import fake_distribution
 from tests.toy_model import Toy, ToyConfig
 
 REPO = Path(__file__).resolve().parents[3]
@@ -53,7 +54,8 @@ def test_a_flag_of_another_model_is_refused(tmp_path, capsys):
 def test_build_fills_the_config_and_checks_it():
     model = registry.build("toy", num_nodes=9, embedding_dim=4)
     assert model.config == ToyConfig(9, 1, 4, 5)
-    with pytest.raises(ModelConfigError, match=r"model 'toy' takes no option \['memory_dim'\]; its config ToyConfig has"):
+    with pytest.raises(ModelConfigError,
+                       match=r"model 'toy' takes no option \['memory_dim'\]; its config ToyConfig has"):
         registry.build("toy", num_nodes=9, memory_dim=4)
     with pytest.raises(ValueError, match="DyRepConfig.memory_dim must be even"):
         registry.build("dyrep", num_nodes=9, memory_dim=7)
@@ -92,20 +94,17 @@ def test_registration_errors_name_the_fix(monkeypatch):
 
 def test_an_entry_point_of_another_package_registers_its_models(tmp_path):
     """A package declaring a ``tgeval.models`` entry point: the shell command lists its model."""
-    (tmp_path / "plugin_models.py").write_text(
-        "from tgeval.models import registry\n"
+    entry_points = fake_distribution(
+        tmp_path, "plugin_models", "from tgeval.models import registry\n"
         "from tests.toy_model import Toy, ToyConfig\n"
-        "registry.register('plugin-toy', Toy, config=ToyConfig, help='a model of another package')\n")
-    info = tmp_path / "plugin_models-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plugin-models\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[tgeval.models]\nplugin-toy = plugin_models\n")
+        "registry.register('plugin-toy', Toy, config=ToyConfig, help='a model of another package')\n",
+        "tgeval.models", "plugin-toy")
     env = {"PYTHONPATH": f"{tmp_path}:{REPO}", "PATH": "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-m", "tgeval", "train", "--help"], capture_output=True, text=True,
                           timeout=120, cwd=REPO, env=env)
     assert done.returncode == 0, done.stderr
     assert "plugin-toy" in done.stdout and "a model of another package" in done.stdout
-    (info / "entry_points.txt").write_text("[tgeval.models]\nbroken = no_such_module\n")
+    entry_points.write_text("[tgeval.models]\nbroken = no_such_module\n")
     done = subprocess.run([sys.executable, "-m", "tgeval", "train", "--help"], capture_output=True, text=True,
                           timeout=120, cwd=REPO, env=env)
     assert done.returncode != 0 and "entry point 'broken' = 'no_such_module' failed to import" in done.stderr
