@@ -39,6 +39,7 @@ import torch  # noqa: E402
 from torch_geometric.data import TemporalData  # noqa: E402
 
 import tgeval  # noqa: E402
+from tgeval.atomic import write_atomic  # noqa: E402
 from tgeval.data.catalog import Catalog  # noqa: E402
 from tgeval.data.split import Segment, Split  # noqa: E402
 
@@ -162,7 +163,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title:
 
 def save_results(args) -> None:
     """Write every table printed so far, the command, versions and machine (module docstring) to ``args.out``
-    through a temporary file and ``os.replace``; nothing when ``args.out`` is ``None``."""
+    atomically (:func:`tgeval.atomic.write_atomic`); nothing when ``args.out`` is ``None``."""
     if args.out is None:
         return
     out = Path(args.out)
@@ -179,9 +180,7 @@ def save_results(args) -> None:
         "tables": _TABLES,
     }
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out)
+    write_atomic(out, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     print(f"results : {out}")
 
 
