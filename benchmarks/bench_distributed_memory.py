@@ -44,7 +44,7 @@ from pathlib import Path
 import _common
 from _common import add_results_arg, print_header, print_table, save_results
 from bench_scale import NODES
-from bench_scale_cli import MEASURE, write_snap
+from bench_scale_cli import MEASURE, peak_bytes, write_snap
 
 SETTINGS = {
     "EdgeBank, all-entity": ["--model", "edgebank", "--negatives", "0", "--all-entity"],
@@ -75,8 +75,7 @@ def torchrun(world: int, tail: list[str], folder: Path, threads: int) -> tuple[f
     if done.returncode or len(stderr) != world:
         ends = "\n".join(f"{path}:\n{path.read_text()[-2000:]}" for path in stderr)
         raise SystemExit(f"{' '.join(args)} failed:\n{(folder / 'torchrun.log').read_text()[-2000:]}\n{ends}")
-    return seconds, [int(path.read_text().strip().splitlines()[-1].removeprefix("peak KiB ")) * 1024
-                     for path in stderr]
+    return seconds, [peak_bytes(path.read_text()) for path in stderr]
 
 
 def evaluate(world: int, data: Path, options: list[str], folder: Path, threads: int) -> dict:
@@ -187,7 +186,7 @@ def main() -> None:
         agent = subprocess.run([sys.executable, "-c", MEASURE, sys.executable, "-m", "torch.distributed.run",
                                 "--standalone", "--nproc-per-node", "1", "--no-python", "true"],
                                cwd=tmp / "agent", capture_output=True, text=True, check=True)
-        agent_bytes = int(agent.stderr.strip().splitlines()[-1].removeprefix("peak KiB ")) * 1024
+        agent_bytes = peak_bytes(agent.stderr)
         fixed.append(["the torchrun agent itself (one per machine)", "", gib([agent_bytes])])
         print_table(["fixed cost", "ranks", "peak GiB per rank"], fixed,
                     title=f"Fixed costs: each rank's peak on a {args.tiny:,}-event file (start-up, torch)")

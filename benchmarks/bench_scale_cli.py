@@ -54,6 +54,11 @@ COMMANDS = {
 }
 
 
+def peak_bytes(stderr: str) -> int:
+    """The peak resident memory (bytes) that :data:`MEASURE` printed as the last line of ``stderr``."""
+    return int(stderr.strip().splitlines()[-1].removeprefix("peak KiB ")) * 1024
+
+
 def write_snap(path: Path, num_events: int, chunk: int = 2**21) -> float:
     """Write the flight-like stream as ``SRC DST T`` lines, ``chunk`` events per formatting step; returns MB."""
     import pandas as pd  # a fast text writer for the benchmark's input only (tgeval never needs it)
@@ -85,9 +90,9 @@ def run(name: str, data: Path, folder: Path, threads: int) -> dict:
     seconds = time.perf_counter() - start
     if done.returncode:
         raise SystemExit(f"{' '.join(args)} failed:\n{Path(f'{out}.stderr').read_text()[-4000:]}")
-    peak_kib = int(Path(f"{out}.stderr").read_text().strip().splitlines()[-1].removeprefix("peak KiB "))
     return {"command": " ".join(["tgeval", *COMMANDS[name]]), "seconds": seconds,
-            "stdout": Path(f"{out}.stdout").read_text()[-2000:], "peak_mib": peak_kib / 1024}
+            "stdout": Path(f"{out}.stdout").read_text()[-2000:],
+            "peak_mib": peak_bytes(Path(f"{out}.stderr").read_text()) / 2**20}
 
 
 def main() -> None:
