@@ -36,6 +36,7 @@ os.environ.setdefault("TGEVAL_DATA_DIR", str(REPO_ROOT.parent / "shared" / "data
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import torch_geometric  # noqa: E402
 from torch_geometric.data import TemporalData  # noqa: E402
 
 import tgeval  # noqa: E402
@@ -161,16 +162,18 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title:
         print(line(r))
 
 
-def save_results(args) -> None:
+def save_results(args, **extra) -> None:
     """Write every table printed so far, the command, versions and machine (module docstring) to ``args.out``
-    atomically (:func:`tgeval.atomic.write_atomic`); nothing when ``args.out`` is ``None``."""
+    atomically (:func:`tgeval.atomic.write_atomic`), with ``extra``'s keys beside them (a long run's raw
+    measurements, saved after each step); nothing when ``args.out`` is ``None``."""
     if args.out is None:
         return
     out = Path(args.out)
     report = {
         "script": Path(sys.argv[0]).name,
         "command": command_line(),
-        "versions": {"tgeval": tgeval.__version__, "torch": torch.__version__, "numpy": np.__version__,
+        "versions": {"tgeval": tgeval.__version__, "torch": torch.__version__,
+                     "torch_geometric": torch_geometric.__version__, "numpy": np.__version__,
                      "python": platform.python_version()},
         "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                     "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
@@ -178,10 +181,12 @@ def save_results(args) -> None:
                     "load_end": [round(x, 2) for x in os.getloadavg()]},
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "tables": _TABLES,
+        **extra,
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-    print(f"results : {out}")
+    if not extra:
+        print(f"results : {out}")
 
 
 def group_end(t: torch.Tensor, start: int, num_events: int, limit: int) -> int:

@@ -15,27 +15,26 @@ column; each model's registry defaults, width 100):
   over the 'train' catalog (average ties, micro); then, in a second pass, the sampled MRR
   against ``--negatives`` (default 20) uniform 'train'-catalog negatives per positive.
 
-The table gives the mean and the sample standard deviation over the seeds; every run is in the
-JSON (``--out``, written atomically after each run).
+The table gives the mean and the sample standard deviation over the seeds; with ``--out`` every run
+is in the JSON too, written atomically after each run (``benchmarks/results/models_table.json``
+is rendered in docs/quality.md).
 
 Run: python benchmarks/models_table.py [--datasets uci,wikipedia] [--models tgn,dyrep,graphmixer]
-     [--seeds 0,1,2] [--epochs 3] [--negatives 20] [--threads 1] [--out models.json]
+     [--seeds 0,1,2] [--epochs 3] [--negatives 20] [--threads 1] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import command_line, print_header, print_table
+from _common import add_results_arg, print_header, print_table, save_results
 from bench_tgn_train import BATCH_SIZE, LR, num_nodes_of
 
 from tgeval import build_catalog, chronological_split, evaluate, replay
-from tgeval.atomic import write_atomic
 from tgeval.data.datasets import load_dataset
 from tgeval.models import registry
 from tgeval.protocol import Protocol
@@ -43,6 +42,7 @@ from tgeval.samplers import UniformSampler
 from tgeval.training.train import train_epoch
 
 LABELS = {"tgn": "TGN", "dyrep": "DyRep", "graphmixer": "GraphMixer"}
+DATASETS = {"uci": "UCI", "wikipedia": "Wikipedia"}
 
 
 def prepared(dataset: str):
@@ -107,12 +107,12 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--negatives", type=int, default=20, help="K of tgeval's sampled metrics")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default="models.json")
+    add_results_arg(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print_header("Reference models: the reference protocol beside tgeval's, over seeds")
     seeds = [int(s) for s in args.seeds.split(",")]
-    report: dict = {"command": command_line(), "epochs": args.epochs, "negatives": args.negatives, "runs": {}}
+    runs_by_name: dict = {}
     rows = []
     for dataset in args.datasets.split(","):
         data, split, catalog = prepared(dataset)
@@ -121,22 +121,24 @@ def main() -> None:
             for seed in seeds:
                 began = time.perf_counter()
                 runs.append(run_one(name, data, split, catalog, seed, args.epochs, args.negatives))
-                report["runs"][f"{dataset}/{name}/seed {seed}"] = runs[-1]
-                write_atomic(args.out, json.dumps(report, indent=1) + "\n")
+                runs_by_name[f"{dataset}/{name}/seed {seed}"] = runs[-1]
+                save_results(args, epochs=args.epochs, negatives=args.negatives, runs=runs_by_name)
                 print(f"  {dataset} {name} seed {seed}: {time.perf_counter() - began:.0f} s, "
                       f"{ {k: v for k, v in runs[-1].items() if k != 'losses'} }", flush=True)
-            rows.append([dataset, LABELS[name], ",".join(map(str, seeds)),
+            rows.append([DATASETS.get(dataset, dataset), LABELS[name], ",".join(map(str, seeds)),
                          *(spread([r[key] for r in runs]) for key in
                            ("reference_ap", "tgeval_ap", "tgeval_sampled_mrr", "tgeval_all_entity_mrr")),
                          f"{statistics.mean(r['train_events_per_second'] for r in runs):,.0f}"])
-    print(f"{args.epochs} epochs; reference protocol: state continued through validation, AP with 1 negative "
-          f"(mean of per-batch AP); tgeval's: state rebuilt, AP with 1 negative, sampled MRR with K={args.negatives} "
-          f"uniform 'train'-catalog negatives, all-entity MRR over the 'train' catalog (micro); ties average; "
-          f"mean ± std over seeds; "
-          f"torch threads {torch.get_num_threads()}")
-    print_table(["data", "model", "seeds", "AP, reference protocol", "AP, tgeval's", "sampled MRR, tgeval's",
-                 "all-entity MRR, tgeval's", "training events/s"], rows)
-
+    protocol = (f"{args.epochs} epochs; reference protocol: state continued through validation, AP with 1 "
+                f"negative (mean of per-batch AP); tgeval's: state rebuilt, AP with 1 negative, sampled MRR with "
+                f"K = {args.negatives} uniform 'train'-catalog negatives, all-entity MRR over the 'train' catalog "
+                f"(micro); ties average; mean ± sample standard deviation over seeds.")
+    print_table(["data", "model", "seeds", "AP, reference protocol", "AP, tgeval's",
+                 f"sampled MRR (K = {args.negatives}), tgeval's", "all-entity MRR, tgeval's", "training events/s"],
+                rows, title=protocol)
+    save_results(args, epochs=args.epochs, negatives=args.negatives, runs=runs_by_name)
+    if args.out is not None:
+        print(f"results : {args.out}")
 
 if __name__ == "__main__":
     main()

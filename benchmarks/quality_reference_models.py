@@ -33,10 +33,10 @@ positive, beside EdgeBank, a random scorer (a stateless model scoring each pair 
 its measured metrics) and the analytic random MRR (mean over test events of H(n+1)/(n+1)
 for n candidates).
 
-Results are printed as tables and written (atomically, after every part) as JSON to
-``--out``.
+Results are printed as tables and, with ``--out``, written as JSON after every part
+(``benchmarks/results/quality_reference_models.json`` is rendered in docs/quality.md).
 
-Run: python benchmarks/quality_reference_models.py [--out quality.json] [--recipe] [--epochs 3]
+Run: python benchmarks/quality_reference_models.py [--out FILE] [--recipe] [--epochs 3]
      [--other-epochs 3] [--other-lr 1e-4] [--parts tgn others] [--datasets uci wikipedia]
      [--data-dir DIR] [--threads 1] [--seed 0]
 """
@@ -44,18 +44,14 @@ Run: python benchmarks/quality_reference_models.py [--out quality.json] [--recip
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import subprocess
 import time
 from typing import Any
 
 import _common  # puts the repository root on sys.path
-import numpy as np
 import torch
-import torch_geometric
-from _common import command_line, print_header, print_table
+from _common import add_results_arg, print_header, print_table, save_results
 from bench_tgn_train import (
     BATCH_SIZE,
     LR,
@@ -68,9 +64,7 @@ from bench_tgn_train import (
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-import tgeval
 from tgeval import Result, build_catalog, chronological_split, evaluate
-from tgeval.atomic import write_atomic
 from tgeval.data.datasets import load_dataset
 from tgeval.eval.result import json_safe
 from tgeval.models import TGN, EdgeBank, TGNConfig, registry
@@ -159,28 +153,24 @@ def fmt(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-class Report:
-    """Results written atomically to ``path`` whenever a part finishes."""
+DATASETS = {"uci": "UCI", "wikipedia": "Wikipedia"}
 
-    def __init__(self, path: str | None, args: argparse.Namespace) -> None:
-        self.path = path
+
+class Report:
+    """The run's measurements, saved with its printed tables (``_common.save_results``) whenever a part
+    finishes."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
         self.data: dict[str, Any] = {
-            "command": command_line(),
-            "versions": {"tgeval": tgeval.__version__, "torch": torch.__version__,
-                         "torch_geometric": torch_geometric.__version__, "numpy": np.__version__,
-                         "python": platform.python_version()},
             "git_commit": git_commit(),
-            "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-                        "load_average_start": list(os.getloadavg())},
-            "settings": vars(args),
+            "settings": {k: v for k, v in vars(args).items() if k != "out"},
             "reference": {"test_ap_by_epoch": REFERENCE_AP, "all_entity_mrr_epoch3": REFERENCE_MRR_EPOCH3,
                           "ap_tolerance": AP_TOLERANCE},
         }
 
     def save(self) -> None:
-        self.data["machine"]["load_average_now"] = list(os.getloadavg())
-        if self.path:
-            write_atomic(self.path, json.dumps(json_safe(self.data), indent=2) + "\n")
+        save_results(self.args, **json_safe(self.data))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -280,15 +270,16 @@ def tgn_part(args: argparse.Namespace, report: Report) -> None:
         m = part[name]
         rows.append([name, "-", "-", "-", "-", fmt(m["ap"]["per_batch_mean"]), fmt(m["ap"]["global"]),
                      fmt(m["auroc"]["per_batch_mean"]), fmt(m["auroc"]["global"]), fmt(m["all_entity_mrr"]), "-", "-"])
-    print("protocols: 'continued' = validation then test replayed from the state left by the training epoch (what the "
-          "recipe does); 'rebuilt' = state reset and rebuilt from the training events with the final weights "
-          "(tgeval's evaluate, Protocol(warm=True)), then validation, then test")
-    print(f"test AP / AUC: 1 uniform negative per positive (per-batch mean, as the recipe reports, and global); "
-          f"MRR: all-entity over the 'train' catalog (average ties); loss: mean BCE per term (the recipe's own "
-          f"figure halved); analytic random MRR {part['random scorer']['analytic_random_mrr']:.4f}")
     print_table(["model, protocol", "epoch", "loss", "train ev/s", "val AP", "test AP (batch mean)",
                  "test AP (global)", "test AUC (batch mean)", "test AUC (global)", "all-entity MRR", "ref AP",
-                 "AP - ref"], rows)
+                 "AP - ref"], rows,
+                title="'continued': validation then test replayed from the state left by the training epoch (what "
+                      "the recipe does); 'rebuilt': the state reset and rebuilt from the training events with the "
+                      "final weights (tgeval's evaluate, Protocol(warm=True)), then validation, then test. Test AP / "
+                      "AUC: 1 uniform negative per positive over the segment's page range (per-batch mean, as the "
+                      "recipe reports, and global); MRR: all-entity over the 'train' catalog (average ties, micro); "
+                      "loss: mean BCE per term (the recipe's own figure halved); ref AP: PyG's example as "
+                      f"published; analytic random MRR {part['random scorer']['analytic_random_mrr']:.4f}.")
     verdicts = {}
     for protocol in ("continued", "rebuilt"):
         checks = [(e, v[protocol]["test"]["ap"]["per_batch_mean"], REFERENCE_AP[e])
@@ -337,10 +328,10 @@ def others_part(args: argparse.Namespace, report: Report) -> None:
         random_mrr = max(analytic, entry["random scorer"]["all_entity_mrr"])
         random_ap = entry["random scorer"]["ap"]["per_batch_mean"]
         # GraphMixer's state (the neighbour buffer) does not depend on its weights: both protocols are identical.
-        for label, name, protocols in (("DyRep", "dyrep", ("continued", "rebuilt")),
-                                       ("GraphMixer", "graphmixer", ("rebuilt",))):
+        for label, model_name, protocols in (("DyRep", "dyrep", ("continued", "rebuilt")),
+                                             ("GraphMixer", "graphmixer", ("rebuilt",))):
             torch.manual_seed(args.seed)
-            model = registry.build(name, num_nodes=num_nodes)
+            model = registry.build(model_name, num_nodes=num_nodes)
             optimizer = torch.optim.Adam(model.parameters(), lr=args.other_lr)
             sampler = UniformSampler(catalog)
             began = time.perf_counter()
@@ -359,7 +350,7 @@ def others_part(args: argparse.Namespace, report: Report) -> None:
                 m["clearly_beats_random"] = bool(m["all_entity_mrr"] > 2 * random_mrr
                                                  and m["ap"]["per_batch_mean"] > random_ap + 0.1)
                 result[protocol] = {"val": metrics_of(v), "test": m}
-                rows.append([name, label, protocol, fmt(fits[-1]["loss"]), fmt(result[protocol]["val"]["ap"]["per_batch_mean"]),
+                rows.append([DATASETS[name], label, protocol, fmt(fits[-1]["loss"]), fmt(result[protocol]["val"]["ap"]["per_batch_mean"]),
                              fmt(m["ap"]["per_batch_mean"]), fmt(m["ap"]["global"]), fmt(m["auroc"]["global"]),
                              fmt(m["all_entity_mrr"]), fmt(m["all_entity_hits@10"]),
                              "yes" if m["clearly_beats_random"] else "NO"])
@@ -368,15 +359,17 @@ def others_part(args: argparse.Namespace, report: Report) -> None:
             report.save()
         for label in ("EdgeBank", "random scorer"):
             m = entry[label]
-            rows.append([name, label, "-", "-", "-", fmt(m["ap"]["per_batch_mean"]), fmt(m["ap"]["global"]),
+            rows.append([DATASETS[name], label, "-", "-", "-", fmt(m["ap"]["per_batch_mean"]), fmt(m["ap"]["global"]),
                          fmt(m["auroc"]["global"]), fmt(m["all_entity_mrr"]), fmt(m["all_entity_hits@10"]), "-"])
-        rows.append([name, "random (analytic MRR)", "-", "-", "-", "-", "-", "-", fmt(analytic), "-", "-"])
+        rows.append([DATASETS[name], "random (analytic MRR)", "-", "-", "-", "-", "-", "-", fmt(analytic), "-", "-"])
         report.save()
-    print("test AP / AUC: 1 uniform 'train'-catalog negative per positive; MRR / Hits@10: all-entity over the "
-          "'train' catalog (average ties); protocols as in (i); 'beats random': MRR > 2x the random scorer's (measured "
-          "or analytic, the larger) and AP (batch mean) > the random scorer's + 0.1")
     print_table(["data", "model", "protocol", "final loss", "val AP", "test AP (batch mean)", "test AP (global)",
-                 "test AUC (global)", "all-entity MRR", "Hits@10", "beats random"], rows)
+                 "test AUC (global)", "all-entity MRR", "Hits@10", "beats random"], rows,
+                title=f"{args.other_epochs} epochs, Adam {args.other_lr}, BCE, 1 uniform 'train'-catalog negative per "
+                      "positive. Test AP / AUC: 1 uniform 'train'-catalog negative per positive; MRR / Hits@10: "
+                      "all-entity over the 'train' catalog (average ties, micro); protocols as above; 'beats random': "
+                      "MRR > 2x the random scorer's (measured or analytic, the larger) and AP (batch mean) > the "
+                      "random scorer's + 0.1.")
     verdict = all(part[d][m][p]["test"]["clearly_beats_random"] for d in args.datasets for m in ("DyRep", "GraphMixer")
                   for p in ("continued", "rebuilt") if p in part[d][m])
     part["target_met"] = verdict
@@ -390,7 +383,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None,
                         help="folder that holds wikipedia/ and uci/ (default: $TGEVAL_DATA_DIR, else ../shared/datasets)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
-    parser.add_argument("--out", default=None, help="write the results as JSON here (atomically)")
+    add_results_arg(parser)
     parser.add_argument("--recipe", action="store_true",
                         help="also train and evaluate the PyG-recipe loop (bench_tgn_train.PygRecipeTGN)")
     parser.add_argument("--epochs", type=int, default=3, help="TGN epochs (part i, default 3)")
@@ -405,7 +398,7 @@ def main() -> None:
     if args.data_dir is not None:
         os.environ["TGEVAL_DATA_DIR"] = os.path.abspath(args.data_dir)
     print_header("Quality of the reference models (TGN vs. PyG recipe; DyRep, GraphMixer vs. EdgeBank and random)")
-    report = Report(args.out, args)
+    report = Report(args)
     print(f"commit  : {report.data['git_commit']}")
     began = time.perf_counter()
     if "tgn" in args.parts:
