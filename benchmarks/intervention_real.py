@@ -10,29 +10,44 @@ over the 'train' catalog, average ties) and the 2 x 2 membership factorial (K = 
 unseen negatives, seed 0). The datasets come from ``../shared/datasets`` (or
 ``$TGEVAL_DATA_DIR``).
 
+One summary table follows (``--out``: it and every run's full result as JSON, written after each
+run; ``benchmarks/results/intervention_real.json`` is rendered in docs/quality.md).
+
 Run: python benchmarks/intervention_real.py [--datasets uci,wikipedia] [--models tgn,dyrep,graphmixer]
-     [--epochs 3] [--threads 1] [--out intervention_real.json]
+     [--epochs 3] [--threads 1] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import print_header
+from _common import add_results_arg, print_header, print_table, save_results
 from bench_tgn_train import num_nodes_of, with_zero_message
 
 from tgeval import build_catalog, chronological_split
-from tgeval.atomic import write_atomic
 from tgeval.data.datasets import load_dataset
 from tgeval.diagnostics import membership_intervention
 from tgeval.models import registry
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import train_epoch
 
+DATASETS = {"uci": "UCI", "wikipedia": "Wikipedia"}
+MODELS = {"tgn": "TGN", "dyrep": "DyRep", "graphmixer": "GraphMixer"}
+
+
+def summary_row(dataset: str, model: str, result) -> list[str]:
+    """One row of the summary table: full-catalog MRR of every variant, the Repeated–Unseen and
+    New–Unseen cells of the base and the membership projection, the probe's AUROC and cos(w, d)."""
+    rows = result.rows
+    membership = result.directions["membership"]
+    return [DATASETS.get(dataset, dataset), MODELS.get(model, model),
+            " / ".join(f"{rows[v]['mrr']:.4f}" for v in ("base", "membership", "random", "shuffled")),
+            *(" / ".join(f"{rows[v]['factorial'][cell]['mrr']:.3f}" for v in ("base", "membership"))
+              for cell in ("repeated_unseen", "new_unseen")),
+            f"{membership.probe_auroc:.3f}", f"{rows['membership']['weight_cosine']:.3f}"]
 
 
 def main() -> None:
@@ -41,11 +56,12 @@ def main() -> None:
     parser.add_argument("--models", default="tgn,dyrep,graphmixer")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default="intervention_real.json")
+    add_results_arg(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print_header("The membership intervention on real data")
-    report: dict = {"command": _common.command_line(), "epochs": args.epochs, "runs": {}}
+    runs: dict = {}
+    summary = []
     for name in args.datasets.split(","):
         raw, _ = load_dataset(name)
         data = with_zero_message(raw)
@@ -70,9 +86,18 @@ def main() -> None:
                   f"'train' catalog, micro; cells: K = 20 seen and K = 20 unseen negatives (seed 0), sampled MRR; "
                   f"average ties; direction fitted on the training segment (Fisher probe)")
             print(result.format_table(), flush=True)
-            report["runs"][f"{name}/{model_name}"] = {**result.to_dict(), "train_seconds": trained,
-                                                      "intervention_seconds": seconds}
-            write_atomic(args.out, json.dumps(report, indent=1) + "\n")
+            runs[f"{name}/{model_name}"] = {**result.to_dict(), "train_seconds": trained,
+                                            "intervention_seconds": seconds}
+            summary.append(summary_row(name, model_name, result))
+            save_results(args, epochs=args.epochs, runs=runs)
+    print()
+    print_table(["data", "model", "MRR (all) base / membership / random / shuffled",
+                 "Repeated–Unseen base / membership", "New–Unseen base / membership", "probe AUROC", "cos(w, d)"],
+                summary, title=f"{args.epochs} epochs of train_epoch (seed 0); MRR (all): online, all-entity over the "
+                               "'train' catalog, micro, average ties; cells: sampled MRR against K = 20 seen or unseen "
+                               "negatives (seed 0); membership direction fitted on the training segment (Fisher "
+                               "probe); cos(w, d): the last layer's weights against the membership direction.")
+    save_results(args, epochs=args.epochs, runs=runs)
 
 
 if __name__ == "__main__":
