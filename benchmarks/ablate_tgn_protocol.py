@@ -23,26 +23,29 @@ batches, as the recipe reports it) under both protocols: *continued* (validation
 replayed from the state left by training) and *rebuilt* (the state reset and rebuilt from the
 training events with the final weights, then validation, then test: ``evaluate``'s default).
 
-Run: python benchmarks/ablate_tgn_protocol.py [--epochs 3] [--seeds 0] [--threads 1] [--out ablation.json]
+The table gives each variant's test AP per seed and the mean over the seeds; with ``--out`` it and
+every run are saved as JSON after each run (``benchmarks/results/ablate_tgn_protocol.json`` is
+rendered in docs/quality.md).
+
+Run: python benchmarks/ablate_tgn_protocol.py [--epochs 3] [--seeds 0,1,2] [--threads 1] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import statistics
 import time
-from typing import Any, Callable
+from typing import Callable
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import load_wikipedia, print_header, print_table
+from _common import add_results_arg, load_wikipedia, print_header, print_table, save_results
 from bench_tgn_train import BATCH_SIZE, LR, NUM_NEIGHBORS, WIDTH, PygRecipeTGN, num_nodes_of, range_catalog, \
     with_zero_message
 from torch import Tensor
 from torch_geometric.nn.models.tgn import TGNMemory
 
 from tgeval import chronological_split, evaluate
-from tgeval.atomic import write_atomic
 from tgeval.models.config import TGNConfig
 from tgeval.models.memory import LatestMeanAggregator
 from tgeval.models.tgn import TGN
@@ -85,11 +88,11 @@ VARIANTS = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--seeds", default="0", help="comma-separated seeds")
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     parser.add_argument("--variants", default=",".join([*VARIANTS, "tgeval TGN"]))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--out", default="ablation.json")
+    add_results_arg(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print_header("TGN rebuilt-protocol ablation on Wikipedia")
@@ -100,10 +103,11 @@ def main() -> None:
     train, val, test = (data[s.start:s.end] for s in (split.train, split.val, split.test))
     pools = {name: range_catalog(data.dst[s.start:s.end], num_nodes) for name, s in
              (("train", split.train), ("val", split.val), ("test", split.test))}
-    report: dict[str, Any] = {"command": _common.command_line(), "data": how, "epochs": args.epochs, "runs": {}}
-    rows = []
-    for seed in (int(s) for s in args.seeds.split(",")):
-        for name in args.variants.split(","):
+    seeds = [int(s) for s in args.seeds.split(",")]
+    variants = args.variants.split(",")
+    runs: dict[str, dict[str, float]] = {}
+    for seed in seeds:
+        for name in variants:
             began = time.perf_counter()
             torch.manual_seed(seed)
             aps: dict[str, float] = {}
@@ -130,14 +134,23 @@ def main() -> None:
                     recipe.evaluate(data, val)
                     aps[protocol] = recipe.evaluate(data, test)["ap"]["per_batch_mean"]
             seconds = time.perf_counter() - began
-            report["runs"][f"{name}/seed {seed}"] = {**aps, "seconds": seconds}
-            rows.append([name, seed, f"{aps['continued']:.4f}", f"{aps['rebuilt']:.4f}", f"{seconds:.0f}"])
+            runs[f"{name}/seed {seed}"] = {**aps, "seconds": seconds}
             print(f"  {name}, seed {seed}: test AP continued {aps['continued']:.4f}, rebuilt {aps['rebuilt']:.4f} "
                   f"({seconds:.0f} s)", flush=True)
-            write_atomic(args.out, json.dumps(report, indent=1) + "\n")
-    print(f"test AP after {args.epochs} epochs (mean over batches; 1 uniform negative per positive; torch threads "
-          f"{torch.get_num_threads()})")
-    print_table(["variant", "seed", "continued", "rebuilt", "seconds"], rows)
+            save_results(args, data=how, epochs=args.epochs, runs=runs)
+    rows = []
+    for name in variants:
+        row = [name]
+        for protocol in ("continued", "rebuilt"):
+            aps = [runs[f"{name}/seed {seed}"][protocol] for seed in seeds]
+            row += [" / ".join(f"{ap:.3f}" for ap in aps), f"{statistics.mean(aps):.3f}"]
+        rows.append(row)
+    seed_list = " / ".join(map(str, seeds))
+    print_table(["variant", f"continued (seed {seed_list})", "continued, mean", f"rebuilt (seed {seed_list})",
+                 "rebuilt, mean"], rows,
+                title=f"Test AP after {args.epochs} epochs (mean over batches; 1 uniform negative per positive over "
+                      f"the segment's page range; torch threads {torch.get_num_threads()}).")
+    save_results(args, data=how, epochs=args.epochs, runs=runs)
 
 
 if __name__ == "__main__":
