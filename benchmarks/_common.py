@@ -189,6 +189,12 @@ def save_results(args, **extra) -> None:
         print(f"results : {out}")
 
 
+def bytes_per_event(peak: float, tiny_peak: float, events: int, tiny_events: int) -> float:
+    """What one more event costs: ``(peak - tiny_peak) / (events - tiny_events)``, the slope between a run on
+    ``events`` and the same run on ``tiny_events`` (whose peak holds the fixed costs and its own events)."""
+    return (peak - tiny_peak) / (events - tiny_events)
+
+
 def group_end(t: torch.Tensor, start: int, num_events: int, limit: int) -> int:
     """End of the first ``num_events`` events from ``start``, extended to a whole timestamp group
     (``limit`` when ``num_events <= 0`` or the events reach it)."""

@@ -12,13 +12,14 @@ runs under :data:`bench_scale_cli.MEASURE` (``torchrun --no-python python -c MEA
 * **events** (``--events``): EdgeBank, all-entity against the training catalog (its exact counting
   shortcut: every rank counts the whole catalog, nothing is sharded), and sampled K = 20 at
   ``--sampled-events``; default split 0.70 / 0.15 / 0.15. Per rank, bytes per event
-  ``(peak - the same command's peak on a --tiny file) / E``.
+  ``(peak - the same command's peak on a --tiny file) / (E - the tiny file's events)``.
 * **catalog** (``--catalog-events``): the same stream with one event ``0 -> C - 1`` added at the first
   timestamp, so that ``--catalog range`` (every id from 0 to the largest destination) holds ``C`` =
-  ``--large-catalog`` items and the model ``C`` node ids, against the stream as it is (its 18,143 ids);
+  ``--large-catalog`` items and the model ``C`` node ids, against the stream as it is (its own range
+  catalog, ``C0`` items: 18,140);
   EdgeBank (shortcut, not sharded) and Popularity (no shortcut: the chunked path, sharded), split
   ``--catalog-split`` (a test segment of a few hundred events: Popularity scores every item for each).
-  Per rank, bytes per catalog item ``(peak at C - peak at 18,143) / (C - 18,143)``.
+  Per rank, bytes per catalog item ``(peak at C - peak at C0) / (C - C0)``.
 
 The metrics of every setting are asserted identical (every field) across world sizes. "wall s" is the
 whole command (start-up, reading the file, writing); "eval s" is rank 0's evaluation (the manifest's
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -42,9 +42,10 @@ import time
 from pathlib import Path
 
 import _common
-from _common import add_results_arg, print_header, print_table, save_results
+import torch
+from _common import add_results_arg, bytes_per_event, print_header, print_table, save_results
 from bench_scale import NODES
-from bench_scale_cli import MEASURE, peak_bytes, write_snap
+from bench_scale_cli import MEASURE, command_env, peak_bytes, write_snap
 
 SETTINGS = {
     "EdgeBank, all-entity": ["--model", "edgebank", "--negatives", "0", "--all-entity"],
@@ -65,11 +66,9 @@ def torchrun(world: int, tail: list[str], folder: Path, threads: int) -> tuple[f
     logs = folder / "logs"
     args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(world),
             "--log-dir", str(logs), "--redirects", "3", "--no-python", sys.executable, "-c", MEASURE, *tail]
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    env.pop("TGEVAL_CACHE_DIR", None)  # every command reads the text file
     start = time.perf_counter()
     with open(folder / "torchrun.log", "w") as log:
-        done = subprocess.run(args, cwd=_common.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        done = subprocess.run(args, cwd=_common.REPO_ROOT, env=command_env(threads), stdout=log, stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - start
     stderr = sorted(logs.glob("*/attempt_0/*/stderr.log"), key=lambda path: int(path.parent.name))
     if done.returncode or len(stderr) != world:
@@ -95,9 +94,14 @@ def evaluate(world: int, data: Path, options: list[str], folder: Path, threads: 
 
 
 def same_across_worlds(runs: list[dict], what: str) -> None:
-    """Assert that every run of one setting has the metrics of the first (``W`` ranks equal one process)."""
+    """Check that every run of one setting has the metrics of the first (``W`` ranks equal one process).
+
+    Raises:
+        SystemExit: a run's metrics differ.
+    """
     for run in runs[1:]:
-        assert run["metrics"] == runs[0]["metrics"], f"{what}: {run['world']} ranks differ from {runs[0]['world']}"
+        if run["metrics"] != runs[0]["metrics"]:
+            raise SystemExit(f"{what}: the metrics of {run['world']} ranks differ from {runs[0]['world']}'s")
 
 
 def gib(values: list[int]) -> str:
@@ -116,6 +120,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     add_results_arg(parser)
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)  # as each rank's --threads, so that the saved header says the ranks' threads
     print_header(f"torchrun ... -m tgeval evaluate on tgbl-flight-shaped SNAP files ({NODES:,} nodes), "
                  f"ranks {args.worlds}, {args.threads} thread(s) per rank")
     with tempfile.TemporaryDirectory() as tmp:
@@ -148,7 +153,7 @@ def main() -> None:
             same_across_worlds(runs, f"{setting}, {events:,} events")
             for run in runs:
                 bases = tiny[setting, run["world"]]["peaks"]
-                per_event = [(peak - base) / events for peak, base in zip(run["peaks"], bases)]
+                per_event = [bytes_per_event(peak, base, events, args.tiny) for peak, base in zip(run["peaks"], bases)]
                 items = "-" if run["catalog_items"] is None else f"{run['catalog_items']:,}"
                 rows.append([setting, run["world"], f"{events:,}", items, f"{run['seconds']:.0f}",
                              f"{run['eval_seconds']:.1f}", gib(run["peaks"]), " / ".join(f"{b:.0f}" for b in per_event),
@@ -156,6 +161,7 @@ def main() -> None:
         print_table(["setting", "ranks", "events", "catalog items", "wall s", "eval s", "peak GiB per rank",
                      "B/event per rank", "MRR"], rows,
                     title="Events: EdgeBank on the tgbl-flight-shaped stream, split 0.70 / 0.15 / 0.15")
+        save_results(args)
 
         # catalog: bytes per catalog item per rank
         small = snap(args.catalog_events)
@@ -180,6 +186,7 @@ def main() -> None:
         print_table(["setting", "ranks", "catalog items", "test events", "wall s", "eval s", "peak GiB per rank",
                      "B/item per rank", "MRR"], rows,
                     title=f"Catalog: {args.catalog_events:,} events, --catalog range, --split {args.catalog_split}")
+        save_results(args)
 
         # fixed costs: the tiny runs and the torchrun agent
         (tmp / "agent").mkdir()
@@ -187,10 +194,12 @@ def main() -> None:
                                 "--standalone", "--nproc-per-node", "1", "--no-python", "true"],
                                cwd=tmp / "agent", capture_output=True, text=True, check=True)
         agent_bytes = peak_bytes(agent.stderr)
-        fixed.append(["the torchrun agent itself (one per machine)", "", gib([agent_bytes])])
-        print_table(["fixed cost", "ranks", "peak GiB per rank"], fixed,
+        fixed.append(["the torchrun agent itself (one per machine; measured on the job `true`: a lower bound)", "",
+                      gib([agent_bytes])])
+        print_table(["fixed cost", "ranks", "peak GiB (each process)"], fixed,
                     title=f"Fixed costs: each rank's peak on a {args.tiny:,}-event file (start-up, torch)")
-    print("B/event: (rank's peak - the same rank's peak on the tiny file) / events; B/item: (rank's peak at the "
+    print("B/event: (rank's peak - the same rank's peak on the tiny file) / (events - the tiny file's events); "
+          "B/item: (rank's peak at the "
           "large catalog - at the stream's own) / added items; MRR asserted identical across ranks")
     save_results(args)
 

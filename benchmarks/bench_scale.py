@@ -18,7 +18,7 @@ online replay, batches of 200, test segment) in one of two settings:
 with ``records="none"`` (no per-event records kept; the command line's choice without
 ``--save-events``). Reported per run: the evaluation's seconds, the peak of the process, the
 peak of the same run on a tiny stream (``--tiny`` events: imports and fixed costs), and bytes per
-event ``(peak - tiny peak) / E`` (the stream itself, 24 B/event of int64 ``src / dst / t``,
+event ``(peak - tiny peak) / (E - tiny E)`` (the stream itself, 24 B/event of int64 ``src / dst / t``,
 included). ``--threads`` gives the torch threads of each run (default: 1 and 2).
 
 Run: python benchmarks/bench_scale.py [--events 50000000] [--tiny 20000] [--threads 1 2] [--order file canonical]
@@ -38,7 +38,7 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import numpy as np
 import torch
-from _common import command_line, print_header, print_table
+from _common import bytes_per_event, command_line, print_header, print_table
 from torch_geometric.data import TemporalData
 
 from tgeval.atomic import write_atomic
@@ -137,7 +137,7 @@ def main() -> None:
     for order, setting, threads in ((o, s, n) for o in args.order for s in args.settings for n in args.threads):
         tiny = fresh_process(args.tiny, setting, threads, order)
         run = fresh_process(args.events, setting, threads, order)
-        per_event = (run["peak_mib"] - tiny["peak_mib"]) * 2**20 / run["events"]
+        per_event = bytes_per_event(run["peak_mib"] * 2**20, tiny["peak_mib"] * 2**20, run["events"], tiny["events"])
         rows.append([order, setting, threads, f"{run['events']:,}", f"{run['test_events']:,}",
                      f"{run['seconds']:.1f}", f"{run['test_events'] / run['seconds']:,.0f}",
                      f"{run['peak_mib'] / 1024:.2f}", f"{tiny['peak_mib'] / 1024:.2f}", f"{per_event:.0f}",

@@ -12,7 +12,7 @@ by a small wrapper process, :data:`MEASURE`):
 * ``diagnose``: lifetimes, novelty and the sampled-vs-all-entity diagnostics of the stream.
 
 Every command reads the file itself (no cache). The same commands on a ``--tiny`` file give the fixed
-costs (imports, torch), so ``(peak - tiny peak) / E`` is what each event costs, reading included.
+costs (imports, torch), so ``(peak - tiny peak) / (E - tiny E)`` is what each event costs, reading included.
 ``--threads`` sets the torch threads of the evaluations (``diagnose`` runs with
 ``OMP_NUM_THREADS`` set to the same number).
 
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
-from _common import command_line, print_header, print_table
+from _common import bytes_per_event, command_line, print_header, print_table
 from bench_scale import NODES, flight_like
 
 from tgeval.atomic import write_atomic
@@ -59,6 +59,14 @@ def peak_bytes(stderr: str) -> int:
     return int(stderr.strip().splitlines()[-1].removeprefix("peak KiB ")) * 1024
 
 
+def command_env(threads: int) -> dict[str, str]:
+    """The environment of a measured command: ``OMP_NUM_THREADS`` set to ``threads`` and no
+    ``TGEVAL_CACHE_DIR`` (every command reads the text file)."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    env.pop("TGEVAL_CACHE_DIR", None)
+    return env
+
+
 def write_snap(path: Path, num_events: int, chunk: int = 2**21) -> float:
     """Write the flight-like stream as ``SRC DST T`` lines, ``chunk`` events per formatting step; returns MB."""
     import pandas as pd  # a fast text writer for the benchmark's input only (tgeval never needs it)
@@ -81,8 +89,7 @@ def run(name: str, data: Path, folder: Path, threads: int) -> dict:
         args += ["--out", str(out)]
     else:
         args += ["--threads", str(threads), "--out", str(out) + ".json"]
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    env.pop("TGEVAL_CACHE_DIR", None)  # every command reads the text file
+    env = command_env(threads)
     start = time.perf_counter()
     with open(f"{out}.stdout", "w") as stdout, open(f"{out}.stderr", "w") as stderr:
         done = subprocess.run([sys.executable, "-c", MEASURE, *args], cwd=_common.REPO_ROOT, env=env, stdout=stdout,
@@ -115,15 +122,16 @@ def main() -> None:
         for name in COMMANDS:
             tiny = run(name, files["tiny"], tmp / "tiny", args.threads)
             full = run(name, files["full"], tmp / "full", args.threads)
-            per_event = (full["peak_mib"] - tiny["peak_mib"]) * 2**20 / args.events
-            runs.append({"name": name, "events": args.events, "threads": args.threads, "tiny": tiny, "run": full,
+            per_event = bytes_per_event(full["peak_mib"] * 2**20, tiny["peak_mib"] * 2**20, args.events, args.tiny)
+            runs.append({"name": name, "events": args.events, "tiny_events": args.tiny, "threads": args.threads,
+                         "tiny": tiny, "run": full,
                          "bytes_per_event": per_event})
             rows.append([name, f"{args.events:,}", args.threads, f"{full['seconds']:.0f}",
                          f"{full['peak_mib'] / 1024:.2f}", f"{tiny['peak_mib'] / 1024:.2f}", f"{per_event:.0f}"])
             print(json.dumps(runs[-1]), flush=True)
     print_table(["command", "events", "threads", "wall s", "peak GiB", "tiny peak GiB", "B/event"], rows)
     print("wall s: the whole command in a fresh process (start, reading the text file, the work, writing); "
-          "B/event: (peak - the same command's peak on the tiny file) / events")
+          "B/event: (peak - the same command's peak on the tiny file) / (events - the tiny file's events)")
     if args.out:
         write_atomic(args.out, json.dumps({"command": command_line(), "runs": runs}, indent=1))
 

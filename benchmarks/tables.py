@@ -8,7 +8,9 @@ A page holds a generated table between two markers::
 
 ``python benchmarks/tables.py`` rewrites every such table of the pages below from the JSON files in
 ``benchmarks/results/``; ``--check`` rewrites nothing and exits 1 (naming the pages) when a page
-differs from what would be rendered. Needs only the standard library.
+differs from what would be rendered; either exits 2, writing nothing, when a page cannot be rendered (a
+missing results file, an unpaired marker: the message names the page and the fix). Needs only the standard
+library.
 
 Generic tables: ``NAME`` is the stem of ``benchmarks/results/NAME.json``, the ``--out`` file of
 ``python benchmarks/NAME.py --threads 1 --out benchmarks/results/NAME.json`` (``benchmarks/_common.py``'s
@@ -43,7 +45,13 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PAGES = ("README.md", "benchmarks/README.md", "docs/*.md", "docs/guide/*.md")
 MARKER = re.compile(r"(<!-- table:(?P<name>[\w-]+)(?::(?P<index>\d+))? -->\n)(?P<body>.*?)"
-                    r"(<!-- /table:(?P=name)(?::(?P=index))? -->)", re.S)
+                    r"(<!-- /table:(?P=name)(?P<close>:\d+)? -->)", re.S)
+#: an opening marker on a line of its own (one quoted in prose is not a marker)
+OPENER = re.compile(r"^<!-- table:(?P<name>[\w-]+)(?::\d+)? -->$", re.M)
+
+
+class TableError(ValueError):
+    """A marker or a results file that cannot be rendered; the message names the problem and the fix."""
 
 # tgb_leaderboard.py's model names, as the table prints them.
 LEADERBOARD_LABELS = {
@@ -149,6 +157,9 @@ def generic(results: Path, name: str, index: int | None = None) -> str:
                                 + (f" with the options of its {variant!r} variant (the page's command)" if variant
                                    else ""))
     report = json.loads(path.read_text(encoding="utf-8"))
+    if "tables" not in report or "machine" not in report:
+        raise TableError(f"{path} holds no tables saved by _common.save_results: rerun its script with --out, or "
+                         f"render it with a bespoke function of TABLES")
     chosen = report["tables"]
     if index is not None:
         if not 1 <= index <= len(chosen):
@@ -188,10 +199,23 @@ def render(text: str, results: Path = RESULTS) -> str:
     Raises:
         FileNotFoundError: a marker names neither a bespoke table nor a results file.
         IndexError: a marker's index is not one of its file's tables.
+        TableError: an opening marker without its closing one (the same name and index), an index on a bespoke
+            table, or a results file without saved tables.
     """
+    paired = {match.start() for match in MARKER.finditer(text)}
+    for opener in OPENER.finditer(text):
+        if opener.start() not in paired:
+            raise TableError(f"{opener.group(0)} has no closing <!-- /table:{opener['name']} --> "
+                             f"(with the same :I, if any)")
+
     def fill(match: re.Match) -> str:
         name, index = match["name"], match["index"]
-        if name in TABLES and index is None:
+        if (match["close"] or "") != ("" if index is None else f":{index}"):
+            raise TableError(f"<!-- table:{name}{'' if index is None else ':' + index} --> is closed by "
+                             f"<!-- /table:{name}{match['close'] or ''} -->: the closing marker repeats the index")
+        if name in TABLES:
+            if index is not None:
+                raise TableError(f"{name} is a bespoke table: its marker takes no :{index}")
             body = TABLES[name](results)
         else:
             body = generic(results, name, None if index is None else int(index))
@@ -203,18 +227,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="rewrite nothing; exit 1 when a page differs")
     args = parser.parse_args(argv)
-    stale = []
+    stale, errors = {}, []
     for page in pages():
         text = page.read_text(encoding="utf-8")
         try:
             rendered = render(text)
-        except (FileNotFoundError, IndexError) as error:
-            print(f"{page.relative_to(ROOT)}: {error}", file=sys.stderr)
-            return 2
+        except (FileNotFoundError, IndexError, TableError) as error:
+            errors.append(f"{page.relative_to(ROOT)}: {error}")
+            continue
         if rendered != text:
-            stale.append(page.relative_to(ROOT))
-            if not args.check:
-                page.write_text(rendered, encoding="utf-8")
+            stale[page] = rendered
+    if errors:  # nothing is written unless every page renders
+        print("\n".join(errors), file=sys.stderr)
+        return 2
+    if not args.check:
+        for page, rendered in stale.items():
+            page.write_text(rendered, encoding="utf-8")
+    stale = [page.relative_to(ROOT) for page in stale]
     verb = "differ from their results (run python benchmarks/tables.py)" if args.check else "rewritten"
     for page in stale:
         print(f"{page}: {verb}")

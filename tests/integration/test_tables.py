@@ -77,3 +77,18 @@ def test_a_missing_results_file_names_the_command_that_writes_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.json is missing: run OMP_NUM_THREADS=1 python "
                                                 "benchmarks/nope.py --threads 1 --out benchmarks/results/nope.json"):
         tables.render("<!-- table:nope -->\n<!-- /table:nope -->\n", tmp_path)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("<!-- table:nope -->\n| a |\n", "has no closing <!-- /table:nope -->"),
+    ("<!-- table:nope:1 -->\n<!-- /table:nope -->\n", "the closing marker repeats the index"),
+    ("<!-- table:tgb_leaderboard:1 -->\n<!-- /table:tgb_leaderboard:1 -->\n", "bespoke table: its marker takes no :1"),
+    ("<!-- table:other -->\n<!-- /table:other -->\n", "holds no tables saved by _common.save_results"),
+])
+def test_a_marker_that_cannot_be_rendered_is_refused_with_its_fix(tmp_path, text, message):
+    """An opener without its closer, a closer without the opener's index, an index on a bespoke table and a
+    results file that ``save_results`` did not write are refused, not left unrendered or half-rendered."""
+    (tmp_path / "other.json").write_text(json.dumps({"command": "x", "runs": {}}))
+    with pytest.raises(tables.TableError, match=message):
+        tables.render(text, tmp_path)
+    assert tables.render("quoted in prose: `<!-- table:nope -->`\n", tmp_path).startswith("quoted")
