@@ -44,6 +44,9 @@ from tgeval.atomic import write_atomic  # noqa: E402
 from tgeval.data.catalog import Catalog  # noqa: E402
 from tgeval.data.split import Segment, Split  # noqa: E402
 
+#: how tables name the shared datasets and the reference models
+DATASET_LABELS = {"uci": "UCI", "wikipedia": "Wikipedia"}
+MODEL_LABELS = {"tgn": "TGN", "dyrep": "DyRep", "graphmixer": "GraphMixer"}
 #: the load average when this process started, and every table :func:`print_table` printed since
 _LOAD_START = os.getloadavg()
 _TABLES: list[dict] = []

@@ -68,7 +68,8 @@ def torchrun(world: int, tail: list[str], folder: Path, threads: int) -> tuple[f
             "--log-dir", str(logs), "--redirects", "3", "--no-python", sys.executable, "-c", MEASURE, *tail]
     start = time.perf_counter()
     with open(folder / "torchrun.log", "w") as log:
-        done = subprocess.run(args, cwd=_common.REPO_ROOT, env=command_env(threads), stdout=log, stderr=subprocess.STDOUT)
+        done = subprocess.run(args, cwd=_common.REPO_ROOT, env=command_env(threads), stdout=log,
+                              stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - start
     stderr = sorted(logs.glob("*/attempt_0/*/stderr.log"), key=lambda path: int(path.parent.name))
     if done.returncode or len(stderr) != world:

@@ -24,7 +24,7 @@ import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_results_arg, print_header, print_table, save_results
+from _common import DATASET_LABELS, MODEL_LABELS, add_results_arg, print_header, print_table, save_results
 from bench_tgn_train import num_nodes_of, with_zero_message
 
 from tgeval import build_catalog, chronological_split
@@ -34,16 +34,13 @@ from tgeval.models import registry
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import train_epoch
 
-DATASETS = {"uci": "UCI", "wikipedia": "Wikipedia"}
-MODELS = {"tgn": "TGN", "dyrep": "DyRep", "graphmixer": "GraphMixer"}
-
 
 def summary_row(dataset: str, model: str, result) -> list[str]:
     """One row of the summary table: full-catalog MRR of every variant, the Repeated–Unseen and
     New–Unseen cells of the base and the membership projection, the probe's AUROC and cos(w, d)."""
     rows = result.rows
     membership = result.directions["membership"]
-    return [DATASETS.get(dataset, dataset), MODELS.get(model, model),
+    return [DATASET_LABELS.get(dataset, dataset), MODEL_LABELS.get(model, model),
             " / ".join(f"{rows[v]['mrr']:.4f}" for v in ("base", "membership", "random", "shuffled")),
             *(" / ".join(f"{rows[v]['factorial'][cell]['mrr']:.3f}" for v in ("base", "membership"))
               for cell in ("repeated_unseen", "new_unseen")),

@@ -31,7 +31,7 @@ import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_results_arg, print_header, print_table, save_results
+from _common import DATASET_LABELS, MODEL_LABELS, add_results_arg, print_header, print_table, save_results
 from bench_tgn_train import BATCH_SIZE, LR, num_nodes_of
 
 from tgeval import build_catalog, chronological_split, evaluate, replay
@@ -41,8 +41,6 @@ from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import train_epoch
 
-LABELS = {"tgn": "TGN", "dyrep": "DyRep", "graphmixer": "GraphMixer"}
-DATASETS = {"uci": "UCI", "wikipedia": "Wikipedia"}
 
 
 def prepared(dataset: str):
@@ -125,7 +123,7 @@ def main() -> None:
                 save_results(args, epochs=args.epochs, negatives=args.negatives, runs=runs_by_name)
                 print(f"  {dataset} {name} seed {seed}: {time.perf_counter() - began:.0f} s, "
                       f"{ {k: v for k, v in runs[-1].items() if k != 'losses'} }", flush=True)
-            rows.append([DATASETS.get(dataset, dataset), LABELS[name], ",".join(map(str, seeds)),
+            rows.append([DATASET_LABELS.get(dataset, dataset), MODEL_LABELS[name], ",".join(map(str, seeds)),
                          *(spread([r[key] for r in runs]) for key in
                            ("reference_ap", "tgeval_ap", "tgeval_sampled_mrr", "tgeval_all_entity_mrr")),
                          f"{statistics.mean(r['train_events_per_second'] for r in runs):,.0f}"])

@@ -51,7 +51,7 @@ from typing import Any
 
 import _common  # puts the repository root on sys.path
 import torch
-from _common import add_results_arg, print_header, print_table, save_results
+from _common import DATASET_LABELS, add_results_arg, print_header, print_table, save_results
 from bench_tgn_train import (
     BATCH_SIZE,
     LR,
@@ -151,9 +151,6 @@ def num_nodes_of(data: TemporalData) -> int:
 
 def fmt(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-DATASETS = {"uci": "UCI", "wikipedia": "Wikipedia"}
 
 
 class Report:
@@ -350,8 +347,8 @@ def others_part(args: argparse.Namespace, report: Report) -> None:
                 m["clearly_beats_random"] = bool(m["all_entity_mrr"] > 2 * random_mrr
                                                  and m["ap"]["per_batch_mean"] > random_ap + 0.1)
                 result[protocol] = {"val": metrics_of(v), "test": m}
-                rows.append([DATASETS[name], label, protocol, fmt(fits[-1]["loss"]), fmt(result[protocol]["val"]["ap"]["per_batch_mean"]),
-                             fmt(m["ap"]["per_batch_mean"]), fmt(m["ap"]["global"]), fmt(m["auroc"]["global"]),
+                rows.append([DATASET_LABELS[name], label, protocol, fmt(fits[-1]["loss"]),
+                             fmt(result[protocol]["val"]["ap"]["per_batch_mean"]), fmt(m["ap"]["per_batch_mean"]), fmt(m["ap"]["global"]), fmt(m["auroc"]["global"]),
                              fmt(m["all_entity_mrr"]), fmt(m["all_entity_hits@10"]),
                              "yes" if m["clearly_beats_random"] else "NO"])
             result["seconds"] = time.perf_counter() - began
@@ -359,9 +356,9 @@ def others_part(args: argparse.Namespace, report: Report) -> None:
             report.save()
         for label in ("EdgeBank", "random scorer"):
             m = entry[label]
-            rows.append([DATASETS[name], label, "-", "-", "-", fmt(m["ap"]["per_batch_mean"]), fmt(m["ap"]["global"]),
-                         fmt(m["auroc"]["global"]), fmt(m["all_entity_mrr"]), fmt(m["all_entity_hits@10"]), "-"])
-        rows.append([DATASETS[name], "random (analytic MRR)", "-", "-", "-", "-", "-", "-", fmt(analytic), "-", "-"])
+            rows.append([DATASET_LABELS[name], label, "-", "-", "-", fmt(m["ap"]["per_batch_mean"]),
+                         fmt(m["ap"]["global"]), fmt(m["auroc"]["global"]), fmt(m["all_entity_mrr"]), fmt(m["all_entity_hits@10"]), "-"])
+        rows.append([DATASET_LABELS[name], "random (analytic MRR)", *["-"] * 6, fmt(analytic), "-", "-"])
         report.save()
     print_table(["data", "model", "protocol", "final loss", "val AP", "test AP (batch mean)", "test AP (global)",
                  "test AUC (global)", "all-entity MRR", "Hits@10", "beats random"], rows,
