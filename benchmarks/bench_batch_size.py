@@ -11,7 +11,7 @@ is scored without it (``manifest["history"]["stale_events"]``). EdgeBank is show
 with ``history="exact"`` (every batch size gives the per-timestamp number) and ``"batch"`` (the
 peers' convention, stale like TGN). Batch size 1 means one timestamp group per batch.
 
-Run: python benchmarks/bench_batch_size.py [--datasets uci,wikipedia] [--epochs 1] [--threads 2]
+Run: python benchmarks/bench_batch_size.py [--datasets uci,wikipedia] [--epochs 1] [--threads 1] [--out FILE]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import argparse
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_results_arg, apply_common_args, print_header, print_table, save_results
+from _common import DATASET_LABELS, add_results_arg, apply_common_args, print_header, print_table, save_results
 
 from tgeval import build_catalog, chronological_split, evaluate, warm_up
 from tgeval.data.datasets import load_dataset
@@ -58,7 +58,8 @@ def rows_for(name: str, epochs: int, seed: int, lr: float) -> list[list[str]]:
                                   Protocol(batch_size=size, history=history), catalog=catalog)
                 for history in ("exact", "batch")}
         stale = tgn.manifest["history"]
-        rows.append([name, "1 group" if size == 1 else str(size), f"{tgn.performance['num_batches']:,}",
+        rows.append([DATASET_LABELS.get(name, name), "1 group" if size == 1 else str(size),
+                     f"{tgn.performance['num_batches']:,}",
                      f"{stale['stale_events']:,} ({stale['same_batch_fraction']:.1%})",
                      f"{tgn.metrics['all_entity']['mrr']['micro']:.4f}",
                      f"{bank['exact'].metrics['all_entity']['mrr']['micro']:.4f}",
@@ -75,7 +76,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
     add_results_arg(parser)
     args = parser.parse_args()
     apply_common_args(args)
