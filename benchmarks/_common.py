@@ -59,15 +59,22 @@ def add_results_arg(parser) -> None:
                              "(atomically; benchmarks/tables.py renders benchmarks/results/<script>.json)")
 
 
-def add_common_args(parser) -> None:
+def add_run_args(parser) -> None:
+    """``--out`` (:func:`add_results_arg`), ``--data-dir`` and ``--threads`` (:func:`apply_common_args`)."""
     add_results_arg(parser)
     parser.add_argument("--data-dir", default=None,
-                        help="folder that holds wikipedia/ml_wikipedia.txt (default: $TGEVAL_DATA_DIR, "
+                        help="the datasets folder, which holds wikipedia/ml_wikipedia.txt (default: $TGEVAL_DATA_DIR, "
                              "else ../shared/datasets)")
-    parser.add_argument("--repeat", type=int, default=3, help="timed repetitions; the best is reported")
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch intra-op threads (default 1: the baselines are single-threaded Python, and "
-                             "on a small shared machine extra OpenMP threads make per-batch timings erratic)")
+                        help="torch intra-op threads, and OMP_NUM_THREADS of the commands a script runs (default 1: "
+                             "the baselines are single-threaded Python, and on a small shared machine extra OpenMP "
+                             "threads make per-batch timings erratic)")
+
+
+def add_common_args(parser) -> None:
+    """:func:`add_run_args` and ``--repeat`` (timed repetitions)."""
+    add_run_args(parser)
+    parser.add_argument("--repeat", type=int, default=3, help="timed repetitions; the best is reported")
 
 
 def apply_common_args(args) -> None:

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
-from _common import add_results_arg, apply_common_args, have_dataset, print_header, print_table, save_results
+from _common import add_run_args, apply_common_args, have_dataset, print_header, print_table, save_results
 
 from tgeval.data.datasets import DATASET_FILES, dataset_path
 
@@ -52,10 +52,7 @@ def sigma_cell(report: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_results_arg(parser)
-    parser.add_argument("--data-dir", default=None,
-                        help="the datasets folder (default: $TGEVAL_DATA_DIR, else ../shared/datasets)")
-    parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of each command (default 1)")
+    add_run_args(parser)
     args = parser.parse_args()
     apply_common_args(args)
     print_header("Static degree bias on the shared datasets (tgeval static)")

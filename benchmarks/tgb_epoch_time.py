@@ -35,7 +35,7 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import numpy as np
 import torch
-from _common import add_results_arg, apply_common_args, have_dataset, print_header, print_table, save_results
+from _common import add_run_args, apply_common_args, have_dataset, print_header, print_table, save_results
 from bench_tgn_train import PygRecipeTGN, with_zero_message
 from reproduce_tgb import NAME, tgb_negatives, tgb_numbered
 from tgb_leaderboard import BATCH_SIZE, LEARNING_RATE, RECIPES
@@ -103,11 +103,7 @@ def tgeval_epoch(data: TemporalData, split, val: Segment, seed: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_results_arg(parser)
-    parser.add_argument("--data-dir", default=None,
-                        help="folder that holds wikipedia/ml_wikipedia.txt (default: $TGEVAL_DATA_DIR, else "
-                             "../shared/datasets)")
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
+    add_run_args(parser)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--val-events", type=int, default=None, help="time only the first N validation events")
     parser.add_argument("--work", type=Path, default=Path("runs/tgb"), help="folder of TGB's negatives files")
