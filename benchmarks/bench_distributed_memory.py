@@ -200,8 +200,8 @@ def main() -> None:
         print_table(["fixed cost", "ranks", "peak GiB (each process)"], fixed,
                     title=f"Fixed costs: each rank's peak on a {args.tiny:,}-event file (start-up, torch)")
     print("B/event: (rank's peak - the same rank's peak on the tiny file) / (events - the tiny file's events); "
-          "B/item: (rank's peak at the "
-          "large catalog - at the stream's own) / added items; MRR asserted identical across ranks")
+          "B/item: (rank's peak at the large catalog - at the stream's own) / added items; MRR asserted identical "
+          "across ranks")
     save_results(args)
 
 

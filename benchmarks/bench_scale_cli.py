@@ -124,8 +124,7 @@ def main() -> None:
             full = run(name, files["full"], tmp / "full", args.threads)
             per_event = bytes_per_event(full["peak_mib"] * 2**20, tiny["peak_mib"] * 2**20, args.events, args.tiny)
             runs.append({"name": name, "events": args.events, "tiny_events": args.tiny, "threads": args.threads,
-                         "tiny": tiny, "run": full,
-                         "bytes_per_event": per_event})
+                         "tiny": tiny, "run": full, "bytes_per_event": per_event})
             rows.append([name, f"{args.events:,}", args.threads, f"{full['seconds']:.0f}",
                          f"{full['peak_mib'] / 1024:.2f}", f"{tiny['peak_mib'] / 1024:.2f}", f"{per_event:.0f}"])
             print(json.dumps(runs[-1]), flush=True)

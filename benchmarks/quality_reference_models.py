@@ -348,16 +348,17 @@ def others_part(args: argparse.Namespace, report: Report) -> None:
                                                  and m["ap"]["per_batch_mean"] > random_ap + 0.1)
                 result[protocol] = {"val": metrics_of(v), "test": m}
                 rows.append([DATASET_LABELS[name], label, protocol, fmt(fits[-1]["loss"]),
-                             fmt(result[protocol]["val"]["ap"]["per_batch_mean"]), fmt(m["ap"]["per_batch_mean"]), fmt(m["ap"]["global"]), fmt(m["auroc"]["global"]),
-                             fmt(m["all_entity_mrr"]), fmt(m["all_entity_hits@10"]),
-                             "yes" if m["clearly_beats_random"] else "NO"])
+                             fmt(result[protocol]["val"]["ap"]["per_batch_mean"]), fmt(m["ap"]["per_batch_mean"]),
+                             fmt(m["ap"]["global"]), fmt(m["auroc"]["global"]), fmt(m["all_entity_mrr"]),
+                             fmt(m["all_entity_hits@10"]), "yes" if m["clearly_beats_random"] else "NO"])
             result["seconds"] = time.perf_counter() - began
             entry[label] = result
             report.save()
         for label in ("EdgeBank", "random scorer"):
             m = entry[label]
             rows.append([DATASET_LABELS[name], label, "-", "-", "-", fmt(m["ap"]["per_batch_mean"]),
-                         fmt(m["ap"]["global"]), fmt(m["auroc"]["global"]), fmt(m["all_entity_mrr"]), fmt(m["all_entity_hits@10"]), "-"])
+                         fmt(m["ap"]["global"]), fmt(m["auroc"]["global"]), fmt(m["all_entity_mrr"]),
+                         fmt(m["all_entity_hits@10"]), "-"])
         rows.append([DATASET_LABELS[name], "random (analytic MRR)", *["-"] * 6, fmt(analytic), "-", "-"])
         report.save()
     print_table(["data", "model", "protocol", "final loss", "val AP", "test AP (batch mean)", "test AP (global)",

@@ -53,6 +53,7 @@ OPENER = re.compile(r"^<!-- table:(?P<name>[\w-]+)(?::\d+)? -->$", re.M)
 class TableError(ValueError):
     """A marker or a results file that cannot be rendered; the message names the problem and the fix."""
 
+
 # tgb_leaderboard.py's model names, as the table prints them.
 LEADERBOARD_LABELS = {
     "tgn": "TGN",

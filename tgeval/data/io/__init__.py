@@ -48,9 +48,9 @@ Parsing needs only numpy, on two paths that give the same arrays, ``info`` and e
   parsers and Python read alike) and gives up at the first doubt: an error that names a line, text ids,
   ``time_format``, whitespace-only lines in delimited files, fractional times longer than 15 characters (exact
   decimals are then needed to count merged times), ... In numpy's blocks (every block without pandas, and
-  those pandas turns down), plain decimals (at most 15 digits, no exponent) are read as integers and divided by their power of ten, exactly as Python's ``float``; other fractions
-  go through numpy's slower correctly rounded parser (``benchmarks/bench_read.py`` compares the readers with
-  pandas' own);
+  those pandas turns down), plain decimals (at most 15 digits, no exponent) are read as integers and divided
+  by their power of ten, exactly as Python's ``float``; other fractions go through numpy's slower correctly
+  rounded parser (``benchmarks/bench_read.py`` compares the readers with pandas' own);
 * the exact path then reads the file as text, field by field, accepts what Python's ``int`` and
   ``float`` accept and names the file, line and fix of every error.
 
