@@ -195,8 +195,7 @@ def save_results(args, **extra) -> None:
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-    if not extra:
-        print(f"results : {out}")
+    print(f"results : {out}")
 
 
 def bytes_per_event(peak: float, tiny_peak: float, events: int, tiny_events: int) -> float:

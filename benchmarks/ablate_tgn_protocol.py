@@ -39,7 +39,7 @@ from typing import Callable
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import add_results_arg, load_wikipedia, print_header, print_table, save_results
+from _common import add_run_args, apply_common_args, load_wikipedia, print_header, print_table, save_results
 from bench_tgn_train import BATCH_SIZE, LR, NUM_NEIGHBORS, WIDTH, PygRecipeTGN, num_nodes_of, range_catalog, \
     with_zero_message
 from torch import Tensor
@@ -90,11 +90,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     parser.add_argument("--variants", default=",".join([*VARIANTS, "tgeval TGN"]))
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--data-dir", default=None)
-    add_results_arg(parser)
+    add_run_args(parser)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    apply_common_args(args)
     print_header("TGN rebuilt-protocol ablation on Wikipedia")
     raw, how = load_wikipedia(args.data_dir)
     data = with_zero_message(raw)

@@ -20,7 +20,7 @@ import argparse
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import DATASET_LABELS, add_results_arg, apply_common_args, print_header, print_table, save_results
+from _common import DATASET_LABELS, add_run_args, apply_common_args, print_header, print_table, save_results
 
 from tgeval import build_catalog, chronological_split, evaluate, warm_up
 from tgeval.data.datasets import load_dataset
@@ -70,14 +70,11 @@ def rows_for(name: str, epochs: int, seed: int, lr: float) -> list[list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", default=None, help="folder of the shared datasets (default: $TGEVAL_DATA_DIR, "
-                                                         "else ../shared/datasets)")
     parser.add_argument("--datasets", default="uci,wikipedia")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
-    add_results_arg(parser)
+    add_run_args(parser)
     args = parser.parse_args()
     apply_common_args(args)
     print_header("All-entity MRR against the batch size (test segment, online, 'train' catalog)")

@@ -24,7 +24,8 @@ import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import DATASET_LABELS, MODEL_LABELS, add_results_arg, print_header, print_table, save_results
+from _common import (DATASET_LABELS, MODEL_LABELS, add_run_args, apply_common_args, print_header, print_table,
+                     save_results)
 from bench_tgn_train import num_nodes_of, with_zero_message
 
 from tgeval import build_catalog, chronological_split
@@ -52,10 +53,9 @@ def main() -> None:
     parser.add_argument("--datasets", default="uci,wikipedia")
     parser.add_argument("--models", default="tgn,dyrep,graphmixer")
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    add_results_arg(parser)
+    add_run_args(parser)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    apply_common_args(args)
     print_header("The membership intervention on real data")
     runs: dict = {}
     summary = []

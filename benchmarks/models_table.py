@@ -31,7 +31,8 @@ import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import DATASET_LABELS, MODEL_LABELS, add_results_arg, print_header, print_table, save_results
+from _common import (DATASET_LABELS, MODEL_LABELS, add_run_args, apply_common_args, print_header, print_table,
+                     save_results)
 from bench_tgn_train import BATCH_SIZE, LR, num_nodes_of
 
 from tgeval import build_catalog, chronological_split, evaluate, replay
@@ -40,7 +41,6 @@ from tgeval.models import registry
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import train_epoch
-
 
 
 def prepared(dataset: str):
@@ -104,10 +104,9 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--negatives", type=int, default=20, help="K of tgeval's sampled metrics")
-    parser.add_argument("--threads", type=int, default=1)
-    add_results_arg(parser)
+    add_run_args(parser)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    apply_common_args(args)
     print_header("Reference models: the reference protocol beside tgeval's, over seeds")
     seeds = [int(s) for s in args.seeds.split(",")]
     runs_by_name: dict = {}
@@ -135,8 +134,7 @@ def main() -> None:
                  f"sampled MRR (K = {args.negatives}), tgeval's", "all-entity MRR, tgeval's", "training events/s"],
                 rows, title=protocol)
     save_results(args, epochs=args.epochs, negatives=args.negatives, runs=runs_by_name)
-    if args.out is not None:
-        print(f"results : {args.out}")
+
 
 if __name__ == "__main__":
     main()

@@ -51,7 +51,7 @@ from typing import Any
 
 import _common  # puts the repository root on sys.path
 import torch
-from _common import DATASET_LABELS, add_results_arg, print_header, print_table, save_results
+from _common import DATASET_LABELS, add_run_args, apply_common_args, print_header, print_table, save_results
 from bench_tgn_train import (
     BATCH_SIZE,
     LR,
@@ -378,10 +378,7 @@ def others_part(args: argparse.Namespace, report: Report) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", default=None,
-                        help="folder that holds wikipedia/ and uci/ (default: $TGEVAL_DATA_DIR, else ../shared/datasets)")
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
-    add_results_arg(parser)
+    add_run_args(parser)
     parser.add_argument("--recipe", action="store_true",
                         help="also train and evaluate the PyG-recipe loop (bench_tgn_train.PygRecipeTGN)")
     parser.add_argument("--epochs", type=int, default=3, help="TGN epochs (part i, default 3)")
@@ -392,9 +389,7 @@ def main() -> None:
                         help="datasets of part (ii)")
     parser.add_argument("--seed", type=int, default=0, help="torch seed of the models and of the negatives")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    if args.data_dir is not None:
-        os.environ["TGEVAL_DATA_DIR"] = os.path.abspath(args.data_dir)
+    apply_common_args(args)
     print_header("Quality of the reference models (TGN vs. PyG recipe; DyRep, GraphMixer vs. EdgeBank and random)")
     report = Report(args)
     print(f"commit  : {report.data['git_commit']}")

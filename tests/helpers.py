@@ -154,4 +154,3 @@ def fake_distribution(folder, module: str, source: str, group: str, entry: str) 
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(f"[{group}]\n{entry} = {module}\n")
     return info / "entry_points.txt"
-
