@@ -97,6 +97,21 @@ def have_dataset(name: str) -> bool:
     return True
 
 
+def required_dataset(name: str) -> Path:
+    """The file of the shared dataset ``name`` (:func:`tgeval.data.datasets.dataset_path`).
+
+    Raises:
+        SystemExit: it is not there (the message names the file and how to give the folder).
+    """
+    from tgeval.data.datasets import dataset_path
+    from tgeval.errors import InputPathError
+
+    try:
+        return dataset_path(name)
+    except InputPathError as error:
+        raise SystemExit(f"{error} (benchmarks: --data-dir DIR)") from None
+
+
 def command_line() -> str:
     """The exact command line that ran this script."""
     return " ".join(shlex.quote(a) for a in [Path(sys.executable).name] + sys.argv)

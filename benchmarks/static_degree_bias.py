@@ -21,9 +21,9 @@ import tempfile
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
-from _common import add_run_args, apply_common_args, have_dataset, print_header, print_table, save_results
+from _common import add_run_args, apply_common_args, print_header, print_table, required_dataset, save_results
 
-from tgeval.data.datasets import DATASET_FILES, dataset_path
+from tgeval.data.datasets import DATASET_FILES
 
 #: (row label, dataset, the command's options after the file)
 ROWS = (
@@ -58,9 +58,7 @@ def main() -> None:
     print_header("Static degree bias on the shared datasets (tgeval static)")
     rows = []
     for label, name, arguments in ROWS:
-        if not have_dataset(name):
-            sys.exit(f"{name} is not in the datasets folder (--data-dir or $TGEVAL_DATA_DIR)")
-        path = dataset_path(name)
+        path = required_dataset(name)
         with tempfile.TemporaryDirectory() as folder:
             report = static_report(path, arguments, args.threads, Path(folder))
         shown = f"../shared/datasets/{DATASET_FILES[name]}"

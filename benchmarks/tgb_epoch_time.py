@@ -35,7 +35,7 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import numpy as np
 import torch
-from _common import add_run_args, apply_common_args, have_dataset, print_header, print_table, save_results
+from _common import add_run_args, apply_common_args, print_header, print_table, save_results
 from bench_tgn_train import PygRecipeTGN, with_zero_message
 from reproduce_tgb import NAME, tgb_negatives, tgb_numbered
 from tgb_leaderboard import BATCH_SIZE, LEARNING_RATE, RECIPES
@@ -110,9 +110,6 @@ def main() -> None:
     args = parser.parse_args()
     apply_common_args(args)
     print_header("One epoch of TGN with TGB's recipe on tgbl-wiki: TGB's example loop against tgeval")
-    if not have_dataset("wikipedia"):
-        raise SystemExit("wikipedia/ml_wikipedia.txt not found: pass --data-dir or set TGEVAL_DATA_DIR")
-    args.work.mkdir(parents=True, exist_ok=True)
     data = with_zero_message(tgb_numbered())
     split = TGB.split(data)
     files = tgb_negatives(data, split, args.work)

@@ -27,9 +27,8 @@ import tempfile
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
-from _common import add_run_args, apply_common_args, have_dataset, print_header, print_table, save_results
+from _common import add_run_args, apply_common_args, print_header, print_table, required_dataset, save_results
 
-from tgeval.data.datasets import dataset_path
 
 #: (row label, model and its options under ``--preset tgb``, under tgeval's own protocol or ``None``,
 #: TGB's leaderboard figure or "")
@@ -74,9 +73,7 @@ def main() -> None:
     args = parser.parse_args()
     apply_common_args(args)
     print_header("EdgeBank and the heuristics on tgbl-wiki, TGB's protocol beside tgeval's")
-    if not have_dataset("wikipedia"):
-        sys.exit("the Wikipedia file is not in the datasets folder (--data-dir or $TGEVAL_DATA_DIR)")
-    path = dataset_path("wikipedia")
+    path = required_dataset("wikipedia")
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for label, preset, own, leaderboard in ROWS:

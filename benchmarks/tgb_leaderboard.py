@@ -65,7 +65,7 @@ from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
-from _common import apply_common_args, command_line, have_dataset, print_header, print_table
+from _common import apply_common_args, command_line, print_header, print_table
 from reproduce_tgb import tgb_numbered
 from torch_geometric.data import TemporalData
 
@@ -205,8 +205,6 @@ def main() -> None:
         parser.error(f"--max-events must be >= 10 (three non-empty segments), got {args.max_events}")
     apply_common_args(args)
     print_header("TGB's recipes on tgbl-wiki (rebuilt from the shared Wikipedia file), tested under --preset tgb")
-    if not have_dataset("wikipedia"):
-        raise SystemExit("wikipedia/ml_wikipedia.txt not found: pass --data-dir or set TGEVAL_DATA_DIR")
     data = tgbl_wiki(args.max_events)
     split = TGB.split(data)
     num_nodes = int(max(data.src.max(), data.dst.max())) + 1
