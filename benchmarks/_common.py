@@ -112,6 +112,14 @@ def required_dataset(name: str) -> Path:
         raise SystemExit(f"{error} (benchmarks: --data-dir DIR)") from None
 
 
+def command_env(threads: int) -> dict[str, str]:
+    """The environment of a measured command: ``OMP_NUM_THREADS`` set to ``threads`` and no
+    ``TGEVAL_CACHE_DIR`` (every command reads the text file)."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    env.pop("TGEVAL_CACHE_DIR", None)
+    return env
+
+
 def command_line() -> str:
     """The exact command line that ran this script."""
     return " ".join(shlex.quote(a) for a in [Path(sys.executable).name] + sys.argv)

@@ -43,9 +43,9 @@ from pathlib import Path
 
 import _common
 import torch
-from _common import add_results_arg, bytes_per_event, print_header, print_table, save_results
+from _common import add_results_arg, bytes_per_event, command_env, print_header, print_table, save_results
 from bench_scale import NODES
-from bench_scale_cli import MEASURE, command_env, peak_bytes, write_snap
+from bench_scale_cli import MEASURE, peak_bytes, write_snap
 
 SETTINGS = {
     "EdgeBank, all-entity": ["--model", "edgebank", "--negatives", "0", "--all-entity"],

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -32,7 +31,7 @@ import time
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
-from _common import bytes_per_event, command_line, print_header, print_table
+from _common import bytes_per_event, command_env, command_line, print_header, print_table
 from bench_scale import NODES, flight_like
 
 from tgeval.atomic import write_atomic
@@ -57,14 +56,6 @@ COMMANDS = {
 def peak_bytes(stderr: str) -> int:
     """The peak resident memory (bytes) that :data:`MEASURE` printed as the last line of ``stderr``."""
     return int(stderr.strip().splitlines()[-1].removeprefix("peak KiB ")) * 1024
-
-
-def command_env(threads: int) -> dict[str, str]:
-    """The environment of a measured command: ``OMP_NUM_THREADS`` set to ``threads`` and no
-    ``TGEVAL_CACHE_DIR`` (every command reads the text file)."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    env.pop("TGEVAL_CACHE_DIR", None)
-    return env
 
 
 def write_snap(path: Path, num_events: int, chunk: int = 2**21) -> float:

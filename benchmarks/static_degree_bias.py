@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
-from _common import add_run_args, apply_common_args, print_header, print_table, required_dataset, save_results
+from _common import (add_run_args, apply_common_args, command_env, print_header, print_table, required_dataset,
+                     save_results)
 
 from tgeval.data.datasets import DATASET_FILES
 
@@ -37,8 +37,7 @@ ROWS = (
 def static_report(path: Path, arguments: list[str], threads: int, folder: Path) -> dict:
     """``static.json`` of ``tgeval static path ARGUMENTS --out folder``."""
     command = [sys.executable, "-m", "tgeval", "static", str(path), *arguments, "--out", str(folder)]
-    subprocess.run(command, check=True, env={**os.environ, "OMP_NUM_THREADS": str(threads)},
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(command, check=True, env=command_env(threads), stdout=subprocess.DEVNULL)
     return json.loads((folder / "static.json").read_text(encoding="utf-8"))
 
 

@@ -125,9 +125,10 @@ def main() -> None:
                      f"{(tgb['train_seconds'] + tgb['val_seconds']) / epoch:.1f}x", f"{run['val_mrr']:.4f}"])
     print_table(["loop", "train s", "train events/s", "validation s", "validation events/s", "epoch s",
                  "epoch, TGB's / this", "validation MRR"], rows,
-                title=f"One epoch (training {split.train.num_events:,} events, then validation over "
-                      f"{val.num_events:,} events against every page), seed {args.seed}, "
-                      f"{torch.get_num_threads()} torch thread(s).")
+                title=f"One epoch: training on {split.train.num_events:,} events, then validation over "
+                      f"{val.num_events:,} events from the state training left (TGB's loop: against its file's 999 "
+                      f"negatives per event; tgeval: every page of the range catalog); MRR micro, average ties; "
+                      f"seed {args.seed}, {torch.get_num_threads()} torch thread(s).")
     save_results(args, runs=runs)
 
 

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
-from _common import add_run_args, apply_common_args, print_header, print_table, required_dataset, save_results
+from _common import (add_run_args, apply_common_args, command_env, print_header, print_table, required_dataset,
+                     save_results)
 
 
 #: (row label, model and its options under ``--preset tgb``, under tgeval's own protocol or ``None``,
@@ -60,8 +60,7 @@ def test_mrr(path: Path, arguments: list[str], threads: int, folder: Path) -> fl
     out = folder / "result.json"
     command = [sys.executable, "-m", "tgeval", "evaluate", str(path), "--format", "snap", *arguments,
                "--out", str(out)]
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(command, check=True, env=command_env(threads), stdout=subprocess.DEVNULL)
     mrr = json.loads(out.read_text(encoding="utf-8"))["metrics"]["all_entity"]["mrr"]["micro"]
     out.unlink()
     return mrr
