@@ -81,10 +81,13 @@ def main() -> None:
     rows = []
     for name in args.datasets.split(","):
         rows += rows_for(name, args.epochs, args.seed, args.lr)
-    print(f"TGN: {args.epochs} epoch(s) of training at batch {TRAIN_BATCH}, state before the test segment built at "
-          f"batch {TRAIN_BATCH}, then the test segment replayed at each batch size from that state")
     print_table(["data", "batch size", "batches", "TGN stale events", "TGN MRR", "EdgeBank exact",
-                 "EdgeBank batch"], rows)
+                 "EdgeBank batch"], rows,
+                title=f"TGN: {args.epochs} epoch(s) of training at batch {TRAIN_BATCH}, the state before the test "
+                      f"segment built at batch {TRAIN_BATCH}, then the test segment replayed online at each batch size "
+                      f"from that state; MRR: all-entity over the 'train' catalog, average ties, micro (mean over "
+                      f"events); EdgeBank with exact and with batch history; seed {args.seed}, "
+                      f"{torch.get_num_threads()} torch thread(s).")
     save_results(args)
 
 
