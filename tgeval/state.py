@@ -56,14 +56,14 @@ from torch.nn.utils.weight_norm import WeightNorm
 from torch_geometric.data.data import BaseData
 from torch_geometric.nn.models.tgn import LastNeighborLoader, TGNMemory
 
-from tgeval.errors import HiddenStateError, LeakageError
+from tgeval.errors import HiddenStateError, LeakageError, ModelCapabilityError
 from tgeval.rng import GOLDEN_GAMMA, MIX_MULTIPLIERS
 
 __all__ = ["State", "Stateful", "StateAdapter", "Part", "register_state_adapter", "state_adapter", "state_parts",
            "state_buffer_names", "parameters_of", "load_parameters", "snapshot_of", "restore_into",
            "initial_buffers", "reset_of", "clone_state", "first_difference",
            "checksum", "no_state_change", "scratch_names", "trained_buffers", "checked_update",
-           "checked_reset"]
+           "checked_reset", "detach_history", "restore_detached"]
 
 State = dict[str, Any]
 
@@ -374,6 +374,81 @@ def restore_into(model: nn.Module, state: State) -> None:
             part.adapter.load(part.obj, saved)  # type: ignore[union-attr]
         else:
             part.obj.restore(saved)
+
+
+def detach_history(model: nn.Module) -> None:
+    """Cut every link from the model's state to autograd graphs already built; no value changes.
+
+    Every registered buffer of every submodule, and every tensor held by a discovered adapter's live state
+    (PyG's ``TGNMemory``: memory, last updates, message stores), that carries a graph (``grad_fn``) is detached:
+    in place where it can be (its identity kept), else replaced in its holder (a buffer, a ``dict`` or ``list``
+    entry, a tuple rebuilt there). The engine calls it after every reset, restore and mode switch
+    (:func:`checked_reset`, :func:`restore_detached`, :meth:`~tgeval.models.base.TemporalLinkModel.train`, which
+    also ends every training epoch), so no state that tgeval resets, restores or carries between epochs,
+    validation and evaluation ever makes a later ``backward`` run through an old graph (PyG's ``TGNMemory``
+    applies its pending messages with autograd when switched to eval mode; ``reset_state`` zeroes its memory in
+    place, keeping the graph).
+
+    Raises:
+        ModelCapabilityError: a graph-carrying tensor that is a view held directly by an object, which cannot be
+            detached in place nor replaced: detach it in the model (``detach_state()``).
+    """
+    for module in model.modules():
+        for name, buffer in module._buffers.items():
+            if buffer is not None and buffer.grad_fn is not None:
+                if buffer._is_view():
+                    module._buffers[name] = buffer.detach()
+                else:
+                    buffer.detach_()
+    for part in state_parts(model):
+        if part.kind == "adapter":
+            _detach_nested(part.live())
+            left = _graph_in(part.live(), part.path or "model")  # read again: a replaced copy in a fresh view
+            if left is not None:
+                raise ModelCapabilityError(
+                    f"{type(model).__name__}'s state `{left}` holds an autograd graph that tgeval cannot cut (a view "
+                    f"held by the object itself): detach it in the model, in a `detach_state()` method or in the "
+                    f"adapter's `load` and `reset`.")
+
+
+def _detach_nested(value: Any) -> Any:
+    """``value`` with no tensor carrying a graph: tensors detached in place (a view: a detached copy returned),
+    ``dict`` and ``list`` entries replaced, plain tuples rebuilt where an element changed."""
+    if isinstance(value, Tensor):
+        if value.grad_fn is None:
+            return value
+        return value.detach() if value._is_view() else value.detach_()
+    if isinstance(value, (dict, list)):
+        for key, item in list(value.items() if isinstance(value, dict) else enumerate(value)):
+            new = _detach_nested(item)
+            if new is not item:
+                value[key] = new
+    elif type(value) is tuple:
+        items = tuple(_detach_nested(item) for item in value)
+        if any(a is not b for a, b in zip(items, value)):
+            return items
+    return value
+
+
+def _graph_in(value: Any, path: str) -> Optional[str]:
+    """The path of the first tensor of a nested state that still carries an autograd graph, or ``None``."""
+    if isinstance(value, Tensor):
+        return path if value.grad_fn is not None else None
+    if isinstance(value, Mapping):
+        items: Any = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    return next((found for key, item in items if (found := _graph_in(item, f"{path}.{key}")) is not None), None)
+
+
+def restore_detached(model: Any, state: State) -> None:
+    """``model.restore(state)``, then :func:`detach_history`: a restore that copies into tensors carrying a
+    graph (``copy_``) leaves none in the state. The engine restores every snapshot through it."""
+    model.restore(state)
+    if isinstance(model, nn.Module):
+        detach_history(model)
 
 
 def initial_buffers(model: nn.Module) -> State:
@@ -806,8 +881,10 @@ def checked_update(model: Any, batch: Any) -> None:
 
 
 def checked_reset(model: Any) -> None:
-    """``model.reset_state()``, checked as :func:`checked_update`: a ``reset_state`` that clears a
-    plain attribute shows state that ``snapshot`` and ``restore`` would not carry."""
+    """``model.reset_state()``, checked as :func:`checked_update` (a ``reset_state`` that clears a plain
+    attribute shows state that ``snapshot`` and ``restore`` would not carry), then :func:`detach_history`."""
     before = _hidden(model)
     model.reset_state()
     _check_hidden(model, before, "reset_state")
+    if isinstance(model, nn.Module):
+        detach_history(model)  # a reset in place (PyG's memory zeroed) keeps the graph it had

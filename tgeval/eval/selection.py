@@ -14,6 +14,7 @@ from tgeval.errors import ProtocolError, SplitError
 from tgeval.eval.engine import evaluate, warm_up
 from tgeval.models.base import TemporalLinkModel
 from tgeval.protocol import Protocol
+from tgeval.state import restore_detached
 
 __all__ = ["segment_duration", "default_windows", "select_window"]
 
@@ -62,7 +63,7 @@ def select_window(make_model: Callable[[Optional[float]], TemporalLinkModel], da
     scores = []
     for window in windows:
         model = make_model(window)
-        model.restore(start_state)
+        restore_detached(model, start_state)
         result = evaluate(model, data, validation, Protocol(ties=ties, batch_size=batch_size, warm=False),
                           catalog=catalog, check_state=False)
         scores.append(result.metrics["all_entity"]["mrr"]["micro"])

@@ -18,7 +18,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.errors import ModelCapabilityError, ModelConfigError, ProtocolError, TemporalDataError
-from tgeval.state import State, initial_buffers, reset_of, restore_into, snapshot_of
+from tgeval.state import State, detach_history, initial_buffers, reset_of, restore_into, snapshot_of
 
 __all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer", "scores_pair_by_pair",
            "time_store", "check_node_ids"]
@@ -224,6 +224,15 @@ class TemporalLinkModel(nn.Module):
         :meth:`score` would give.
         """
         return None
+
+    def train(self, mode: bool = True) -> "TemporalLinkModel":
+        """Set the training mode (``eval()`` is ``train(False)``) without gradients, then
+        :func:`~tgeval.state.detach_history`: a module that computes on the switch leaves no autograd graph
+        in the state (PyG's ``TGNMemory`` applies its pending messages when it enters eval mode)."""
+        with torch.no_grad():
+            super().train(mode)
+        detach_history(self)
+        return self
 
     # -- state ------------------------------------------------------------------------
     def update(self, batch: TemporalData) -> None:

@@ -52,7 +52,7 @@ from tgeval.eval.result import json_safe
 from tgeval.models import registry
 from tgeval.models.neural import NeuralLinkModel
 from tgeval.provenance import versions
-from tgeval.state import State, load_parameters, parameters_of
+from tgeval.state import State, load_parameters, parameters_of, restore_detached
 
 __all__ = ["Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "seed_all",
            "rng_state", "set_rng_state", "full_disk_refused", "resume_advice"]
@@ -387,7 +387,7 @@ def load_checkpoint(
                               f"config, or start a fresh run.")
     model.train(payload.get("state_training", True))  # the mode the state was taken in (tgeval's models: no effect)
     load_parameters(model, payload["parameters"])
-    model.restore(payload["state"])
+    restore_detached(model, payload["state"])
     model.eval()
     if payload.get("as_built", False):  # optional: older files lack it
         model.mark_as_built()
