@@ -28,6 +28,17 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 PYG_MODELS_PAGE = README.parent / "docs" / "guide" / "pyg-models.md"
 
 
+def guide_models() -> dict:
+    """The model and config classes the guide's *Your own PyG model* defines (``PygTGN`` and its variants
+    ``GatedMeanTGN`` and ``MemoryOnly``), from the blocks that define them, run in order in one namespace."""
+    namespace: dict = {"__name__": "guide_models"}
+    for i, code in enumerate(python_blocks(PYG_MODELS_PAGE)):
+        if "\nclass " in f"\n{code}":
+            exec(compile(code, f"{PYG_MODELS_PAGE}:block{i + 1}", "exec"), namespace)
+    return {name: value for name, value in namespace.items() if isinstance(value, type)
+            and value.__module__ == "guide_models"}
+
+
 def readme_pyg_tgn():
     """The classes ``PygTGN`` and ``PygTGNConfig`` of the guide's *Your own PyG model*
     (``docs/guide/pyg-models.md``), run from the block that defines them."""
