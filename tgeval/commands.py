@@ -34,6 +34,7 @@ from tgeval.diagnostics.cli import diagnose, format_summary
 from tgeval.diagnostics.comparison import compare, format_compare
 from tgeval.diagnostics.membership import membership_factorial
 from tgeval.distributed import init_from_env, is_main, local_device
+from tgeval.eval.display import format_number, format_table, metric_names, protocol_line, protocol_lines, summary
 from tgeval.eval.engine import evaluate
 from tgeval.eval.result import Result
 from tgeval.eval.selection import segment_duration, select_window
@@ -45,13 +46,13 @@ from tgeval.models.neural import message_dim
 from tgeval.options import typed_options
 from tgeval.presets import TGB
 from tgeval.protocol import DEFAULT_NEGATIVES, Protocol
-from tgeval.report import format_number, format_table, protocol_line, protocol_lines, write_report
+from tgeval.report import write_report
 from tgeval.samplers import FixedNegativeSampler, UniformSampler, from_spec
 from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.static.gnn import GNNConfig, train_link_gnn
 from tgeval.static.graph import static_graph
 from tgeval.training.checkpoint import full_disk_refused, load_checkpoint, seed_all
-from tgeval.training.fitting import (Checkpointing, Validation, check_new_run, default_val_sampler, fit,
+from tgeval.training.fitting import (Checkpointing, Validation, check_new_run, default_val_sampler, epoch_line, fit,
                                      validation_history)
 from tgeval.training.train import train_epoch
 
@@ -151,12 +152,6 @@ def _measure(model: TemporalLinkModel, data: TemporalData, segment: Segment, pro
     return result
 
 
-def _metric_names(result: Result) -> str:
-    """The printed table's MRR columns, each named with its protocol (:meth:`Result.metric_name`)."""
-    return "metrics: " + "; ".join(f"{column} = {result.metric_name(part, 'mrr')}" for column, part in (
-        ("sampled MRR", "sampled"), ("all-ent MRR", "all_entity")) if part in result.metrics)
-
-
 def _fixed_width(sampler: FixedNegativeSampler, negatives: Optional[int], spec: str) -> FixedNegativeSampler:
     """``--negatives`` of a fixed-negatives file: every stored column (or the ``num_negatives`` of ``--sampler``)
     unless given, fewer when given."""
@@ -249,9 +244,7 @@ def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
                                  "bipartite": info.bipartite, "sorted_on_read": info.sorted_on_read,
                                  "num_duplicates": info.num_duplicates, "duplicates": info.duplicates,
                                  "num_merged_times": info.num_merged_times, "parser": info.parser}
-    print(protocol_line(result))
-    print(_metric_names(result))
-    print(format_table([(label, result)]))
+    print(summary(result, label))
     result.performance["command"] = timeline  # written as its snapshot when the result is saved
     with progress.phase("write"):
         if args.out:  # with --save-events, one pair: the JSON names the CSV and its sha256 (`tgeval compare` reads it)
@@ -346,7 +339,7 @@ def _run(args: argparse.Namespace, out: Path) -> None:
         rows.append((name, result))
     if args.tgn_epochs > 0:
         rows.append(("tgn", _run_tgn(args, data, split, catalog, num_nodes, description, out, protocol)))
-    table = format_table(rows) + "\n" + protocol_lines(rows) + "\n" + _metric_names(rows[0][1])
+    table = format_table(rows) + "\n" + protocol_lines(rows) + "\n" + metric_names(rows[0][1])
     print()
     print(table)
     coverage = rows[0][1].metrics["all_entity"]["coverage"]
@@ -382,20 +375,12 @@ def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog
     print(f"training TGN for {args.tgn_epochs} epoch(s) on the training segment ...", file=sys.stderr)
     fit(model, data, split, sampler=UniformSampler(catalog), loss="bce",
         optimizer=torch.optim.Adam(model.parameters(), lr=1e-4), epochs=args.tgn_epochs, batch_size=args.batch_size,
-        seed=args.seed, on_epoch=lambda record: print(
-            f"  epoch {record['epoch']}: loss {record['loss']:.4f}, {_val_line(record, ('ap',))} "
-            f"({record['events_per_second']:.0f} training events/s)", file=sys.stderr))
+        seed=args.seed, verbose=False,
+        on_epoch=lambda record: print(f"  {epoch_line(record, ('ap',))}", file=sys.stderr))
     result = _measure(model, data, split.test, protocol, description, split, progress.StderrProgress("tgn"),
                       sampler=UniformSampler(catalog), catalog=catalog)
     result.save(out / "tgn.json", events=out / "tgn.csv")
     return result
-
-
-def _val_line(record: dict, metrics: Sequence[str]) -> str:
-    """``validation AP (K=1, uniform) 0.7441  ...``: ``metrics`` of a :func:`~tgeval.training.fitting.fit` epoch record,
-    named with their protocol (its ``val_names``); undefined ones left out."""
-    return "validation " + "  ".join(f"{record['val_names'][name]} {record['val'][name]:.4f}" for name in metrics
-                                     if record["val"].get(name) is not None)
 
 
 #: train options for the neural models only (with their config fields, :func:`~tgeval.cli.hyperparameter_flags`)
@@ -440,17 +425,13 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
     lr = 1e-4 if args.lr is None else args.lr  # PyG's TGN recipe
     all_entity = VAL_METRICS[args.val_metric][0] == "all_entity"
 
-    def report(record: dict) -> None:
-        print(f"epoch {record['epoch']}: loss {record['loss']:.4f}  {_val_line(record, record['val'])}"
-              f"{'  (best)' if record['improved'] else ''}  ({record['events_per_second']:.0f} events/s)")
-
     validation = Validation(metric=args.val_metric, negatives=args.val_negatives,
                             catalog=catalog if all_entity else None, state=args.val_state or "rebuilt")
     training = fit(model, data, split, sampler=sampler, loss=args.loss,
                    optimizer=torch.optim.Adam(model.parameters(), lr=lr), epochs=args.epochs, patience=args.patience,
                    batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed,
                    history=args.history or "batch", validation=validation, checkpoints=checkpoints,
-                   spec={"sampler_spec": args.sampler}, on_epoch=report, distributed=distributed,
+                   spec={"sampler_spec": args.sampler}, distributed=distributed,
                    allow_whole_stream=args.allow_whole_stream)
     for kind, entry in (training["checkpoints"] or {}).items():
         print(f"wrote {entry['path']} ({kind})")
@@ -502,9 +483,7 @@ def _train(args: argparse.Namespace, device: torch.device, distributed: bool, ch
                       sampler=default_val_sampler(model, data, split) if args.val_negatives else None,
                       catalog=catalog if model.ranks_all_entities else None, distributed=distributed)
     result.manifest["training"] = training
-    print(protocol_line(result))
-    print(_metric_names(result))
-    print(format_table([(f"{args.model} (trained)", result)]))
+    print(summary(result, f"{args.model} (trained)"))
     if args.out and is_main():
         with full_disk_refused(args.out, "Free space, or give --out on another disk, and run the command again."):
             result.save(args.out)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tgeval.cli import main
+from tgeval.eval.result import Result
 from tgeval.data.synthetic import generate_events
 from tests.helpers import snap_text
 
@@ -36,6 +37,18 @@ def test_evaluate_writes_result_and_events(snap_file, tmp_path, model, capsys):
         rows = list(csv.DictReader(handle))
     assert len(rows) == payload["manifest"]["segment"]["num_events"]
     assert "sampled MRR" in capsys.readouterr().out
+
+
+def test_print_of_a_result_is_what_evaluate_prints(snap_file, tmp_path, capsys):
+    """``print(result)`` (``Result.__str__``) shows the protocol line, the metrics' names and the table of
+    ``tgeval evaluate``, the row labelled with the model's name (the manifest's)."""
+    assert main(["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "5",
+                 "--out", str(tmp_path / "r.json")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    shown = str(Result.load(tmp_path / "r.json")).splitlines()
+    start = printed.index(shown[0])  # the protocol line, after the command's progress
+    assert shown[0].startswith("test segment") and shown[1].startswith("metrics: sampled MRR = MRR (K=5, uniform)")
+    assert len(shown) == 6 and shown == printed[start:start + 6]  # here the command's label is the model's name
 
 
 def test_cache_dir_stores_then_serves_the_arrays_with_the_same_metrics(snap_file, tmp_path, capsys, monkeypatch):

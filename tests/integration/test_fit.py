@@ -402,3 +402,12 @@ def test_the_training_specification_is_unchanged(data):
                     "optimizer": training["optimizer"], "batch_size": 100, "history": "batch", "seed": 3, "epochs": 1,
                     "patience": patience, "validation": validation, **extra}
         assert json.dumps(training) == json.dumps(json_safe(expected))  # the same entries, in the same order
+
+
+def test_fit_prints_a_line_per_epoch_unless_quiet(data, capsys):
+    run(TGN, data, epochs=2)
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["epoch 0", "epoch 1"]
+    assert all("validation AP (K=1, uniform) " in line and " s (training " in line for line in lines)
+    run(TGN, data, epochs=1, verbose=False)
+    assert capsys.readouterr().out == ""

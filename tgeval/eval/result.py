@@ -176,6 +176,13 @@ class Result:
         return metric_name(part, metric, num_negatives=m["protocol"]["num_negatives"], sampler=m["sampler"],
                            catalog=m["catalog"])
 
+    def __str__(self) -> str:
+        """What ``tgeval evaluate`` prints: the protocol line, the metrics' names and the table
+        (:func:`tgeval.eval.display.summary`)."""
+        from tgeval.eval.display import summary  # the display module reads Result: imported when printing
+
+        return summary(self)
+
     def to_dict(self) -> dict:
         """JSON-safe ``manifest``, ``metrics`` and ``performance``; a :class:`~tgeval.progress.Timeline` in
         ``performance`` (the command line's) is written as its :meth:`~tgeval.progress.Timeline.snapshot` now."""

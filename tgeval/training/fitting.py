@@ -22,7 +22,7 @@ import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Optional, Union, cast
+from typing import Callable, Optional, Sequence, Union, cast
 
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
@@ -48,7 +48,7 @@ from tgeval.training.losses import LossFn
 from tgeval.training.train import train_epoch
 
 __all__ = ["fit", "Validation", "Checkpointing", "EarlyStopping", "VAL_METRICS", "val_metrics", "val_names",
-           "validation_history", "check_new_run", "default_val_sampler"]
+           "epoch_line", "validation_history", "check_new_run", "default_val_sampler"]
 
 #: how the training specification records each validation state
 _VAL_STATE_RECORDS = {"rebuilt": "rebuilt (Protocol(warm=True))",
@@ -75,7 +75,7 @@ def check_new_run(folder: Union[str, os.PathLike], *, resume: bool, overwrite: b
 
 #: History entries that measure time, not the model (they differ between identical runs): kept
 #: out of checkpoints (whose bytes are then a function of the run) and written to ``timings.json``.
-TIMING_KEYS = ("seconds", "events_per_second", "val_events_per_second")
+TIMING_KEYS = ("seconds", "events_per_second", "val_seconds", "val_events_per_second")
 TIMINGS_FILE = "timings.json"
 
 
@@ -117,6 +117,22 @@ def val_names(sampler: Optional[NegativeSampler], num_negatives: int, catalog: O
                               catalog=None if catalog is None else catalog.describe())
             for name, (part, metric, _) in VAL_METRICS.items()
             if (part == "sampled" and sampler is not None) or (part == "all_entity" and catalog is not None)}
+
+
+def epoch_line(record: dict, metrics: Optional[Sequence[str]] = None) -> str:
+    """One epoch of :func:`fit` in a line: its loss, each validation metric named with its protocol (the record's
+    ``val_names``, e.g. ``AP (K=1, uniform)``; ``metrics``: those keys only, default all measured), whether it
+    improved, and the time of its training and validation::
+
+        epoch 0: loss 0.6903  validation AP (K=1, uniform) 0.5986  AUROC (K=1, uniform) 0.5776  MRR (K=1, uniform)
+        0.8011  (best)  0.05 s (training 0.04 s, 18,795 events/s; validation 0.01 s)
+    """
+    shown = [name for name in (record["val"] if metrics is None else metrics) if record["val"].get(name) is not None]
+    val = "  ".join(f"{record['val_names'][name]} {record['val'][name]:.4f}" for name in shown)
+    train_s, val_s = record["seconds"], record.get("val_seconds", 0.0)
+    return (f"epoch {record['epoch']}: loss {record['loss']:.4f}  validation {val or '(no metric defined)'}"
+            f"{'  (best)' if record['improved'] else ''}  {train_s + val_s:.2f} s (training {train_s:.2f} s, "
+            f"{record['events_per_second']:,.0f} events/s; validation {val_s:.2f} s)")
 
 
 def default_val_sampler(model: TemporalLinkModel, data: TemporalData, split: Split) -> UniformSampler:
@@ -361,6 +377,7 @@ def fit(
     checkpoints: Optional[Checkpointing] = None,
     spec: Optional[dict] = None,
     on_epoch: Optional[Callable[[dict], None]] = None,
+    verbose: bool = True,
     distributed: bool = False,
     allow_whole_stream: bool = False,
 ) -> dict:
@@ -414,6 +431,8 @@ def fit(
         spec: extra entries of the training specification (e.g. the CLI's sampler string).
         on_epoch: called with each epoch's history record, after its checkpoints are written, and
             ``val_names``: each measured validation metric's name with its protocol (:func:`val_names`).
+        verbose: print each epoch's :func:`epoch_line` (loss, validation metrics named with their protocol, time)
+            to standard output, on rank 0 of a distributed run; ``False``: quiet.
         distributed: this process is one rank of the default ``torch.distributed`` group:
             training is data-parallel (:func:`~tgeval.training.train.train_epoch`), validation is
             sharded (:func:`~tgeval.eval.engine.evaluate`), both identical on every rank, so
@@ -431,7 +450,7 @@ def fit(
         ``num_batches``, ``num_events``, ``seed``, ``sampler`` — the training sampler's counts
         over the epoch (:func:`~tgeval.samplers.base.split_counters`) —, ``val`` — every
         :data:`VAL_METRICS` measured, named in ``training["validation"]["names"]`` —,
-        ``val_events_per_second``, ``improved``), ``resumed_from`` and
+        ``val_seconds``, ``val_events_per_second``, ``improved``), ``resumed_from`` and
         ``checkpoints`` (paths and sha256 of ``last`` / ``best``).
 
     Raises:
@@ -493,6 +512,7 @@ def fit(
         if improved:
             best_parameters = clone_state(parameters_of(model))
         record = {"epoch": epoch, **stats, "sampler": counts, "val": measured,
+                  "val_seconds": result.performance["seconds"],
                   "val_events_per_second": result.performance["events_per_second"], "improved": improved}
         records.append(json_safe(record))
         # every rank's generators (its own dropout stream): one gather, on every rank
@@ -508,8 +528,11 @@ def fit(
                 files[kind] = {"path": str(path), "sha256": digest}
             with full_disk_refused(folder / TIMINGS_FILE, resume_advice(folder)):
                 write_atomic(folder / TIMINGS_FILE, json.dumps(_timings(records), indent=1))
+        named = {**records[-1], "val_names": training["validation"]["names"]}
+        if verbose and writes:
+            print(epoch_line(named), flush=True)
         if on_epoch is not None:
-            on_epoch({**records[-1], "val_names": training["validation"]["names"]})
+            on_epoch(named)
 
     if best_parameters is not None:
         load_parameters(model, best_parameters)

@@ -9,7 +9,7 @@ from tgeval import NegativesFileError, chronological_split, evaluate
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.eval.metrics import count_above_equal
 from tgeval.protocol import Protocol
-from tgeval.report import protocol_line
+from tgeval.eval.display import protocol_line
 from tgeval.samplers import UniformSampler, from_spec
 from tgeval.samplers.fixed import FixedNegativeSampler, read_tgb_negatives, save_negatives, write_tgb_negatives
 from tests.conftest import make_stream
