@@ -1,5 +1,6 @@
 """Atomic file writes (a reader sees the old file or the complete new one, never a partial one),
-and checks that an output can be written, made before the work that produces it."""
+checks that an output can be written, made before the work that produces it, and the check that an
+input file is there."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping, Optional, Sequence, Union
 
-from tgeval.errors import OutputPathError
+from tgeval.errors import InputPathError, OutputPathError
 
-__all__ = ["write_atomic", "write_atomic_group", "check_writable", "check_distinct", "fresh_sibling", "replace_folder",
-           "file_sha256", "sha256_of"]
+__all__ = ["write_atomic", "write_atomic_group", "check_writable", "check_input_file", "check_distinct", "fresh_sibling",
+           "replace_folder", "file_sha256", "sha256_of"]
 
 PathArg = Union[str, os.PathLike]
 
@@ -176,6 +177,25 @@ def check_writable(path: Union[str, os.PathLike], *, folder: bool = False, what:
     except OSError as exc:
         raise OutputPathError(f"{what} {str(target)!r} cannot be written: {str(existing)!r} refuses new files "
                               f"({exc.strerror}). Choose a writable location.") from None
+
+
+def check_input_file(path: PathArg, *, what: str = "input file", fix: Optional[str] = None) -> None:
+    """Raise :class:`~tgeval.errors.InputPathError` when the file ``path`` (named ``what`` in the message) does
+    not exist or is a folder. The message says where a relative path was looked for and what to do: ``fix``
+    when given (for a missing file), else to check the path (and, for a relative one, the working directory);
+    for a folder, which files it holds."""
+    target = Path(path)
+    if not target.exists():
+        if target.is_absolute():
+            where, advice = "", "check the path."
+        else:
+            where, advice = f" (relative to {os.getcwd()!r})", "check the path or the working directory."
+        raise InputPathError(f"{what} {str(target)!r} does not exist{where}: {fix or advice}")
+    if target.is_dir():
+        held = sorted(entry.name for entry in target.iterdir() if entry.is_file())
+        inside = f"it holds {', '.join(held[:5])}{', ...' if held[5:] else ''}" if held else "it holds no file"
+        raise InputPathError(f"{what} {str(target)!r} is a folder, but a file is expected ({inside}): give the path "
+                             f"of the file itself.")
 
 
 def _same_file(a: PathArg, b: PathArg) -> bool:

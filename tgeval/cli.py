@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, get_args, get_origin
 
-from tgeval.atomic import check_distinct
+from tgeval.atomic import check_distinct, check_input_file
 from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS, HEART_HEURISTICS, HISTORY_MODES,
                             REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES, UNCOVERED_RULES,
                             VAL_METRICS, VAL_STATES, WEIGHTINGS, flag)
@@ -509,21 +509,13 @@ def check_inputs(inputs: Paths) -> None:
     """Raise :class:`~tgeval.errors.InputPathError` for an input of a command (keyed by how the user named it,
     as for :func:`tgeval.atomic.check_distinct`; ``None`` skipped) that does not exist or is a folder: called
     when a command meets a missing file or a folder where it reads one (after its options are checked), so the
-    user reads which input it is and what to give instead of Python's bare error. ``train --resume`` is left to
+    user reads which input it is, by the name they gave it, and what to give instead of Python's bare error or a
+    reader's :func:`~tgeval.atomic.check_input_file` ("event file ..."). ``train --resume`` is left to
     :func:`tgeval.training.fitting.fit`, which resumes from the ``best.pt`` beside a missing ``last.pt``."""
     hints = _input_hints()
     for name, path in inputs.items():
-        if path is None or name == "--resume":
-            continue
-        if not path.exists():
-            where = "" if path.is_absolute() else f" (relative to {os.getcwd()!r})"
-            raise InputPathError(f"{name} {str(path)!r} does not exist{where}: "
-                                 + hints.get(name, "check the path."))
-        if path.is_dir():
-            held = sorted(entry.name for entry in path.iterdir() if entry.is_file())
-            inside = f"it holds {', '.join(held[:5])}{', ...' if held[5:] else ''}" if held else "it holds no file"
-            raise InputPathError(f"{name} {str(path)!r} is a folder, but a file is expected ({inside}): give the "
-                                 f"path of the file itself.")
+        if path is not None and name != "--resume":
+            check_input_file(path, what=name, fix=hints.get(name))
 
 
 def _terminate(signum: int, frame: Any) -> None:
@@ -638,8 +630,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         module, name = args.handler
         try:
             return int(getattr(importlib.import_module(module), name)(args))
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            check_inputs(inputs)  # the input that is missing or a folder, named with the fix
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, InputPathError):
+            check_inputs(inputs)  # the input that is missing or a folder, named as the user gave it, with the fix
             raise
     except (TGEvalError, ValueError, TypeError, OSError) as error:
         print(f"tgeval: error: {type(error).__name__}: {cli_message(str(error), _subparser(parser, args.command))}",

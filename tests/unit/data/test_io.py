@@ -475,6 +475,43 @@ def test_a_registered_format_reads_through_read_events_and_the_cli(tmp_path: Pat
     assert "edgebank" in capsys.readouterr().out
 
 
+# ------------------------------------------------------------ missing paths
+
+
+READERS = {"read_events": lambda path: read_events(path, "snap"), "read_dgb": read_dgb, "read_snap": read_snap,
+           "read_sociopatterns": read_sociopatterns, "read_jodie": read_jodie, "read_tgb": read_tgb,
+           "read_csv_events": lambda path: read_csv_events(path, src_col=0, dst_col=1, t_col=2)}
+
+
+@pytest.mark.parametrize("reader", READERS.values(), ids=READERS.keys())
+def test_a_missing_file_or_a_folder_is_an_input_path_error(reader: Any, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every reader names the path and the fix, not Python's bare FileNotFoundError / IsADirectoryError; a
+    relative path says where it was looked for."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputPathError, match=exact(f"event file 'ml_uci.csv' does not exist (relative to "
+                                                   f"{str(tmp_path)!r}): check the path or the working directory.")):
+        reader("ml_uci.csv")
+    with pytest.raises(InputPathError, match=exact(f"event file {str(tmp_path / 'absent.csv')!r} does not exist: "
+                                                   f"check the path.")):
+        reader(tmp_path / "absent.csv")
+    (tmp_path / "uci").mkdir()
+    write(tmp_path / "uci", "ml_uci.csv", ",u,i,ts,label,idx\n0,1,2,1.0,0,1\n")
+    with pytest.raises(InputPathError, match=exact(f"event file {str(tmp_path / 'uci')!r} is a folder, but a file is "
+                                                   f"expected (it holds ml_uci.csv): give the path of the file itself.")):
+        reader(tmp_path / "uci")
+
+
+@pytest.mark.parametrize("fmt", formats.names())
+def test_read_events_checks_the_path_before_any_reader_or_the_cache(fmt: str, tmp_path: Path) -> None:
+    """Every registered format, options not even given, and with a cache folder (which hashes the file first)."""
+    with pytest.raises(InputPathError, match=exact(f"{str(tmp_path / 'absent.csv')!r} does not exist")):
+        read_events(tmp_path / "absent.csv", fmt, cache_dir=tmp_path / "cache")
+    with pytest.raises(InputPathError, match="is a folder, but a file is expected"):
+        read_events(tmp_path, fmt)
+    assert not (tmp_path / "cache").exists()
+
+
 # ---------------------------------------------------------------- dataset lookup
 
 

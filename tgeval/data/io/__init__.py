@@ -12,6 +12,8 @@ Every reader returns ``(data, info)``:
 
 Rules shared by all readers (docs/protocol.md §1, §12):
 
+* A path that does not exist or is a folder raises :class:`~tgeval.errors.InputPathError` naming it,
+  where a relative path was looked for, and the fix.
 * UTF-8 with or without a byte-order mark; LF, CRLF or CR line ends; gzip-compressed
   files (detected by their magic bytes, whatever the file name) are decompressed.
 * Blank lines are skipped and counted; comment lines only where the format has them.

@@ -18,7 +18,7 @@ from tgeval.data.io import _exact, _fast
 from tgeval.data.io._columns import Columns, _Doubt, Roles
 from tgeval.data.io._duplicates import first_occurrences
 from tgeval.data.io._table import Layout, Table, parse_table
-from tgeval.data.io._text import PathLike, head_text
+from tgeval.data.io._text import PathLike, check_event_file, head_text
 from tgeval.data.io.info import ReadInfo
 from tgeval.data.validation import validate
 from tgeval.errors import DataFormatError, TemporalDataError
@@ -252,7 +252,11 @@ def read_file(path: PathLike, reading: Reading) -> tuple[TemporalData, ReadInfo]
     The fast path's columns equal the exact path's, so an error :func:`build` raises from them (ids too
     sparse, data :func:`~tgeval.data.validation.validate` refuses) is the exact path's too, and is raised
     at once; only errors that name a line (or arise before the whole file was parsed) read the file again.
+
+    Raises:
+        InputPathError: ``path`` does not exist or is a folder (:func:`~tgeval.data.io._text.check_event_file`).
     """
+    check_event_file(path)
     try:
         head = parse_table(path, reading.layout, head_text(path))
         roles = reading.pick(head)

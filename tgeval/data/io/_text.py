@@ -15,6 +15,7 @@ import zlib
 from typing import BinaryIO, Iterator, Union
 
 from tgeval import progress
+from tgeval.atomic import check_input_file
 from tgeval.errors import DataFormatError
 
 PathLike = Union[str, os.PathLike]
@@ -25,6 +26,12 @@ HEAD_BYTES = 1 << 16
 BLOCK_BYTES = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 _GZIP_MAGIC = b"\x1f\x8b"
+
+
+def check_event_file(path: PathLike) -> None:
+    """Raise :class:`~tgeval.errors.InputPathError` naming ``path`` and the fix when the event file does not exist
+    or is a folder (:func:`~tgeval.atomic.check_input_file`), before any reader opens it."""
+    check_input_file(path, what="event file")
 
 
 def is_gzip(start: bytes) -> bool:

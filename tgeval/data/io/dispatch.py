@@ -14,7 +14,7 @@ from torch_geometric.data import TemporalData
 from tgeval.choices import DUPLICATE_RULES
 from tgeval.data import cache, formats
 from tgeval.data.io._duplicates import first_occurrences
-from tgeval.data.io._text import PathLike
+from tgeval.data.io._text import PathLike, check_event_file
 from tgeval.data.io.info import ReadInfo
 from tgeval.data.validation import validate
 
@@ -91,6 +91,8 @@ def read_events(
         tuple: ``(data, info)``: a validated ``TemporalData`` and a :class:`ReadInfo`.
 
     Raises:
+        InputPathError: ``path`` does not exist or is a folder (the message says where a relative path was
+            looked for).
         ValueError: an unknown ``format`` or ``duplicates`` rule.
         DataFormatError: a malformed line (file, line number, found, expected), or ids too
             sparse to keep without ``remap`` (:mod:`tgeval.data.io`).
@@ -99,6 +101,7 @@ def read_events(
     registered = formats.entry(format)
     if duplicates not in DUPLICATE_RULES:
         raise ValueError(f"duplicates must be one of {DUPLICATE_RULES}, got {duplicates!r}.")
+    check_event_file(path)  # before the cache hashes it or the format's reader (yours too) opens it
     if bipartite is not None:  # else the reader's default
         options["bipartite"] = bipartite
     folder = cache.cache_folder(cache_dir)

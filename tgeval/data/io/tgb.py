@@ -13,7 +13,7 @@ from tgeval.data.io._events import Reading, read_file
 from tgeval.data.io._exact import first_failure
 from tgeval.data.io._headers import looks_like, refuse_other_format
 from tgeval.data.io._table import Layout, Table
-from tgeval.data.io._text import PathLike, first_line
+from tgeval.data.io._text import PathLike, check_event_file, first_line
 from tgeval.data.io.info import ReadInfo
 from tgeval.data.io.jodie import JODIE, jodie_roles
 from tgeval.errors import DataFormatError
@@ -100,6 +100,7 @@ def read_tgb(
             file in JODIE's layout.
         TemporalDataError: unsorted events with ``sort=False``.
     """
+    check_event_file(path)  # before its first line is read
     if looks_like(first_line(path).split(",")) == "jodie":
         if remap:
             raise DataFormatError(f"{os.fspath(path)}: a TGB file in JODIE's layout is numbered as TGB numbers it "
