@@ -309,9 +309,28 @@ def hyperparameter_flags() -> dict[str, tuple[type, dict[str, Any]]]:
     return flags
 
 
+#: what ``tgeval --help`` says of the tool (the module docstring is for developers)
+DESCRIPTION = """\
+Leak-free evaluation of link prediction on continuous-time dynamic graphs.
+
+tgeval replays an event stream in timestamp batches, scores every event from
+strictly earlier history, ranks the positive against sampled negatives and,
+exactly, against every destination of a catalog, and writes results that name
+their protocol (sampler, K, catalog, ties, replay, data fingerprint, seeds).
+
+Start with `tgeval run`: the baselines on CollegeMsg, and a report.
+`tgeval COMMAND --help` lists a command's options."""
+
+#: where ``tgeval --help`` sends the reader for more
+EPILOG = """\
+Documentation: README.md and docs/guide/ in the tgeval source (installation,
+first run, evaluating, training, samplers, diagnostics, torch.distributed)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tgeval", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="tgeval", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     ev = sub.add_parser("evaluate", help="evaluate a heuristic or a trained checkpoint on an event file")
     _add_event_file(ev)

@@ -314,6 +314,22 @@ def test_reading_reports_merged_times(tmp_path, capsys):
     assert json.loads(out.read_text())["manifest"]["reader"]["num_merged_times"] == 1
 
 
+def test_help_describes_the_tool_for_its_users(capsys):
+    """`tgeval --help` says what the tool does, lists every command and where the docs are, in plain text (the
+    module docstring, with its Sphinx markup, is for developers)."""
+    from tgeval.cli import build_parser
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert stop.value.code == 0 and "Leak-free evaluation of link prediction" in text and "docs/guide/" in text
+    assert "``" not in text and ":func:" not in text and ":mod:" not in text
+    commands = next(action for action in build_parser()._actions if action.dest == "command").choices
+    assert set(commands) == {"evaluate", "train", "run", "diagnose", "compare", "static", "shift", "report"}
+    for command in commands:
+        assert f"\n    {command}  " in text, command
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["evaluate"], ["train", "x", "--format", "nope"]],
                          ids=["help", "missing arguments", "bad choice"])
 def test_help_and_usage_errors_import_neither_torch_nor_pyg(argv):
