@@ -103,8 +103,8 @@ def _window(args: argparse.Namespace, data: TemporalData, split: Split, num_node
     if args.window == "test-duration":
         return segment_duration(segment), {"rule": f"duration of the evaluated {args.segment!r} segment"}
     if args.window in (None, "val"):
-        return select_window(lambda w: EdgeBank(num_nodes, window=w, directed=args.directed), data, split.val,
-                             catalog, ties=args.ties, batch_size=args.batch_size)
+        return select_window(lambda w: EdgeBank(num_nodes, window=w, directed=args.directed).to(data.src.device),
+                             data, split.val, catalog, ties=args.ties, batch_size=args.batch_size)
     return args.window, {"rule": "given on the command line"}  # exact: --window parses ints as ints
 
 
