@@ -30,8 +30,9 @@ def device_of(name: str) -> torch.device:
     """``torch.device(name)``, checked to exist on this machine before any work is done.
 
     Raises:
-        DeviceError: an unknown device string, CUDA without a CUDA device, or an index beyond
-            the devices present; the message names the devices there are.
+        DeviceError: an unknown device string, CUDA without a CUDA device, an index beyond
+            the devices present (the message names the devices there are), ``meta`` (its
+            tensors hold no values) or a backend this build of torch cannot use.
     """
     try:
         device = torch.device(name)
@@ -44,6 +45,9 @@ def device_of(name: str) -> torch.device:
                               f"(torch {torch.__version__}, CUDA build {torch.version.cuda}); use --device cpu.")
         if device.index is not None and device.index >= count:
             raise DeviceError(f"--device {name}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}.")
+    elif device.type == "meta":
+        raise DeviceError(f"--device {name}: meta tensors hold shapes but no values, so nothing can be computed "
+                          f"on them; use --device cpu or cuda.")
     elif device.type != "cpu":
         try:
             torch.empty(0, device=device)

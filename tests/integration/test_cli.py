@@ -222,6 +222,8 @@ def test_outputs_and_devices_are_checked_before_the_work(snap_file, tmp_path, ca
     assert "is a file, but a folder is expected" in capsys.readouterr().err
     assert main([*evaluate, "--device", "nonsense"]) == 2
     assert "is not a device name" in capsys.readouterr().err
+    assert main([*evaluate, "--device", "meta"]) == 2  # a device torch has, on which nothing can be computed
+    assert "DeviceError: --device meta: meta tensors hold shapes but no values" in capsys.readouterr().err
     if torch.cuda.is_available():
         assert device_of("cuda").type == "cuda"
     else:
