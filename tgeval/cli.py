@@ -387,7 +387,6 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--batch-size", type=_count, default=200)
     ev.add_argument("--candidate-budget", type=_count, default=2**22)
     ev.add_argument("--seed", type=_seed, default=0)
-    ev.add_argument("--device", default="cpu")
     ev.add_argument("--out", type=Path, help="result JSON")
     ev.add_argument("--save-events", type=Path, help="per-event CSV")
     ev.set_defaults(handler=("tgeval.commands", "evaluate_command"))
@@ -437,7 +436,6 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--resume", type=Path, help="continue the run of this last.pt (same options)")
     tr.add_argument("--overwrite", action="store_true",
                     help="replace the run in --checkpoint-dir (without it, a folder holding a run is refused)")
-    tr.add_argument("--device", default="cpu")
     tr.add_argument("--out", type=Path, help="validation result JSON (training record in manifest.training)")
     tr.set_defaults(handler=("tgeval.commands", "train_command"))
 
@@ -467,6 +465,10 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (ev, tr):
         command.add_argument("--duplicates", choices=DUPLICATE_RULES, default="keep",
                              help="events equal in every field to an earlier one: keep (counted) or drop them")
+    for command in (ev, tr, run):
+        command.add_argument("--device", default="cpu",
+                             help="where the data, catalogs and models live: cpu (default), cuda or cuda:INDEX "
+                                  "(checked before any work; recorded in each result's manifest)")
     for command in (ev, tr, run, static, shift):
         command.add_argument("--threads", type=_count, default=None,
                              help=f"torch intra-op threads (default: ${THREADS_ENV}, else torch's: the cores); use 1 "

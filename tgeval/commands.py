@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import io
 import json
 import shutil
@@ -166,14 +167,20 @@ def _fixed_width(sampler: FixedNegativeSampler, negatives: Optional[int], spec: 
     return sampler.first(negatives)
 
 
-def _process_device(name: str) -> tuple[torch.device, bool]:
-    """This process's device for ``--device name`` (under ``torchrun``, ``cuda`` is
-    ``cuda:$LOCAL_RANK``), and whether it joined a ``torchrun`` process group."""
+def _command_device(name: str) -> torch.device:
+    """This process's device for ``--device name``, checked (:func:`~tgeval.device.device_of`: a typed error
+    naming the devices there are); under ``torchrun``, ``cuda`` is ``cuda:$LOCAL_RANK``. A CUDA device is made
+    the current one."""
     device = local_device(device_of(name))
-    distributed = init_from_env(device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    return device, distributed
+    return device
+
+
+def _process_device(name: str) -> tuple[torch.device, bool]:
+    """:func:`_command_device`, and whether this process joined a ``torchrun`` process group."""
+    device = _command_device(name)
+    return device, init_from_env(device)
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
@@ -291,10 +298,11 @@ def run_command(args: argparse.Namespace) -> int:
     """Compare the baselines; written into a fresh folder beside --out, swapped in whole once complete (a run
     stopped before leaves --out as it was)."""
     start = time.perf_counter()
+    device = _command_device(args.device)  # the device and the folder are checked before any work
     _check_run_folder(args.out, args.overwrite)
     fresh = fresh_sibling(args.out)
     try:
-        _run(args, fresh)
+        _run(args, fresh, device)
         replace_folder(fresh, args.out)
     finally:
         if fresh.exists():
@@ -315,9 +323,11 @@ def _run_heuristics(window: Optional[float], selection: dict,
             for row in windows.get(name, [(name, name, {}, None)])]
 
 
-def _run(args: argparse.Namespace, out: Path) -> None:
-    """The body of :func:`run_command`: every file of the run written into the folder ``out``."""
-    data, description, num_nodes = _default_data(args)
+def _run(args: argparse.Namespace, out: Path, device: torch.device) -> None:
+    """The body of :func:`run_command`: every file of the run written into the folder ``out``; the stream, the
+    catalog and every model on ``device`` (``diagnose``, which plots, reads the stream from the host)."""
+    host, description, num_nodes = _default_data(args)
+    data = copy.copy(host).to(device)  # PyG's `to` moves the tensors of its object: `host` keeps the host's
     print(f"data: {description}")
     split = chronological_split(data, (0.70, 0.15, 0.15))
     test = split.test
@@ -326,12 +336,12 @@ def _run(args: argparse.Namespace, out: Path) -> None:
           f"negatives, all-entity over the training catalog, ties=average (each row's protocol follows the table)")
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=num_nodes)
     print("choosing the EdgeBank window on the validation segment ...", file=sys.stderr)
-    window, selection = select_window(lambda w: EdgeBank(num_nodes, window=w), data, split.val, catalog)
+    window, selection = select_window(lambda w: EdgeBank(num_nodes, window=w).to(device), data, split.val, catalog)
     duration = segment_duration(test)
     rows = []
     protocol = Protocol(num_negatives=args.negatives, batch_size=args.batch_size, seed=args.seed)
     for name, registered, options, chosen in _run_heuristics(window, selection, duration):
-        model = registry.build(registered, num_nodes=num_nodes, **options)
+        model = registry.build(registered, num_nodes=num_nodes, **options).to(device)
         result = _measure(model, data, test, protocol, description, split, progress.StderrProgress(name),
                           sampler=UniformSampler(catalog), catalog=catalog)
         result.manifest["selection"] = chosen
@@ -349,12 +359,12 @@ def _run(args: argparse.Namespace, out: Path) -> None:
     print(f"EdgeBank window chosen on validation: {window} (test duration: {duration})")
     comparison = compare({name: r.event_table() for name, r in rows})
     print("\n" + format_compare(comparison))
-    factorial = membership_factorial(EdgeBank(num_nodes), data, test, catalog, num_negatives=args.negatives,
-                                     seed=args.seed, batch_size=args.batch_size)
+    factorial = membership_factorial(EdgeBank(num_nodes).to(device), data, test, catalog,
+                                     num_negatives=args.negatives, seed=args.seed, batch_size=args.batch_size)
     print(f"\nmembership factorial of EdgeBank (sampled MRR, K = {args.negatives} seen and {args.negatives} unseen "
           f"negatives, average ties; repeated / new positives x seen / unseen negatives): "
           + ", ".join(f"{c.positive}/{c.negative} {c.mrr:.3f} (n={c.count})" for c in factorial.cells))
-    diagnosis = diagnose(data, out, num_nodes=num_nodes, name=description)
+    diagnosis = diagnose(host, out, num_nodes=num_nodes, name=description)
     print("\n" + format_summary(diagnosis))
     write_atomic(out / "summary.txt", f"data: {description}\n\n{table}\n")
     write_atomic(out / "summary.json", json.dumps(
@@ -371,7 +381,7 @@ def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog
     uniform training negative), then the test segment with the heuristics' sampler, K, catalog and ties, from
     the state at each batch's start (a memory model has no exact per-timestamp history)."""
     seed_all(args.seed)
-    model = registry.build("tgn", num_nodes=num_nodes, msg_dim=message_dim(data))
+    model = registry.build("tgn", num_nodes=num_nodes, msg_dim=message_dim(data)).to(data.src.device)
     print(f"training TGN for {args.tgn_epochs} epoch(s) on the training segment ...", file=sys.stderr)
     fit(model, data, split, sampler=UniformSampler(catalog), loss="bce",
         optimizer=torch.optim.Adam(model.parameters(), lr=1e-4), epochs=args.tgn_epochs, batch_size=args.batch_size,

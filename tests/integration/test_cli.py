@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tgeval.cli import main
 from tgeval.eval.result import Result
@@ -94,6 +95,27 @@ def test_run_on_a_given_file(snap_file, tmp_path, capsys):
     for name in ("summary.json", "edgebank.json", "edgebank.csv", "tgn.json", "tgn.csv", "diagnose.json",
                  "birth_death_pairs.png", "report.html"):
         assert (out / name).is_file(), name
+
+
+def _run_summary(events: Path, out: Path, device: str) -> dict:
+    """``summary.json`` of `tgeval run` on ``events`` (the heuristics and one TGN epoch) with ``--device``."""
+    assert main(["run", "--data", str(events), "--out", str(out), "--device", device]) == 0
+    return json.loads((out / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[
+    pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")])])
+def test_run_computes_on_the_device_it_is_given(snap_file, tmp_path, device):
+    """`run --device`: the stream, the catalog and every model, TGN included, on that device; each result
+    records it (`cuda` as `cuda:0`: compared by type)."""
+    summary = _run_summary(snap_file, tmp_path / device, device)
+    assert "tgn" in summary
+    for name, row in summary.items():
+        manifest = json.loads((tmp_path / device / row["file"]).read_text())["manifest"]
+        assert torch.device(manifest["device"]).type == device, name
+    if device != "cpu":  # EdgeBank's scores are bits, its ranks exact: the CPU's metrics to the last digit
+        on_cpu = _run_summary(snap_file, tmp_path / "cpu", "cpu")
+        assert summary["edgebank"]["all_entity_mrr"] == on_cpu["edgebank"]["all_entity_mrr"]
 
 
 def test_cli_usage_errors_exit_2(snap_file, capsys):
@@ -205,8 +227,6 @@ def test_history_exact_by_default_batch_on_request(snap_file, tmp_path, capsys):
 
 
 def test_outputs_and_devices_are_checked_before_the_work(snap_file, tmp_path, capsys):
-    import torch
-
     from tgeval import DeviceError, device_of
 
     evaluate = ["evaluate", str(snap_file), "--format", "snap", "--model", "edgebank", "--negatives", "2"]
@@ -222,13 +242,16 @@ def test_outputs_and_devices_are_checked_before_the_work(snap_file, tmp_path, ca
     assert "is a file, but a folder is expected" in capsys.readouterr().err
     assert main([*evaluate, "--device", "nonsense"]) == 2
     assert "is not a device name" in capsys.readouterr().err
-    assert main([*evaluate, "--device", "meta"]) == 2  # a device torch has, on which nothing can be computed
-    assert "DeviceError: --device meta: meta tensors hold shapes but no values" in capsys.readouterr().err
+    run = ["run", "--data", str(snap_file), "--out", str(tmp_path / "results")]
+    for command in (evaluate, run):  # a device torch has, on which nothing can be computed
+        assert main([*command, "--device", "meta"]) == 2
+        assert "DeviceError: --device meta: meta tensors hold shapes but no values" in capsys.readouterr().err
     if torch.cuda.is_available():
         assert device_of("cuda").type == "cuda"
     else:
-        assert main([*evaluate, "--device", "cuda"]) == 2
-        assert "no usable CUDA device" in capsys.readouterr().err
+        for command in (evaluate, run):
+            assert main([*command, "--device", "cuda"]) == 2
+            assert "DeviceError: --device cuda: this machine has no usable CUDA device" in capsys.readouterr().err
     with pytest.raises(DeviceError, match=r"has \d+ CUDA device|no usable CUDA device"):
         device_of(f"cuda:{max(torch.cuda.device_count(), 1)}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "a-folder", "events.txt"]  # no probe left behind
