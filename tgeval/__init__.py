@@ -25,6 +25,7 @@ _SOURCES = {
     **dict.fromkeys(("deterministic", "device_of"), "tgeval.device"),
     **dict.fromkeys(errors.__all__, "tgeval.errors"),
     **dict.fromkeys(("evaluate", "replay", "warm_up"), "tgeval.eval.engine"),
+    **dict.fromkeys(("audit", "AuditReport"), "tgeval.diagnostics.leak_audit"),
     "Protocol": "tgeval.protocol",
     "Result": "tgeval.eval.result",
     "TimestampBatchLoader": "tgeval.loader",

@@ -12,7 +12,8 @@ from typing import Literal, Optional, get_args
 __all__ = ["DUPLICATE_RULES", "CATALOG_KINDS", "TiePolicy", "TIE_POLICIES", "ReplayMode", "REPLAY_MODES",
            "HistoryMode", "HISTORY_MODES", "UncoveredRule", "UNCOVERED_RULES", "VAL_METRICS", "ValState", "VAL_STATES",
            "DEFAULT_SWEEP", "StaticHeuristic", "STATIC_HEURISTICS", "GNN_MODELS", "Weighting", "WEIGHTINGS",
-           "HeartHeuristic", "HEART_HEURISTICS", "ShiftHeuristic", "SHIFT_HEURISTICS", "flag"]
+           "HeartHeuristic", "HEART_HEURISTICS", "ShiftHeuristic", "SHIFT_HEURISTICS", "AuditCheck", "AUDIT_CHECKS",
+           "flag"]
 
 #: what :func:`~tgeval.data.io.read_events` does with duplicate events (``ReadInfo.num_duplicates``)
 DUPLICATE_RULES = ("keep", "drop")
@@ -66,6 +67,11 @@ HEART_HEURISTICS: tuple[HeartHeuristic, ...] = get_args(HeartHeuristic)
 ShiftHeuristic = Literal["cn", "sp", "pa"]
 #: link scores of structural-shift splits
 SHIFT_HEURISTICS: tuple[ShiftHeuristic, ...] = get_args(ShiftHeuristic)
+
+# -- the leak audit (tgeval.diagnostics.leak_audit) ----------------------------------------------
+AuditCheck = Literal["no_future", "candidate_independence", "order_invariance", "state", "batch_size"]
+#: the checks of :func:`tgeval.diagnostics.leak_audit.audit`, in the order they run and print
+AUDIT_CHECKS: tuple[AuditCheck, ...] = get_args(AuditCheck)
 
 
 def flag(key: str) -> str:

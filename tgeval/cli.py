@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, get_args, get_origin
 
 from tgeval.atomic import check_distinct, check_input_file
-from tgeval.choices import (CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS, HEART_HEURISTICS, HISTORY_MODES,
-                            REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES, UNCOVERED_RULES,
-                            VAL_METRICS, VAL_STATES, WEIGHTINGS, flag)
+from tgeval.choices import (AUDIT_CHECKS, CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS, HEART_HEURISTICS,
+                            HISTORY_MODES, REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES,
+                            UNCOVERED_RULES, VAL_METRICS, VAL_STATES, WEIGHTINGS, flag)
 from tgeval.data import formats
 from tgeval.errors import InputPathError, TGEvalError
 from tgeval.models import registry
@@ -192,6 +192,35 @@ def _add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:
     return dg
 
 
+def _add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """``tgeval audit`` (:func:`tgeval.diagnostics.leak_audit.audit_command`)."""
+    au = subparsers.add_parser("audit", help="a leak certificate for a model: does any score read the future, the "
+                                             "other candidates, the order of simultaneous events, or hidden state?")
+    _add_event_file(au)
+    au.add_argument("--model", required=True,
+                    help="a registered model's name (heuristics: as evaluated; neural models: built with their "
+                         "default configuration, or loaded from --checkpoint), or module:callable, a function of "
+                         "the stream that returns the model (called on altered copies of it)")
+    au.add_argument("--checkpoint", default=None, help="a checkpoint of `tgeval train` holding --model's weights")
+    au.add_argument("--split", type=_ratios, default=(0.70, 0.15, 0.15),
+                    help="train,val,test fractions; the test segment is audited (default 0.70,0.15,0.15)")
+    au.add_argument("--batch-size", type=_positive_int, default=200, help="events per timestamp batch (default 200)")
+    au.add_argument("--checks", type=_checks, default=None,
+                    help="comma-separated checks (default all: " + ", ".join(AUDIT_CHECKS) + ")")
+    au.add_argument("--seed", type=_seed, default=0, help="seed of the probes, the alterations and the builds")
+    au.add_argument("--out", type=Path, default=None, help="write the audit as JSON (atomically)")
+    au.set_defaults(handler=("tgeval.diagnostics.leak_audit", "audit_command"))
+    return au
+
+
+def _checks(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in AUDIT_CHECKS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"--checks takes names among {', '.join(AUDIT_CHECKS)}, got {text!r}")
+    return names
+
+
 STATIC_METHODS = (*STATIC_HEURISTICS, *GNN_MODELS)
 
 
@@ -319,12 +348,14 @@ exactly, against every destination of a catalog, and writes results that name
 their protocol (sampler, K, catalog, ties, replay, data fingerprint, seeds).
 
 Start with `tgeval run`: the baselines on CollegeMsg, and a report.
+`tgeval audit` certifies that a model reads no future event.
 `tgeval COMMAND --help` lists a command's options."""
 
 #: where ``tgeval --help`` sends the reader for more
 EPILOG = """\
 Documentation: README.md and docs/guide/ in the tgeval source (installation,
-first run, evaluating, training, samplers, diagnostics, torch.distributed)."""
+first run, evaluating, training, auditing, samplers, diagnostics,
+torch.distributed)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -440,6 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.set_defaults(handler=("tgeval.commands", "train_command"))
 
     _add_diagnose_parser(sub)
+    _add_audit_parser(sub)
     _add_compare_parser(sub)
     static, shift = _add_static_parsers(sub)
 
@@ -511,6 +543,9 @@ def command_paths(args: argparse.Namespace) -> tuple[Paths, Paths, Paths]:
         return inputs, {f"--out {name}": folder / name for name in STATIC_FILES[args.command]}, {}
     if args.command == "compare":
         return {f"events file {i + 1}": path for i, path in enumerate(args.events)}, {"--out": folder}, {}
+    if args.command == "audit":
+        checkpoint = None if args.checkpoint is None else Path(args.checkpoint)
+        return {**inputs, "--checkpoint": checkpoint}, {"--out": args.out}, {}
     if args.command == "report":
         read = sorted(path for pattern in ("*.json", "*.csv") for path in args.results.glob(pattern))
         return {f"the results folder's {path.name}": path for path in read}, {"--out": folder}, {}

@@ -88,8 +88,9 @@ def _load(folder: Path) -> tuple[dict[str, Result], dict[str, dict[str, Tensor]]
     was not used (:class:`~tgeval.errors.EventsFileError`: missing, elsewhere, or not written with
     it), and the skipped files with the reason."""
     results, tables, unused, skipped = {}, {}, {}, []
+    audits = _audits(folder)
     for path in sorted(folder.glob("*.json")):
-        if path.name in ("diagnose.json", "summary.json"):  # shown in the Birth-Death section / the table
+        if path.name in ("diagnose.json", "summary.json") or path in audits:  # shown in their sections
             continue
         try:
             result = Result.load(path)
@@ -104,6 +105,44 @@ def _load(folder: Path) -> tuple[dict[str, Result], dict[str, dict[str, Tensor]]
             except EventsFileError as error:  # the result is shown from its JSON alone, and says why
                 unused[path.stem] = str(error)
     return results, tables, unused, skipped
+
+
+def _audits(folder: Path) -> dict[Path, dict]:
+    """The leak audits of ``folder`` (JSON files of ``tgeval audit --out``, ``"kind": "tgeval-audit"``), by path."""
+    found = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not an audit: the results' reader says why
+        if isinstance(payload, dict) and payload.get("kind") == "tgeval-audit":
+            found[path] = payload
+    return found
+
+
+def _audit_section(audits: dict[Path, dict]) -> str:
+    """A table of the leak audits beside the results: per audit, its model, its verdict and each check's."""
+    names = list(dict.fromkeys(name for payload in audits.values() for name in payload.get("checks", {})))
+    head = "".join(f"<th>{html.escape(str(name))}</th>" for name in ["file", "model", "verdict", *names])
+    rows = []
+    for path, payload in audits.items():
+        checks = payload.get("checks", {})
+        model = payload.get("manifest", {}).get("model", {})
+        cells = [path.name, model.get("name", "?") if isinstance(model, dict) else "?",
+                 "passed" if payload.get("passed") is True else "FAILED"]
+        cells += [_check_cell(checks.get(name)) for name in names]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in cells) + "</tr>")
+    return ("<h2>Leak audits</h2><p class=\"note\">tgeval audit of the models (docs/guide/auditing.md): each check "
+            "passes, fails, or is reported.</p>"
+            f'<div class="wide"><table><tr>{head}</tr>{"".join(rows)}</table></div>')
+
+
+def _check_cell(check: Any) -> str:
+    if not isinstance(check, dict):
+        return "-"
+    passed = check.get("passed")
+    return "pass" if passed is True else "FAIL" if passed is False else "reported" if "value" in check and \
+        check["value"] is not None else "not run"
 
 
 def _interval(table: dict[str, Tensor], uncovered: str) -> tuple[float, float]:
@@ -395,6 +434,9 @@ def _page(folder: Path, comparison: Optional[dict]) -> tuple[str, dict[str, str]
              f'{len(results)} results on {segments} segment(s), {layout}.</p>']
     parts += [_segment_section({name: results[name] for name in names}, tables, unused, comparison, several_data,
                                settings) for names, settings in sections]
+    audits = _audits(folder)
+    if audits:
+        parts.append(_audit_section(audits))
     if (folder / "diagnose.json").is_file():
         parts += ["<h2>Birth–Death</h2>", _birth_death(folder)]
     parts.append("<h2>Manifests</h2>")

@@ -350,7 +350,7 @@ def test_help_describes_the_tool_for_its_users(capsys):
     assert stop.value.code == 0 and "Leak-free evaluation of link prediction" in text and "docs/guide/" in text
     assert "``" not in text and ":func:" not in text and ":mod:" not in text
     commands = next(action for action in build_parser()._actions if action.dest == "command").choices
-    assert set(commands) == {"evaluate", "train", "run", "diagnose", "compare", "static", "shift", "report"}
+    assert set(commands) == {"evaluate", "train", "run", "diagnose", "audit", "compare", "static", "shift", "report"}
     for command in commands:
         assert f"\n    {command}  " in text, command
 

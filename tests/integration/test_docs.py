@@ -21,7 +21,7 @@ DOCS = REPO / "docs"
 #: the Markdown pages of the docs (docs/notebooks links to the notebooks, which test_notebooks.py runs)
 PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.relative_to(DOCS).parts)
 #: the pages the landing page's table of contents lists, in order
-INDEX_PAGES = ["guide/install", "guide/first-run", "guide/evaluating", "guide/training", "guide/pyg-models",
+INDEX_PAGES = ["guide/install", "guide/first-run", "guide/evaluating", "guide/training", "guide/pyg-models", "guide/auditing",
                "guide/samplers", "guide/diagnostics", "guide/static", "guide/protocols", "guide/distributed",
                "protocol", "api/index", "notebooks", "performance", "quality", "changelog"]
 BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)

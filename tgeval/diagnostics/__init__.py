@@ -1,6 +1,6 @@
-"""Diagnostics that explain a number: lifetimes and surprise, novelty, the pair-membership factorial
-and beta*, the membership intervention, calibration under prior shift, time profiles and the
-comparison of two results. Plots live in :mod:`tgeval.diagnostics.plots` (matplotlib is optional).
+"""Diagnostics that explain a number: the leak audit of a model, lifetimes and surprise, novelty, the
+pair-membership factorial and beta*, the membership intervention, calibration under prior shift, time
+profiles and the comparison of two results. Plots live in :mod:`tgeval.diagnostics.plots` (matplotlib is optional).
 
 The names below are imported on first use (PEP 562), so ``import tgeval.diagnostics`` loads no torch.
 """
@@ -11,6 +11,7 @@ from tgeval.lazy import lazy_exports
 
 #: public name -> the module that defines it
 _SOURCES = {
+    **dict.fromkeys(("AuditReport", "CheckResult", "audit"), "tgeval.diagnostics.leak_audit"),
     **dict.fromkeys(("PRIOR_SHIFT_WARNING", "PriorShiftCorrection", "prior_shift_correction"),
                     "tgeval.diagnostics.calibration"),
     **dict.fromkeys(("compare", "load_events"), "tgeval.diagnostics.comparison"),

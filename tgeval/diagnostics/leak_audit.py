@@ -1,0 +1,515 @@
+r"""A leak certificate for any model: :func:`audit` rebuilds it from altered copies of the stream and checks
+that no score depends on what it must not see (docs/guide/auditing.md).
+
+The engine's guards catch a model that *changes* its state while scoring or keeps history where
+snapshots cannot see it. They cannot see a model that *reads* what it must not: the whole stream at
+construction, the rest of the batch being scored, the other candidates of a scoring call. The audit
+checks these by experiment, on *probes*: up to :data:`PROBES` events of the evaluated segment, each
+scored against the same :data:`CANDIDATES` destinations (catalog items and the probes' own
+destinations), from the state as the replay leaves it before their batch (score, then update, in
+timestamp batches of the protocol's size, canonical order, the model's history mode)::
+
+    no_future               for cut times T inside the segment: rebuild the model (build) from a copy whose
+                            events at times >= T have other sources, destinations and features and later
+                            times; every probe at time <= T must score as before
+    candidate_independence  a (src, candidate, t) scores alike alone, in blocks of 20 candidates, in the
+                            engine's blocks (candidate_scorer) and among all probes
+    order_invariance        rebuilt from a copy whose simultaneous events are in another order: no change
+    state                   the guards on every step (scoring changes nothing, update no hidden state); a
+                            reset replays to the same scores, a snapshot restores them, a second model built
+                            the same way scores alike (no state shared through class attributes)
+    batch_size              reported, not failed: all-entity MRR in batches of the protocol's size minus
+                            in one timestamp group per batch, over the first BATCH_SIZE_EVENTS of the segment,
+                            both from a warm-up in the protocol's batches
+
+Scores are compared bitwise on a CPU (a model rebuilt from the same seed computes the same floats) and
+within the model's ``tie_tolerance`` (relative) elsewhere and between differently shaped calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import time
+import warnings
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+from torch import Tensor
+from torch_geometric.data import TemporalData
+
+from tgeval.choices import AUDIT_CHECKS
+from tgeval.data.catalog import Catalog, build_catalog
+from tgeval.data.groups import canonical_order
+from tgeval.data.hashing import fingerprint
+from tgeval.data.split import Segment, Split
+from tgeval.data.validation import permute_events, validate
+from tgeval.errors import ModelCapabilityError, ProtocolError, SlowPathWarning, UntrainedModelWarning
+from tgeval.eval.engine import evaluate, warm_up
+from tgeval.loader import TimestampBatchLoader
+from tgeval.models.base import TemporalLinkModel
+from tgeval.protocol import Protocol
+from tgeval.provenance import versions
+from tgeval.state import checked_update, no_state_change, restore_detached
+
+__all__ = ["audit", "AuditReport", "CheckResult", "CHECKS", "model_builder", "audit_command"]
+
+#: every check, in the order they run and print
+CHECKS = AUDIT_CHECKS
+#: probe events (spread over the probed part of the segment) and candidates per probe
+PROBES, CANDIDATES = 64, 96
+#: cut times of the no-future check, as quantiles of the probes' times
+CUT_QUANTILES = (0.25, 0.5, 0.75)
+#: events of the segment the batch-size check evaluates (twice)
+BATCH_SIZE_EVENTS = 500
+#: candidates per block of the candidate-independence check's blocks
+BLOCK = 20
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's outcome.
+
+    Attributes:
+        passed: ``True`` / ``False``; ``None`` for a reported check (``batch_size``) and for a check not run
+            because the reference replay failed.
+        detail: what was compared and what came out, in a sentence.
+        offence: the first offending probe (``event``: its index in the stream as given, ``src``, ``t``,
+            ``candidate``, the two ``scores``) or ``None``.
+        value: the reported number (``batch_size``: the MRR difference), else ``None``.
+        seconds: how long the check ran.
+    """
+
+    passed: Optional[bool]
+    detail: str
+    offence: Optional[dict] = None
+    value: Optional[float] = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """What :func:`audit` found: ``checks`` by name (:data:`CHECKS`) and the ``manifest`` of the audit (model,
+    data fingerprint, segment, probes, cut times, protocol, seed, versions)."""
+
+    checks: dict[str, CheckResult]
+    manifest: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """No check failed and none was left unrun (reported checks do not count)."""
+        return all(result.passed is not False for result in self.checks.values()) and not any(
+            result.passed is None and name not in _REPORTED for name, result in self.checks.items())
+
+    def to_json(self) -> str:
+        """The report as JSON: ``kind`` (``"tgeval-audit"``), ``passed``, ``checks`` and ``manifest``."""
+        return json.dumps({"kind": "tgeval-audit", "passed": self.passed,
+                           "checks": {name: asdict(result) for name, result in self.checks.items()},
+                           "manifest": self.manifest}, indent=1)
+
+    def __str__(self) -> str:
+        lines = [f"{_verdict(name, result):<8} {name}: {result.detail}" for name, result in self.checks.items()]
+        return "\n".join(lines + [f"audit {'passed' if self.passed else 'FAILED'}: {self.manifest.get('summary', '')}"])
+
+
+_REPORTED = ("batch_size",)
+
+
+def _verdict(name: str, result: CheckResult) -> str:
+    if result.passed is None:
+        return "REPORT" if name in _REPORTED else "NOT RUN"
+    return "pass" if result.passed else "FAIL"
+
+
+@dataclass(frozen=True)
+class _Probes:
+    """The probe events: ``event`` (their positions in the canonical stream), ``src``, ``t`` ``[P]``, the
+    ``candidates`` ``[C]``, the replay's ``batch_size`` and ``boundaries`` (event offsets of its batches over the
+    segment), and for each batch the probes inside it (``slices``, ranges of probe indices)."""
+
+    event: Tensor
+    src: Tensor
+    t: Tensor
+    candidates: Tensor
+    batch_size: int
+    boundaries: list[int]
+    slices: list[tuple[int, int]]
+
+    def batches_until(self, last_probe: int) -> int:
+        """Batches to replay so that probes ``[0, last_probe]`` are scored."""
+        return next(b for b, (_, hi) in enumerate(self.slices) if hi > last_probe) + 1
+
+
+class _Offence(Exception):
+    """A comparison's first difference (raised inside a check, reported as its offence)."""
+
+    def __init__(self, detail: str, offence: dict) -> None:
+        super().__init__(detail)
+        self.detail, self.offence = detail, offence
+
+
+def audit(build: Callable[[TemporalData], TemporalLinkModel], data: TemporalData, split: Split, *,
+          protocol: Optional[Protocol] = None, catalog: Optional[Catalog] = None,
+          checks: Optional[Sequence[str]] = None, seed: int = 0) -> AuditReport:
+    """Audit the model ``build`` makes for leaks (the module docstring lists the checks).
+
+    Args:
+        build: ``build(data) -> TemporalLinkModel``: builds (and may load weights for, or train) a model from
+            the stream it is given; called on ``data`` and on altered copies of it, with torch's generator
+            seeded with ``seed`` before each call.
+        data: the time-sorted stream.
+        split: its chronological split: ``split.test`` is audited, the events before it warm the model up.
+        protocol: batch size and history of the replay (default ``Protocol()``: batches of 200, the model's
+            history mode).
+        catalog: the candidates' catalog (default: the training catalog of ``split``).
+        checks: names of :data:`CHECKS` to run (default all).
+        seed: seeds the probes, the alterations and torch's generator before every ``build``.
+
+    Returns:
+        AuditReport: a failed check never raises: an error inside the model (or the engine's guards) fails
+        the check that met it, naming the error.
+
+    Raises:
+        ProtocolError: an unknown check name.
+    """
+    chosen = tuple(CHECKS if checks is None else checks)
+    unknown = sorted(set(chosen) - set(CHECKS))
+    if unknown:
+        raise ProtocolError(f"unknown audit checks {unknown}; choose among {list(CHECKS)}.")
+    protocol = Protocol() if protocol is None else protocol
+    data = validate(data)
+    segment = split.test
+    if catalog is None:
+        catalog = build_catalog(data, "train", train_end=split.train.end)
+    generator = torch.Generator().manual_seed(seed)
+
+    def built(stream: TemporalData) -> TemporalLinkModel:
+        torch.manual_seed(seed)
+        return build(stream)
+
+    model = built(data)
+    history = protocol.history or ("exact" if model.exact_history else "batch")
+    stream = _canonical(data)
+    probes = _probes(stream, segment, catalog, protocol.batch_size, generator)
+    cuts = _cut_times(probes)
+    manifest = {"model": model.describe(), "data": fingerprint(data),
+                "segment": {"name": segment.name, "start": segment.start, "end": segment.end},
+                "probes": int(probes.event.numel()), "candidates": int(probes.candidates.numel()),
+                "cut_times": [int(c) if float(c).is_integer() else float(c) for c in cuts.tolist()],
+                "batch_size": protocol.batch_size, "history": history, "tie_tolerance": float(model.tie_tolerance),
+                "checks": list(chosen), "seed": seed, "versions": versions()}
+    results: dict[str, CheckResult] = {}
+    try:
+        reference, snapshot = _replay(model, stream, segment.start, probes, len(probes.slices), history,
+                                      guard=True, keep=len(probes.slices) // 2)
+    except Exception as error:  # noqa: BLE001 - the model's error is the state check's finding
+        reason = f"the reference replay failed: {type(error).__name__}: {error}"
+        results = {name: CheckResult(False if name == "state" else None,
+                                     reason if name == "state" else f"not run ({reason})") for name in chosen}
+        return AuditReport(results, {**manifest, "summary": reason})
+
+    tolerance = float(model.tie_tolerance)
+    runs: dict[str, Callable[[], str]] = {
+        "no_future": lambda: _no_future(built, data, probes, cuts, reference, history, tolerance, generator),
+        "candidate_independence": lambda: _candidate_independence(built(data), stream, segment.start, probes,
+                                                                  reference, history, tolerance),
+        "order_invariance": lambda: _order_invariance(built, data, probes, reference, history, tolerance,
+                                                      generator),
+        "state": lambda: _state(model, built(data), stream, segment.start, probes, reference, snapshot, history,
+                                tolerance),
+    }
+    for name in chosen:
+        began = time.perf_counter()
+        if name == "batch_size":
+            result = _batch_size(built(data), data, stream, segment, protocol, catalog, history)
+        else:
+            try:
+                result = CheckResult(True, runs[name]())
+            except _Offence as found:
+                result = CheckResult(False, found.detail, _described(found.offence, probes, stream))
+            except Exception as error:  # noqa: BLE001 - an error inside the model fails the check that met it
+                result = CheckResult(False, f"the model raised {type(error).__name__}: {error}")
+        results[name] = replace(result, seconds=time.perf_counter() - began)
+    failed = [name for name, result in results.items() if result.passed is False]
+    summary = f"{len(failed)} of {len(chosen)} checks failed ({', '.join(failed)})" if failed else \
+        f"{sum(r.passed is True for r in results.values())} checks passed"
+    return AuditReport(results, {**manifest, "summary": summary})
+
+
+# -- the probes and their replay ---------------------------------------------------------------------------
+def _canonical(data: TemporalData) -> TemporalData:
+    """``data`` in canonical order ``(t, src, dst)``, each event's index in ``data`` kept as ``e_id``."""
+    order = canonical_order(data.src, data.dst, data.t)
+    stream = permute_events(data, order)
+    stream.e_id = order
+    return stream
+
+
+def _probes(stream: TemporalData, segment: Segment, catalog: Catalog, batch_size: int,
+            generator: torch.Generator) -> _Probes:
+    """:data:`PROBES` events spread evenly over the segment (in canonical order), :data:`CANDIDATES`
+    candidates (the probes' destinations, then catalog items drawn with ``generator``)."""
+    if segment.end - segment.start < 2:
+        raise ProtocolError(f"the {segment.name} segment holds {segment.end - segment.start} events: an audit needs "
+                            f"at least 2 to probe.")
+    count = min(PROBES, segment.end - segment.start)
+    event = torch.linspace(segment.start, segment.end - 1, count).round().long().unique()
+    own = stream.dst[event].unique()
+    extra = catalog.items[torch.randperm(catalog.items.numel(), generator=generator)]
+    extra = extra[~torch.isin(extra, own)][:max(0, CANDIDATES - own.numel())]
+    candidates = torch.cat([own, extra])[:max(CANDIDATES, own.numel())]
+    boundaries = TimestampBatchLoader(stream[segment.start:segment.end], batch_size).boundaries + segment.start
+    cuts = torch.searchsorted(event, boundaries).tolist()
+    return _Probes(event, stream.src[event], stream.t[event], candidates, batch_size, boundaries.tolist(),
+                   list(zip(cuts[:-1], cuts[1:])))
+
+
+def _cut_times(probes: _Probes) -> Tensor:
+    """The no-future check's cut times: the probes' times at :data:`CUT_QUANTILES` (distinct)."""
+    index = (torch.tensor(CUT_QUANTILES) * (probes.t.numel() - 1)).round().long()
+    return probes.t[index].unique()
+
+
+def _replay(model: TemporalLinkModel, stream: TemporalData, start: int, probes: _Probes, batches: int,
+            history: str, *, guard: bool = False, keep: Optional[int] = None) -> tuple[Tensor, Any]:
+    """Warm ``model`` up on ``stream[:start]``, then score and feed the first ``batches`` batches of the
+    probed segment: each batch's probes against every candidate (``[p, C]``, one ``score`` call) from the
+    state before the batch, then ``update``. Returns the scores ``[P, C]`` (NaN where not scored) and, with
+    ``keep``, the snapshot taken before batch ``keep``. ``guard``: the deep scoring guard on every step."""
+    scores = torch.full((probes.event.numel(), probes.candidates.numel()), math.nan)
+    snapshot = None
+    model.eval()  # as evaluate: warm-up and pass in eval mode (PyG's TGNMemory updates differently in training)
+    warm_up(model, stream[:start], batch_size=probes.batch_size)
+    with torch.no_grad():
+        for b in range(batches):
+            lo, hi = probes.slices[b]
+            batch = _batch(stream, probes, b)
+            if b == keep:
+                snapshot = model.snapshot()
+            if hi > lo:
+                scores[lo:hi] = _score(model, batch, probes, lo, hi, history, guard)
+            checked_update(model, batch)
+    return scores, snapshot
+
+
+def _batch(stream: TemporalData, probes: _Probes, b: int) -> TemporalData:
+    a, z = probes.boundaries[b], probes.boundaries[b + 1]
+    batch = TemporalData(**{key: stream[key][a:z] for key in ("src", "dst", "t", "msg") if key in stream})
+    batch.position = torch.arange(a, z)
+    return batch
+
+
+def _score(model: TemporalLinkModel, batch: TemporalData, probes: _Probes, lo: int, hi: int, history: str,
+           guard: bool, candidates: Optional[Tensor] = None) -> Tensor:
+    """Probes ``[lo, hi)`` against ``candidates`` (default all) in one ``score`` call: ``[hi - lo, C]``."""
+    candidates = probes.candidates if candidates is None else candidates
+    c = candidates.numel()
+    src, t = probes.src[lo:hi].repeat_interleave(c), probes.t[lo:hi].repeat_interleave(c)
+    with model.within_batch(batch) if history != "batch" else nullcontext(), \
+            no_state_change(model, "scoring a probe", deep=True) if guard else nullcontext():
+        return _as_scores(model.score(src, candidates.repeat(hi - lo), t)).view(hi - lo, c)
+
+
+def _as_scores(scores: Any) -> Tensor:
+    if not isinstance(scores, Tensor):
+        raise TypeError(f"score returned {type(scores).__name__}, not a tensor of scores.")
+    return scores.detach().float().cpu() if scores.dtype != torch.float64 else scores.detach().cpu()
+
+
+# -- the checks ---------------------------------------------------------------------------------------------
+def _compare(expected: Tensor, got: Tensor, probe_ids: Tensor, candidates: Tensor, tolerance: float,
+             what: str) -> None:
+    """Raise :class:`_Offence` at the first probe (``probe_ids``, rows of ``[n, C]`` scores) and candidate where
+    ``got`` differs from ``expected``: bitwise for ``tolerance == 0``, else beyond ``tolerance * max(1, |a|)``."""
+    same = (expected == got) | (expected.isnan() & got.isnan())
+    if tolerance > 0:
+        same |= (expected - got).abs() <= tolerance * expected.abs().clamp(min=1.0)
+    if bool(same.all()):
+        return
+    i, j = (int(x) for x in torch.nonzero(~same)[0])
+    a, b = float(expected[i, j]), float(got[i, j])
+    raise _Offence(f"{what}: a probe scored {b!r} instead of {a!r} against candidate {int(candidates[j])}",
+                   {"probe": int(probe_ids[i]), "candidate": int(candidates[j]), "scores": [a, b]})
+
+
+def _described(offence: dict, probes: _Probes, stream: TemporalData) -> dict:
+    """An offence with its probe's event: its index in the stream as given, source, destination and time."""
+    position = probes.event[offence.pop("probe")]
+    return {"event": int(stream.e_id[position]), "src": int(stream.src[position]), "dst": int(stream.dst[position]),
+            "t": _number(stream.t[position]), **offence}
+
+
+def _altered(data: TemporalData, cut: Tensor, generator: torch.Generator) -> TemporalData:
+    """``data`` with every event at time ``>= cut`` given random sources, destinations and features and moved
+    later (by the span of the altered times plus one, so timestamp groups stay whole and in order)."""
+    out = data.clone()
+    after = data.t >= cut
+    count = int(after.sum())
+    if count == 0:
+        return out
+    num_nodes = int(max(int(data.src.max()), int(data.dst.max()))) + 1
+    out.src[after] = torch.randint(num_nodes, (count,), generator=generator)
+    out.dst[after] = torch.randint(num_nodes, (count,), generator=generator)
+    if "msg" in data:
+        out.msg[after] = torch.randn((count, *data.msg.shape[1:]), generator=generator).to(data.msg.dtype)
+    out.t[after] = data.t[after] + (data.t[-1] - cut + 1)
+    return out
+
+
+def _no_future(built: Callable[[TemporalData], TemporalLinkModel], data: TemporalData, probes: _Probes, cuts: Tensor,
+               reference: Tensor, history: str, tolerance: float, generator: torch.Generator) -> str:
+    for cut in cuts:
+        rows = torch.nonzero(probes.t <= cut).flatten()
+        changed = _altered(data, cut, generator)
+        scores, _ = _replay(built(changed), _canonical(changed), probes.boundaries[0], probes,
+                            probes.batches_until(int(rows[-1])), history)
+        _compare(reference[rows], scores[rows], rows, probes.candidates, tolerance,
+                 f"rebuilt from a stream whose events at times >= {_number(cut)} were altered")
+    return (f"{probes.event.numel()} probes x {probes.candidates.numel()} candidates scored alike when the events "
+            f"from each of {cuts.numel()} cut times on ({', '.join(_number(c) for c in cuts)}) were altered")
+
+
+def _candidate_independence(model: TemporalLinkModel, stream: TemporalData, start: int, probes: _Probes,
+                            reference: Tensor, history: str, tolerance: float) -> str:
+    first = next(b for b, (lo, hi) in enumerate(probes.slices) if hi > lo)
+    _replay(model, stream, start, probes, first, history)  # the state before the first probed batch
+    lo, hi = probes.slices[first]
+    hi = min(hi, lo + 4)
+    rows, candidates, batch = torch.arange(lo, hi), probes.candidates, _batch(stream, probes, first)
+    c = candidates.numel()
+
+    def scored(pieces: int, i: int = lo, j: int = hi) -> Tensor:
+        return torch.cat([_score(model, batch, probes, i, j, history, False, candidates[k:k + pieces])
+                          for k in range(0, c, pieces)], dim=1)
+
+    alone = torch.cat([scored(1, i, i + 1) for i in range(lo, hi)])
+    ways = {"among all probes": reference[lo:hi], f"in blocks of {BLOCK}": scored(BLOCK)}
+    with torch.no_grad(), model.within_batch(batch) if history != "batch" else nullcontext():
+        ways["in the engine's blocks (candidate_scorer)"] = _as_scores(
+            model.candidate_scorer(probes.src[lo:hi], probes.t[lo:hi], candidates)(slice(None), slice(None)))
+    for way, scores in ways.items():
+        _compare(alone, scores, rows, candidates, tolerance, f"scored {way}, unlike alone")
+    return f"{hi - lo} probes x {c} candidates scored alike alone, in blocks of {BLOCK}, in the engine's blocks " \
+           f"and among all probes"
+
+
+def _order_invariance(built: Callable[[TemporalData], TemporalLinkModel], data: TemporalData, probes: _Probes,
+                      reference: Tensor, history: str, tolerance: float, generator: torch.Generator) -> str:
+    order = torch.randperm(data.num_events, generator=generator)
+    order = order[torch.argsort(data.t[order], stable=True)]  # within each timestamp group: a random order
+    shuffled = permute_events(data, order)
+    scores, _ = _replay(built(shuffled), _canonical(shuffled), probes.boundaries[0], probes, len(probes.slices),
+                        history)
+    _compare(reference, scores, torch.arange(probes.event.numel()), probes.candidates, tolerance,
+             "rebuilt from the stream with its simultaneous events in another order")
+    return "every probe scored alike when the stream's simultaneous events were given in another order"
+
+
+def _state(model: TemporalLinkModel, second: TemporalLinkModel, stream: TemporalData, start: int, probes: _Probes,
+           reference: Tensor, snapshot: Any, history: str, tolerance: float) -> str:
+    everything, candidates = torch.arange(probes.event.numel()), probes.candidates
+    again, _ = _replay(model, stream, start, probes, len(probes.slices), history)
+    _compare(reference, again, everything, candidates, tolerance, "replayed after a reset")
+    keep = len(probes.slices) // 2
+    restore_detached(model, snapshot)
+    lo, hi = probes.slices[keep]
+    if hi > lo:
+        with torch.no_grad():
+            restored = _score(model, _batch(stream, probes, keep), probes, lo, hi, history, False)
+        _compare(reference[lo:hi], restored, torch.arange(lo, hi), candidates, tolerance,
+                 "scored after restoring a snapshot")
+    other, _ = _replay(second, stream, start, probes, len(probes.slices), history)
+    _compare(reference, other, everything, candidates, tolerance,
+             "a second model built the same way, after the first one's replay (state shared between instances)")
+    return ("scoring changed nothing and update no hidden state on every step; a reset, a snapshot and a second "
+            "build gave the same scores")
+
+
+def _batch_size(model: TemporalLinkModel, data: TemporalData, stream: TemporalData, segment: Segment,
+                protocol: Protocol, catalog: Catalog, history: str) -> CheckResult:
+    """All-entity MRR over the first :data:`BATCH_SIZE_EVENTS` of ``segment`` in the protocol's batches minus in one
+    timestamp group per batch, both from the state of a warm-up in the protocol's batches (reported)."""
+    end = min(segment.end, segment.start + BATCH_SIZE_EVENTS)
+    end = int(torch.searchsorted(data.t, data.t[end - 1:end], right=True))  # whole groups
+    window = Segment(segment.name, segment.start, end, data.t[segment.start].item(), data.t[end - 1].item())
+    try:
+        mrr = []
+        with warnings.catch_warnings():  # the audit's own passes: how fast, and whether trained, is not its finding
+            warnings.simplefilter("ignore", SlowPathWarning)
+            warnings.simplefilter("ignore", UntrainedModelWarning)
+            for size in (protocol.batch_size, 1):
+                model.eval()
+                warm_up(model, stream[:segment.start], batch_size=protocol.batch_size)
+                result = evaluate(model, data, window, Protocol(batch_size=size, num_negatives=0, history=history,
+                                                                warm=False), catalog=catalog)
+                mrr.append(result.metrics["all_entity"]["mrr"]["micro"])
+    except Exception as error:  # noqa: BLE001 - reported: the model cannot be evaluated this way
+        return CheckResult(None, f"not measured: {type(error).__name__}: {error}")
+    delta = mrr[0] - mrr[1]
+    return CheckResult(None, f"all-entity MRR {mrr[0]:.4f} in batches of {protocol.batch_size}, {mrr[1]:.4f} in one "
+                             f"timestamp group per batch ({delta:+.4f}; events [{segment.start}, {end}))",
+                       value=delta)
+
+
+def _number(value: Any) -> str:
+    value = float(value)
+    return str(int(value)) if value.is_integer() else f"{value:g}"
+
+
+# -- the command line ------------------------------------------------------------------------------------
+def model_builder(model: str, checkpoint: Optional[str], num_nodes: int) -> Callable[[TemporalData], TemporalLinkModel]:
+    """``build(data)`` for ``tgeval audit --model``: a registered model's name (built with its default
+    configuration, or loaded from ``checkpoint``, whose model it must be), or ``module:callable``, a function of
+    the stream that returns the model (``checkpoint`` then not allowed).
+
+    Raises:
+        ModelCapabilityError: a name that is neither registered nor ``module:callable``, a callable that cannot be
+            imported, or a checkpoint of another model or with ``module:callable``.
+    """
+    from tgeval.models import registry
+    from tgeval.models.neural import message_dim
+    from tgeval.training.checkpoint import load_checkpoint
+
+    if ":" in model:
+        if checkpoint is not None:
+            raise ModelCapabilityError(f"--checkpoint loads a registered model; {model!r} builds its own: load the "
+                                       f"weights inside it, or give the checkpoint's model name as --model.")
+        module, _, name = model.partition(":")
+        try:
+            found = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as error:
+            raise ModelCapabilityError(f"--model {model!r}: cannot import {name!r} from module {module!r} "
+                                       f"({error}). Give module:callable of a module on the Python path.") from None
+        return found
+    if model not in registry.names():
+        raise ModelCapabilityError(f"--model {model!r} is neither a registered model ({', '.join(registry.names())}) "
+                                   f"nor module:callable, a function of the stream that returns the model.")
+    if checkpoint is not None:
+        name = load_checkpoint(checkpoint).name
+        if name != model:
+            raise ModelCapabilityError(f"--checkpoint {checkpoint} holds a {name!r} model, not {model!r}: give "
+                                       f"--model {name}.")
+        return lambda data: load_checkpoint(checkpoint).model
+    if registry.entry(model).kind == "heuristic":
+        return lambda data: registry.build(model, num_nodes=num_nodes)
+    return lambda data: registry.build(model, num_nodes=num_nodes, msg_dim=message_dim(data))
+
+
+def audit_command(args: argparse.Namespace) -> int:
+    """``tgeval audit``: one line per check; exit 0 when every check passes, 1 when one fails."""
+    from tgeval.atomic import write_atomic
+    from tgeval.cli import read_event_file
+    from tgeval.data.split import chronological_split
+
+    data, info = read_event_file(args)
+    split = chronological_split(data, args.split)
+    report = audit(model_builder(args.model, args.checkpoint, info.num_nodes), data, split,
+                   protocol=Protocol(batch_size=args.batch_size), checks=args.checks, seed=args.seed)
+    print(report)
+    if args.out is not None:
+        write_atomic(args.out, report.to_json() + "\n")
+    return 0 if report.passed else 1
