@@ -1,9 +1,12 @@
 """A binary cache of parsed event files, so that a repeated run skips parsing the text.
 
 An entry is one uncompressed ``.npz`` in the cache folder holding the validated arrays and a JSON
-record of what the reader reported. It is keyed by the file's sha256, the reader's options and
-:data:`CACHE_VERSION`: the entry's name is the sha256 of that key, and the key is stored inside
-it and compared on every load, so an edited file or other options never meet a stale entry.
+record of what the reader reported. It is keyed by what it holds: the sha256 of the very bytes the arrays
+were parsed from (:func:`~tgeval.data.io.read_events` reads the file once, hashes those bytes and parses them,
+so a file that changes while it is read never files one version's arrays under the other's sha256), the
+reader's options and :data:`CACHE_VERSION`. The entry's name is the sha256 of that key, and the key is stored
+inside it and compared on every load with the file's sha256 then, so an edited file or other options never
+meet a stale entry.
 Entries are written atomically (:func:`tgeval.atomic.write_atomic`), so a reader sees a complete
 entry or none. An entry that cannot be read, fails the zip checksums (CRC-32 of every array) or
 holds another key is rebuilt, with a :class:`~tgeval.errors.CacheWarning`. A folder that refuses the new entry
@@ -27,7 +30,7 @@ from typing import Any, Callable, Optional, TypeVar, Union
 
 import numpy as np
 
-from tgeval.atomic import file_sha256, write_atomic
+from tgeval.atomic import write_atomic
 from tgeval.errors import CacheWarning
 
 __all__ = ["CACHE_ENV", "CACHE_VERSION", "cache_folder", "entry_key", "load_entry", "store_entry"]
@@ -35,7 +38,8 @@ __all__ = ["CACHE_ENV", "CACHE_VERSION", "cache_folder", "entry_key", "load_entr
 #: environment variable naming the default cache folder
 CACHE_ENV = "TGEVAL_CACHE_DIR"
 #: raised whenever the arrays or the record stored in an entry change meaning; older entries then miss
-CACHE_VERSION = 1
+#: (2: keyed by the bytes parsed; 1's could hold the arrays of a file changed while it was read)
+CACHE_VERSION = 2
 
 T = TypeVar("T")
 _KEY = "__key__"
@@ -48,10 +52,10 @@ def cache_folder(cache_dir: Optional[Union[str, "os.PathLike[str]"]]) -> Optiona
     return None if chosen is None else Path(chosen)
 
 
-def entry_key(path: Union[str, "os.PathLike[str]"], options: dict[str, Any]) -> str:
-    """The key of a file read with ``options`` (JSON-able): its sha256, the options and the cache version."""
-    return json.dumps({"version": CACHE_VERSION, "sha256": file_sha256(path), "options": options}, sort_keys=True,
-                      default=str)
+def entry_key(sha256: str, options: dict[str, Any]) -> str:
+    """The key of the file bytes of ``sha256`` (:func:`~tgeval.atomic.sha256_of`) read with ``options``
+    (JSON-able): that sha256, the options and the cache version."""
+    return json.dumps({"version": CACHE_VERSION, "sha256": sha256, "options": options}, sort_keys=True, default=str)
 
 
 def _entry_path(folder: Path, key: str) -> Path:

@@ -103,3 +103,57 @@ def test_folder_that_is_a_file_warns(events: Path, tmp_path: Path) -> None:
     with pytest.warns(CacheWarning, match="cannot write the cache entry"):
         data, info = read_events(events, "jodie", cache_dir=blocker)
     assert info.cache == "miss" and data.num_events == 4
+
+
+def _rewritten_once(events: Path, text: str, read):
+    """A reader that rewrites ``events`` with ``text`` at its first call (another process saving the file after
+    the cache hashed it), then reads it with ``read``."""
+    calls = []
+
+    def reader(path, **options):
+        if not calls:
+            events.write_text(text)
+        calls.append(path)
+        return read(path, **options)
+    return reader
+
+
+def test_a_file_changed_while_it_is_read_is_cached_under_the_bytes_parsed(events: Path, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The arrays stored are those of the bytes hashed (one read), so each version of the file then reads as itself,
+    never as the other's arrays under its sha256."""
+    from tgeval.data import formats
+    from tgeval.data.io import read_jodie
+
+    folder, edited = tmp_path / "cache", TEXT.replace("4,7,2.0", "5,7,2.0")
+    monkeypatch.setattr(formats, "_REGISTRY", formats._REGISTRY.copy())
+    formats.register("saved-meanwhile", _rewritten_once(events, edited, read_jodie))
+    original = read_events(events, "saved-meanwhile", cache_dir=folder)  # the file is `edited` from its parse on
+    events.write_text(edited)
+    assert read_events(events, "saved-meanwhile", cache_dir=folder)[1].cache == "miss"
+    assert same(read_events(events, "saved-meanwhile", cache_dir=folder), read_events(events, "jodie"))
+    events.write_text(TEXT)
+    hit = read_events(events, "saved-meanwhile", cache_dir=folder)
+    assert hit[1].cache == "hit" and same(hit, original) and same(hit, read_events(events, "jodie"))
+
+
+def test_a_reader_of_ones_own_that_meets_a_changed_file_is_not_cached(events: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that opens the file itself does not read the bytes the cache hashed: its arrays are cached only if
+    the file is unchanged after it read them."""
+    from tgeval.data import formats
+    from tgeval.data.io import read_jodie
+
+    def read_by_itself(path, **options):
+        copy = tmp_path / "copy.csv"
+        copy.write_bytes(Path(path).read_bytes())
+        return read_jodie(copy, **options)
+
+    folder = tmp_path / "cache"
+    monkeypatch.setattr(formats, "_REGISTRY", formats._REGISTRY.copy())
+    formats.register("own", _rewritten_once(events, TEXT.replace("4,7,2.0", "5,7,2.0"), read_by_itself))
+    with pytest.warns(CacheWarning, match="changed while it was read: its arrays were not cached"):
+        assert read_events(events, "own", cache_dir=folder)[1].cache == "miss"
+    assert list(folder.glob("*.npz")) == []
+    assert read_events(events, "own", cache_dir=folder)[1].cache == "miss"  # unchanged meanwhile: cached
+    assert read_events(events, "own", cache_dir=folder)[1].cache == "hit"

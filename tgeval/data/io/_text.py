@@ -3,7 +3,7 @@
 A file that starts with the gzip magic bytes is decompressed, whatever its name; the text is UTF-8
 with or without a byte-order mark, and LF, CRLF and CR line ends all become LF. The exact path reads
 the whole text (:func:`read_text`), the fast path its first bytes (:func:`head_text`) and then blocks
-of whole lines (:func:`blocks`).
+of whole lines (:func:`blocks`). Within :func:`pinned`, they read bytes read once instead of the file.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import gzip
 import io
 import os
 import zlib
-from typing import BinaryIO, Iterator, Union
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import BinaryIO, Iterator, Optional, Union
 
 from tgeval import progress
 from tgeval.atomic import check_input_file
@@ -34,6 +36,33 @@ def check_event_file(path: PathLike) -> None:
     check_input_file(path, what="event file")
 
 
+#: the file whose bytes :func:`pinned` serves, those bytes, and the reads served from them
+_PINNED: ContextVar[Optional[tuple[str, bytes, list[str]]]] = ContextVar("pinned", default=None)
+
+
+@contextmanager
+def pinned(path: PathLike, raw: bytes) -> Iterator[list[str]]:
+    """Serve ``raw`` as the bytes of the file ``path`` to every read of this module in the block (the readers of
+    :mod:`tgeval.data.io` read through them), so that they parse the very bytes their caller read and hashed
+    (the cache, :func:`~tgeval.data.io.read_events`), not a file changed since; yields the list of the reads
+    served, empty if the reader read the file otherwise (a reader of one's own)."""
+    served: list[str] = []
+    token = _PINNED.set((os.path.abspath(path), raw, served))
+    try:
+        yield served
+    finally:
+        _PINNED.reset(token)
+
+
+def _pinned_bytes(path: PathLike, read: str) -> Optional[bytes]:
+    """The bytes :func:`pinned` serves for ``path`` (counting the ``read``), or ``None``: read the file."""
+    pin = _PINNED.get()
+    if pin is None or pin[0] != os.path.abspath(path):
+        return None
+    pin[2].append(read)
+    return pin[1]
+
+
 def is_gzip(start: bytes) -> bool:
     """Whether bytes that start a file are gzip's magic bytes."""
     return start[:2] == _GZIP_MAGIC
@@ -41,6 +70,9 @@ def is_gzip(start: bytes) -> bool:
 
 def open_bytes(path: PathLike) -> BinaryIO:
     """The file's bytes, decompressed when it starts with the gzip magic bytes."""
+    raw = _pinned_bytes(path, "open_bytes")
+    if raw is not None:
+        return gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb") if is_gzip(raw) else io.BytesIO(raw)
     with open(path, "rb") as handle:
         gzipped = is_gzip(handle.read(2))
     return gzip.open(path, "rb") if gzipped else open(path, "rb")  # type: ignore[return-value]
@@ -53,8 +85,10 @@ def read_text(path: PathLike) -> str:
         DataFormatError: gzip bytes that do not decompress, or bytes that are not UTF-8.
     """
     name = os.fspath(path)
-    with open(name, "rb") as handle:
-        raw = handle.read()
+    raw = _pinned_bytes(path, "read_text")
+    if raw is None:
+        with open(name, "rb") as handle:
+            raw = handle.read()
     if is_gzip(raw):
         try:
             raw = gzip.decompress(raw)
@@ -105,7 +139,8 @@ def blocks(path: PathLike) -> Iterator[bytes]:
     without the BOM, CRLF and CR made LF (as :func:`read_text`); the bytes read so far of the file go to
     :func:`tgeval.progress.report`."""
     rest, first = b"", True
-    size = os.path.getsize(path)
+    stored = _pinned_bytes(path, "blocks")
+    size = os.path.getsize(path) if stored is None else len(stored)
     with open_bytes(path) as handle:
         raw = getattr(handle, "fileobj", handle)  # a gzip file's compressed bytes, whose size is known
         while True:

@@ -4,6 +4,7 @@ its duplicate events kept or dropped, its arrays cached (:mod:`tgeval.data.cache
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import fields, replace
 from typing import Any, Optional
 
@@ -11,12 +12,14 @@ import numpy as np
 import torch
 from torch_geometric.data import TemporalData
 
+from tgeval.atomic import file_sha256, sha256_of
 from tgeval.choices import DUPLICATE_RULES
 from tgeval.data import cache, formats
 from tgeval.data.io._duplicates import first_occurrences
-from tgeval.data.io._text import PathLike, check_event_file
+from tgeval.data.io._text import PathLike, check_event_file, pinned
 from tgeval.data.io.info import ReadInfo
 from tgeval.data.validation import validate
+from tgeval.errors import CacheWarning
 
 #: ReadInfo fields kept as arrays in a cache entry; the others go to its JSON record but ``path`` (the file read now),
 #: ``cache`` and ``parser`` (no parser runs on a hit)
@@ -85,7 +88,8 @@ def read_events(
             to an earlier one (the first is kept); counted in ``info.num_duplicates`` either way.
         cache_dir: folder caching the parsed arrays, keyed by the file's sha256 and the options
             (:mod:`tgeval.data.cache`); default ``$TGEVAL_CACHE_DIR`` when set, else no cache.
-            ``info.cache`` says whether it was used.
+            ``info.cache`` says whether it was used. On a miss the file is read once, and its bytes, held in
+            memory while they are parsed, are both hashed and parsed.
 
     Returns:
         tuple: ``(data, info)``: a validated ``TemporalData`` and a :class:`ReadInfo`.
@@ -105,19 +109,34 @@ def read_events(
     if bipartite is not None:  # else the reader's default
         options["bipartite"] = bipartite
     folder = cache.cache_folder(cache_dir)
-    if folder is not None:
-        target = registered.target if isinstance(registered.target, str) else repr(registered.target)
-        key = cache.entry_key(path, {"format": format, "reader": target, "remap": remap, "sort": sort,
-                                     "directed": directed, "duplicates": duplicates, **options})
-        hit = cache.load_entry(folder, key, lambda arrays, record: _from_cache(path, arrays, record))
-        if hit is not None:
-            return hit
+    if folder is None:
+        return _parse(registered, path, remap=remap, sort=sort, directed=directed, duplicates=duplicates, **options)
+    target = registered.target if isinstance(registered.target, str) else repr(registered.target)
+    chosen = {"format": format, "reader": target, "remap": remap, "sort": sort, "directed": directed,
+              "duplicates": duplicates, **options}
+    hit = cache.load_entry(folder, cache.entry_key(file_sha256(path), chosen),
+                           lambda arrays, record: _from_cache(path, arrays, record))
+    if hit is not None:
+        return hit
+    with open(path, "rb") as handle:  # one read: the bytes hashed are the bytes parsed
+        raw = handle.read()
+    digest = sha256_of(raw)
+    with pinned(path, raw) as served:
+        data, info = _parse(registered, path, remap=remap, sort=sort, directed=directed, duplicates=duplicates,
+                            **options)
+    if served or file_sha256(path) == digest:  # a reader of one's own read the file itself: unchanged since?
+        cache.store_entry(folder, cache.entry_key(digest, chosen), *_to_cache(data, info))
+    else:
+        warnings.warn(f"{os.fspath(path)!r} changed while it was read: its arrays were not cached. Read it again "
+                      f"once it is complete.", CacheWarning, stacklevel=2)
+    return data, replace(info, cache="miss")
+
+
+def _parse(registered: formats.FormatEntry, path: PathLike, *, remap: Optional[bool], sort: bool, directed: bool,
+           duplicates: str, **options: Any) -> tuple[TemporalData, ReadInfo]:
+    """``(data, info)`` of the file by the format's reader, its duplicate events kept or dropped."""
     data, info = registered.load()(path, remap=remap, sort=sort, directed=directed, **options)
     if duplicates == "drop" and info.num_duplicates:
         first = first_occurrences(data)
         data = TemporalData(**{key: value[first] for key, value in data.to_dict().items()})
-    info = replace(info, duplicates=duplicates, num_events=data.num_events)
-    if folder is None:
-        return data, info
-    cache.store_entry(folder, key, *_to_cache(data, info))
-    return data, replace(info, cache="miss")
+    return data, replace(info, duplicates=duplicates, num_events=data.num_events)
