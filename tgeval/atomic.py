@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import glob
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -20,8 +21,8 @@ from typing import Iterator, Mapping, Optional, Sequence, Union
 
 from tgeval.errors import InputPathError, OutputPathError
 
-__all__ = ["write_atomic", "write_atomic_group", "check_writable", "check_input_file", "check_distinct", "fresh_sibling",
-           "replace_folder", "file_sha256", "sha256_of"]
+__all__ = ["write_atomic", "write_atomic_group", "check_writable", "check_input_file", "check_distinct", "same_file",
+           "existing_output", "fresh_sibling", "replace_folder", "file_sha256", "sha256_of", "CHECKPOINT_MAGIC"]
 
 PathArg = Union[str, os.PathLike]
 
@@ -198,7 +199,7 @@ def check_input_file(path: PathArg, *, what: str = "input file", fix: Optional[s
                              f"of the file itself.")
 
 
-def _same_file(a: PathArg, b: PathArg) -> bool:
+def same_file(a: PathArg, b: PathArg) -> bool:
     """Whether ``a`` and ``b`` are one file: the same resolved path (symlinks followed; also for paths that do
     not exist yet), or, where both exist, the same ``(st_dev, st_ino)`` (a hard link)."""
     if os.path.realpath(a) == os.path.realpath(b):
@@ -211,19 +212,23 @@ def _same_file(a: PathArg, b: PathArg) -> bool:
 
 
 def check_distinct(inputs: Mapping[str, Optional[PathArg]], outputs: Mapping[str, Optional[PathArg]],
-                   replaced: Optional[Mapping[str, PathArg]] = None) -> None:
+                   replaced: Optional[Mapping[str, PathArg]] = None,
+                   writes: Optional[Mapping[str, str]] = None) -> None:
     """Raise :class:`~tgeval.errors.OutputPathError` if an output of a command could destroy an input or
     another output; called once per command, before any work, with its paths keyed by how the user named
     them (``"--out"``, ``"the data file"``; ``None`` paths are skipped).
 
-    Refused: an output that is an input or an earlier output (:func:`_same_file`: the same resolved path,
-    or a symlink or hard link to the same file), and any path inside a folder of ``replaced`` (a folder the
-    command writes anew and swaps in whole, deleting what it held)."""
+    Refused: an output that is an input or an earlier output (:func:`same_file`: the same resolved path,
+    or a symlink or hard link to the same file), any path inside a folder of ``replaced`` (a folder the
+    command writes anew and swaps in whole, deleting what it held), and an output onto an existing result or
+    checkpoint (:func:`existing_output`) unless it writes one of that kind there (``writes``: what an output
+    writes, e.g. ``"result"``, ``"checkpoint"``, ``"comparison"``): a result is replaced by a result, never by a
+    comparison."""
     sources = [(name, path) for name, path in inputs.items() if path is not None]
     targets = [(name, path) for name, path in outputs.items() if path is not None]
     for i, (name, path) in enumerate(targets):
         for other, known in [*sources, *targets[:i]]:
-            if _same_file(path, known):
+            if same_file(path, known):
                 how = "" if os.path.abspath(path) == os.path.abspath(known) else " (through a link)"
                 raise OutputPathError(f"{name} {str(path)!r} is also {other} {str(known)!r}{how}: writing it would "
                                       f"destroy that file. Give {name} another path.")
@@ -234,6 +239,37 @@ def check_distinct(inputs: Mapping[str, Optional[PathArg]], outputs: Mapping[str
                 raise OutputPathError(f"{name} {str(path)!r} lies inside {flag} {str(folder)!r}, which this command "
                                       f"replaces whole: it would be deleted. Move it out, or give {flag} another "
                                       f"folder.")
+    for name, path in targets:
+        held = existing_output(path)
+        if held is not None and held != (writes or {}).get(name):
+            raise OutputPathError(f"{name} {str(path)!r} holds a tgeval {held}, which this command would replace with "
+                                  f"{'a ' + writes[name] if writes and name in writes else 'another file'}. Give "
+                                  f"{name} another path, or move the {held} away first.")
+
+
+#: how a checkpoint file starts (:mod:`tgeval.training.checkpoint`)
+CHECKPOINT_MAGIC = b"TGEVAL-CHECKPOINT"
+#: the largest JSON file read to tell whether it is a result (results are far smaller)
+_RESULT_BYTES = 1 << 26
+
+
+def existing_output(path: PathArg) -> Optional[str]:
+    """The kind of costly tgeval output the file at ``path`` holds: ``"checkpoint"`` (its header) or ``"result"``
+    (a JSON object with ``manifest`` and ``metrics``, as :meth:`~tgeval.eval.result.Result.save` writes it);
+    ``None`` for anything else, or no regular file."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(CHECKPOINT_MAGIC))
+            if head == CHECKPOINT_MAGIC:
+                return "checkpoint"
+            if not head.lstrip().startswith(b"{") or os.fstat(handle.fileno()).st_size > _RESULT_BYTES:
+                return None
+            payload = json.loads(head + handle.read())
+    except (OSError, ValueError):  # unreadable, or no JSON (UnicodeDecodeError is a ValueError)
+        return None
+    return "result" if isinstance(payload, dict) and {"manifest", "metrics"} <= payload.keys() else None
 
 
 def fresh_sibling(folder: PathArg) -> Path:

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable, Literal, Optional, Sequence, get_args, get_origin
+from typing import Any, Callable, Literal, NamedTuple, Optional, Sequence, get_args, get_origin
 
 from tgeval.atomic import check_distinct, check_input_file
 from tgeval.choices import (AUDIT_CHECKS, CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS, HEART_HEURISTICS,
@@ -523,33 +523,53 @@ def _sampler_files(spec: str) -> dict[str, Path]:
 Paths = dict[str, Optional[Path]]
 
 
-def command_paths(args: argparse.Namespace) -> tuple[Paths, Paths, Paths]:
-    """The input files, output files and whole-replaced output folders of a parsed command, each keyed by how
-    the user named it, for :func:`tgeval.atomic.check_distinct`. A resumed checkpoint is not an input of
-    ``train``'s --checkpoint-dir: resuming continues that run on purpose."""
+class CommandPaths(NamedTuple):
+    """The paths of a parsed command, each keyed by how the user named it (:func:`command_paths`)."""
+
+    inputs: Paths  # the files it reads
+    outputs: Paths  # the files it writes
+    replaced: Paths  # the folders it writes anew and swaps in whole
+    writes: dict[str, str]  # what an output writes, where it is a result, a checkpoint or a report
+
+
+def command_paths(args: argparse.Namespace) -> CommandPaths:
+    """Every file a parsed command reads and writes, for :func:`tgeval.atomic.check_distinct` and
+    :func:`tgeval.cli.check_inputs`: ``train``'s checkpoint folder is its run's files (``--checkpoint-dir
+    last.pt``, ...), ``diagnose``'s and ``static``'s folder the files they write, ``run``'s folder a folder swapped in
+    whole. A checkpoint resumed from the checkpoint folder is no input of it: resuming continues that run."""
     inputs: Paths = {"the data file": getattr(args, "data", None)}
     folder = getattr(args, "out", None)
     if args.command == "evaluate":
         model = None if args.model in (*registry.names("heuristic"), *GNN_MODELS) else Path(args.model)
-        return ({**inputs, "--model": model, **_sampler_files(args.sampler)},
-                {"--out": args.out, "--save-events": args.save_events}, {})
+        return CommandPaths({**inputs, "--model": model, **_sampler_files(args.sampler)},
+                            {"--out": args.out, "--save-events": args.save_events}, {}, {"--out": "result"})
     if args.command == "train":
-        return {**inputs, "--resume": args.resume}, {"--out": args.out}, {}
+        from tgeval.atomic import same_file
+        from tgeval.training.fitting import RUN_FILES
+
+        run = args.checkpoint_dir
+        files = {} if run is None else {f"--checkpoint-dir {name}": run / name for name in RUN_FILES}
+        resumed = args.resume is not None and run is not None and same_file(args.resume.parent, run)
+        return CommandPaths({**inputs, "--resume": None if resumed else args.resume}, {**files, "--out": args.out},
+                            {}, {"--out": "result", **{name: "checkpoint" for name in files if name.endswith(".pt")}})
     if args.command == "diagnose":
         checkpoint = None if args.intervention is None else Path(args.intervention[1])
         names = DIAGNOSE_FILES if checkpoint is None else ("intervention.json",)
-        return ({**inputs, "--intervention": checkpoint}, {f"--out {name}": folder / name for name in names}, {})
+        return CommandPaths({**inputs, "--intervention": checkpoint},
+                            {f"--out {name}": folder / name for name in names}, {}, {})
     if args.command in STATIC_FILES:
-        return inputs, {f"--out {name}": folder / name for name in STATIC_FILES[args.command]}, {}
+        return CommandPaths(inputs, {f"--out {name}": folder / name for name in STATIC_FILES[args.command]}, {}, {})
     if args.command == "compare":
-        return {f"events file {i + 1}": path for i, path in enumerate(args.events)}, {"--out": folder}, {}
+        return CommandPaths({f"events file {i + 1}": path for i, path in enumerate(args.events)}, {"--out": folder},
+                            {}, {"--out": "comparison"})
     if args.command == "audit":
         checkpoint = None if args.checkpoint is None else Path(args.checkpoint)
-        return {**inputs, "--checkpoint": checkpoint}, {"--out": args.out}, {}
+        return CommandPaths({**inputs, "--checkpoint": checkpoint}, {"--out": args.out}, {}, {"--out": "audit"})
     if args.command == "report":
         read = sorted(path for pattern in ("*.json", "*.csv") for path in args.results.glob(pattern))
-        return {f"the results folder's {path.name}": path for path in read}, {"--out": folder}, {}
-    return inputs, {}, {"--out": folder}  # run: the folder is swapped in whole
+        return CommandPaths({f"the results folder's {path.name}": path for path in read}, {"--out": folder}, {},
+                            {"--out": "report"})
+    return CommandPaths(inputs, {}, {"--out": folder}, {})  # run: the folder is swapped in whole
 
 
 def _input_hints() -> dict[str, str]:
@@ -681,13 +701,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
             refuse_launch(args.command)  # before any work: its ranks would repeat it and race on its files
         _set_threads(getattr(args, "threads", None))
-        inputs, outputs, replaced = command_paths(args)
-        check_distinct(inputs, outputs, replaced)  # before any work: no output destroys an input or another output
+        paths = command_paths(args)
+        check_distinct(*paths)  # before any work: no output destroys an input or another output
         module, name = args.handler
         try:
             return int(getattr(importlib.import_module(module), name)(args))
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError, InputPathError):
-            check_inputs(inputs)  # the input that is missing or a folder, named as the user gave it, with the fix
+            check_inputs(paths.inputs)  # the input that is missing or a folder, named as the user gave it, with the fix
             raise
     except (TGEvalError, ValueError, TypeError, OSError) as error:
         print(f"tgeval: error: {type(error).__name__}: {cli_message(str(error), _subparser(parser, args.command))}",

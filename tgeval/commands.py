@@ -466,7 +466,7 @@ def train_command(args: argparse.Namespace) -> int:
         check_writable(args.out, what="--out")
     checkpoints = Checkpointing(args.checkpoint_dir, args.resume, args.overwrite)
     if checkpoints.folder is not None:
-        check_new_run(checkpoints.folder, resume=checkpoints.resume is not None, overwrite=checkpoints.overwrite)
+        check_new_run(checkpoints.folder, resume=checkpoints.resume, overwrite=checkpoints.overwrite)
     with contextlib.nullcontext() if is_main() else contextlib.redirect_stdout(io.StringIO()):  # rank 0 alone prints
         return _train(args, device, distributed, checkpoints)
 

@@ -280,9 +280,11 @@ def test_train_refuses_an_existing_run_unless_resumed_or_overwritten(snap_file, 
     assert "already holds a run (last.pt)" in capsys.readouterr().err
     assert (run / "last.pt").read_bytes() == b"an earlier run"  # refused before the first epoch
     with pytest.raises(OutputPathError, match="already holds a run"):
-        check_new_run(run, resume=False, overwrite=False)
-    check_new_run(run, resume=True, overwrite=False)
-    check_new_run(run, resume=False, overwrite=True)
+        check_new_run(run, resume=None, overwrite=False)
+    check_new_run(run, resume=run / "last.pt", overwrite=False)  # the run in it continues
+    with pytest.raises(OutputPathError, match="holds another run .* would mix the two"):
+        check_new_run(run, resume=tmp_path / "other" / "last.pt", overwrite=False)
+    check_new_run(run, resume=None, overwrite=True)
     assert main([*train, "--overwrite"]) == 0
     assert (run / "last.pt").read_bytes() != b"an earlier run"
 

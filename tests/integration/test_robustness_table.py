@@ -417,6 +417,21 @@ ROWS = [
     Row("corrupted checkpoint", evaluate("events.txt", "--model", "{dir}/trained/last.pt"), {"events.txt": SNAP},
         "CheckpointError", "train .*again|retrain|checkpoint",
         prepare=then(checkpoint, damage("trained/last.pt", flip_middle_byte))),
+    # -- no output replaces another output, checkpoint or run
+    *[Row(f"train --out is the checkpoint folder's {name}", train("--out", "{dir}/ckpt/" + name), {"events.txt": SNAP},
+          "OutputPathError", f"--out .*ckpt/{name}' is also --checkpoint-dir {name} .*Give --out another path")
+      for name in ("best.pt", "last.pt", "timings.json")],
+    Row("compare --out is the result of a compared file", ["compare", "{dir}/e.csv", "--out", "{dir}/r.json"],
+        {"events.txt": SNAP}, "OutputPathError", "--out .*r.json' holds a tgeval result, which this command would "
+                                                 "replace with a comparison. Give --out another path",
+        prepare=lambda folder: main([part.replace("{dir}", str(folder)) for part in evaluate()])),
+    Row("evaluate --out is a checkpoint", evaluate(save=False, result="trained/last.pt"), {"events.txt": SNAP},
+        "OutputPathError", "holds a tgeval checkpoint, which this command would replace with a result",
+        prepare=checkpoint),
+    Row("resume into the folder of another run", train("--resume", "{dir}/trained/last.pt", "--epochs", "2"),
+        {"events.txt": SNAP, "ckpt/last.pt": "run B", "ckpt/best.pt": "run B", "ckpt/timings.json": "[]"},
+        "OutputPathError", r"holds another run \(last.pt, best.pt, timings.json\) than the resumed .*would mix the "
+                           r"two.*--overwrite", prepare=checkpoint),
 ]
 
 

@@ -44,7 +44,7 @@ import torch
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import sha256_of, write_atomic
+from tgeval.atomic import CHECKPOINT_MAGIC, sha256_of, write_atomic
 from tgeval.data.hashing import fingerprint
 from tgeval.distributed import rank_and_world
 from tgeval.errors import CheckpointError, OutputPathError
@@ -58,7 +58,7 @@ __all__ = ["Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "se
            "rng_state", "set_rng_state", "full_disk_refused", "resume_advice"]
 
 FORMAT_VERSION = 2  # 2: the generator states of every process (1: of one)
-_MAGIC = b"TGEVAL-CHECKPOINT"
+_MAGIC = CHECKPOINT_MAGIC
 
 
 def model_name(model: torch.nn.Module) -> str:

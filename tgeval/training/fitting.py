@@ -27,7 +27,7 @@ from typing import Callable, Optional, Sequence, Union, cast
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import check_writable, write_atomic
+from tgeval.atomic import check_writable, same_file, write_atomic
 from tgeval.choices import VAL_METRICS, VAL_STATES, HistoryMode, ValState
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.hashing import fingerprint
@@ -54,29 +54,39 @@ __all__ = ["fit", "Validation", "Checkpointing", "EarlyStopping", "VAL_METRICS",
 _VAL_STATE_RECORDS = {"rebuilt": "rebuilt (Protocol(warm=True))",
                       "training": "the state training left (Protocol(warm=False))"}
 
-#: the files of a run in a checkpoint folder
-RUN_FILES = ("last.pt", "best.pt")
-
-
-def check_new_run(folder: Union[str, os.PathLike], *, resume: bool, overwrite: bool) -> None:
-    """Refuse a checkpoint folder that cannot be written, or that already holds a run
-    (:data:`RUN_FILES`) when neither resuming nor overwriting: before the first epoch, not after it.
-
-    Raises:
-        OutputPathError: naming the folder, what it holds and the three ways on.
-    """
-    check_writable(folder, folder=True, what="checkpoint folder")
-    held = [name for name in RUN_FILES if (Path(folder) / name).exists()]
-    if held and not (resume or overwrite):
-        raise OutputPathError(f"checkpoint folder {str(folder)!r} already holds a run ({', '.join(held)}): resume it "
-                              f"(resume=.../last.pt, --resume), replace it (overwrite=True, --overwrite), or choose "
-                              f"another folder.")
-
-
 #: History entries that measure time, not the model (they differ between identical runs): kept
 #: out of checkpoints (whose bytes are then a function of the run) and written to ``timings.json``.
 TIMING_KEYS = ("seconds", "events_per_second", "val_seconds", "val_events_per_second")
 TIMINGS_FILE = "timings.json"
+#: the files of a run in a checkpoint folder: its checkpoints and its epochs' timings
+RUN_FILES = ("last.pt", "best.pt", TIMINGS_FILE)
+
+
+def check_new_run(folder: Union[str, os.PathLike], *, resume: Union[str, os.PathLike, None], overwrite: bool) -> None:
+    """Refuse a checkpoint folder that cannot be written, or that already holds a run (a file of
+    :data:`RUN_FILES`) other than the one continued from ``resume`` (a ``last.pt`` in ``folder``) when not
+    overwriting: before the first epoch, not after it.
+
+    Raises:
+        OutputPathError: naming the folder, what it holds and the ways on.
+    """
+    check_writable(folder, folder=True, what="checkpoint folder")
+    held = [name for name in RUN_FILES if (Path(folder) / name).exists()]
+    if not held or overwrite or _continues(folder, resume):
+        return
+    if resume is None:
+        raise OutputPathError(f"checkpoint folder {str(folder)!r} already holds a run ({', '.join(held)}): resume it "
+                              f"(resume=.../last.pt, --resume), replace it (overwrite=True, --overwrite), or choose "
+                              f"another folder.")
+    raise OutputPathError(f"checkpoint folder {str(folder)!r} holds another run ({', '.join(held)}) than the resumed "
+                          f"{str(resume)!r}: continuing that run here would mix the two (one run's last.pt beside the "
+                          f"other's best.pt). Continue it in its own folder {str(Path(resume).parent)!r} or in an "
+                          f"empty one, or replace the run here (overwrite=True, --overwrite).")
+
+
+def _continues(folder: Union[str, os.PathLike], resume: Union[str, os.PathLike, None]) -> bool:
+    """Whether the run resumed from ``resume`` is the one in ``folder`` (the file lies in it)."""
+    return resume is not None and same_file(Path(resume).parent, folder)
 
 
 def _untimed(history: list[dict]) -> list[dict]:
@@ -237,7 +247,8 @@ class Checkpointing:
             (``None``: no files). The model must be registered (:mod:`tgeval.training.checkpoint`).
         resume: a ``last.pt`` to continue from (its folder's ``best.pt`` when a run stopped between the two
             writes of its first epoch left no ``last.pt``); ``None``: a new run.
-        overwrite: replace a run already in ``folder`` (otherwise refused, unless resuming; :func:`check_new_run`).
+        overwrite: replace a run already in ``folder``: its files (:data:`RUN_FILES`) are deleted when the first
+            epoch writes its own (otherwise refused, unless it is the run resumed; :func:`check_new_run`).
 
     Raises:
         ProtocolError: at construction: ``overwrite=True`` without a ``folder`` (there is no run it could replace).
@@ -458,7 +469,7 @@ def fit(
         ModelCapabilityError: ``validation.catalog`` for a model that cannot rank a whole catalog.
         CheckpointError: a checkpoint folder or ``resume`` with an unregistered model, or a
             ``resume`` file written for other data, another model or another specification.
-        OutputPathError: the checkpoint folder cannot be written, or holds a run (see
+        OutputPathError: the checkpoint folder cannot be written, or holds another run (see
             :func:`check_new_run`); checked before the first epoch.
     """
     if validation.catalog is not None and not model.ranks_all_entities:
@@ -473,7 +484,9 @@ def fit(
     checkpoints = Checkpointing() if checkpoints is None else checkpoints
     resume, checkpoint_dir = checkpoints.resume, checkpoints.folder
     if checkpoint_dir is not None:
-        check_new_run(checkpoint_dir, resume=resume is not None, overwrite=checkpoints.overwrite)
+        check_new_run(checkpoint_dir, resume=resume, overwrite=checkpoints.overwrite)
+    # a replaced run's files go with the first files of this one: none may stay beside them
+    replaced = checkpoint_dir is not None and checkpoints.overwrite and not _continues(checkpoint_dir, resume)
     name = model_name(model) if checkpoint_dir is not None or resume is not None else type(model).__name__
     neural = cast(NeuralLinkModel, model)  # registered (checked above) wherever checkpoints are used
     val_history = validation_history(model, history)
@@ -518,6 +531,9 @@ def fit(
         # every rank's generators (its own dropout stream): one gather, on every rank
         rngs = gather_objects(rng_state()) if distributed and checkpoint_dir is not None else None
         if folder is not None:
+            for stale in RUN_FILES if replaced else ():
+                (folder / stale).unlink(missing_ok=True)
+            replaced = False
             for kind in ("best", "last") if improved else ("last",):
                 path = folder / f"{kind}.pt"
                 digest = save_checkpoint(path, neural, optimizer, epoch=epoch, data=data_fingerprint,
