@@ -1,18 +1,21 @@
 """Atomic file writes (a reader sees the old file or the complete new one, never a partial one),
-checks that an output can be written, made before the work that produces it, and the check that an
-input file is there."""
+checks that an output can be written, made before the work that produces it, the lock of a folder for its
+writer, and the check that an input file is there."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import glob
 import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import stat
+import sys
 import tempfile
 import threading
 from contextlib import contextmanager
@@ -22,7 +25,8 @@ from typing import Iterator, Mapping, Optional, Sequence, Union
 from tgeval.errors import InputPathError, OutputPathError
 
 __all__ = ["write_atomic", "write_atomic_group", "check_writable", "check_input_file", "check_distinct", "same_file",
-           "existing_output", "fresh_sibling", "replace_folder", "file_sha256", "sha256_of", "CHECKPOINT_MAGIC"]
+           "existing_output", "fresh_sibling", "replace_folder", "file_sha256", "sha256_of", "CHECKPOINT_MAGIC",
+           "folder_lock"]
 
 PathArg = Union[str, os.PathLike]
 
@@ -274,7 +278,8 @@ def existing_output(path: PathArg) -> Optional[str]:
 
 def fresh_sibling(folder: PathArg) -> Path:
     """A new empty folder beside ``folder`` (its parent created if missing), hidden and named after it, with
-    the usual permissions: where a command writes before :func:`replace_folder` swaps it in."""
+    the usual permissions: where a command writes before :func:`replace_folder` swaps it in. Called holding the
+    folder's lock (:func:`folder_lock`), whose next holder deletes it if this writer is killed."""
     target = Path(folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
@@ -288,7 +293,8 @@ def replace_folder(fresh: PathArg, folder: PathArg) -> None:
     """Swap the complete folder ``fresh`` in as ``folder`` and delete the old one: two renames (the old folder
     aside, ``fresh`` in) and the deletion with ``SIGINT`` / ``SIGTERM`` held back, so a termination request lands
     after them; until then ``folder`` is untouched. (A ``SIGKILL`` between the renames leaves the old folder as
-    the hidden ``.NAME.*.old`` beside it.)"""
+    the hidden ``.NAME.*.old`` beside it, which the folder's next writer keeps, :func:`_remove_stale_work_folders`.)
+    Called holding the folder's lock (:func:`folder_lock`)."""
     target = Path(folder)
     aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
     with _signals_held():
@@ -296,3 +302,136 @@ def replace_folder(fresh: PathArg, folder: PathArg) -> None:
             os.replace(target, aside)  # onto the empty folder mkdtemp made
         os.replace(fresh, target)
         shutil.rmtree(aside)
+
+
+# -- the lock of a folder for its writer -------------------------------------------------------------
+#: the locks this process holds, as ``(lock file, thread)``: taking one again on that thread is a no-op
+_HELD: set[tuple[str, int]] = set()
+
+
+def _lock_file(folder: PathArg) -> Path:
+    """The lock of ``folder``: the hidden file ``.NAME.lock`` beside it (its resolved path), so that it stays
+    while the folder is swapped whole (:func:`replace_folder`) and every spelling of the folder shares it."""
+    real = Path(os.path.realpath(folder))
+    return real.parent / f".{real.name}.lock"
+
+
+@contextmanager
+def folder_lock(folder: PathArg, *, what: str, command: Optional[str] = None) -> Iterator[None]:
+    """Hold ``folder`` (a run or checkpoint folder) for this writer during the block; a second writer is refused
+    at once with an :class:`~tgeval.errors.OutputPathError` naming the holder (its process id and ``command``,
+    default this process's command line, recorded in the lock file) and ``what`` the folder is.
+
+    The lock is an exclusive ``flock`` on the hidden file ``.NAME.lock`` beside the folder (in its parent, created
+    if missing), held until the block ends: the kernel releases it when the holder dies, so a killed writer
+    leaves no stale lock, only its file, which the next holder takes over. The file is deleted when the block
+    ends; a holder that opened it before then takes it only if the path still names it (else it opens the new
+    one). Taken again by the thread that holds it, it is a no-op. On taking it, the work folders that killed
+    earlier writers of ``folder`` left beside it are deleted (:func:`_remove_stale_work_folders`); on release,
+    the folders made for the lock file, if empty.
+    """
+    lock = _lock_file(folder)
+    key = (str(lock), threading.get_ident())
+    if key in _HELD:
+        yield
+        return
+    made = _missing_folders(lock.parent)
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = _acquire(lock, folder, what)
+        _HELD.add(key)
+        try:
+            record = json.dumps({"pid": os.getpid(), "command": command or shlex.join(sys.argv)}).encode()
+            try:
+                os.ftruncate(fd, 0)
+                os.write(fd, record)
+            except OSError as error:
+                error.filename = str(lock)
+                raise
+            _remove_stale_work_folders(Path(folder))
+            yield
+        finally:
+            _HELD.discard(key)
+            try:
+                if os.path.samestat(os.fstat(fd), os.stat(lock)):
+                    os.unlink(lock)
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+    finally:
+        _remove_empty(made)
+
+
+def _acquire(lock: Path, folder: PathArg, what: str) -> int:
+    """The open, exclusively locked lock file ``lock`` of ``folder``; a held one is refused, naming its holder."""
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        except OSError as error:
+            if error.errno in _NO_SPACE:
+                raise
+            raise OutputPathError(f"{what} {str(folder)!r} cannot be locked for this writer: its lock file "
+                                  f"{str(lock)!r} cannot be opened ({error.strerror}). The lock lies beside the "
+                                  f"folder: choose a folder whose parent accepts new files, or remove what is "
+                                  f"at that path.") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise OutputPathError(f"{what} {str(folder)!r} is being written by {holder}, which holds its lock "
+                                  f"{str(lock)!r}: two writers would mix their files. Wait until it ends, or choose "
+                                  f"another {what}.") from None
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(lock)):
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # its holder deleted it meanwhile: open the path anew
+
+
+def _holder(fd: int) -> str:
+    """Who holds a lock, as its file records it."""
+    try:
+        record = json.loads(os.pread(fd, 1 << 16, 0))
+        return f"process {int(record['pid'])} ({record['command']})"
+    except (OSError, ValueError, KeyError, TypeError):  # being written, or not ours
+        return "another process"
+
+
+def _remove_stale_work_folders(folder: Path) -> None:
+    """Delete the work folders that killed earlier writers of ``folder`` left beside it: ``.NAME.XXXXXXXX.tmp``
+    (a run written before its swap, :func:`fresh_sibling`) and ``.NAME.XXXXXXXX.old`` (the previous folder being
+    deleted, :func:`replace_folder`). Called by the new holder of the folder's lock, so no live writer owns one.
+    Real folders of those names only (no link, no file); and none while ``folder`` is missing and an ``.old``
+    folder holds files: a swap cut between its two renames (``SIGKILL``, a power cut), the previous folder
+    there and the new one in the ``.tmp`` folder, left to be recovered."""
+    pattern = re.compile(rf"\.{re.escape(folder.name)}\.[a-z0-9_]{{8}}\.(tmp|old)")
+    found = [path for path in folder.parent.glob(f".{glob.escape(folder.name)}.*")
+             if pattern.fullmatch(path.name) and path.is_dir() and not path.is_symlink()]
+    if not folder.exists() and any(path.suffix == ".old" and any(path.iterdir()) for path in found):
+        return
+    for path in found:
+        shutil.rmtree(path)
+
+
+def _missing_folders(path: PathArg) -> list[Path]:
+    """``path`` and its ancestors that do not exist, deepest first: what writing into ``path`` creates."""
+    missing, folder = [], Path(os.path.abspath(path))
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_empty(folders: Sequence[Path]) -> None:
+    """Remove those of ``folders`` (deepest first) that exist and are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty, or gone
+            pass
+
+
+#: what a write meets on a full disk or a spent quota
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)

@@ -13,6 +13,7 @@ import importlib
 import math
 import os
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -703,6 +704,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _set_threads(getattr(args, "threads", None))
         paths = command_paths(args)
         check_distinct(*paths)  # before any work: no output destroys an input or another output
+        args.command_line = shlex.join(["tgeval", *(sys.argv[1:] if argv is None else argv)])  # a lock's holder
         module, name = args.handler
         try:
             return int(getattr(importlib.import_module(module), name)(args))

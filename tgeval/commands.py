@@ -20,7 +20,7 @@ import torch
 from torch_geometric.data import TemporalData
 
 from tgeval import progress
-from tgeval.atomic import check_writable, fresh_sibling, replace_folder, write_atomic
+from tgeval.atomic import check_writable, folder_lock, fresh_sibling, replace_folder, write_atomic
 from tgeval.choices import GNN_MODELS, VAL_METRICS, flag
 from tgeval.cli import hyperparameter_flags, read_event_file
 from tgeval.data import formats
@@ -53,8 +53,8 @@ from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.static.gnn import GNNConfig, train_link_gnn
 from tgeval.static.graph import static_graph
 from tgeval.training.checkpoint import full_disk_refused, load_checkpoint, seed_all
-from tgeval.training.fitting import (Checkpointing, Validation, check_new_run, default_val_sampler, epoch_line, fit,
-                                     validation_history)
+from tgeval.training.fitting import (Checkpointing, Validation, check_new_run, checkpoint_lock, default_val_sampler,
+                                     epoch_line, fit, validation_history)
 from tgeval.training.train import train_epoch
 
 __all__ = ["evaluate_command", "train_command", "run_command"]
@@ -299,14 +299,15 @@ def run_command(args: argparse.Namespace) -> int:
     stopped before leaves --out as it was)."""
     start = time.perf_counter()
     device = _command_device(args.device)  # the device and the folder are checked before any work
-    _check_run_folder(args.out, args.overwrite)
-    fresh = fresh_sibling(args.out)
-    try:
-        _run(args, fresh, device)
-        replace_folder(fresh, args.out)
-    finally:
-        if fresh.exists():
-            shutil.rmtree(fresh)
+    with folder_lock(args.out, what="--out", command=args.command_line):  # one writer: a second is refused at once
+        _check_run_folder(args.out, args.overwrite)
+        fresh = fresh_sibling(args.out)
+        try:
+            _run(args, fresh, device)
+            replace_folder(fresh, args.out)
+        finally:
+            if fresh.exists():
+                shutil.rmtree(fresh)
     print(f"\nresults in {args.out}/ ({time.perf_counter() - start:.1f} s); the report: {args.out / 'report.html'}")
     return 0
 
@@ -465,10 +466,12 @@ def train_command(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_writable(args.out, what="--out")
     checkpoints = Checkpointing(args.checkpoint_dir, args.resume, args.overwrite)
-    if checkpoints.folder is not None:
-        check_new_run(checkpoints.folder, resume=checkpoints.resume, overwrite=checkpoints.overwrite)
-    with contextlib.nullcontext() if is_main() else contextlib.redirect_stdout(io.StringIO()):  # rank 0 alone prints
-        return _train(args, device, distributed, checkpoints)
+    # the folder is held from here (fit's own lock of it is this one): a second writer is refused at once
+    with checkpoint_lock(checkpoints, command=args.command_line) if is_main() else contextlib.nullcontext():
+        if checkpoints.folder is not None:
+            check_new_run(checkpoints.folder, resume=checkpoints.resume, overwrite=checkpoints.overwrite)
+        with contextlib.nullcontext() if is_main() else contextlib.redirect_stdout(io.StringIO()):  # rank 0 prints
+            return _train(args, device, distributed, checkpoints)
 
 
 def _train(args: argparse.Namespace, device: torch.device, distributed: bool, checkpoints: Checkpointing) -> int:

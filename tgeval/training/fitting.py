@@ -20,14 +20,15 @@ from __future__ import annotations
 import json
 import math
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Optional, Sequence, Union, cast
+from typing import Callable, ContextManager, Optional, Sequence, Union, cast
 
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import check_writable, same_file, write_atomic
+from tgeval.atomic import check_writable, folder_lock, same_file, write_atomic
 from tgeval.choices import VAL_METRICS, VAL_STATES, HistoryMode, ValState
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.hashing import fingerprint
@@ -48,7 +49,7 @@ from tgeval.training.losses import LossFn
 from tgeval.training.train import train_epoch
 
 __all__ = ["fit", "Validation", "Checkpointing", "EarlyStopping", "VAL_METRICS", "val_metrics", "val_names",
-           "epoch_line", "validation_history", "check_new_run", "default_val_sampler"]
+           "epoch_line", "validation_history", "check_new_run", "checkpoint_lock", "default_val_sampler"]
 
 #: how the training specification records each validation state
 _VAL_STATE_RECORDS = {"rebuilt": "rebuilt (Protocol(warm=True))",
@@ -87,6 +88,14 @@ def check_new_run(folder: Union[str, os.PathLike], *, resume: Union[str, os.Path
 def _continues(folder: Union[str, os.PathLike], resume: Union[str, os.PathLike, None]) -> bool:
     """Whether the run resumed from ``resume`` is the one in ``folder`` (the file lies in it)."""
     return resume is not None and same_file(Path(resume).parent, folder)
+
+
+def checkpoint_lock(checkpoints: "Checkpointing", *, command: Optional[str] = None) -> ContextManager:
+    """Hold the checkpoint folder of ``checkpoints`` for this writer (:func:`~tgeval.atomic.folder_lock`; a
+    null context without a folder): a second run into it is refused at once, naming the holder."""
+    if checkpoints.folder is None:
+        return nullcontext()
+    return folder_lock(checkpoints.folder, what="checkpoint folder (Checkpointing.folder)", command=command)
 
 
 def _untimed(history: list[dict]) -> list[dict]:
@@ -469,8 +478,9 @@ def fit(
         ModelCapabilityError: ``validation.catalog`` for a model that cannot rank a whole catalog.
         CheckpointError: a checkpoint folder or ``resume`` with an unregistered model, or a
             ``resume`` file written for other data, another model or another specification.
-        OutputPathError: the checkpoint folder cannot be written, or holds another run (see
-            :func:`check_new_run`); checked before the first epoch.
+        OutputPathError: the checkpoint folder cannot be written, holds another run (see
+            :func:`check_new_run`) or is being written by another process (:func:`checkpoint_lock`, held for the
+            whole run); checked before the first epoch.
     """
     if validation.catalog is not None and not model.ranks_all_entities:
         raise ModelCapabilityError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog: validate "
@@ -483,86 +493,88 @@ def fit(
     writes = not distributed or is_main()
     checkpoints = Checkpointing() if checkpoints is None else checkpoints
     resume, checkpoint_dir = checkpoints.resume, checkpoints.folder
-    if checkpoint_dir is not None:
-        check_new_run(checkpoint_dir, resume=resume, overwrite=checkpoints.overwrite)
-    # a replaced run's files go with the first files of this one: none may stay beside them
-    replaced = checkpoint_dir is not None and checkpoints.overwrite and not _continues(checkpoint_dir, resume)
-    name = model_name(model) if checkpoint_dir is not None or resume is not None else type(model).__name__
-    neural = cast(NeuralLinkModel, model)  # registered (checked above) wherever checkpoints are used
-    val_history = validation_history(model, history)
-    training = _spec(sampler, loss, optimizer, validation, val_history=val_history, epochs=epochs, patience=patience,
-                     batch_size=batch_size, num_negatives=num_negatives, seed=seed, history=history,
-                     extra={**(spec or {}), **({"allow_whole_stream": True} if allow_whole_stream else {})})
-    data_fingerprint = fingerprint(data)
+    with checkpoint_lock(checkpoints) if writes else nullcontext():
+        if checkpoint_dir is not None:
+            check_new_run(checkpoint_dir, resume=resume, overwrite=checkpoints.overwrite)
+        # a replaced run's files go with the first files of this one: none may stay beside them
+        replaced = checkpoint_dir is not None and checkpoints.overwrite and not _continues(checkpoint_dir, resume)
+        name = model_name(model) if checkpoint_dir is not None or resume is not None else type(model).__name__
+        neural = cast(NeuralLinkModel, model)  # registered (checked above) wherever checkpoints are used
+        val_history = validation_history(model, history)
+        training = _spec(sampler, loss, optimizer, validation, val_history=val_history, epochs=epochs,
+                         patience=patience, batch_size=batch_size, num_negatives=num_negatives, seed=seed,
+                         history=history,
+                         extra={**(spec or {}), **({"allow_whole_stream": True} if allow_whole_stream else {})})
+        data_fingerprint = fingerprint(data)
 
-    records: list[dict] = []
-    stopping = EarlyStopping(patience)
-    best_parameters: Optional[dict] = None
-    start = 0
-    if resume is not None:
-        resume = _resume_file(resume)
-        records, stopping, best_parameters, start = _resume(resume, neural, optimizer, training, data_fingerprint,
-                                                            patience)
-    model.checkpoint_record = None  # a loaded checkpoint's record describes other parameters once trained
+        records: list[dict] = []
+        stopping = EarlyStopping(patience)
+        best_parameters: Optional[dict] = None
+        start = 0
+        if resume is not None:
+            resume = _resume_file(resume)
+            records, stopping, best_parameters, start = _resume(resume, neural, optimizer, training, data_fingerprint,
+                                                                patience)
+        model.checkpoint_record = None  # a loaded checkpoint's record describes other parameters once trained
 
-    folder = None if checkpoint_dir is None or not writes else Path(checkpoint_dir)
-    files: dict[str, dict] = {}
-    for epoch in range(start, epochs):
-        if stopping.stopped:
-            break
-        model.train()  # the same mode every epoch, whatever the caller or a resume left
-        stats = train_epoch(model, data, split.train, sampler=sampler, loss=loss, optimizer=optimizer,
-                            batch_size=batch_size, num_negatives=num_negatives, seed=seed, epoch=epoch,
-                            history=history, distributed=distributed, allow_whole_stream=allow_whole_stream)
-        counts = split_counters(sampler.describe())[1]  # the epoch's training, before validation may reset it
-        trained_state = model.snapshot() if folder is not None else None  # history = the training segment only
-        model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
-        result = evaluate(model, data, split.val,
-                          validation.protocol(batch_size=batch_size, seed=seed, history=val_history),
-                          sampler=validation.sampler, catalog=validation.catalog, distributed=distributed)
-        measured = val_metrics(result)
-        improved = stopping.step(epoch, measured.get(validation.metric))
-        if improved:
-            best_parameters = clone_state(parameters_of(model))
-        record = {"epoch": epoch, **stats, "sampler": counts, "val": measured,
-                  "val_seconds": result.performance["seconds"],
-                  "val_events_per_second": result.performance["events_per_second"], "improved": improved}
-        records.append(json_safe(record))
-        # every rank's generators (its own dropout stream): one gather, on every rank
-        rngs = gather_objects(rng_state()) if distributed and checkpoint_dir is not None else None
-        if folder is not None:
-            for stale in RUN_FILES if replaced else ():
-                (folder / stale).unlink(missing_ok=True)
-            replaced = False
-            for kind in ("best", "last") if improved else ("last",):
-                path = folder / f"{kind}.pt"
-                digest = save_checkpoint(path, neural, optimizer, epoch=epoch, data=data_fingerprint,
-                                         early_stopping=stopping.to_dict(), history=_untimed(records),
-                                         training=training,
-                                         best_parameters=None if improved else best_parameters,
-                                         state=trained_state, state_training=True, rng=rngs)
-                files[kind] = {"path": str(path), "sha256": digest}
-            with full_disk_refused(folder / TIMINGS_FILE, resume_advice(folder)):
-                write_atomic(folder / TIMINGS_FILE, json.dumps(_timings(records), indent=1))
-        named = {**records[-1], "val_names": training["validation"]["names"]}
-        if verbose and writes:
-            print(epoch_line(named), flush=True)
-        if on_epoch is not None:
-            on_epoch(named)
+        folder = None if checkpoint_dir is None or not writes else Path(checkpoint_dir)
+        files: dict[str, dict] = {}
+        for epoch in range(start, epochs):
+            if stopping.stopped:
+                break
+            model.train()  # the same mode every epoch, whatever the caller or a resume left
+            stats = train_epoch(model, data, split.train, sampler=sampler, loss=loss, optimizer=optimizer,
+                                batch_size=batch_size, num_negatives=num_negatives, seed=seed, epoch=epoch,
+                                history=history, distributed=distributed, allow_whole_stream=allow_whole_stream)
+            counts = split_counters(sampler.describe())[1]  # the epoch's training, before validation may reset it
+            trained_state = model.snapshot() if folder is not None else None  # history = the training segment only
+            model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
+            result = evaluate(model, data, split.val,
+                              validation.protocol(batch_size=batch_size, seed=seed, history=val_history),
+                              sampler=validation.sampler, catalog=validation.catalog, distributed=distributed)
+            measured = val_metrics(result)
+            improved = stopping.step(epoch, measured.get(validation.metric))
+            if improved:
+                best_parameters = clone_state(parameters_of(model))
+            record = {"epoch": epoch, **stats, "sampler": counts, "val": measured,
+                      "val_seconds": result.performance["seconds"],
+                      "val_events_per_second": result.performance["events_per_second"], "improved": improved}
+            records.append(json_safe(record))
+            # every rank's generators (its own dropout stream): one gather, on every rank
+            rngs = gather_objects(rng_state()) if distributed and checkpoint_dir is not None else None
+            if folder is not None:
+                for stale in RUN_FILES if replaced else ():
+                    (folder / stale).unlink(missing_ok=True)
+                replaced = False
+                for kind in ("best", "last") if improved else ("last",):
+                    path = folder / f"{kind}.pt"
+                    digest = save_checkpoint(path, neural, optimizer, epoch=epoch, data=data_fingerprint,
+                                             early_stopping=stopping.to_dict(), history=_untimed(records),
+                                             training=training,
+                                             best_parameters=None if improved else best_parameters,
+                                             state=trained_state, state_training=True, rng=rngs)
+                    files[kind] = {"path": str(path), "sha256": digest}
+                with full_disk_refused(folder / TIMINGS_FILE, resume_advice(folder)):
+                    write_atomic(folder / TIMINGS_FILE, json.dumps(_timings(records), indent=1))
+            named = {**records[-1], "val_names": training["validation"]["names"]}
+            if verbose and writes:
+                print(epoch_line(named), flush=True)
+            if on_epoch is not None:
+                on_epoch(named)
 
-    if best_parameters is not None:
-        load_parameters(model, best_parameters)
-    checked_reset(model)
-    model.eval()
-    return {
-        "model": name,
-        "training": training,
-        "val_metric": validation.metric,
-        "best_epoch": stopping.epoch,
-        "best_value": stopping.value,
-        "epochs_run": len(records),
-        "stopped_early": stopping.stopped and len(records) < epochs,
-        "history": records,
-        "resumed_from": None if resume is None else str(resume),
-        "checkpoints": files or None,
-    }
+        if best_parameters is not None:
+            load_parameters(model, best_parameters)
+        checked_reset(model)
+        model.eval()
+        return {
+            "model": name,
+            "training": training,
+            "val_metric": validation.metric,
+            "best_epoch": stopping.epoch,
+            "best_value": stopping.value,
+            "epochs_run": len(records),
+            "stopped_early": stopping.stopped and len(records) < epochs,
+            "history": records,
+            "resumed_from": None if resume is None else str(resume),
+            "checkpoints": files or None,
+        }
