@@ -1,6 +1,6 @@
 """Atomic file writes (a reader sees the old file or the complete new one, never a partial one),
 checks that an output can be written, made before the work that produces it, the lock of a folder for its
-writer, and the check that an input file is there."""
+writer, the clean-up of what a failed command left, and the check that an input file is there."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from typing import Iterator, Mapping, Optional, Sequence, Union
 from tgeval.errors import InputPathError, OutputPathError
 
 __all__ = ["write_atomic", "write_atomic_group", "check_writable", "check_input_file", "check_distinct", "same_file",
-           "existing_output", "fresh_sibling", "replace_folder", "file_sha256", "sha256_of", "CHECKPOINT_MAGIC",
-           "folder_lock"]
+           "fresh_sibling", "replace_folder", "file_sha256", "sha256_of", "folder_lock", "full_disk_refused",
+           "writing_outputs", "existing_output", "CHECKPOINT_MAGIC"]
 
 PathArg = Union[str, os.PathLike]
 
@@ -55,16 +55,21 @@ def write_atomic_group(files: Sequence[tuple[Union[str, os.PathLike], Union[str,
     try:
         for path, content in files:
             target = Path(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _remove_stale_temporaries(target)
-            payload = content.encode("utf-8") if isinstance(content, str) else content
-            fd, tmp = _locked_temporary(target)
-            held.append(fd)
-            temporary.append((tmp, target))
-            with os.fdopen(fd, "wb", closefd=False) as handle:
-                handle.write(payload)
-                handle.flush()
-                os.fsync(handle.fileno())
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                _remove_stale_temporaries(target)
+                payload = content.encode("utf-8") if isinstance(content, str) else content
+                fd, tmp = _locked_temporary(target)
+                held.append(fd)
+                temporary.append((tmp, target))
+                with os.fdopen(fd, "wb", closefd=False) as handle:
+                    handle.write(payload)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            except OSError as error:  # fsync's error names no file: name the target (a full disk's message does)
+                if error.filename is None:
+                    error.filename = os.fspath(target)
+                raise
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
@@ -433,5 +438,69 @@ def _remove_empty(folders: Sequence[Path]) -> None:
             pass
 
 
+# -- a full disk, and the clean-up of a failed command ---------------------------------------------
 #: what a write meets on a full disk or a spent quota
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _no_space(path: PathArg, error: OSError, fix: str) -> OutputPathError:
+    """The error of a full disk met writing ``path`` (atomically: the previous file is unchanged)."""
+    folder = Path(path).absolute().parent
+    while not folder.exists():
+        folder = folder.parent
+    free, why = shutil.disk_usage(folder).free, error.strerror or os.strerror(error.errno)
+    return OutputPathError(f"{path} could not be written: no space left on the disk of {str(folder)!r} "
+                           f"({free / 2**20:,.1f} MiB free; {why}). The previous {Path(path).name}, if any, is "
+                           f"unchanged. {fix}")
+
+
+@contextmanager
+def full_disk_refused(path: PathArg, fix: str) -> Iterator[None]:
+    """Turn a full disk (``ENOSPC``, ``EDQUOT``) while the block writes ``path`` atomically into an
+    :class:`~tgeval.errors.OutputPathError` naming the path, the space left and ``fix``."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in _NO_SPACE:
+            raise
+        raise _no_space(path, error, fix) from None
+
+
+@contextmanager
+def writing_outputs(outputs: Mapping[str, Optional[PathArg]],
+                    folders: Optional[Mapping[str, Optional[PathArg]]] = None) -> Iterator[None]:
+    """The block of a command that writes its ``outputs`` (files) and ``folders`` (written whole), keyed by how
+    the user named them as for :func:`check_distinct`; the command line runs every command in it.
+
+    A full disk (``ENOSPC``, ``EDQUOT``) met in the block is an :class:`~tgeval.errors.OutputPathError` naming the
+    file, the space left and the flag to point elsewhere (unless a write named its own fix,
+    :func:`full_disk_refused`); on any failure (an error, Ctrl-C, ``SIGTERM``) the folders that did not exist
+    before the block and are empty after it are removed, as the temporary files of atomic writes are."""
+    files = [(name, Path(path)) for name, path in outputs.items() if path is not None]
+    whole = [(name, Path(path)) for name, path in (folders or {}).items() if path is not None]
+    made = sorted({*(folder for _, path in files for folder in _missing_folders(path.parent)),
+                   *(folder for _, path in whole for folder in _missing_folders(path))},
+                  key=lambda folder: len(folder.parts), reverse=True)
+    try:
+        yield
+    except BaseException as error:
+        _remove_empty(made)
+        if isinstance(error, OSError) and error.errno in _NO_SPACE:
+            name = _owner(error.filename, files + whole)
+            fix = (f"Free space, or give {name} on another disk, and run the command again." if name else
+                   "Free space and run the command again.")
+            raise _no_space(error.filename or "an output", error, fix) from None
+        raise
+
+
+def _owner(filename: Optional[PathArg], paths: Sequence[tuple[str, Path]]) -> Optional[str]:
+    """The flag of the output that ``filename`` is, lies in, or lies in a work folder of (:func:`fresh_sibling`)."""
+    if filename is None:
+        return None
+    where = Path(os.path.abspath(filename))
+    for name, path in paths:
+        path = Path(os.path.abspath(path))
+        if any(step == path or (step.parent == path.parent and step.name.startswith(f".{path.name}."))
+               for step in (where, *where.parents)):
+            return name.split()[0]  # "--out novelty.csv": --out
+    return None

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Literal, NamedTuple, Optional, Sequence, get_args, get_origin
 
-from tgeval.atomic import check_distinct, check_input_file
+from tgeval.atomic import check_distinct, check_input_file, writing_outputs
 from tgeval.choices import (AUDIT_CHECKS, CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS, HEART_HEURISTICS,
                             HISTORY_MODES, REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES,
                             UNCOVERED_RULES, VAL_METRICS, VAL_STATES, WEIGHTINGS, flag)
@@ -535,7 +535,7 @@ class CommandPaths(NamedTuple):
 
 def command_paths(args: argparse.Namespace) -> CommandPaths:
     """Every file a parsed command reads and writes, for :func:`tgeval.atomic.check_distinct` and
-    :func:`tgeval.cli.check_inputs`: ``train``'s checkpoint folder is its run's files (``--checkpoint-dir
+    :func:`tgeval.atomic.writing_outputs`: ``train``'s checkpoint folder is its run's files (``--checkpoint-dir
     last.pt``, ...), ``diagnose``'s and ``static``'s folder the files they write, ``run``'s folder a folder swapped in
     whole. A checkpoint resumed from the checkpoint folder is no input of it: resuming continues that run."""
     inputs: Paths = {"the data file": getattr(args, "data", None)}
@@ -706,11 +706,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         check_distinct(*paths)  # before any work: no output destroys an input or another output
         args.command_line = shlex.join(["tgeval", *(sys.argv[1:] if argv is None else argv)])  # a lock's holder
         module, name = args.handler
-        try:
-            return int(getattr(importlib.import_module(module), name)(args))
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, InputPathError):
-            check_inputs(paths.inputs)  # the input that is missing or a folder, named as the user gave it, with the fix
-            raise
+        with writing_outputs(paths.outputs, paths.replaced):  # a full disk, the folders a failure leaves
+            try:
+                return int(getattr(importlib.import_module(module), name)(args))
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError, InputPathError):
+                check_inputs(paths.inputs)  # the input that is missing or a folder, named as the user gave it
+                raise
     except (TGEvalError, ValueError, TypeError, OSError) as error:
         print(f"tgeval: error: {type(error).__name__}: {cli_message(str(error), _subparser(parser, args.command))}",
               file=sys.stderr)

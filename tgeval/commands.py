@@ -52,7 +52,7 @@ from tgeval.samplers import FixedNegativeSampler, UniformSampler, from_spec
 from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.static.gnn import GNNConfig, train_link_gnn
 from tgeval.static.graph import static_graph
-from tgeval.training.checkpoint import full_disk_refused, load_checkpoint, seed_all
+from tgeval.training.checkpoint import load_checkpoint, seed_all
 from tgeval.training.fitting import (Checkpointing, Validation, check_new_run, checkpoint_lock, default_val_sampler,
                                      epoch_line, fit, validation_history)
 from tgeval.training.train import train_epoch
@@ -498,8 +498,7 @@ def _train(args: argparse.Namespace, device: torch.device, distributed: bool, ch
     result.manifest["training"] = training
     print(summary(result, f"{args.model} (trained)"))
     if args.out and is_main():
-        with full_disk_refused(args.out, "Free space, or give --out on another disk, and run the command again."):
-            result.save(args.out)
+        result.save(args.out)
         print(f"wrote {args.out}")
     return 0
 

@@ -1,7 +1,7 @@
 """No output replaces another output, checkpoint or run: a result or a checkpoint is replaced only by its own
 kind; one writer per run or checkpoint folder (a second is refused at once, naming the holder; a killed holder
 leaves no stale lock); ``--overwrite`` leaves no file of the replaced run; the hidden work folders of a killed
-``tgeval run`` are removed."""
+``tgeval run`` and the folders a failed command made are removed."""
 
 import json
 import os
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tgeval.atomic import check_distinct, folder_lock
+from tgeval.atomic import check_distinct, folder_lock, writing_outputs
 from tgeval.cli import main
 from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
@@ -201,6 +201,28 @@ def test_a_killed_run_leaves_nothing_the_next_run_keeps(snap_file, tmp_path):
     assert sorted(name.rsplit(".", 1)[-1] for name in left) == ["lock", "tmp"]  # its work folder and lock file
     assert main(_run(snap_file, out)) == 0
     assert names(tmp_path) == ["events.txt", "results"]
+
+
+def test_a_failed_command_removes_the_folders_it_made(tmp_path):
+    """Ctrl-C and SIGTERM (SystemExit) included; a folder that was there, or holds a file, stays."""
+    (tmp_path / "kept").mkdir()
+    for stop in (KeyboardInterrupt(), SystemExit(143), OSError("failed")):
+        with pytest.raises(type(stop)):
+            with writing_outputs({"--out": tmp_path / "a" / "b" / "r.json", "--save-events": tmp_path / "kept" / "e"},
+                                 {"--checkpoint-dir": tmp_path / "c" / "run"}):
+                (tmp_path / "a" / "b").mkdir(parents=True)
+                (tmp_path / "c" / "run").mkdir(parents=True)
+                raise stop
+        assert names(tmp_path) == ["kept"]
+    with pytest.raises(OSError):
+        with writing_outputs({"--out": tmp_path / "a" / "b" / "r.json"}):
+            (tmp_path / "a" / "b").mkdir(parents=True)
+            (tmp_path / "a" / "notes.txt").write_text("a file")
+            raise OSError("failed")
+    assert names(tmp_path) == ["a", "kept"] and names(tmp_path / "a") == ["notes.txt"]
+    with writing_outputs({"--out": tmp_path / "new" / "r.json"}):  # success: what it made stays
+        (tmp_path / "new").mkdir()
+    assert (tmp_path / "new").is_dir()
 
 
 def test_the_lock_records_this_process_by_default(tmp_path):

@@ -432,6 +432,24 @@ ROWS = [
         {"events.txt": SNAP, "ckpt/last.pt": "run B", "ckpt/best.pt": "run B", "ckpt/timings.json": "[]"},
         "OutputPathError", r"holds another run \(last.pt, best.pt, timings.json\) than the resumed .*would mix the "
                            r"two.*--overwrite", prepare=checkpoint),
+    Row("full disk in diagnose", ["diagnose", "{dir}/events.txt", "--format", "snap", "--out", "{dir}/d/diag"],
+        {"events.txt": SNAP}, "OutputPathError",
+        r"d/diag/novelty.csv could not be written: no space left .*MiB free.*give --out on another disk",
+        fault=full_disk),
+    Row("full disk in static", ["static", "{dir}/events.txt", "--format", "snap", "--out", "{dir}/st"],
+        {"events.txt": SNAP}, "OutputPathError", r"st/static.json could not be written: no space left",
+        fault=full_disk),
+    Row("full disk in evaluate", evaluate(save=False, result="new/r.json"), {"events.txt": SNAP}, "OutputPathError",
+        r"new/r.json could not be written: no space left .*give --out on another disk", fault=full_disk),
+    Row("full disk in compare", ["compare", "{dir}/e.csv", "--out", "{dir}/cmp/c.json"], {"events.txt": SNAP},
+        "OutputPathError", r"cmp/c.json could not be written: no space left", fault=full_disk,
+        prepare=lambda folder: main([part.replace("{dir}", str(folder)) for part in evaluate()])),
+    Row("full disk in report", ["report", "{dir}", "--out", "{dir}/html/report.html"], {"events.txt": SNAP},
+        "OutputPathError", r"html/report.html could not be written: no space left", fault=full_disk,
+        prepare=lambda folder: main([part.replace("{dir}", str(folder)) for part in evaluate()])),
+    Row("full disk in run", ["run", "--data", "{dir}/events.txt", "--out", "{dir}/runs/res", "--tgn-epochs", "0",
+                             "--negatives", "3"], {"events.txt": SNAP}, "OutputPathError",
+        r"could not be written: no space left .*give --out on another disk", fault=full_disk),
 ]
 
 

@@ -25,29 +25,26 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import errno
 import hashlib
-import shutil
 import json
 import io
 import os
 import pickle
 import random
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 import torch
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import CHECKPOINT_MAGIC, sha256_of, write_atomic
+from tgeval.atomic import CHECKPOINT_MAGIC, full_disk_refused, sha256_of, write_atomic
 from tgeval.data.hashing import fingerprint
 from tgeval.distributed import rank_and_world
-from tgeval.errors import CheckpointError, OutputPathError
+from tgeval.errors import CheckpointError
 from tgeval.eval.result import json_safe
 from tgeval.models import registry
 from tgeval.models.neural import NeuralLinkModel
@@ -55,7 +52,7 @@ from tgeval.provenance import versions
 from tgeval.state import State, load_parameters, parameters_of, restore_detached
 
 __all__ = ["Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "seed_all",
-           "rng_state", "set_rng_state", "full_disk_refused", "resume_advice"]
+           "rng_state", "set_rng_state", "resume_advice"]
 
 FORMAT_VERSION = 2  # 2: the generator states of every process (1: of one)
 _MAGIC = CHECKPOINT_MAGIC
@@ -128,32 +125,9 @@ def set_rng_state(state: dict) -> None:
 
 
 # -- files -----------------------------------------------------------------------------
-#: what a write meets on a full disk or a spent quota
-_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
-
-
 def resume_advice(folder: Union[str, os.PathLike]) -> str:
     """What to do when a run's checkpoint folder could not be written: its last complete epoch is on disk."""
     return f"Free space, then resume the run from its last complete epoch, {Path(folder) / 'last.pt'} (--resume)."
-
-
-@contextmanager
-def full_disk_refused(path: Union[str, os.PathLike], fix: str) -> Iterator[None]:
-    """Turn a full disk (``ENOSPC``, ``EDQUOT``) while the block writes ``path`` atomically into an
-    :class:`~tgeval.errors.OutputPathError` naming the path, the space left and ``fix``; the atomic
-    write left the previous file as it was."""
-    try:
-        yield
-    except OSError as error:
-        if error.errno not in _NO_SPACE:
-            raise
-        folder = Path(path).absolute().parent
-        while not folder.exists():
-            folder = folder.parent
-        free, why = shutil.disk_usage(folder).free, error.strerror or os.strerror(error.errno)
-        raise OutputPathError(f"{path} could not be written: no space left on the disk of {str(folder)!r} "
-                              f"({free / 2**20:,.1f} MiB free; {why}). The previous {Path(path).name}, if any, is "
-                              f"unchanged. {fix}") from None
 
 
 def _plain(value: Any) -> Any:

@@ -28,7 +28,7 @@ from typing import Callable, ContextManager, Optional, Sequence, Union, cast
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import check_writable, folder_lock, same_file, write_atomic
+from tgeval.atomic import check_writable, folder_lock, full_disk_refused, same_file, write_atomic
 from tgeval.choices import VAL_METRICS, VAL_STATES, HistoryMode, ValState
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.hashing import fingerprint
@@ -43,8 +43,7 @@ from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol, metric_name
 from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.samplers.uniform import UniformSampler
 from tgeval.state import checked_reset, clone_state, load_parameters, parameters_of
-from tgeval.training.checkpoint import (full_disk_refused, load_checkpoint, model_name,
-                                       resume_advice, rng_state, save_checkpoint)
+from tgeval.training.checkpoint import load_checkpoint, model_name, resume_advice, rng_state, save_checkpoint
 from tgeval.training.losses import LossFn
 from tgeval.training.train import train_epoch
 
