@@ -450,6 +450,11 @@ ROWS = [
     Row("full disk in run", ["run", "--data", "{dir}/events.txt", "--out", "{dir}/runs/res", "--tgn-epochs", "0",
                              "--negatives", "3"], {"events.txt": SNAP}, "OutputPathError",
         r"could not be written: no space left .*give --out on another disk", fault=full_disk),
+    # -- every input that can change a number is checked or refused
+    Row("--candidate-budget -5", evaluate("events.txt", "--model", "pa", "--candidate-budget", "-5"),
+        {"events.txt": SNAP}, "ProtocolError", "--candidate-budget .*must be an integer >= 1, got -5"),
+    Row("--candidate-budget 0", evaluate("events.txt", "--model", "pa", "--candidate-budget", "0"),
+        {"events.txt": SNAP}, "ProtocolError", "--candidate-budget .*must be an integer >= 1, got 0"),
 ]
 
 

@@ -54,6 +54,14 @@ def test_evaluate_argument_errors():
                           candidate_budget=0)
 
 
+@pytest.mark.parametrize("budget", [-5, 0, 1.5, True])
+def test_evaluate_refuses_a_candidate_budget_below_one(budget):
+    # a negative budget counted no candidate (every rank 1, MRR 1.0), zero divided by zero
+    with pytest.raises(ProtocolError, match=r"candidate_budget .* must be an integer >= 1"):
+        evaluate(TableModel(torch.rand(5, 5, dtype=torch.float64)), DATA, TEST, catalog=CATALOG,
+                 candidate_budget=budget)
+
+
 def test_split_refuses_unsorted_time():
     with pytest.raises(SplitError, match="non-decreasing"):
         chronological_split(make_stream([0, 1, 2], [1, 2, 0], [3, 1, 2]))

@@ -53,8 +53,8 @@ from tgeval.errors import (CatalogError, DeviceError, ModelCapabilityError, Mode
                            SplitError, UntrainedModelWarning)
 from tgeval.eval.checksum import NegativesDigest
 from tgeval.eval.metrics import count_above_equal
-from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_no_nan, chunked_counts, plan_candidates,
-                                 shortcut_counts)
+from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_candidate_budget, check_no_nan,
+                                 chunked_counts, plan_candidates, shortcut_counts)
 from tgeval.eval.result import Result, summarize
 from tgeval.loader import TimestampBatchLoader, same_batch_history, timestamp_batch_boundaries
 from tgeval.models.base import TemporalLinkModel, check_node_ids
@@ -203,8 +203,9 @@ def _checked_stream(model: TemporalLinkModel, data: TemporalData, segment: Segme
 
 def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segment, *,
                     sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
-                    uncovered: str, prefilter: Optional[int] = None) -> TemporalData:
+                    uncovered: str, candidate_budget: int, prefilter: Optional[int] = None) -> TemporalData:
     """Validate the arguments of :func:`evaluate` (the protocol checks itself); return the validated stream."""
+    check_candidate_budget(candidate_budget)
     if sampler is None and catalog is None:
         raise ProtocolError("nothing to measure: pass a `sampler` (sampled metrics), a `catalog` (all-entity), or "
                             "both.")
@@ -692,8 +693,8 @@ def evaluate(
             that cuts a timestamp group, a ``Split`` (or anything else) where a ``Segment`` belongs.
         DataMismatchError: a segment, catalog or sampler built from other events than the
             ones ``data`` starts with (their recorded ``built_from``).
-        ProtocolError: neither a sampler nor a catalog, a pre-filter without a catalog, or ``K < 1`` with a
-            sampler.
+        ProtocolError: neither a sampler nor a catalog, a pre-filter without a catalog, ``K < 1`` with a
+            sampler, or a ``candidate_budget`` below 1.
         DeviceError: the model and the data on different devices.
         ModelOutputError: the model returned a NaN score (positive, negative or candidate).
         CatalogError: a catalog for fewer ids than the stream's, or positives outside it
@@ -723,7 +724,7 @@ def evaluate(
             if not protocol.warm and model.training:
                 _warn_mode_switch(model)
             data = _checked_inputs(model, data, segment, sampler=sampler, num_negatives=num_negatives, catalog=catalog,
-                                   uncovered=uncovered, prefilter=protocol.prefilter)
+                                   uncovered=uncovered, candidate_budget=candidate_budget, prefilter=protocol.prefilter)
             if model.as_built():
                 warnings.warn(f"{type(model).__name__} is evaluated with its parameters unchanged since it was built "
                               f"(never trained, nor loaded from a trained checkpoint): unless its constructor loads "

@@ -44,7 +44,7 @@ from tgeval.eval.metrics import tie_band
 from tgeval.models.base import TemporalLinkModel, scores_pair_by_pair
 
 __all__ = ["RankCounts", "CandidatePlan", "ShortcutPairs", "PairwiseNotice", "PAIR_LIMIT", "plan_candidates",
-           "all_entity_counts", "chunked_counts", "shortcut_counts", "check_no_nan"]
+           "all_entity_counts", "chunked_counts", "shortcut_counts", "check_no_nan", "check_candidate_budget"]
 
 
 @dataclass
@@ -395,6 +395,15 @@ def shortcut_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score:
     return above, equal
 
 
+def check_candidate_budget(candidate_budget: int) -> None:
+    """Raise :class:`~tgeval.errors.ProtocolError` unless ``candidate_budget`` is an integer ``>= 1``: a block of
+    no (event, candidate) score, or a negative one, would count no candidate, and every rank would be 1."""
+    if isinstance(candidate_budget, bool) or not isinstance(candidate_budget, int) or candidate_budget < 1:
+        raise ProtocolError(f"candidate_budget (the most (event, candidate) scores held at once) must be an integer "
+                            f">= 1, got {candidate_budget!r}: with none no candidate would be counted. Give a "
+                            f"positive budget (default 2**22 = 4,194,304; smaller only lowers the memory used).")
+
+
 def all_entity_counts(model: TemporalLinkModel, src: Tensor, dst: Tensor, t: Tensor, pos_score: Tensor,
                       catalog: Catalog, *, candidate_budget: int = 2**22, use_shortcut: bool = True,
                       directed: bool = True, prefilter: Optional[int] = None) -> RankCounts:
@@ -417,8 +426,7 @@ def all_entity_counts(model: TemporalLinkModel, src: Tensor, dst: Tensor, t: Ten
         ModelOutputError: if a score is NaN.
         ProtocolError: if ``candidate_budget`` < 1.
     """
-    if candidate_budget < 1:
-        raise ProtocolError(f"candidate_budget must be >= 1, got {candidate_budget}.")
+    check_candidate_budget(candidate_budget)
     check_no_nan(pos_score, "positive scores")
     plan = plan_candidates(src, dst, t, catalog, directed=directed)
     size = src.numel()
