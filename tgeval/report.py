@@ -145,14 +145,21 @@ def _check_cell(check: Any) -> str:
         check["value"] is not None else "not run"
 
 
-def _interval(table: dict[str, Tensor], uncovered: str) -> tuple[float, float]:
+#: events per bootstrap block of the report's intervals, as ``tgeval compare``'s default
+BLOCK = 128
+
+
+def _interval(table: dict[str, Tensor], uncovered: str) -> str:
     """95% time-block bootstrap interval of the mean all-entity reciprocal rank over the events the
-    micro MRR averages (the interval of the difference against 0)."""
+    micro MRR averages (the interval of the difference against 0), as text; for :data:`BLOCK` events or
+    fewer (one block, a zero-width interval) the text says that there is none."""
     keep = table["covered"] if uncovered == "exclude" else torch.ones_like(table["rank"], dtype=torch.bool)
     t, rank = table["t"][keep], table["rank"][keep]
+    if t.numel() <= BLOCK:
+        return f"none: {t.numel()} events, one block of {BLOCK}"
     rr = (1.0 / rank.double())[torch.argsort(t, stable=True)]
-    iv = block_bootstrap_difference(rr, torch.zeros_like(rr), seed=0)  # blocks of 128 events, as compare
-    return iv.low, iv.high
+    iv = block_bootstrap_difference(rr, torch.zeros_like(rr), block=BLOCK, seed=0)
+    return f"[{iv.low:.4f}, {iv.high:.4f}]"
 
 
 def _title(results: dict[str, Result], folder: Path) -> str:
@@ -284,8 +291,7 @@ def _main_table(results: dict[str, Result], tables: dict[str, dict[str, Tensor]]
         full = m.get("all_entity", {})
         interval = "–"
         if name in tables and "rank" in tables[name]:
-            low, high = _interval(tables[name], result.manifest["protocol"]["uncovered"])
-            interval = f"[{low:.4f}, {high:.4f}]"
+            interval = _interval(tables[name], result.manifest["protocol"]["uncovered"])
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in (
             name, format_number(m.get("sampled", {}).get("mrr", {}).get("micro")),
             format_number(full.get("mrr", {}).get("micro")), interval, format_number(full.get("mrr", {}).get("macro")),

@@ -14,12 +14,13 @@ from html.parser import HTMLParser
 
 import matplotlib.image
 import pytest
+import torch
 
 from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.comparison import compare, load_events
 from tgeval.eval.result import Result
-from tgeval.report import _k_sweep_figure, _strata_figure, _time_profile_figure, build_report
+from tgeval.report import BLOCK, _interval, _k_sweep_figure, _strata_figure, _time_profile_figure, build_report
 from tests.helpers import snap_text
 from tests.plot_checks import assert_legends_outside
 
@@ -47,6 +48,15 @@ def results(tmp_path_factory):
     (out / "notes.json").write_text(json.dumps({"comment": "not a result"}))
     assert main(["report", str(out), "--out", str(folder / "report.html")]) == 0
     return out, (folder / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_segment_of_one_block_gets_no_interval():
+    """One block of events resamples to itself: the page says there is no interval, not a zero-width one."""
+    def table(n):
+        return {"t": torch.arange(n), "rank": torch.arange(n) % 7 + 1, "covered": torch.ones(n, dtype=torch.bool)}
+    assert _interval(table(BLOCK), "rank") == f"none: {BLOCK} events, one block of {BLOCK}"
+    low, high = (float(x) for x in re.findall(r"[\d.]+", _interval(table(BLOCK + 1), "rank")))
+    assert low < high
 
 
 class _Tags(HTMLParser):

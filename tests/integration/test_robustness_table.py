@@ -194,6 +194,13 @@ def _metrics(text: str, *options: str) -> dict:
         return json.loads((Path(folder) / "r.json").read_text())["metrics"]
 
 
+def two_results(folder: Path) -> None:
+    """Per-event files ``a.csv`` (EdgeBank) and ``b.csv`` (PA) of the table's stream, for ``compare``."""
+    for model, name in (("edgebank", "a"), ("pa", "b")):
+        assert main(["evaluate", f"{folder}/events.txt", "--format", "snap", "--model", model, "--negatives", "3",
+                     "--save-events", f"{folder}/{name}.csv"]) == 0
+
+
 def full_disk() -> ContextManager:
     """Every file write meets a full disk (``fsync`` fails with ``ENOSPC``, as on a disk that fills up)."""
     return mock.patch("os.fsync", side_effect=OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
@@ -455,6 +462,11 @@ ROWS = [
         {"events.txt": SNAP}, "ProtocolError", "--candidate-budget .*must be an integer >= 1, got -5"),
     Row("--candidate-budget 0", evaluate("events.txt", "--model", "pa", "--candidate-budget", "0"),
         {"events.txt": SNAP}, "ProtocolError", "--candidate-budget .*must be an integer >= 1, got 0"),
+    Row("compare --resamples 1", ["compare", "{dir}/a.csv", "{dir}/b.csv", "--resamples", "1"], {"events.txt": SNAP},
+        "ProtocolError", "--resamples 1 is too few for a 0.95 interval.*--resamples >= 40", prepare=two_results),
+    Row("compare --block longer than the segment", ["compare", "{dir}/a.csv", "{dir}/b.csv", "--block", "5000"],
+        {"events.txt": SNAP}, "ProtocolError", r"--block 5000 events holds all \d+ events.*zero width",
+        prepare=two_results),
 ]
 
 

@@ -24,7 +24,8 @@ from scipy import stats as _sps
 
 from tgeval.errors import MetricInputError, ProtocolError
 
-__all__ = ["DifferenceInterval", "kendall_tau", "seed_paired_t_interval", "block_bootstrap_difference"]
+__all__ = ["DifferenceInterval", "kendall_tau", "seed_paired_t_interval", "block_bootstrap_difference",
+           "min_resamples"]
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,17 @@ def seed_paired_t_interval(a: Any, b: Any, *, confidence: float = 0.95) -> Diffe
     return DifferenceInterval(mean, mean - q * se, mean + q * se, conf, n, "seed_paired_t")
 
 
+def min_resamples(confidence: float) -> int:
+    """The fewest bootstrap resamples of a percentile interval of coverage ``confidence``: each tail must hold at
+    least one resample, ``ceil(2 / (1 - confidence))`` (40 at 0.95).
+
+    Example:
+        >>> min_resamples(0.95), min_resamples(0.99)
+        (40, 200)
+    """
+    return math.ceil(round(2.0 / (1.0 - _check_confidence(confidence)), 9))
+
+
 def block_bootstrap_difference(values_a: Any, values_b: Any, *, block: int = 128, num_resamples: int = 2000,
                                confidence: float = 0.95, seed: int = 0) -> DifferenceInterval:
     r"""Time-block paired bootstrap interval for ``mean(values_a - values_b)`` on one segment.
@@ -183,8 +195,10 @@ def block_bootstrap_difference(values_a: Any, values_b: Any, *, block: int = 128
         values_a (array-like or Tensor): float ``[n]``, per-event values of model A,
             time-sorted.
         values_b (array-like or Tensor): float ``[n]``, model B on the same events.
-        block (int): events per block, ``>= 1`` (default 128).
-        num_resamples (int): bootstrap resamples, ``>= 1`` (default 2000).
+        block (int): events per block, ``>= 1`` and fewer than the events (default 128): one block holding
+            every event would give a zero-width interval.
+        num_resamples (int): bootstrap resamples, at least :func:`min_resamples` of ``confidence`` (40 at
+            0.95; default 2000): fewer leave a tail without a resample.
         confidence (float): nominal coverage in ``(0, 1)``.
         seed (int): seed of the bootstrap generator.
 
@@ -194,10 +208,10 @@ def block_bootstrap_difference(values_a: Any, values_b: Any, *, block: int = 128
 
     Raises:
         MetricInputError: on empty / unpaired / non-finite inputs.
-        ProtocolError: on invalid options.
+        ProtocolError: on invalid options: too few resamples for ``confidence``, or a ``block`` holding every event.
 
     Example:
-        >>> iv = block_bootstrap_difference([1.0] * 256, [0.5] * 256, block=128, num_resamples=10)
+        >>> iv = block_bootstrap_difference([1.0] * 256, [0.5] * 256, block=128, num_resamples=40)
         >>> iv.estimate, iv.low, iv.high
         (0.5, 0.5, 0.5)
     """
@@ -205,12 +219,22 @@ def block_bootstrap_difference(values_a: Any, values_b: Any, *, block: int = 128
     for name, v in (("block", block), ("num_resamples", num_resamples)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ProtocolError(f"`{name}` must be an int >= 1, but got {v!r}.")
+    least = min_resamples(conf)
+    if num_resamples < least:
+        raise ProtocolError(f"num_resamples={num_resamples} is too few for a {conf:g} interval: each tail of the "
+                            f"percentile interval holds {(1 - conf) / 2:g} of the resamples, so it needs at least "
+                            f"{least} (with fewer its ends are not quantiles, and the interval can exclude its own "
+                            f"estimate). Give num_resamples >= {least} (default 2000).")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ProtocolError(f"`seed` must be an int, but got {seed!r}.")
     x, y = _check_pair(values_a, values_b, "values_a", "values_b")
     n = x.size
     if n == 0:
         raise MetricInputError("`values_a` and `values_b` must contain at least one event.")
+    if n <= block:
+        raise ProtocolError(f"block={block} events holds all {n} events, so every resample would draw that one "
+                            f"block and the interval would have zero width. Give a block of at most {n - 1} events "
+                            f"(at least two blocks to resample), or compare on a longer segment.")
     d = x - y
     block_id = np.arange(n) // block
     num_blocks = int(block_id[-1]) + 1

@@ -9,7 +9,9 @@ import pytest
 import scipy.stats
 import torch
 
-from tgeval.eval.stats import DifferenceInterval, block_bootstrap_difference, kendall_tau, seed_paired_t_interval
+from tgeval.errors import ProtocolError
+from tgeval.eval.stats import (DifferenceInterval, block_bootstrap_difference, kendall_tau, min_resamples,
+                               seed_paired_t_interval)
 
 
 @pytest.mark.parametrize("n", [2, 3, 7, 50, 400])
@@ -65,8 +67,17 @@ def test_block_bootstrap_basic_properties():
     # partial last block, block larger than the data
     iv3 = block_bootstrap_difference(a[:130], b[:130], block=128, num_resamples=200)
     assert iv3.low <= iv3.high
-    iv4 = block_bootstrap_difference(a[:10], b[:10], block=128, num_resamples=20)
-    assert iv4.low == iv4.high == pytest.approx(float((a[:10] - b[:10]).mean()))
+    # one block holding every event: every resample is that block, a zero-width interval
+    with pytest.raises(ProtocolError, match=r"block=128 events holds all 10 events.*at most 9 events"):
+        block_bootstrap_difference(a[:10], b[:10], block=128, num_resamples=200)
+    two_blocks = block_bootstrap_difference(a[:10], b[:10], block=9, num_resamples=200)
+    assert two_blocks.low < two_blocks.high
+    # too few resamples for the tails: one resample gave an interval excluding its own estimate
+    with pytest.raises(ProtocolError, match=r"num_resamples=1 is too few for a 0.95 interval.*at least 40"):
+        block_bootstrap_difference(a, b, num_resamples=1)
+    with pytest.raises(ProtocolError, match=r"at least 200"):
+        block_bootstrap_difference(a, b, num_resamples=199, confidence=0.99)
+    assert min_resamples(0.95) == 40 and block_bootstrap_difference(a, b, num_resamples=40).n == 1000
     with pytest.raises(ValueError, match="finite"):
         block_bootstrap_difference([np.nan, 1.0], [0.0, 0.0])
     with pytest.raises(ValueError, match="`block`"):
