@@ -17,6 +17,7 @@ import shlex
 import signal
 import sys
 import threading
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Literal, NamedTuple, Optional, Sequence, get_args, get_origin
 
@@ -235,12 +236,13 @@ def _static_models(text: str) -> tuple[str, ...]:
 
 
 def _static_end(text: str) -> str:
-    """``--end``: ``all``, ``train`` or a number (resolved against the data by ``tgeval.static.cli``)."""
+    """``--end``: ``all``, ``train`` or a finite number, kept as text (read exactly against the data by
+    ``tgeval.static.cli``: an integer beyond 2^53 stays that integer)."""
     if text not in ("all", "train"):
         try:
-            float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"--end takes 'all', 'train' or a time, got {text!r}") from None
+            Fraction(text)  # finite numbers only: NaN and inf are no bound
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"--end takes 'all', 'train' or a finite time, got {text!r}") from None
     return text
 
 

@@ -467,6 +467,8 @@ ROWS = [
     Row("compare --block longer than the segment", ["compare", "{dir}/a.csv", "{dir}/b.csv", "--block", "5000"],
         {"events.txt": SNAP}, "ProtocolError", r"--block 5000 events holds all \d+ events.*zero width",
         prepare=two_results),
+    Row("static --end nan", ["static", "{dir}/events.txt", "--format", "snap", "--end", "nan", "--out", "{dir}/st"],
+        {"events.txt": SNAP}, "usage", "--end: --end takes 'all', 'train' or a finite time, got 'nan'"),
 ]
 
 

@@ -156,6 +156,21 @@ def test_cli_reports_bad_input(tmp_path, capsys):
     assert not (tmp_path / "o" / "static.json").exists()
 
 
+def test_cli_end_projects_the_same_events_at_every_magnitude(tmp_path):
+    """--end read through float64 moved the bound by hundreds near 2^62 (997 events projected instead of 999)."""
+    data = _dgb(tmp_path / "plain.csv")
+    cut = int(data.t[len(data.t) * 2 // 3])
+    projected = {}
+    for offset in (0, 2**62):
+        path = tmp_path / f"shifted_{offset}.txt"
+        path.write_text("".join(f"{u} {v} {t + offset}\n" for u, v, t in
+                                zip(data.src.tolist(), data.dst.tolist(), data.t.tolist())))
+        assert main(["static", str(path), "--format", "snap", "--models", "pa", "--end", str(cut + offset),
+                     "--out", str(tmp_path / f"out_{offset}")]) == 0
+        projected[offset] = json.loads((tmp_path / f"out_{offset}" / "static.json").read_text())["data"]
+    assert projected[0]["projected_events"] == projected[2**62]["projected_events"] == int((data.t < cut).sum())
+
+
 def test_graph_on_a_device(device):
     graph = _graph(seed=2)
     moved = StaticGraph(graph.edge_index.to(device), graph.num_nodes)

@@ -9,14 +9,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import torch
 from torch_geometric.data import TemporalData
 
 from tgeval.atomic import check_writable
 from tgeval.data.hashing import fingerprint
 from tgeval.cli import read_event_file
 from tgeval.data.split import chronological_split
-from tgeval.static.graph import StaticGraph, random_edge_split, static_graph
+from tgeval.static.graph import StaticGraph, before, random_edge_split, static_graph
 from tgeval.static.gnn import GNNConfig
 from tgeval.static.report import run_static
 from tgeval.static.shift import shift_split
@@ -26,12 +25,13 @@ __all__ = ["static_command", "shift_command", "format_static"]
 
 def _projected(text: str, data: TemporalData) -> TemporalData:
     """The events ``--end`` projects: all, the training segment of the 70/15/15 chronological split (by
-    index: exact for any timestamps), or those with ``t`` below a given time."""
+    index: exact for any timestamps), or those with ``t`` below a given time (compared exactly, the text read as
+    an exact number: :func:`~tgeval.static.graph.before`)."""
     if text == "all":
         return data
     if text == "train":
         return data[: chronological_split(data).train.end]
-    return data[: int(torch.searchsorted(data.t.double(), torch.tensor(float(text), dtype=torch.float64)))]
+    return data[: int(before(data.t, text).sum())]  # time-sorted: the events before the bound are a prefix
 
 
 def format_static(report: dict) -> str:

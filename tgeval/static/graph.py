@@ -13,8 +13,10 @@ one it is unipartite: any two nodes may be linked.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
-from typing import Optional
+from fractions import Fraction
+from typing import Optional, Union
 
 import torch
 from torch import Tensor
@@ -24,7 +26,7 @@ from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.errors import SplitError, StaticGraphError
 from tgeval.rng import counter_uniform
 
-__all__ = ["StaticGraph", "EdgeSplit", "from_pyg", "static_graph", "random_edge_split", "edge_keys"]
+__all__ = ["StaticGraph", "EdgeSplit", "from_pyg", "static_graph", "random_edge_split", "edge_keys", "before"]
 
 
 def edge_keys(src: Tensor, dst: Tensor, num_nodes: int) -> Tensor:
@@ -170,27 +172,60 @@ def from_pyg(data: Data, *, dst_offset: Optional[int] = None) -> StaticGraph:
     return _build(edge_index[0], edge_index[1], num_nodes, weighted=False, what="the graph", dst_offset=dst_offset)
 
 
-def static_graph(data: TemporalData, end: Optional[float] = None, *, num_nodes: Optional[int] = None,
+#: a time bound: a number, or its text (``"1.5e18"``, read exactly)
+TimeBound = Union[int, float, Fraction, str]
+
+
+def before(t: Tensor, end: TimeBound) -> Tensor:
+    """bool ``[E]``: ``t < end``, exactly. ``end`` is read as an exact rational (text too, so ``"4611686018427387904"``
+    is that integer): integer times compare with ``ceil(end)`` in int64, float times with the nearest float64 (and
+    its own value when it lies below ``end``). Neither a float bound near 2^62 nor torch's float32 promotion of a
+    Python float moves an event across it.
+
+    Raises:
+        StaticGraphError: ``end`` is NaN, infinite or no number.
+
+    Example:
+        >>> before(torch.tensor([2**62, 2**62 + 1]), str(2**62 + 1)).tolist()
+        [True, False]
+    """
+    try:
+        bound = Fraction(end)
+    except (ValueError, OverflowError, TypeError):
+        raise StaticGraphError(f"the time bound end={end!r} is no finite number: give a time (events with t < end "
+                               f"are projected), or no bound for every event.") from None
+    if not t.dtype.is_floating_point:
+        limit = math.ceil(bound)  # for integers, t < end iff t < ceil(end)
+        info = torch.iinfo(t.dtype)
+        if not info.min < limit <= info.max:
+            return torch.full_like(t, limit > info.max, dtype=torch.bool)
+        return t < torch.tensor(limit, dtype=t.dtype, device=t.device)
+    nearest = float(bound) if abs(bound) < Fraction(torch.finfo(t.dtype).max) else math.copysign(math.inf, bound)
+    return t <= nearest if Fraction(nearest) < bound else t < nearest
+
+
+def static_graph(data: TemporalData, end: Optional[TimeBound] = None, *, num_nodes: Optional[int] = None,
                  dst_offset: Optional[int] = None) -> StaticGraph:
-    """Project the events with ``t < end`` (all events when ``end`` is ``None``) onto a static graph.
+    """Project the events with ``t < end`` (all events when ``end`` is ``None``; compared exactly, :func:`before`)
+    onto a static graph.
 
     Every undirected pair with at least one such event (self-loops removed and counted) is an
     edge; ``weight`` holds its number of events (both directions together).
 
     Args:
         data: events ``src``, ``dst``, ``t`` (in any order).
-        end: exclusive time bound.
+        end: exclusive time bound (a number or its text).
         num_nodes: bound of the ids (default ``max(src, dst) + 1``).
         dst_offset: bipartite data (the reader's ``ReadInfo.dst_offset``): the first id of the
             destination side; ``None``: unipartite.
 
     Raises:
-        StaticGraphError: no edge before ``end``, or an event within one side.
+        StaticGraphError: no edge before ``end``, a NaN or infinite ``end``, or an event within one side.
     """
     src, dst = data.src.long(), data.dst.long()
     n = int(num_nodes) if num_nodes is not None else (int(torch.maximum(src.max(), dst.max())) + 1 if src.numel() else 0)
     if end is not None:
-        keep = data.t < end
+        keep = before(data.t, end)
         src, dst = src[keep], dst[keep]
     return _build(src, dst, n, weighted=True, what=f"the events before t={end}" if end is not None else "the events",
                   dst_offset=dst_offset)

@@ -9,6 +9,7 @@ from torch_geometric.data import Data, TemporalData
 
 from tgeval.errors import StaticGraphError
 from tgeval.static import StaticGraph, from_pyg, random_edge_split, static_graph
+from tgeval.static.graph import before
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -69,6 +70,27 @@ def test_static_graph_projects_events_before_end_with_multiplicities():
     assert g.weight.tolist() == [3.0, 1.0, 1.0]
     assert g.removals() == {"self_loops": 1, "duplicates": 1, "reverse": 1}
     assert static_graph(events).num_edges == 4 and static_graph(events).num_nodes == 5
+
+
+@pytest.mark.parametrize("offset", [0, 2**53 + 1, 2**62, -2**62])
+def test_end_projects_the_same_events_at_every_magnitude(offset):
+    # a float end near 2^62 moved the bound by up to 512 (and torch compared int64 with a float in float32)
+    src, dst = torch.arange(1000) % 7, torch.arange(1000) % 5 + 7
+    t = torch.arange(1000, dtype=torch.long) * 3
+    shifted = TemporalData(src=src, dst=dst, t=t + offset)
+    for end in (2997, 2998, 1500, 1):
+        expected = int((t < end).sum())
+        assert int(before(shifted.t, str(end + offset)).sum()) == expected
+        assert int(before(shifted.t, end + offset).sum()) == expected
+        assert static_graph(shifted, end=end + offset).removals()["duplicates"] == max(expected - 35, 0)
+    assert int(before(t.double() + 0.5, "1000.5").sum()) == 334  # floats: t + 0.5 < 1000.5 for t < 1000
+
+
+@pytest.mark.parametrize("end", [float("nan"), float("inf"), "nan", "-inf", "soon"])
+def test_end_that_is_no_finite_number_is_refused(end):
+    events = TemporalData(src=torch.tensor([0, 1]), dst=torch.tensor([1, 2]), t=torch.tensor([1, 2]))
+    with pytest.raises(StaticGraphError, match="is no finite number"):
+        static_graph(events, end=end)
 
 
 def _graph(n, p, seed):
