@@ -469,6 +469,14 @@ ROWS = [
         prepare=two_results),
     Row("static --end nan", ["static", "{dir}/events.txt", "--format", "snap", "--end", "nan", "--out", "{dir}/st"],
         {"events.txt": SNAP}, "usage", "--end: --end takes 'all', 'train' or a finite time, got 'nan'"),
+    Row("csv with src_col equal to dst_col", evaluate("events.csv", "--option", "src_col=0", "--option", "dst_col=0",
+                                                      "--option", "t_col=2", "--option", "has_header=false", fmt="csv"),
+        {"events.csv": SNAP.replace(" ", ",")}, "DataFormatError", "src_col and dst_col name the same column"),
+    Row("id with a digit separator", evaluate(), {"events.txt": lines_with({7: "1_0 2 %d\n" % EVENTS.t[7]})},
+        "DataFormatError", "line 8: column .* must hold integer node ids, found '1_0'"),
+    Row("id with a digit separator under --remap is a name", evaluate("events.txt", "--remap", save=False),
+        {"events.txt": lines_with({7: "1_0 2 %d\n" % EVENTS.t[7]})},
+        check=lambda r: r["metrics"] == _metrics(lines_with({7: "%d 2 %d\n" % (2**40, EVENTS.t[7])}), "--remap")),
 ]
 
 

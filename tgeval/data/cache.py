@@ -38,8 +38,9 @@ __all__ = ["CACHE_ENV", "CACHE_VERSION", "cache_folder", "entry_key", "load_entr
 #: environment variable naming the default cache folder
 CACHE_ENV = "TGEVAL_CACHE_DIR"
 #: raised whenever the arrays or the record stored in an entry change meaning; older entries then miss
-#: (2: keyed by the bytes parsed; 1's could hold the arrays of a file changed while it was read)
-CACHE_VERSION = 2
+#: (3: ids, times and labels with ``_`` digit separators are no numbers; 2: keyed by the bytes parsed, 1's could
+#: hold the arrays of a file changed while it was read)
+CACHE_VERSION = 3
 
 T = TypeVar("T")
 _KEY = "__key__"

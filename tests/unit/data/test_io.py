@@ -391,6 +391,29 @@ def test_csv_column_errors(tmp_path: Path) -> None:
         read_csv_events(headerless, src_col="s", dst_col=1, t_col=2, has_header=False)
 
 
+def test_csv_one_column_for_two_roles_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "c.csv", "s,d,t\n1,2,3\n2,3,4\n")
+    with pytest.raises(DataFormatError, match=r"src_col and dst_col name the same column \(index 0\).*two different"):
+        read_csv_events(path, src_col="s", dst_col="S", t_col="t")
+    with pytest.raises(DataFormatError, match=r"dst_col and t_col name the same column \(index 2\)"):
+        read_csv_events(path, src_col=0, dst_col=-1, t_col=2)
+
+
+@pytest.mark.parametrize("lines", [20, 20_000])  # the exact path, and a file the fast path tries first
+def test_digit_separators_are_no_number(tmp_path: Path, lines: int) -> None:
+    # Python's int() reads 1_0 as 10: an id 1_0 merged with node 10, a time 6_000 became 6000
+    rows = [f"{i % 11} {(i * 7) % 11 + 11} {i}" for i in range(lines)]
+    path = write(tmp_path, "ids.txt", "\n".join(rows[:5] + ["1_0 13 5"] + rows[6:]) + "\n")
+    with pytest.raises(DataFormatError, match=exact("line 6: column 'src' must hold integer node ids, found '1_0'")):
+        read_snap(path)
+    data, info = read_snap(path, remap=True)  # under remap, a name of its own: a node that is not 10
+    assert info.num_nodes == 23  # ids 0..21, and 1_0
+    assert (data.src[torch.arange(10, lines, 11)] != data.src[5]).all()  # the rows of id 10
+    times = write(tmp_path, "t.txt", "\n".join(rows[:5] + ["1 13 5_0"] + rows[6:]) + "\n")
+    with pytest.raises(DataFormatError, match=exact("line 6: column 't' must hold numeric timestamps, found '5_0'")):
+        read_snap(times)
+
+
 # ------------------------------------------------------------- remap and bipartite
 
 

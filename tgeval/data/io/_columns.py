@@ -12,6 +12,8 @@ from typing import Optional, Union
 
 import numpy as np
 
+from tgeval.errors import DataFormatError
+
 #: a column of a file: a header name (case-insensitive) or a 0-based index
 Column = Union[str, int]
 
@@ -34,6 +36,14 @@ class Roles:
     y: Optional[int] = None
     time_format: Optional[str] = None
     items_after_sources: bool = False  # bipartite without remap: dst + max(src) + 1 (TGB's numbering of JODIE)
+
+    def __post_init__(self) -> None:
+        roles = {"src_col": self.src, "dst_col": self.dst, "t_col": self.t}
+        for a, b in (("src_col", "dst_col"), ("src_col", "t_col"), ("dst_col", "t_col")):
+            if roles[a] == roles[b]:
+                raise DataFormatError(f"{a} and {b} name the same column (index {roles[a]}), so every event would "
+                                      f"take both from it (a source equal to its destination, or ids as times). "
+                                      f"Map {a} and {b} to two different columns.")
 
     @property
     def integers(self) -> list[int]:

@@ -1,7 +1,8 @@
 """The exact path: a whole :class:`~tgeval.data.io._table.Table` converted field by field.
 
-It accepts what Python's ``int`` and ``float`` accept (and ``strptime`` with ``time_format``) and names
-the file, line, column and fix of every value it refuses. numpy's C parser is tried first where it
+It accepts what Python's ``int`` and ``float`` accept (and ``strptime`` with ``time_format``), except ``_``
+digit separators in ids, times and labels (``1_0`` is no id 10), and names the file, line, column and fix of
+every value it refuses. numpy's C parser is tried first where it
 reads the same numbers (feature blocks), the field-by-field loop only to accept the rest or name the
 failure.
 """
@@ -19,6 +20,19 @@ from tgeval.data.io._table import Fields, Table
 from tgeval.errors import DataFormatError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _written(convert: Callable[[str], object]) -> Callable[[str], object]:
+    """``convert`` refusing ``_`` (Python's ``int`` and ``float`` read ``1_0`` as 10; no data file means that)."""
+    def strict(text: str) -> object:
+        if "_" in text:
+            raise ValueError(f"{text!r} holds an underscore")
+        return convert(text)
+    return strict
+
+
+#: the numbers of ids, times and labels as a data file writes them: ``int`` / ``float`` without ``_`` separators
+_as_int, _as_float = _written(int), _written(float)
 
 
 def first_failure(values: list[str], convert: Callable[[str], object]) -> int:
@@ -39,13 +53,14 @@ def _refused(fields: Fields, j: int, row: int, what: str, fix: str) -> DataForma
     )
 
 
-def _floats(fields: Fields, j: int, what: str, fix: str) -> np.ndarray:
-    """float64 ``[rows]`` of column ``j``; raises on unparsable or non-finite fields."""
+def _floats(fields: Fields, j: int, what: str, fix: str, convert: Callable[[str], float] = _as_float
+            ) -> np.ndarray:
+    """float64 ``[rows]`` of column ``j`` (read with ``convert``); raises on unparsable or non-finite fields."""
     values = fields.column(j)
     try:
-        out = np.fromiter(map(float, values), dtype=np.float64, count=len(values))
+        out = np.fromiter(map(convert, values), dtype=np.float64, count=len(values))
     except ValueError:
-        raise _refused(fields, j, first_failure(values, float), what, fix) from None
+        raise _refused(fields, j, first_failure(values, convert), what, fix) from None
     bad = ~np.isfinite(out)
     if bad.any():
         raise _refused(fields, j, int(np.flatnonzero(bad)[0]), f"finite {what}",
@@ -73,7 +88,7 @@ def _feature_block(table: Table, columns: Sequence[int]) -> np.ndarray:
         pass
     fields = table.fields(max(columns) + 1)
     fix = "Event features must be numbers; drop the column from the features."
-    return np.stack([_floats(fields, j, "numeric event features", fix) for j in columns], axis=1)
+    return np.stack([_floats(fields, j, "numeric event features", fix, float) for j in columns], axis=1)
 
 
 def _float32_features(table: Table, columns: Sequence[int]) -> np.ndarray:
@@ -98,7 +113,7 @@ def _float32_features(table: Table, columns: Sequence[int]) -> np.ndarray:
 def _integers(values: list[str]) -> Optional[np.ndarray]:
     """int64 array when every field is an integer literal, else ``None`` (fast path)."""
     try:
-        return np.fromiter(map(int, values), dtype=np.int64, count=len(values))
+        return np.fromiter(map(_as_int, values), dtype=np.int64, count=len(values))
     except (ValueError, OverflowError):
         return None
 
@@ -124,8 +139,8 @@ def _ids(fields: Fields, j: int, *, allow_text: bool) -> np.ndarray:
     """int64 ids, or (``allow_text``) a str array of the ids as written when some id is not a number, or
     is an integer beyond int64 (ids to renumber: exact as names, where int64 or float64 would not be)."""
     values = fields.column(j)
-    if allow_text and _integers(values) is None and (first_failure(values, float) >= 0
-                                                     or first_failure(values, int) < 0):
+    if allow_text and _integers(values) is None and (first_failure(values, _as_float) >= 0
+                                                     or first_failure(values, _as_int) < 0):
         return _names(fields, j)
     if allow_text:
         fix = ("Node ids are integers or names, and a number with a fraction or an exponent is neither: check the "
