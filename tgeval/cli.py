@@ -26,12 +26,12 @@ from tgeval.choices import (AUDIT_CHECKS, CATALOG_KINDS, DEFAULT_SWEEP, DUPLICAT
                             HISTORY_MODES, REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES,
                             UNCOVERED_RULES, VAL_METRICS, VAL_STATES, WEIGHTINGS, flag)
 from tgeval.data import formats
-from tgeval.errors import InputPathError, TGEvalError
+from tgeval.errors import InputPathError, ProtocolError, TGEvalError
 from tgeval.models import registry
 from tgeval.presets import PRESETS, apply_preset, given_options
 from tgeval.protocol import DEFAULT_NEGATIVES, DEFAULT_VAL_NEGATIVES
 
-__all__ = ["main", "build_parser", "hyperparameter_flags", "cli_message"]
+__all__ = ["main", "build_parser", "hyperparameter_flags", "cli_message", "refuse_unused"]
 
 
 def _ratios(text: str) -> tuple[float, float, float]:
@@ -678,6 +678,74 @@ def cli_message(text: str, parser: argparse.ArgumentParser) -> str:
     return "".join(parts)
 
 
+#: ``tgeval train`` options of the neural models only (beside their config fields, :func:`hyperparameter_flags`)
+NEURAL_ONLY = ("patience", "checkpoint_dir", "resume", "history", "val_state", "val_metric")
+
+
+def _takers(option: str, exclude: Sequence[str] = ()) -> str:
+    """The heuristics whose constructor takes ``option`` (``exclude`` left out), comma-separated."""
+    return ", ".join(name for name in registry.names("heuristic") if option in registry.options(name)
+                     and name not in exclude)
+
+
+def _unused_evaluate(args: argparse.Namespace, given: set[str]) -> Optional[str]:
+    """Why an option given to ``tgeval evaluate`` would change nothing (:func:`refuse_unused`), or ``None``."""
+    heuristic = args.model in registry.names("heuristic")
+    taken = registry.options(args.model) if heuristic else ()
+    if "window" in given and ("window" not in taken or args.model == "edgebank"):
+        also = " (edgebank remembers every pair: its windowed variant is edgebank-window)" \
+            if args.model == "edgebank" else ""
+        return f"--window applies to {_takers('window', ('edgebank',))}, not to --model {args.model}{also}."
+    if "model_half_life" in given and "half_life" not in taken:
+        return f"--half-life applies to {_takers('half_life')}, not to --model {args.model}."
+    how = "set by --preset " + args.preset if getattr(args, "preset", None) and "negatives" not in given else "given"
+    if args.negatives == 0:
+        for dest in ("sampler", "seed"):
+            if dest in given and not (dest == "seed" and args.model in GNN_MODELS):  # the seed trains a GNN
+                return (f"--{dest} {'chooses' if dest == 'sampler' else 'seeds'} the sampled negatives, and "
+                        f"--negatives 0 ({how}) draws none: give --negatives K, or drop --{dest}.")
+    if not args.all_entity:
+        for dest in ("catalog", "uncovered", "candidate_budget", "prefilter"):
+            if dest in given:
+                return (f"--{dest.replace('_', '-')} applies to the all-entity ranking, and --no-all-entity skips "
+                        f"it: drop one of them.")
+    return None
+
+
+def _unused_train(args: argparse.Namespace, given: set[str]) -> Optional[str]:
+    """Why an option given to ``tgeval train`` would change nothing (:func:`refuse_unused`), or ``None``."""
+    flags = hyperparameter_flags()
+    if registry.entry(args.model).kind == "heuristic":
+        named = [flag(key) for key in (*NEURAL_ONLY, *flags) if key in given]
+        if named:
+            return (f"{', '.join(named)} apply to the neural models ({', '.join(registry.names('neural'))}), "
+                    f"not to {args.model}.")
+        return None
+    accepted = registry.entry(args.model).hyperparameters()
+    foreign = [flag(key) for key in flags if key in given and key not in accepted]
+    if foreign:
+        return (f"{', '.join(foreign)} does not apply to {args.model}; its config flags: "
+                f"{', '.join(flag(k) for k in accepted)}.")
+    return None
+
+
+#: per command, why an option given would change nothing (``None``: every option given is used)
+_UNUSED = {"evaluate": _unused_evaluate, "train": _unused_train}
+
+
+def refuse_unused(args: argparse.Namespace, given: set[str]) -> None:
+    """Raise :class:`~tgeval.errors.ProtocolError` for an option given on the command line (``given``, the
+    destinations set explicitly: :func:`~tgeval.presets.given_options`) that the command, with the model and
+    options chosen, would not use, naming what takes it: ``--window`` for a model without a window (``edgebank``
+    included: ``edgebank-window`` has one), ``--half-life`` where no model takes it, ``--sampler`` / ``--seed``
+    with ``--negatives 0``, the all-entity options with ``--no-all-entity``, ``tgeval train``'s neural options
+    for ``membership`` and config flags of another neural model. Checked before any work."""
+    check = _UNUSED.get(args.command)
+    why = None if check is None else check(args, given)
+    if why is not None:
+        raise ProtocolError(why)
+
+
 #: the commands that run under ``torchrun`` (sharded evaluation, data-parallel training); the others refuse it
 SHARDED_COMMANDS = ("evaluate", "train")
 
@@ -691,14 +759,16 @@ def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.Argume
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # usage errors and --help end here, before torch is imported
+    given = given_options(build_parser(), argv)
     if getattr(args, "preset", None):
-        args.preset_record = apply_preset(args, given_options(build_parser(), argv))
+        args.preset_record = apply_preset(args, given)
     import torch
 
     on_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
     threads = torch.get_num_threads()
     try:
+        refuse_unused(args, given)  # before any work: an option that would change nothing is a mistake
         if args.command not in SHARDED_COMMANDS:
             from tgeval.distributed import refuse_launch
 

@@ -21,7 +21,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval import progress
 from tgeval.atomic import check_writable, folder_lock, fresh_sibling, replace_folder, write_atomic
-from tgeval.choices import GNN_MODELS, VAL_METRICS, flag
+from tgeval.choices import GNN_MODELS, VAL_METRICS
 from tgeval.cli import hyperparameter_flags, read_event_file
 from tgeval.data import formats
 from tgeval.data.catalog import Catalog, build_catalog
@@ -75,11 +75,9 @@ def _heuristic_window(args: argparse.Namespace, data: TemporalData, split: Split
     ``edgebank-window`` takes every rule of :func:`_window` (``val`` by default); the other heuristics
     with a window (recency, windowed popularity) a duration or ``test-duration``. ``val`` and ``tgb``
     are rules of EdgeBank's window: given for another model they are refused, set by ``--preset`` they
-    leave its window unlimited. ``--half-life`` is checked to apply."""
+    leave its window unlimited (a window given to a model without one is refused by
+    :func:`~tgeval.cli.refuse_unused`)."""
     taken = registry.options(args.model) if args.model in registry.names("heuristic") else ()
-    if args.model_half_life is not None and "half_life" not in taken:
-        decayed = [name for name in registry.names("heuristic") if "half_life" in registry.options(name)]
-        raise ValueError(f"--half-life applies to {', '.join(decayed)}, not to --model {args.model}.")
     if args.model == "edgebank-window":
         return _window(args, data, split, num_nodes, catalog)
     if "window" not in taken or args.model == "edgebank" or args.window is None:
@@ -394,10 +392,6 @@ def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog
     return result
 
 
-#: train options for the neural models only (with their config fields, :func:`~tgeval.cli.hyperparameter_flags`)
-NEURAL_ONLY = ("patience", "checkpoint_dir", "resume", "history", "val_state")
-
-
 def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
                       sampler: NegativeSampler, distributed: bool) -> tuple[TemporalLinkModel, dict]:
     """Fit ``s = b + beta * 1{pair seen before}`` for ``--epochs`` epochs (no per-epoch validation)."""
@@ -423,15 +417,8 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
                   distributed: bool) -> tuple[TemporalLinkModel, dict]:
     """Build ``--model`` from its config flags and :func:`~tgeval.training.fitting.fit` it with validation and
     checkpoints."""
-    accepted = registry.entry(args.model).hyperparameters()
-    config = {"num_nodes": num_nodes, "msg_dim": message_dim(data)}
-    for key in hyperparameter_flags():
-        value = getattr(args, key)
-        if value is not None and key not in accepted:
-            raise ValueError(f"{flag(key)} does not apply to {args.model}; its config flags: "
-                             f"{', '.join(flag(k) for k in accepted)}.")
-        if value is not None:
-            config[key] = value
+    config = {"num_nodes": num_nodes, "msg_dim": message_dim(data)}  # its flags only (tgeval.cli.refuse_unused)
+    config.update((key, getattr(args, key)) for key in hyperparameter_flags() if getattr(args, key) is not None)
     model = registry.build(args.model, **config).to(data.src.device)
     lr = 1e-4 if args.lr is None else args.lr  # PyG's TGN recipe
     all_entity = VAL_METRICS[args.val_metric][0] == "all_entity"
@@ -457,11 +444,6 @@ def train_command(args: argparse.Namespace) -> int:
     ``torchrun`` data-parallel (every rank trains, rank 0 alone prints and writes)."""
     if args.epochs < 1:
         raise ProtocolError(f"--epochs must be >= 1, got {args.epochs}: a model trained for no epoch is not trained.")
-    if registry.entry(args.model).kind == "heuristic":  # options of the neural models, refused before any work
-        given = [flag(key) for key in (*NEURAL_ONLY, *hyperparameter_flags()) if getattr(args, key) is not None]
-        if given:
-            raise ValueError(f"{', '.join(given)} apply to the neural models ({', '.join(registry.names('neural'))}), "
-                             f"not to {args.model}.")
     device, distributed = _process_device(args.device)  # devices and outputs are checked before any work
     if args.out is not None:
         check_writable(args.out, what="--out")

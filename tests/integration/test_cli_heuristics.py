@@ -1,6 +1,6 @@
 """The recency and popularity heuristics from the command line: --window and --half-life reach the
-model (the result equals the Python API's), EdgeBank's window rules and a half-life are refused
-where they do not apply, and under --preset tgb (whose window is EdgeBank's) their window stays
+model (the result equals the Python API's), EdgeBank's window rules, a window, a half-life and the
+options of a part that is not measured are refused where they do not apply, and under --preset tgb (whose window is EdgeBank's) their window stays
 unlimited, recorded."""
 
 from __future__ import annotations
@@ -44,11 +44,24 @@ def test_options_reach_the_model(tmp_path, flags, model):
     (("--model", "recency-global", "--window", "val"), r"--window val is a rule of edgebank-window's window"),
     (("--model", "edgebank", "--half-life", "3"), r"--half-life applies to popularity, popularity-global, "
                                                   r"popularity-local, not to --model edgebank"),
+    # accepted and ignored before: a window on a model without one, sampler options with no sampled negatives
+    (("--model", "edgebank", "--window", "100"), r"--window applies to edgebank-window, popularity-global, "
+                                                 r"popularity-local, recency-global, recency-local, not to --model "
+                                                 r"edgebank \(.*its windowed variant is edgebank-window\)"),
+    (("--model", "pa", "--window", "5"), r"--window applies to .*, not to --model pa\.$"),
+    (("--model", "pa", "--sampler", "historical"), r"--sampler chooses the sampled negatives, and --negatives 0 "
+                                                   r"\(given\) draws none"),
+    (("--model", "pa", "--seed", "3"), r"--seed seeds the sampled negatives"),
+    (("--model", "pa", "--no-all-entity", "--negatives", "5", "--catalog", "all"),
+     r"--catalog applies to the all-entity ranking, and --no-all-entity skips it"),
+    (("--model", "pa", "--no-all-entity", "--negatives", "5", "--candidate-budget", "9"),
+     r"--candidate-budget applies to the all-entity ranking"),
 ])
 def test_options_that_do_not_apply_are_refused(tmp_path, flags, message, capsys):
     code, _ = run(tmp_path, *flags)
     assert code == 2
-    assert re.search(message, capsys.readouterr().err)
+    err = capsys.readouterr().err.strip()
+    assert re.search(message, err, flags=re.M), err
 
 
 def test_the_tgb_preset_leaves_their_window_unlimited(tmp_path):

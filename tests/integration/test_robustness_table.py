@@ -358,7 +358,7 @@ ROWS = [
                         "--out", "{dir}/r.json"], {"events.txt": SNAP}, "ProtocolError", "--epochs .*>= 1|at least 1"),
     Row("neural-only option for membership", ["train", "{dir}/events.txt", "--format", "snap", "--model", "membership",
                                               "--memory-dim", "8", "--out", "{dir}/r.json"],
-        {"events.txt": SNAP}, "ValueError", "apply to the neural models"),
+        {"events.txt": SNAP}, "ProtocolError", "apply to the neural models"),
     Row("intervention option without --intervention", ["diagnose", "{dir}/events.txt", "--format", "snap",
                                                        "--negatives", "5", "--out", "{dir}/diag"],
         {"events.txt": SNAP}, "ValueError", "only apply to --intervention"),
@@ -477,6 +477,18 @@ ROWS = [
     Row("id with a digit separator under --remap is a name", evaluate("events.txt", "--remap", save=False),
         {"events.txt": lines_with({7: "1_0 2 %d\n" % EVENTS.t[7]})},
         check=lambda r: r["metrics"] == _metrics(lines_with({7: "%d 2 %d\n" % (2**40, EVENTS.t[7])}), "--remap")),
+    Row("--window for edgebank", evaluate("events.txt", "--window", "100"), {"events.txt": SNAP}, "ProtocolError",
+        "--window applies to edgebank-window, .*not to --model edgebank"),
+    Row("--window for pa", evaluate("events.txt", "--model", "pa", "--window", "5"), {"events.txt": SNAP},
+        "ProtocolError", "--window applies to edgebank-window, .*not to --model pa"),
+    Row("--half-life for a checkpoint", evaluate("events.txt", "--model", "{dir}/trained/last.pt", "--half-life", "5"),
+        {"events.txt": SNAP}, "ProtocolError", "--half-life applies to popularity, .*not to --model .*last.pt",
+        prepare=checkpoint),
+    Row("--sampler with --negatives 0", evaluate("events.txt", "--negatives", "0", "--sampler", "historical"),
+        {"events.txt": SNAP}, "ProtocolError", "--sampler chooses the sampled negatives, and --negatives 0"),
+    Row("--val-metric for membership", ["train", "{dir}/events.txt", "--format", "snap", "--model", "membership",
+                                        "--val-metric", "mrr", "--out", "{dir}/r.json"], {"events.txt": SNAP},
+        "ProtocolError", "--val-metric apply to the neural models"),
 ]
 
 
