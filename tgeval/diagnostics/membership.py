@@ -65,7 +65,7 @@ from tgeval.eval.ranking import all_entity_counts, check_no_nan
 from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models.base import TemporalLinkModel
-from tgeval.samplers.base import NegativeSampler, as_negatives
+from tgeval.samplers.base import NegativeSampler, NegativesCheck
 from tgeval.samplers.membership import BatchPools, SeenSampler, UnseenSampler, require_fixed_catalog
 from tgeval.samplers.uniform import UniformSampler
 from tgeval.state import checked_update, no_state_change
@@ -498,12 +498,13 @@ def beta_star(data: TemporalData, segment: Segment, catalog: Optional[Catalog] =
     num_neg = 0
     if draw_sampler is not None:
         generator = torch.Generator(device=device).manual_seed(seed)
+        check = NegativesCheck(draw_sampler, n)
         draw_sampler.reset_state()
         for batch in TimestampBatchLoader(history, batch_size) if history.num_events else []:
             draw_sampler.observe(batch)
         m_neg_parts = []
         for batch in TimestampBatchLoader(events, batch_size):
-            negs = as_negatives(draw_sampler.sample(batch, num_negatives, generator))
+            negs = check.draw(batch, num_negatives, generator)
             neg_src = batch.src[:, None].expand_as(negs.dst) if negs.src is None else negs.src
             m = pair_membership(keys, first, neg_src, negs.dst, batch.t[:, None], n)
             m_neg_parts.append(m[negs.mask] if negs.mask is not None else m.flatten())

@@ -59,7 +59,7 @@ from tgeval.eval.result import Result, summarize
 from tgeval.loader import TimestampBatchLoader, same_batch_history, timestamp_batch_boundaries
 from tgeval.models.base import TemporalLinkModel, check_node_ids
 from tgeval.protocol import Protocol
-from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, negatives_checksum, scored_pairs
+from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, negatives_checksum, scored_pairs
 from tgeval.state import checked_reset, checked_update, no_state_change
 
 __all__ = ["evaluate", "warm_up", "replay"]
@@ -386,11 +386,12 @@ def _queries(src: Tensor, dst: Tensor, t: Tensor, negatives: Optional[Negatives]
 @dataclass(frozen=True)
 class _Draws:
     """The sampled negatives of a pass: ``num_negatives`` per positive from ``sampler`` (``None``: no sampled
-    metrics), drawn with ``generator``."""
+    metrics), drawn with ``generator``, each draw through ``check`` (a sampler is given)."""
 
     sampler: Optional[NegativeSampler]
     num_negatives: int
     generator: torch.Generator
+    check: Optional[NegativesCheck] = None
 
     @property
     def k(self) -> int:
@@ -404,8 +405,8 @@ class _Draws:
         return self.sampler is None or self.sampler.history_free
 
     def sample(self, batch: TemporalData) -> Negatives:
-        """The negatives of ``batch`` ``[B, K]`` (a sampler is given)."""
-        return as_negatives(self.sampler.sample(batch, self.num_negatives, self.generator))  # type: ignore[union-attr]
+        """The negatives of ``batch`` ``[B, K]``, checked (a sampler is given)."""
+        return self.check.draw(batch, self.num_negatives, self.generator)  # type: ignore[union-attr]
 
     def observe(self, batch: TemporalData) -> None:
         """Feed a scored batch to the sampler (online replay; one with history needs it)."""
@@ -660,7 +661,9 @@ def evaluate(
             online or fixed, history inside merged batches, ``K``, ties, Hits@k, uncovered
             positives, directed pairs, batch size, seed, warm start); recorded in the manifest
             as it is.
-        sampler: negatives for sampled metrics (``None``: no sampled metrics).
+        sampler: negatives for sampled metrics (``None``: no sampled metrics); every draw is checked
+            (:class:`~tgeval.samplers.base.NegativesCheck`: shape, dtype, device, ids ``< model.num_nodes``, and
+            the positives of their time per the sampler's ``collisions``, recorded as ``negatives_check``).
         catalog: candidates for exact all-entity ranking (``None``: no all-entity pass).
         candidate_budget: most (event, candidate) scores held at once in all-entity ranking.
         check_state: guard every scoring step with :func:`~tgeval.state.no_state_change`;
@@ -696,6 +699,7 @@ def evaluate(
         ProtocolError: neither a sampler nor a catalog, a pre-filter without a catalog, ``K < 1`` with a
             sampler, or a ``candidate_budget`` below 1.
         DeviceError: the model and the data on different devices.
+        SamplerError: a draw of the sampler that fails its checks (:class:`~tgeval.samplers.base.NegativesCheck`).
         ModelOutputError: the model returned a NaN score (positive, negative or candidate).
         CatalogError: a catalog for fewer ids than the stream's, or positives outside it
             under ``uncovered="error"``.
@@ -770,8 +774,10 @@ def evaluate(
             ranking = None if catalog is None else _Ranking(catalog, directed, candidate_budget, protocol.prefilter,
                                                             shortcut, shard=(rank, world))
         keep = records
+        draws = _Draws(sampler, num_negatives, generator, None if sampler is None else
+                       NegativesCheck(sampler, model.num_nodes))
         records, latencies, elapsed, streamed = _replay(
-            model, events, boundaries, draws=_Draws(sampler, num_negatives, generator), ranking=ranking,
+            model, events, boundaries, draws=draws, ranking=ranking,
             history=history, check_state=check_state, keep_ids=keep == "all")
         with progress.phase("metrics"):
             records.update({key: _segment_column(events[name], given) for key, name in (
@@ -805,6 +811,7 @@ def evaluate(
                 "model": model.describe(),
                 "checkpoint": model.checkpoint_record,  # a loaded checkpoint's training spec, data, counts
                 "sampler": None if sampler is None else sampler.describe(),
+                "negatives_check": None if draws.check is None else draws.check.record(),
                 "negatives_checksum": None if sampler is None else negatives_checksum(
                     records["src"], records["dst"], records["t"], records["neg"], records.get("neg_src"),
                     records.get("neg_mask")) if keep == "all" else streamed,

@@ -64,7 +64,8 @@ from tgeval.errors import MetricInputError, NegativesFileError, ProtocolError, S
 from tgeval.eval.checksum import NegativesDigest
 from tgeval.eval.metrics import CHUNK_SCORES, count_true
 from tgeval.loader import TimestampBatchLoader
-from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, negatives_checksum
+from tgeval.samplers.base import (NegativeSampler, Negatives, NegativesCheck, destination_collisions,
+                                  negatives_checksum)
 
 __all__ = ["StoredNegatives", "FixedNegativeSampler", "draw_negatives", "save_negatives", "load_negatives",
            "read_tgb_negatives", "write_tgb_negatives", "load_tgb_pickle", "TGB_PICKLE_GLOBALS", "FORMAT",
@@ -132,7 +133,7 @@ def _content_checksum(header: dict, arrays: dict[str, Tensor]) -> str:
 # -- drawing and saving --------------------------------------------------------------------
 def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segment, num_negatives: int, *,
                    seed: int = 0, batch_size: int = 200,
-                   protocol: Literal["online", "fixed"] = "online") -> StoredNegatives:
+                   protocol: Literal["online", "fixed"] = "online", num_nodes: Optional[int] = None) -> StoredNegatives:
     """Draw ``sampler``'s negatives for ``segment`` exactly as :func:`tgeval.evaluate` would
     (with the same :class:`~tgeval.protocol.Protocol`: ``warm=True``, the same ``seed``, ``batch_size``, ``replay``).
 
@@ -147,9 +148,15 @@ def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segmen
         seed: seed of the sampler's ``torch.Generator``.
         batch_size: target events per timestamp batch.
         protocol: ``"online"`` (``observe`` after each batch) or ``"fixed"``.
+        num_nodes: the id bound of the draws (default: ``data``'s node range, what :meth:`FixedNegativeSampler.from_file`
+            checks); every draw is checked (:class:`~tgeval.samplers.base.NegativesCheck`), and a sampler's
+            ``collisions`` other than ``"error"`` is recorded in the header with the negatives it masked.
 
     Returns:
         StoredNegatives: rows in replay order, ``event`` = index in ``data``.
+
+    Raises:
+        SamplerError: a draw that fails its checks.
     """
     if num_negatives < 1:
         raise ProtocolError(f"num_negatives must be >= 1, got {num_negatives}.")
@@ -164,6 +171,8 @@ def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segmen
     data.e_id = order
     data.position = torch.arange(data.num_events, device=data.src.device)
     history, events = data[: segment.start], data[segment.start : segment.end]
+    check = NegativesCheck(sampler, int(torch.maximum(data.src.max(), data.dst.max())) + 1 if num_nodes is None
+                           else num_nodes)
     sampler.reset_state()
     with torch.no_grad():
         if history.num_events:
@@ -172,7 +181,7 @@ def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segmen
         generator = torch.Generator(device=data.src.device).manual_seed(seed)
         parts: list[Negatives] = []
         for batch in TimestampBatchLoader(events, batch_size):
-            parts.append(as_negatives(sampler.sample(batch, num_negatives, generator)))
+            parts.append(check.draw(batch, num_negatives, generator))
             if protocol == "online":
                 sampler.observe(batch)
     has_src = any(p.src is not None for p in parts)
@@ -188,14 +197,15 @@ def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segmen
               "sampler": sampler.describe(), "num_negatives": int(num_negatives), "seed": int(seed),
               "batch_size": int(batch_size), "protocol": protocol, "data_fingerprint": input_fingerprint,
               "num_data_events": data.num_events,
-              "segment": segment.to_dict()}
+              "segment": segment.to_dict(),
+              **({} if check.collisions == "error" else check.record())}  # a tgeval sampler's files stay as they were
     return StoredNegatives(src=src, dst=events.dst.cpu(), t=events.t.cpu(), neg=neg.long(),
                            event=events.e_id.cpu(), neg_src=neg_src, neg_mask=neg_mask, header=header)
 
 
 def save_negatives(path: PathLike, sampler: NegativeSampler, data: TemporalData, segment: Segment,
                    num_negatives: int, *, seed: int = 0, batch_size: int = 200,
-                   protocol: Literal["online", "fixed"] = "online") -> StoredNegatives:
+                   protocol: Literal["online", "fixed"] = "online", num_nodes: Optional[int] = None) -> StoredNegatives:
     """Draw ``sampler``'s negatives for ``segment`` (see :func:`draw_negatives`) and write them
     atomically to ``path`` (``torch.save`` format) with their checksums.
 
@@ -203,7 +213,7 @@ def save_negatives(path: PathLike, sampler: NegativeSampler, data: TemporalData,
         StoredNegatives: what was written (``header`` holds ``checksum`` and ``content_checksum``).
     """
     stored = draw_negatives(sampler, data, segment, num_negatives, seed=seed, batch_size=batch_size,
-                            protocol=protocol)
+                            protocol=protocol, num_nodes=num_nodes)
     header = dict(stored.header, checksum=stored.checksum())
     header["content_checksum"] = _content_checksum(header, stored.arrays())
     buffer = io.BytesIO()
@@ -300,6 +310,8 @@ class FixedNegativeSampler(NegativeSampler):
     def __init__(self, negatives: StoredNegatives, *, path: Optional[PathLike] = None,
                  num_negatives: Optional[int] = None) -> None:
         self.negatives = negatives
+        #: stored collisions kept as drawn (TGB's, ``collisions="keep"``) are served as they are; masked ones stay masked
+        self.collisions = "keep" if negatives.header.get("collisions") == "keep" else "error"
         #: the ``K`` this sampler serves: the first ``num_negatives`` stored columns
         self.num_negatives = self._served(num_negatives)
         self.path = None if path is None else str(path)
@@ -679,7 +691,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     t = data.t.new_tensor([k[2] for k in keys]) if keys else data.t[:0]
     num_collisions = num_sources = 0
     if collisions == "mask":
-        hit = _collisions(src, dst, t, neg_t, data, directed) & mask
+        hit = destination_collisions(src, dst, t, neg_t, data, directed) & mask
         num_collisions = int(torch.count_nonzero(hit))
         # TGB's random negatives may hold the source
         num_sources = int(torch.count_nonzero(hit & (neg_t == src[:, None]))) if num_collisions else 0
@@ -833,51 +845,6 @@ def _check_node_range(path: PathLike, neg: Tensor, row: Callable[[int], str], da
             + (", or pass num_nodes= the dataset's node count if the file's ids are nodes outside this data."
                if num_nodes is None else "."))
     return bound
-
-
-#: the most forbidden ids of one row (its source and the destinations of its simultaneous events) for
-#: which the collision mask compares the negatives with each of them; more are looked up in sorted keys
-DENSE_FORBIDDEN = 8
-
-
-def _collisions(src: Tensor, dst: Tensor, t: Tensor, neg: Tensor, data: TemporalData, directed: bool) -> Tensor:
-    """bool ``[R, K]``: slot holds the row's source or a destination of an event of ``data``
-    with the row's ``(src, t)`` (which includes the true destination).
-
-    The forbidden ids of each row come from sorted keys ``group * n + item`` over the ranks of the
-    ids of ``data`` and the rows (so keys stay far below ``2**63`` whatever the ids' magnitude,
-    ids near ``2**62`` included). With at most :data:`DENSE_FORBIDDEN` per row the negatives are
-    compared with each (a few passes over ``[R, K]``); with more, they are looked up in those keys
-    (a negative that is no id of the events is never forbidden)."""
-    ids = torch.unique(torch.cat([src, data.src, data.dst]))  # every id that can be forbidden
-    n = ids.numel()
-    times = torch.unique(data.t)
-    # (t, source) group key of each forbidden (group, item) pair and of each row
-    pairs_src, pairs_item, pairs_t = [data.src, src], [data.dst, src], [data.t, t]
-    if not directed:
-        pairs_src.append(data.dst)
-        pairs_item.append(data.src)
-        pairs_t.append(data.t)
-    p_group = torch.searchsorted(times, torch.cat(pairs_t)) * n + torch.searchsorted(ids, torch.cat(pairs_src))
-    r_group = torch.searchsorted(times, t) * n + torch.searchsorted(ids, src)
-    groups, inverse = torch.unique(torch.cat([p_group, r_group]), return_inverse=True)  # compact group ids
-    p_id, r_id = inverse[: p_group.numel()], inverse[p_group.numel():]
-    forbidden = torch.unique(p_id * n + torch.searchsorted(ids, torch.cat(pairs_item)))  # sorted, distinct
-    group_of, item = forbidden // n, ids[forbidden % n]
-    per_group = torch.bincount(group_of, minlength=groups.numel())
-    width = int(per_group.max()) if per_group.numel() else 0
-    if width <= DENSE_FORBIDDEN:
-        table = torch.full((groups.numel(), width), -1, dtype=torch.long)  # ids are >= 0: -1 matches none
-        table[group_of, torch.arange(forbidden.numel()) - (torch.cumsum(per_group, 0) - per_group)[group_of]] = item
-        rows = table[r_id]
-        hit = torch.zeros_like(neg, dtype=torch.bool)
-        for j in range(width):
-            hit |= neg == rows[:, j:j + 1]
-        return hit
-    pos = torch.searchsorted(ids, neg).clamp(max=n - 1)
-    query = r_id[:, None] * n + pos
-    at = torch.searchsorted(forbidden, query).clamp(max=forbidden.numel() - 1)
-    return (ids[pos] == neg) & (forbidden[at] == query)
 
 
 def write_tgb_negatives(path: PathLike, src: Union[Tensor, Sequence[int]], dst: Union[Tensor, Sequence[int]],

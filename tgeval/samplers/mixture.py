@@ -24,7 +24,7 @@ from torch_geometric.data import TemporalData
 from tgeval.errors import ProtocolError, SamplerError
 from tgeval.rng import derived_seed
 from tgeval.samplers._draw import first_distinct_mask
-from tgeval.samplers.base import NegativeSampler, Negatives, concat_negatives
+from tgeval.samplers.base import NegativeSampler, Negatives, collisions_of, concat_negatives
 from tgeval.state import State
 
 __all__ = ["MixtureSampler", "split_count"]
@@ -71,6 +71,8 @@ class MixtureSampler(NegativeSampler):
         self.proportions = [float(p) for p in proportions]
         self.uses_whole_stream = any(getattr(c, "uses_whole_stream", False) for c in self.components)
         self.history_free = all(getattr(c, "history_free", False) for c in self.components)
+        rules = {collisions_of(c) for c in self.components}  # the most permissive component's: its draws are kept
+        self.collisions = next(rule for rule in ("keep", "mask", "error") if rule in rules)
         self._num_cross_duplicates = torch.zeros((), dtype=torch.long)
 
     def split(self, num_negatives: int) -> list[int]:

@@ -76,7 +76,7 @@ from tgeval.errors import LeakageError, ProtocolError
 from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader, check_time_sorted
 from tgeval.models.base import TemporalLinkModel, check_node_ids
-from tgeval.samplers.base import NegativeSampler, Negatives, as_negatives, scored_pairs
+from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, scored_pairs
 from tgeval.state import checked_update, no_state_change
 from tgeval.training.losses import LossFn, check_built_in, get_loss, term_count
 
@@ -210,7 +210,9 @@ def train_epoch(
     Returns:
         dict: ``loss`` (mean batch loss weighted by batch size, a float), ``num_batches``,
         ``num_events``, ``seconds``, ``events_per_second``, ``seed`` (``seed + epoch``,
-        which keyed the negatives).
+        which keyed the negatives), and for a sampler with ``collisions = "mask"`` the
+        ``num_masked_collisions`` of its draws (every draw is checked:
+        :class:`~tgeval.samplers.base.NegativesCheck`).
 
     Raises:
         SplitError: for an empty range, one outside ``data``, or one cutting a timestamp group.
@@ -221,6 +223,7 @@ def train_epoch(
         HiddenStateError: ``update`` changed state that tgeval's state methods do not cover.
         DataMismatchError: a segment cut from other data.
         DistributedError: ``distributed=True`` without a process group, or with a loss that is not built in.
+        SamplerError: a draw of the sampler that fails its checks (:class:`~tgeval.samplers.base.NegativesCheck`).
     """
     if distributed:
         require_group()
@@ -245,6 +248,7 @@ def train_epoch(
             sampler.describe()))
     device = data.src.device
     generator = torch.Generator(device=device).manual_seed(seed + epoch)
+    check = NegativesCheck(sampler, model.num_nodes)
     # Canonical order (t, src, dst) inside timestamp groups, as in evaluation: file order of
     # simultaneous events changes neither the negatives (keyed by position) nor the batches.
     check_time_sorted(data.t)
@@ -266,7 +270,7 @@ def train_epoch(
     try:
         with deterministic() if device.type == "cpu" else nullcontext():
             for batch in loader:
-                neg = as_negatives(sampler.sample(batch, num_negatives, generator))  # [B, K]
+                neg = check.draw(batch, num_negatives, generator)  # [B, K], checked
                 size, k = neg.dst.shape
                 lo, hi = shard(size, rank, world)  # the whole batch in one process
                 part = neg if world == 1 else Negatives(
@@ -304,6 +308,7 @@ def train_epoch(
         model.train(was_training)
     seconds = time.perf_counter() - began
     num_events = end - start
+    masked = {} if check.collisions != "mask" else {"num_masked_collisions": check.record()["num_masked_collisions"]}
     return {
         "loss": float(total) / num_events,
         "num_batches": len(loader),
@@ -311,4 +316,5 @@ def train_epoch(
         "seconds": seconds,
         "events_per_second": num_events / seconds if seconds > 0 else float("inf"),
         "seed": seed + epoch,
+        **masked,
     }

@@ -5,7 +5,7 @@ mask is exact for ids near 2**62."""
 import pytest
 import torch
 
-from tgeval import NegativesFileError, chronological_split, evaluate
+from tgeval import NegativesFileError, SamplerError, chronological_split, evaluate
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.eval.metrics import count_above_equal
 from tgeval.protocol import Protocol
@@ -102,7 +102,11 @@ def test_tgeval_file_ids_outside_the_node_range_are_refused(tmp_path):
                        torch.arange(80))
     split = chronological_split(data)
     path = tmp_path / "negs.pt"
-    stored = save_negatives(path, UniformSampler(Catalog("custom", torch.arange(N), None, N)), data, split.test, 8)
+    sampler = UniformSampler(Catalog("custom", torch.arange(N), None, N))
+    with pytest.raises(SamplerError, match=r"UniformSampler.sample returned node id \d+ .*outside the node range "
+                                           r"\[0, 10\)"):  # the data's, unless the drawing says otherwise
+        save_negatives(path, sampler, data, split.test, 8)
+    stored = save_negatives(path, sampler, data, split.test, 8, num_nodes=N)
     first = int(torch.nonzero((stored.neg >= 10).any(1))[0, 0])
     with pytest.raises(NegativesFileError, match=rf"outside the data's node range \[0, 10\) in \d+ rows \(first: "
                                                  rf"event {int(stored.event[first])} .*pass num_nodes="):
@@ -122,7 +126,7 @@ def test_collision_mask_is_exact_for_huge_ids_brute_force(tmp_path, big, dense, 
     Both ways of finding the forbidden slots: comparing with each forbidden id of the row, and
     looking the negatives up in sorted keys (as for rows with many simultaneous positives)."""
     if not dense:
-        monkeypatch.setattr("tgeval.samplers.fixed.DENSE_FORBIDDEN", 0)
+        monkeypatch.setattr("tgeval.samplers.base.DENSE_FORBIDDEN", 0)
     g = torch.Generator().manual_seed(1)
 
     def ids(shape):
