@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import types
 import zlib
 from collections import deque
@@ -63,7 +64,7 @@ __all__ = ["State", "Stateful", "StateAdapter", "Part", "register_state_adapter"
            "state_buffer_names", "parameters_of", "load_parameters", "snapshot_of", "restore_into",
            "initial_buffers", "reset_of", "clone_state", "first_difference",
            "checksum", "no_state_change", "scratch_names", "trained_buffers", "checked_update",
-           "checked_reset", "detach_history", "restore_detached"]
+           "checked_reset", "detach_history", "restore_detached", "exclusive"]
 
 State = dict[str, Any]
 
@@ -535,6 +536,25 @@ def _layout(cls: type) -> tuple[frozenset[str], tuple[str, ...]]:
     return cached, slots
 
 
+#: how a fingerprint names a class attribute (shared by every instance of the class)
+CLASS_ATTRIBUTE = " (class attribute)"
+
+
+@functools.lru_cache(maxsize=None)
+def _class_fields(cls: type) -> tuple[str, ...]:
+    """The data attributes of ``cls`` and its bases outside the :data:`_LIBRARIES`: values a method can change
+    for every instance at once (``seen = set()`` on the class), not methods, properties or other descriptors,
+    classes, or dunder names (computed once per class)."""
+    names: dict[str, None] = {}
+    for base in cls.__mro__:
+        if base.__module__.partition(".")[0] in _LIBRARIES:
+            continue
+        for name, value in vars(base).items():
+            if not (name.startswith("__") or callable(value) or hasattr(type(value), "__get__")):
+                names.setdefault(name)
+    return tuple(names)
+
+
 def _fields(obj: Any) -> dict[str, Any]:
     """An object's attributes: its ``__dict__`` and its ``__slots__``, without the values of
     ``functools.cached_property`` (derived, filled in on first read)."""
@@ -592,13 +612,18 @@ class _Fingerprints:
         self._seen.add(id(obj))
         skip = scratch_names(obj) | (_INTERNAL | _reparametrized(obj) if isinstance(obj, nn.Module) else frozenset())
         library = _library(obj)
-        for name, value in _fields(obj).items():
+        fields = _fields(obj)
+        for name, value in fields.items():
             if name not in skip and not (library and name.startswith("_")):
                 where = f"{path}.{name}" if path else name
                 if isinstance(value, nn.Module) or (depth < _MAX_DEPTH and self._plain_object(value)):
                     self._attributes(value, where, out, depth + 1)
                 else:
                     out[where] = self.value(value, depth + 1)
+        for name in _class_fields(type(obj)):  # shared by every instance: state outside the instance
+            if name not in fields and name not in skip:
+                out[(f"{path}.{name}" if path else name) + CLASS_ATTRIBUTE] = self.value(getattr(type(obj), name),
+                                                                                        depth + 1)
         if isinstance(obj, nn.Module):
             for name, child in obj._modules.items():
                 if child is not None:
@@ -835,12 +860,17 @@ def no_state_change(model: Stateful, what: str = "scoring", *, deep: Optional[bo
         )
 
 
+def _attribute(where: str) -> str:
+    """The attribute's own name in a fingerprint's path (``memory.seen (class attribute)`` -> ``seen``)."""
+    return where.removesuffix(CLASS_ATTRIBUTE).rsplit(".", 1)[-1]
+
+
 def _scratch_hint(where: str) -> str:
     """The advice for a changed attribute or buffer that may be scratch (not for an adapter's state)."""
     if where.startswith("state of "):
         return ""
     return (f" If `{where}` is scratch space that no later call reads (an index vector such as PyG's `assoc`), "
-            f"declare it on the class that owns it: `state_scratch = ({where.rsplit('.', 1)[-1]!r},)`.")
+            f"declare it on the class that owns it: `state_scratch = ({_attribute(where)!r},)`.")
 
 
 # -- state outside discovery ----------------------------------------------------------------------
@@ -859,12 +889,15 @@ def _check_hidden(model: Any, before: Optional[tuple[dict, _Fingerprints]], acti
     if where is None:
         return
     name = type(model).__name__
+    fix = ("; and a class attribute is shared by every instance of the class, so it also carries one model's "
+           "events into every other. Create it per instance (in __init__), kept" if where.endswith(CLASS_ATTRIBUTE)
+           else ". Fix it")
     raise HiddenStateError(
         f"{name}.{action}() changed `{where}`, which is not state tgeval can see: {name}'s snapshot(), "
         f"restore() and reset_state() (state discovery: registered buffers, objects with their own state "
         f"methods, classes with a StateAdapter) leave it as it is, so one run's events would be carried into "
-        f"the next. Fix it one of three ways: (1) keep it in a registered buffer, "
-        f"`self.register_buffer({where.rsplit('.', 1)[-1]!r}, tensor, persistent=False)` (modules in a plain "
+        f"the next{fix} one of three ways: (1) keep it in a registered buffer, "
+        f"`self.register_buffer({_attribute(where)!r}, tensor, persistent=False)` (modules in a plain "
         f"dict or list: nn.ModuleDict / nn.ModuleList); (2) keep it in an object of a class of your own and "
         f"register a `tgeval.state.StateAdapter` for that class with `tgeval.state.register_state_adapter`; "
         f"(3) override snapshot(), restore() and reset_state() to cover it.{_scratch_hint(where)}")
@@ -888,3 +921,38 @@ def checked_reset(model: Any) -> None:
     _check_hidden(model, before, "reset_state")
     if isinstance(model, nn.Module):
         detach_history(model)  # a reset in place (PyG's memory zeroed) keeps the graph it had
+
+
+# -- one pass at a time ---------------------------------------------------------------------------
+#: the models in a pass (``id(model)``): the thread that holds each, and how deep (a pass inside a pass)
+_IN_USE: dict[int, tuple[int, int]] = {}
+_IN_USE_LOCK = threading.Lock()
+
+
+def exclusive(function: Callable) -> Callable:
+    """``function(model, ...)`` (``evaluate``, ``train_epoch``, ...) as a pass that holds ``model`` for this
+    thread: a pass of another thread on the same model object meanwhile raises
+    :class:`~tgeval.errors.LeakageError`. A model holds one state, which every pass resets and feeds; two at once
+    would score each from the other's events. The same thread may nest passes (``fit`` evaluates between its
+    epochs). A lock and a dictionary entry per call."""
+    @functools.wraps(function)
+    def held(model: Any, *args: Any, **kwargs: Any) -> Any:
+        key, me = id(model), threading.get_ident()
+        with _IN_USE_LOCK:
+            owner, depth = _IN_USE.get(key, (me, 0))
+            if owner != me:
+                raise LeakageError(
+                    f"{type(model).__name__} is in a pass of another thread, and {function.__name__} would start "
+                    f"one on the same object: a model holds one state, which each pass resets and feeds with its "
+                    f"events, so each would score from the other's. Give each thread its own model "
+                    f"(copy.deepcopy(model)), or run the passes one after the other.")
+            _IN_USE[key] = (me, depth + 1)
+        try:
+            return function(model, *args, **kwargs)
+        finally:
+            with _IN_USE_LOCK:
+                if depth:
+                    _IN_USE[key] = (me, depth)
+                else:
+                    del _IN_USE[key]
+    return held

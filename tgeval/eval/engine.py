@@ -60,7 +60,7 @@ from tgeval.loader import TimestampBatchLoader, same_batch_history, timestamp_ba
 from tgeval.models.base import TemporalLinkModel, check_node_ids
 from tgeval.protocol import Protocol
 from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, negatives_checksum, scored_pairs
-from tgeval.state import checked_reset, checked_update, no_state_change
+from tgeval.state import checked_reset, checked_update, exclusive, no_state_change
 
 __all__ = ["evaluate", "warm_up", "replay"]
 
@@ -113,6 +113,7 @@ def _eval_mode(model: TemporalLinkModel) -> Iterator[None]:
         model.train(was_training)
 
 
+@exclusive
 def warm_up(model: TemporalLinkModel, history: TemporalData, *, batch_size: int = 200,
             sampler: Optional[NegativeSampler] = None) -> None:
     """Reset ``model`` (and ``sampler``) and feed ``history`` through ``update`` in timestamp batches."""
@@ -136,6 +137,7 @@ def _warn_mode_switch(model: TemporalLinkModel) -> None:
                       UserWarning, stacklevel=3)
 
 
+@exclusive
 def replay(model: TemporalLinkModel, data: TemporalData, segment: Segment, *, batch_size: int = 200,
            sampler: Optional[NegativeSampler] = None) -> None:
     """Advance ``model`` (and ``sampler``) through ``segment`` without measuring anything.
@@ -633,6 +635,7 @@ def _negative_records(negatives: Negatives) -> dict[str, Tensor]:
     return out
 
 
+@exclusive
 def evaluate(
     model: TemporalLinkModel,
     data: TemporalData,
@@ -705,9 +708,10 @@ def evaluate(
             under ``uncovered="error"``.
         ModelCapabilityError: a catalog for a model that cannot rank one, a pre-filter for a
             model without ``candidate_prior``.
-        LeakageError: the model changed its state while scoring (``check_state``);
+        LeakageError: the model changed its state while scoring (``check_state``), or another thread is in
+            a pass on the same model object (:func:`~tgeval.state.exclusive`);
             :class:`~tgeval.errors.HiddenStateError` when its ``update`` or ``reset_state``
-            changed state that its state methods do not cover.
+            changed state that its state methods do not cover (a class attribute included).
         DistributedError: ``distributed=True`` without a process group, or ranks that
             disagree on the data, the model's parameters and state, or the options.
 

@@ -42,7 +42,7 @@ from tgeval.models.neural import NeuralLinkModel
 from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol, metric_name
 from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.samplers.uniform import UniformSampler
-from tgeval.state import checked_reset, clone_state, load_parameters, parameters_of
+from tgeval.state import checked_reset, clone_state, exclusive, load_parameters, parameters_of
 from tgeval.training.checkpoint import load_checkpoint, model_name, resume_advice, rng_state, save_checkpoint
 from tgeval.training.losses import LossFn
 from tgeval.training.train import train_epoch
@@ -378,6 +378,7 @@ def _resume(resume: Union[str, os.PathLike], model: NeuralLinkModel, optimizer: 
     return _read_timings(resume, list(ckpt.history)), stopping, best_parameters, ckpt.epoch + 1
 
 
+@exclusive
 def fit(
     model: TemporalLinkModel,
     data: TemporalData,
@@ -480,6 +481,7 @@ def fit(
         OutputPathError: the checkpoint folder cannot be written, holds another run (see
             :func:`check_new_run`) or is being written by another process (:func:`checkpoint_lock`, held for the
             whole run); checked before the first epoch.
+        LeakageError: another thread is in a pass on the same model object (:func:`~tgeval.state.exclusive`).
     """
     if validation.catalog is not None and not model.ranks_all_entities:
         raise ModelCapabilityError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog: validate "

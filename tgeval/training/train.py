@@ -77,7 +77,7 @@ from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader, check_time_sorted
 from tgeval.models.base import TemporalLinkModel, check_node_ids
 from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, scored_pairs
-from tgeval.state import checked_update, no_state_change
+from tgeval.state import checked_update, exclusive, no_state_change
 from tgeval.training.losses import LossFn, check_built_in, get_loss, term_count
 
 __all__ = ["train_epoch", "check_training_sampler", "resolve_range"]
@@ -116,6 +116,7 @@ def check_training_sampler(sampler: NegativeSampler, *, allow_whole_stream: bool
                            f"history-based sampler, or pass allow_whole_stream=True to do it on purpose.")
 
 
+@exclusive
 def train_epoch(
     model: TemporalLinkModel,
     data: TemporalData,
@@ -218,8 +219,9 @@ def train_epoch(
         SplitError: for an empty range, one outside ``data``, or one cutting a timestamp group.
         TemporalDataError: if ``data`` is not time-sorted or holds ids ``>= model.num_nodes``.
         ProtocolError: for ``num_negatives < 1``, an unknown ``history`` or an unknown loss name.
-        LeakageError: for a whole-stream sampler without ``allow_whole_stream=True``, or a model
-            that changes its state while scoring (``check_state``).
+        LeakageError: for a whole-stream sampler without ``allow_whole_stream=True``, a model
+            that changes its state while scoring (``check_state``), or a model in a pass of another
+            thread (:func:`~tgeval.state.exclusive`).
         HiddenStateError: ``update`` changed state that tgeval's state methods do not cover.
         DataMismatchError: a segment cut from other data.
         DistributedError: ``distributed=True`` without a process group, or with a loss that is not built in.
