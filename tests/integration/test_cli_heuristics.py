@@ -1,7 +1,7 @@
 """The recency and popularity heuristics from the command line: --window and --half-life reach the
 model (the result equals the Python API's), EdgeBank's window rules, a window, a half-life and the
-options of a part that is not measured are refused where they do not apply, and under --preset tgb (whose window is EdgeBank's) their window stays
-unlimited, recorded."""
+options of a part that is not measured are refused where they do not apply, and under --preset tgb
+(whose window is EdgeBank's) their window stays unlimited, recorded."""
 
 from __future__ import annotations
 

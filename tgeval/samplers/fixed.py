@@ -148,9 +148,10 @@ def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segmen
         seed: seed of the sampler's ``torch.Generator``.
         batch_size: target events per timestamp batch.
         protocol: ``"online"`` (``observe`` after each batch) or ``"fixed"``.
-        num_nodes: the id bound of the draws (default: ``data``'s node range, what :meth:`FixedNegativeSampler.from_file`
-            checks); every draw is checked (:class:`~tgeval.samplers.base.NegativesCheck`), and a sampler's
-            ``collisions`` other than ``"error"`` is recorded in the header with the negatives it masked.
+        num_nodes: the id bound of the draws (default: ``data``'s node range, what
+            :meth:`FixedNegativeSampler.from_file` checks). Every draw is checked
+            (:class:`~tgeval.samplers.base.NegativesCheck`); a sampler's ``collisions`` other than ``"error"`` is
+            recorded in the header with the negatives it masked.
 
     Returns:
         StoredNegatives: rows in replay order, ``event`` = index in ``data``.
@@ -310,7 +311,7 @@ class FixedNegativeSampler(NegativeSampler):
     def __init__(self, negatives: StoredNegatives, *, path: Optional[PathLike] = None,
                  num_negatives: Optional[int] = None) -> None:
         self.negatives = negatives
-        #: stored collisions kept as drawn (TGB's, ``collisions="keep"``) are served as they are; masked ones stay masked
+        #: collisions stored as drawn (TGB's, ``collisions="keep"``) are served so; masked ones stay masked
         self.collisions = "keep" if negatives.header.get("collisions") == "keep" else "error"
         #: the ``K`` this sampler serves: the first ``num_negatives`` stored columns
         self.num_negatives = self._served(num_negatives)
