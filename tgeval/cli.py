@@ -135,6 +135,9 @@ def _add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
     cp.add_argument("--resamples", type=_count, default=2000, help="bootstrap resamples (default 2000)")
     cp.add_argument("--seed", type=_seed, default=0, help="bootstrap seed (default 0)")
     cp.add_argument("--out", type=Path, default=None, help="write the report as JSON (atomically)")
+    cp.add_argument("--allow-trained-events", action="store_true",
+                    help="compare results (JSON) of checkpoints evaluated on events they were trained on "
+                         "(refused without it; the report lists them)")
     cp.set_defaults(handler=("tgeval.diagnostics.comparison", "compare_command"))
     return cp
 
@@ -421,6 +424,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--batch-size", type=_count, default=200)
     ev.add_argument("--candidate-budget", type=_count, default=2**22)
     ev.add_argument("--seed", type=_seed, default=0)
+    ev.add_argument("--allow-trained-events", action="store_true",
+                    help="evaluate a checkpoint on a segment that overlaps the events it was trained on, or whose "
+                         "checkpoint does not record them (refused without it; recorded in the manifest)")
     ev.add_argument("--out", type=Path, help="result JSON")
     ev.add_argument("--save-events", type=Path, help="per-event CSV")
     ev.set_defaults(handler=("tgeval.commands", "evaluate_command"))
@@ -481,6 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="one self-contained HTML page of a results folder")
     rp.add_argument("results", type=Path, help="folder of result JSONs (tgeval run --out, tgeval evaluate --out ...)")
     rp.add_argument("--out", type=Path, required=True, help="the HTML file to write")
+    rp.add_argument("--allow-trained-events", action="store_true",
+                    help="report results of checkpoints evaluated on events they were trained on, marked (without "
+                         "it they are listed as not reported)")
     rp.set_defaults(handler=("tgeval.report", "report_command"))
 
     run = sub.add_parser("run", help="compare the baselines on the default dataset")
@@ -698,6 +707,9 @@ def _unused_evaluate(args: argparse.Namespace, given: set[str]) -> Optional[str]
         return f"--window applies to {_takers('window', ('edgebank',))}, not to --model {args.model}{also}."
     if "model_half_life" in given and "half_life" not in taken:
         return f"--half-life applies to {_takers('half_life')}, not to --model {args.model}."
+    if "allow_trained_events" in given and (heuristic or args.model in GNN_MODELS):
+        return (f"--allow-trained-events applies to a checkpoint of `tgeval train`, and --model {args.model} is "
+                f"trained on no segment's events.")
     how = "set by --preset " + args.preset if getattr(args, "preset", None) and "negatives" not in given else "given"
     if args.negatives == 0:
         for dest in ("sampler", "seed"):

@@ -240,7 +240,8 @@ def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
     result = _measure(model, data, segment, protocol, str(args.data), split, bar,
                       sampler=sampler, catalog=catalog if args.all_entity else None,
                       candidate_budget=args.candidate_budget, distributed=distributed,
-                      records="events" if args.save_events else "none")  # never the [E, K] scores: nothing reads them
+                      records="events" if args.save_events else "none",  # never the [E, K] scores: nothing reads them
+                      allow_trained_events=args.allow_trained_events)
     if not main:  # rank 0 alone prints and writes
         return 0
     result.manifest["selection"] = selection

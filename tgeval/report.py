@@ -40,7 +40,7 @@ from tgeval.diagnostics.plots import duration_unit, legend_outside, rank_axis, s
 from tgeval.diagnostics.time_bins import time_profile
 from tgeval.errors import EventsFileError, InputPathError
 from tgeval.eval.display import strata_basis, format_number, protocol_lines
-from tgeval.eval.result import STRATA, Result
+from tgeval.eval.result import STRATA, Result, trained_events
 from tgeval.eval.stats import block_bootstrap_difference
 
 __all__ = ["build_report", "write_report", "report_command"]
@@ -82,12 +82,13 @@ def _figure(width: float = 8.5, height: float = 3.6) -> tuple[Any, Any]:
     return fig, fig.add_subplot(1, 1, 1)
 
 
-def _load(folder: Path) -> tuple[dict[str, Result], dict[str, dict[str, Tensor]], dict[str, str],
-                                 list[tuple[str, str]]]:
+def _load(folder: Path, allow_trained_events: bool) -> tuple[dict[str, Result], dict[str, dict[str, Tensor]],
+                                                              dict[str, str], list[tuple[str, str]], dict[str, str]]:
     """Results by file stem, their per-event tables (results saved with events), why a result's per-event file
     was not used (:class:`~tgeval.errors.EventsFileError`: missing, elsewhere, or not written with
-    it), and the skipped files with the reason."""
-    results, tables, unused, skipped = {}, {}, {}, []
+    it), the skipped files with the reason, and why a result may measure its checkpoint's training events
+    (:func:`~tgeval.eval.result.trained_events`; skipped unless ``allow_trained_events``)."""
+    results, tables, unused, skipped, trained = {}, {}, {}, [], {}
     audits = _audits(folder)
     for path in sorted(folder.glob("*.json")):
         if path.name in ("diagnose.json", "summary.json") or path in audits:  # shown in their sections
@@ -98,13 +99,20 @@ def _load(folder: Path) -> tuple[dict[str, Result], dict[str, dict[str, Tensor]]
             skipped.append((path.name, f"not a result JSON (no {error} entry)" if isinstance(error, KeyError)
                             else f"unreadable ({type(error).__name__}: {error})"))
             continue
+        why = trained_events(result.manifest)
+        if why is not None and not allow_trained_events:
+            skipped.append((path.name, f"{why}: pass --allow-trained-events (allow_trained_events=True) to report "
+                                       f"it, marked"))
+            continue
+        if why is not None:
+            trained[path.stem] = why
         results[path.stem] = result
         if result.manifest.get("events_file"):
             try:  # verified against the recorded sha256
                 tables[path.stem] = load_events(events_file_of(path, direct=False))
             except EventsFileError as error:  # the result is shown from its JSON alone, and says why
                 unused[path.stem] = str(error)
-    return results, tables, unused, skipped
+    return results, tables, unused, skipped, trained
 
 
 def _audits(folder: Path) -> dict[Path, dict]:
@@ -414,18 +422,20 @@ def _segment_section(results: dict[str, Result], tables: dict[str, dict[str, Ten
     return "\n".join(parts)
 
 
-def build_report(folder: PathLike, comparison: Optional[dict] = None) -> str:
+def build_report(folder: PathLike, comparison: Optional[dict] = None, *, allow_trained_events: bool = False) -> str:
     """The HTML page of the results in ``folder`` (see the module docstring).
 
     ``comparison``: :func:`~tgeval.diagnostics.comparison.compare` of the per-event files of one section's
     results, when the caller has computed it; used for the section whose results with all-entity ranks are
-    exactly its models (every other section's is computed here)."""
-    return _page(Path(folder), comparison)[0]
+    exactly its models (every other section's is computed here). A result whose numbers may measure its
+    checkpoint's training events (:func:`~tgeval.eval.result.trained_events`) is listed as not reported, unless
+    ``allow_trained_events``: then it is reported and the page says so."""
+    return _page(Path(folder), comparison, allow_trained_events)[0]
 
 
-def _page(folder: Path, comparison: Optional[dict]) -> tuple[str, dict[str, str]]:
+def _page(folder: Path, comparison: Optional[dict], allow_trained_events: bool) -> tuple[str, dict[str, str]]:
     """:func:`build_report`'s page, and why the per-event file of a result was not used, by result."""
-    results, tables, unused, skipped = _load(folder)
+    results, tables, unused, skipped, trained = _load(folder, allow_trained_events)
     if not results:
         raise InputPathError(f"{folder}: no result JSON (from `tgeval evaluate --out` or `tgeval run`) to report.")
     title = _title(results, folder)
@@ -438,6 +448,8 @@ def _page(folder: Path, comparison: Optional[dict]) -> tuple[str, dict[str, str]
     parts = [f"<h1>{html.escape(title)}</h1>",
              f'<p class="note">tgeval report of the results folder {html.escape(folder.resolve().name)}: '
              f'{len(results)} results on {segments} segment(s), {layout}.</p>']
+    parts += [f'<p class="note">{html.escape(name)} may measure events its model was trained on: '
+              f'{html.escape(why)}.</p>' for name, why in trained.items()]
     parts += [_segment_section({name: results[name] for name in names}, tables, unused, comparison, several_data,
                                settings) for names, settings in sections]
     audits = _audits(folder)
@@ -457,10 +469,11 @@ def _page(folder: Path, comparison: Optional[dict]) -> tuple[str, dict[str, str]
             f"<style>{_STYLE}</style></head><body>" + "\n".join(parts) + "</body></html>\n"), unused
 
 
-def write_report(folder: PathLike, out: PathLike, comparison: Optional[dict] = None) -> dict[str, str]:
+def write_report(folder: PathLike, out: PathLike, comparison: Optional[dict] = None, *,
+                 allow_trained_events: bool = False) -> dict[str, str]:
     """Write :func:`build_report` of ``folder`` to ``out`` atomically; returns why the per-event file of a result
     was not used, by result (each also said on the page)."""
-    page, unused = _page(Path(folder), comparison)
+    page, unused = _page(Path(folder), comparison, allow_trained_events)
     write_atomic(out, page)
     return unused
 
@@ -471,7 +484,7 @@ def report_command(args: argparse.Namespace) -> int:
     from tgeval.atomic import check_writable
 
     check_writable(args.out, what="--out")
-    unused = write_report(args.results, args.out)
+    unused = write_report(args.results, args.out, allow_trained_events=args.allow_trained_events)
     for name, why in unused.items():
         print(f"tgeval: warning: result {name!r} is reported without its per-event file: {why}", file=sys.stderr)
     print(f"wrote {args.out}")

@@ -142,6 +142,8 @@ def test_early_stopping_stops_and_keeps_the_best_epoch(data, tmp_path, monkeypat
     assert first_difference(parameters(model), params[1]) is None  # ... and the best epoch was kept
     best, last = load_checkpoint(tmp_path / "best.pt"), load_checkpoint(tmp_path / "last.pt")
     assert best.epoch == 1 and last.epoch == 4 and last.early_stopping["stopped"]
+    train = chronological_split(data).train  # the checkpoints name the events their parameters learned from
+    assert best.trained_on == last.trained_on == json.loads(json.dumps(train.to_dict()))
     assert first_difference(parameters(best.model), params[1]) is None
     assert first_difference({key: last.best_parameters[key] for key in params[1]}, params[1]) is None
     # resuming a run that stopped trains no further and ends with the best epoch too

@@ -4,6 +4,7 @@ results', each segment has its own section and table, the title is the data's na
 Chromium is installed, by loading it in a headless browser (no horizontal overflow)."""
 
 import base64
+import html
 import io
 import json
 import re
@@ -245,3 +246,28 @@ def test_results_without_an_all_entity_pass_or_negatives_are_reported(results, t
                  "--out", str(folder / "k5.json")]) == 0
     page = build_report(folder)  # K=20 and K=5 rows: each K its own section, its column named with it
     assert "<th>MRR (K=5, uniform)</th>" in page and "<th>MRR (K=20, uniform)</th>" in page
+
+
+def test_results_on_training_events_are_reported_only_when_allowed(tmp_path, capsys):
+    """A checkpoint trained on a 0.9 split, scored on the default test segment (allowed at evaluation): compare and
+    report refuse its result unless told, and then say so."""
+    events = tmp_path / "events.txt"
+    events.write_text(snap_text(generate_events(num_events=900, num_nodes=60, seed=2)))
+    assert main(["train", str(events), "--format", "snap", "--model", "tgn", "--epochs", "1", "--threads", "1",
+                 "--split", "0.9,0.05,0.05", "--checkpoint-dir", str(tmp_path / "run")]) == 0
+    out = tmp_path / "results"
+    for name, model, extra in (("tgn", str(tmp_path / "run" / "last.pt"), ["--allow-trained-events"]),
+                               ("edgebank", "edgebank", [])):
+        assert main(["evaluate", str(events), "--format", "snap", "--model", model, *extra, "--out",
+                     str(out / f"{name}.json"), "--save-events", str(out / f"{name}.csv")]) == 0
+    assert main(["report", str(out), "--out", str(tmp_path / "plain.html")]) == 0
+    page = html.unescape((tmp_path / "plain.html").read_text(encoding="utf-8"))
+    assert re.search(r"<li>tgn.json: \d+ of its events lie in its checkpoint's training range \(allowed at "
+                     r"evaluation\): pass --allow-trained-events", page) and "<td>tgn</td>" not in page
+    assert main(["report", str(out), "--out", str(tmp_path / "allowed.html"), "--allow-trained-events"]) == 0
+    page = (tmp_path / "allowed.html").read_text(encoding="utf-8")
+    assert "<td>tgn</td>" in page and "tgn may measure events its model was trained on" in page
+    assert main(["compare", str(out / "tgn.json"), str(out / "edgebank.json"), "--allow-trained-events", "--out",
+                 str(tmp_path / "c.json")]) == 0
+    assert "note: tgn: " in capsys.readouterr().out
+    assert set(json.loads((tmp_path / "c.json").read_text())["trained_events"]) == {"tgn"}

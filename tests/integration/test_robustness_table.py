@@ -149,6 +149,33 @@ def checkpoint(folder: Path) -> None:
     (folder / "trained" / "last.pt").write_bytes(_trained_checkpoint())
 
 
+@functools.lru_cache(maxsize=1)
+def _wide_checkpoint() -> bytes:
+    """``last.pt`` of one TGN epoch trained with ``--split 0.9,0.05,0.05``: its training events reach into the
+    default test segment."""
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "events.txt").write_text(SNAP)
+        assert main(["train", f"{folder}/events.txt", "--format", "snap", "--model", "tgn", "--epochs", "1",
+                     "--threads", "1", "--split", "0.9,0.05,0.05", "--checkpoint-dir", f"{folder}/wide"]) == 0
+        return (Path(folder) / "wide" / "last.pt").read_bytes()
+
+
+def wide_checkpoint(folder: Path) -> None:
+    (folder / "wide").mkdir()
+    (folder / "wide" / "last.pt").write_bytes(_wide_checkpoint())
+
+
+def result_on_trained_events(folder: Path) -> None:
+    """A result (JSON and per-event file) of the wide checkpoint on the default test segment, allowed."""
+    wide_checkpoint(folder)
+    (folder / "res").mkdir()
+    assert main(["evaluate", f"{folder}/events.txt", "--format", "snap", "--model", f"{folder}/wide/last.pt",
+                 "--negatives", "3", "--allow-trained-events", "--out", f"{folder}/res/tgn.json", "--save-events",
+                 f"{folder}/res/tgn.csv"]) == 0
+    assert main(["evaluate", f"{folder}/events.txt", "--format", "snap", "--model", "edgebank", "--negatives", "3",
+                 "--out", f"{folder}/res/edgebank.json", "--save-events", f"{folder}/res/edgebank.csv"]) == 0
+
+
 class Payload:
     """Pickles as a call that would create a file: what a crafted TGB negatives file runs."""
 
@@ -489,6 +516,20 @@ ROWS = [
     Row("--val-metric for membership", ["train", "{dir}/events.txt", "--format", "snap", "--model", "membership",
                                         "--val-metric", "mrr", "--out", "{dir}/r.json"], {"events.txt": SNAP},
         "ProtocolError", "--val-metric apply to the neural models"),
+    Row("checkpoint evaluated on its training events", evaluate("events.txt", "--model", "{dir}/wide/last.pt"),
+        {"events.txt": SNAP}, "LeakageError",
+        r"was trained on events \[0, \d+\) .* \d+ of the \d+ events of the 'test' segment .*--allow-trained-events",
+        prepare=wide_checkpoint),
+    Row("checkpoint on its training events, allowed", evaluate("events.txt", "--model", "{dir}/wide/last.pt",
+                                                               "--allow-trained-events", save=False),
+        {"events.txt": SNAP}, check=lambda r: r["manifest"]["checkpoint"]["overlap"]["num_events"] > 0
+        and r["manifest"]["checkpoint"]["overlap"]["allowed"], prepare=wide_checkpoint),
+    Row("--allow-trained-events for a heuristic", evaluate("events.txt", "--allow-trained-events"),
+        {"events.txt": SNAP}, "ProtocolError", "--allow-trained-events applies to a checkpoint"),
+    Row("compare of a result on training events", ["compare", "{dir}/res/tgn.json", "{dir}/res/edgebank.json"],
+        {"events.txt": SNAP}, "LeakageError",
+        r"result 'tgn': \d+ of its events lie in its checkpoint's training range .*--allow-trained-events",
+        prepare=result_on_trained_events),
 ]
 
 

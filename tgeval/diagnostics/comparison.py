@@ -31,12 +31,12 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import file_sha256, write_atomic
-from tgeval.errors import EventSetMismatchError, EventsFileError, MetricInputError
+from tgeval.errors import EventSetMismatchError, EventsFileError, LeakageError, MetricInputError
 from tgeval.eval.expected import DEFAULT_SWEEP, k_sweep
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.result import STRATA
 from tgeval.eval.stats import block_bootstrap_difference
-from tgeval.eval.result import json_safe
+from tgeval.eval.result import json_safe, trained_events
 
 __all__ = ["events_file_of", "load_events", "compare", "format_compare",
            "compare_command", "k_label"]
@@ -275,6 +275,29 @@ def format_compare(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _trained(names: Sequence[str], paths: Sequence[Path], allow: bool) -> dict[str, str]:
+    """The results given as JSON whose numbers may measure their checkpoint's training events
+    (:func:`~tgeval.eval.result.trained_events`), by name; refused unless ``allow`` (a per-event CSV carries no
+    manifest to check).
+
+    Raises:
+        LeakageError: naming the first such result, unless ``allow``.
+    """
+    trained = {}
+    for name, path in zip(names, paths):
+        if str(path).endswith(".json"):
+            with open(path, encoding="utf-8") as handle:
+                why = trained_events(json.load(handle).get("manifest", {}))
+            if why is not None:
+                trained[name] = why
+    if trained and not allow:
+        name, why = next(iter(trained.items()))
+        raise LeakageError(f"result {name!r}: {why}, so comparing it ranks memory of training events beside "
+                           f"prediction. Compare results of segments after their checkpoints' training, or pass "
+                           f"--allow-trained-events to compare it anyway (the report then lists it).")
+    return trained
+
+
 def compare_command(args: argparse.Namespace) -> int:
     """Run :func:`compare` for parsed ``tgeval compare`` arguments; print the table. Returns 0."""
     paths = list(args.events)
@@ -288,11 +311,15 @@ def compare_command(args: argparse.Namespace) -> int:
         names = [f"{n}#{i}" for i, n in enumerate(names)] if not args.names else names
         if len(set(names)) != len(names):
             raise ValueError(f"--names must be distinct, got {names}.")
+    trained = _trained(names, paths, args.allow_trained_events)
     tables = {name: load_events(path) for name, path in zip(names, paths)}
     report = compare(tables, ks=args.ks, ties=args.ties, block=args.block, seed=args.seed,
                      num_resamples=args.resamples)
     report["files"] = {name: str(path) for name, path in zip(names, paths)}
+    report["trained_events"] = trained
     print(format_compare(report))
+    for name, why in trained.items():
+        print(f"note: {name}: {why}")
     if args.out is not None:
         write_atomic(args.out, json.dumps(json_safe(report), indent=2) + "\n")
         print(f"wrote {args.out}")

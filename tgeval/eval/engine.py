@@ -29,6 +29,7 @@ waits for the device (the window's preparation reads a few sizes once).
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from contextlib import contextmanager, nullcontext
@@ -49,8 +50,8 @@ from tgeval.data.split import Segment, Split, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.validation import per_event_keys, permute_events, validate
 from tgeval.distributed import check_same, rank_and_world, require_group, state_digest
-from tgeval.errors import (CatalogError, DeviceError, ModelCapabilityError, ModelOutputError, ProtocolError,
-                           SplitError, UntrainedModelWarning)
+from tgeval.errors import (CatalogError, DeviceError, LeakageError, ModelCapabilityError, ModelOutputError,
+                           ProtocolError, SplitError, UntrainedModelWarning)
 from tgeval.eval.checksum import NegativesDigest
 from tgeval.eval.metrics import count_above_equal
 from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_candidate_budget, check_no_nan,
@@ -201,6 +202,55 @@ def _checked_stream(model: TemporalLinkModel, data: TemporalData, segment: Segme
                           f"move one of them (`model.to(...)` / `data.to(...)`).")
     check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
     return data
+
+
+def _events_within(t: Tensor, first: Union[int, float], last: Union[int, float]) -> int:
+    """The events of the sorted times ``t`` with ``first <= t <= last``, compared exactly (integer times against
+    ``ceil(first)`` and ``floor(last)`` in their own dtype)."""
+    if not t.dtype.is_floating_point:
+        info = torch.iinfo(t.dtype)
+        first, last = max(math.ceil(first), info.min), min(math.floor(last), info.max)
+        if first > last:
+            return 0
+    bounds = torch.tensor([first, last], dtype=t.dtype, device=t.device)
+    return int((torch.searchsorted(t, bounds[1:], right=True) - torch.searchsorted(t, bounds[:1])).clamp(min=0))
+
+
+def _trained_events(model: TemporalLinkModel, data: TemporalData, segment: Segment, allow: bool) -> Optional[dict]:
+    """For a model loaded from a checkpoint (its ``checkpoint_record``), how many events of ``segment`` lie in the
+    time range of the events it was trained on (``None``: the checkpoint does not record them), and whether that
+    was allowed; ``None`` for any other model.
+
+    Raises:
+        LeakageError: unless ``allow``, when the segment holds training events or the range is unknown: a model
+            scored on events it was fitted to measures its memory of them, not prediction (a leak across the
+            split, the kind this error names).
+    """
+    record = model.checkpoint_record
+    if record is None:
+        return None
+    trained = record.get("trained_on")
+    where = f"{record.get('path', 'the checkpoint')}"
+    if trained is None and model.as_built():  # parameters never trained: trained on no event
+        return {"num_events": 0, "allowed": allow}
+    if trained is None:
+        if not allow:
+            raise LeakageError(f"{where} does not record the events it was trained on (written by save_checkpoint "
+                               f"without trained_on=, or before tgeval recorded them), so nothing shows that the "
+                               f"{segment.name!r} segment lies outside them. Evaluate a checkpoint of "
+                               f"tgeval.fit / `tgeval train`, or, if you know the segment is not training data, "
+                               f"pass allow_trained_events=True (recorded in the manifest).")
+        return {"num_events": None, "allowed": True}
+    count = 0 if trained["t_first"] is None else _events_within(data.t[segment.start:segment.end],
+                                                                 trained["t_first"], trained["t_last"])
+    if count and not allow:
+        raise LeakageError(f"{where} was trained on events [{trained['start']}, {trained['end']}) (t from "
+                           f"{trained['t_first']} to {trained['t_last']}), and {count} of the {segment.num_events} "
+                           f"events of the {segment.name!r} segment [{segment.start}, {segment.end}) lie in that "
+                           f"time range: its numbers would measure the training events. Evaluate a segment after "
+                           f"the training range (the split it was trained with), or pass allow_trained_events=True "
+                           f"to measure them anyway (recorded in the manifest).")
+    return {"num_events": count, "allowed": allow}
 
 
 def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segment, *,
@@ -649,6 +699,7 @@ def evaluate(
     use_shortcut: bool = True,
     distributed: bool = False,
     records: Literal["all", "events", "none"] = "all",
+    allow_trained_events: bool = False,
 ) -> Result:
     """Replay ``segment`` of ``data`` through ``model`` and measure link prediction.
 
@@ -690,6 +741,9 @@ def evaluate(
             ``"events"`` and ``"none"`` the negative ids are never held: each window's go into the
             negatives checksum as they are drawn (the same value); the negative scores are kept
             for the metrics only.
+        allow_trained_events: evaluate a model loaded from a checkpoint on a segment that overlaps the time range
+            of the events it was trained on (or whose checkpoint does not record them); refused otherwise. The
+            manifest's ``checkpoint.overlap`` records the segment's events in that range and the choice.
 
     Returns:
         Result: metrics (micro / macro, by stratum), manifest and per-event records.
@@ -708,8 +762,9 @@ def evaluate(
             under ``uncovered="error"``.
         ModelCapabilityError: a catalog for a model that cannot rank one, a pre-filter for a
             model without ``candidate_prior``.
-        LeakageError: the model changed its state while scoring (``check_state``), or another thread is in
-            a pass on the same model object (:func:`~tgeval.state.exclusive`);
+        LeakageError: the model changed its state while scoring (``check_state``), another thread is in
+            a pass on the same model object (:func:`~tgeval.state.exclusive`), or a checkpoint's model meets
+            events it was trained on, or does not record them, without ``allow_trained_events``;
             :class:`~tgeval.errors.HiddenStateError` when its ``update`` or ``reset_state``
             changed state that its state methods do not cover (a class attribute included).
         DistributedError: ``distributed=True`` without a process group, or ranks that
@@ -733,6 +788,7 @@ def evaluate(
                 _warn_mode_switch(model)
             data = _checked_inputs(model, data, segment, sampler=sampler, num_negatives=num_negatives, catalog=catalog,
                                    uncovered=uncovered, candidate_budget=candidate_budget, prefilter=protocol.prefilter)
+            overlap = _trained_events(model, data, segment, allow_trained_events)
             if model.as_built():
                 warnings.warn(f"{type(model).__name__} is evaluated with its parameters unchanged since it was built "
                               f"(never trained, nor loaded from a trained checkpoint): unless its constructor loads "
@@ -813,7 +869,8 @@ def evaluate(
                 "protocol": protocol.to_dict(),
                 "history": history_record,
                 "model": model.describe(),
-                "checkpoint": model.checkpoint_record,  # a loaded checkpoint's training spec, data, counts
+                # a loaded checkpoint's training spec, data, counts, and the segment's events it was trained on
+                "checkpoint": None if overlap is None else {**model.checkpoint_record, "overlap": overlap},
                 "sampler": None if sampler is None else sampler.describe(),
                 "negatives_check": None if draws.check is None else draws.check.record(),
                 "negatives_checksum": None if sampler is None else negatives_checksum(

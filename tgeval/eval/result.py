@@ -13,7 +13,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -32,7 +32,7 @@ from tgeval.eval.metrics import (
     sampled_auroc_ap,
 )
 
-__all__ = ["Result", "STRATA", "summarize", "json_safe"]
+__all__ = ["Result", "STRATA", "summarize", "json_safe", "trained_events"]
 
 #: Stratum codes of per-event records (docs/protocol.md §3), relative to the events before the segment:
 #: ``repeated`` — the pair occurred before; ``new_pair`` — both nodes occurred before but not
@@ -51,6 +51,26 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
+
+
+def trained_events(manifest: Mapping[str, Any]) -> Optional[str]:
+    """Why a result's numbers may measure events its model was trained on, from its manifest, or ``None``: its
+    checkpoint's training range overlaps the evaluated segment, or the checkpoint does not record it (both
+    allowed explicitly at evaluation, ``allow_trained_events``), or the result names a checkpoint without the
+    overlap (written before tgeval recorded it). What ``tgeval compare`` and ``tgeval report`` refuse unless
+    told (``--allow-trained-events``)."""
+    checkpoint = manifest.get("checkpoint")
+    if not checkpoint:
+        return None
+    overlap = checkpoint.get("overlap")
+    if overlap is None:
+        return "its checkpoint's training events were not checked (the result predates that check)"
+    if overlap["num_events"] is None:
+        return "its checkpoint does not record the events it was trained on (allowed at evaluation)"
+    if overlap["num_events"]:
+        return (f"{overlap['num_events']} of its events lie in its checkpoint's training range (allowed at "
+                f"evaluation)")
+    return None
 
 
 def _ranking_table(above: Tensor, equal: Tensor, src: Tensor, ties: TiePolicy, hits: Sequence[int]) -> dict:

@@ -43,6 +43,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.atomic import CHECKPOINT_MAGIC, full_disk_refused, sha256_of, write_atomic
 from tgeval.data.hashing import fingerprint
+from tgeval.data.split import Segment
 from tgeval.distributed import rank_and_world
 from tgeval.errors import CheckpointError
 from tgeval.eval.result import json_safe
@@ -155,6 +156,7 @@ def save_checkpoint(
     state: Optional[State] = None,
     state_training: Optional[bool] = None,
     rng: Optional[list] = None,
+    trained_on: Optional[Segment] = None,
 ) -> str:
     """Write a checkpoint of ``model`` (and ``optimizer``) atomically; return the file's ``"sha256:<hex>"``.
 
@@ -179,6 +181,10 @@ def save_checkpoint(
         rng: the generator states (:func:`rng_state`) of every process of the run, in rank
             order (:func:`~tgeval.training.fitting.fit` gathers them under ``torch.distributed``);
             default: this process's alone.
+        trained_on: the segment the parameters were trained on (:func:`~tgeval.training.fitting.fit` gives
+            ``split.train``): its events and times are recorded, and :func:`~tgeval.eval.engine.evaluate` refuses
+            a segment that overlaps them. ``None``: not recorded, and ``evaluate`` refuses the checkpoint's model
+            unless told (``allow_trained_events=True``).
     """
     payload = {
         "format_version": FORMAT_VERSION,
@@ -196,6 +202,7 @@ def save_checkpoint(
         "training": _plain(training or {}),
         "data_fingerprint": _data_fingerprint(data),
         "versions": versions(),
+        "trained_on": None if trained_on is None else _plain(trained_on.to_dict()),
     }
     buffer = io.BytesIO()
     torch.save(payload, buffer)
@@ -224,6 +231,8 @@ class Checkpoint:
         data_fingerprint: fingerprint of the training stream.
         versions: package versions at save time.
         path: the file read; sha256: ``"sha256:<hex>"`` of its bytes.
+        trained_on: the training segment's record (``start``, ``end``, ``t_first``, ``t_last``, ...), ``None``
+            when the file does not record it (written before tgeval did, or without ``trained_on``).
     """
 
     model: NeuralLinkModel
@@ -239,6 +248,7 @@ class Checkpoint:
     versions: dict
     path: str
     sha256: str
+    trained_on: Optional[dict] = None
 
     def restore_rng(self) -> None:
         """Set every random-number generator of this process to its state at save time: under
@@ -258,16 +268,18 @@ class Checkpoint:
         """What a result manifest records about the checkpoint: file, model, epoch, the training
         specification (sampler and options, loss, ``K``, epochs, seed, validation protocol), the
         training sampler's counts over the checkpoint's epoch (``sampler_counts``; ``None`` when
-        its history lacks them), the data fingerprint, early stopping and versions."""
+        its history lacks them), the data fingerprint, the training segment (``trained_on``; ``None``:
+        not recorded), early stopping and versions."""
         record = next((r for r in self.history if r.get("epoch") == self.epoch), {})
         return {"path": self.path, "sha256": self.sha256, "model": self.name,
                 "config": dataclasses.asdict(self.model.config),
                 "epoch": self.epoch, "training": self.training, "sampler_counts": record.get("sampler"),
-                "data_fingerprint": self.data_fingerprint, "early_stopping": self.early_stopping,
-                "versions": self.versions}
+                "data_fingerprint": self.data_fingerprint, "trained_on": self.trained_on,
+                "early_stopping": self.early_stopping, "versions": self.versions}
 
 
-#: the entries every checkpoint payload holds (``state_training`` and ``as_built`` are optional: older files lack them)
+#: the entries every checkpoint payload holds (``state_training``, ``as_built`` and ``trained_on`` are optional: older
+#: files lack them)
 PAYLOAD_KEYS = ("model", "parameters", "best_parameters", "optimizer", "state", "rng", "epoch", "early_stopping",
                 "history", "training", "data_fingerprint", "versions")
 
@@ -369,6 +381,7 @@ def load_checkpoint(
                             epoch=payload["epoch"], early_stopping=payload["early_stopping"],
                             history=payload["history"], training=payload["training"],
                             best_parameters=payload["best_parameters"], data_fingerprint=payload["data_fingerprint"],
-                            versions=payload["versions"], path=path, sha256=digest)
+                            versions=payload["versions"], path=path, sha256=digest,
+                            trained_on=payload.get("trained_on"))  # optional: older files lack it
     model.checkpoint_record = json_safe(checkpoint.describe())
     return checkpoint

@@ -553,7 +553,8 @@ def fit(
                                              early_stopping=stopping.to_dict(), history=_untimed(records),
                                              training=training,
                                              best_parameters=None if improved else best_parameters,
-                                             state=trained_state, state_training=True, rng=rngs)
+                                             state=trained_state, state_training=True, rng=rngs,
+                                             trained_on=split.train)
                     files[kind] = {"path": str(path), "sha256": digest}
                 with full_disk_refused(folder / TIMINGS_FILE, resume_advice(folder)):
                     write_atomic(folder / TIMINGS_FILE, json.dumps(_timings(records), indent=1))

@@ -1,3 +1,4 @@
+import json
 import random
 
 import numpy as np
@@ -6,9 +7,9 @@ import torch
 
 from tgeval.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from tgeval import Protocol, evaluate
-from tgeval.errors import UntrainedModelWarning
+from tgeval.errors import LeakageError, UntrainedModelWarning
 from tgeval.data.catalog import build_catalog
-from tgeval.data.split import chronological_split
+from tgeval.data.split import Segment, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, DyRep, EdgeBank, GraphMixer, message_dim, registry
 from tgeval.samplers import UniformSampler
@@ -200,14 +201,45 @@ def test_a_loaded_model_carries_its_checkpoint_record(data, tmp_path):
 
 def test_evaluate_records_the_checkpoints_training(data, tmp_path):
     model, optimizer, split = trained(TGN, data)
-    save_checkpoint(tmp_path / "c.pt", model, optimizer, epoch=0, data=data, training={"loss": "bce"})
+    save_checkpoint(tmp_path / "c.pt", model, optimizer, epoch=0, data=data, training={"loss": "bce"},
+                    trained_on=split.train)
     ckpt = load_checkpoint(tmp_path / "c.pt", data=data)
     sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end))
     result = evaluate(ckpt.model, data, split.test, Protocol(num_negatives=3), sampler=sampler)
-    assert result.manifest["checkpoint"] == ckpt.model.checkpoint_record
+    assert result.manifest["checkpoint"] == {**ckpt.model.checkpoint_record,
+                                             "overlap": {"num_events": 0, "allowed": False}}
     assert result.manifest["checkpoint"]["training"] == {"loss": "bce"}
+    assert ckpt.trained_on == json.loads(json.dumps(split.train.to_dict()))
     built = small_neural_model(TGN, NUM_NODES, message_dim(data))
     assert evaluate(built, data, split.test, Protocol(num_negatives=3), sampler=sampler).manifest["checkpoint"] is None
+
+
+def test_a_checkpoint_on_its_training_events_is_refused_unless_allowed(data, tmp_path):
+    """Trained on a 0.9 split and scored on the default test segment: its numbers measure training events."""
+    model, optimizer, _ = trained(TGN, data)
+    wide = chronological_split(data, (0.9, 0.05, 0.05))
+    save_checkpoint(tmp_path / "c.pt", model, optimizer, epoch=0, data=data, trained_on=wide.train)
+    save_checkpoint(tmp_path / "unknown.pt", model, optimizer, epoch=0, data=data)
+    test = chronological_split(data).test
+    sampler = UniformSampler(build_catalog(data, "all"))
+    inside = int(((data.t[test.start:test.end] >= wide.train.t_first)
+                  & (data.t[test.start:test.end] <= wide.train.t_last)).sum())  # brute force
+    assert inside > 0
+    loaded = load_checkpoint(tmp_path / "c.pt", data=data).model
+    with pytest.raises(LeakageError, match=rf"c.pt was trained on events \[0, {wide.train.end}\) .* {inside} of the "
+                                           rf"{test.num_events} events of the 'test' segment .*allow_trained_events"):
+        evaluate(loaded, data, test, Protocol(num_negatives=3), sampler=sampler)
+    allowed = evaluate(loaded, data, test, Protocol(num_negatives=3), sampler=sampler, allow_trained_events=True)
+    assert allowed.manifest["checkpoint"]["overlap"] == {"num_events": inside, "allowed": True}
+    after = Segment("late", wide.val.start, data.num_events, wide.val.t_first, wide.test.t_last)
+    assert evaluate(loaded, data, after, Protocol(num_negatives=3), sampler=sampler).manifest["checkpoint"][
+        "overlap"] == {"num_events": 0, "allowed": False}  # the segment right after its training: no event of it
+    unknown = load_checkpoint(tmp_path / "unknown.pt", data=data).model
+    with pytest.raises(LeakageError, match="does not record the events it was trained on"):
+        evaluate(unknown, data, wide.test, Protocol(num_negatives=3), sampler=sampler)
+    assert evaluate(unknown, data, wide.test, Protocol(num_negatives=3), sampler=sampler,
+                    allow_trained_events=True).manifest["checkpoint"]["overlap"] == {"num_events": None,
+                                                                                    "allowed": True}
 
 
 def test_a_checkpoint_of_a_model_never_trained_warns_when_evaluated(data, tmp_path):
