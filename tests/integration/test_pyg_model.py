@@ -18,7 +18,7 @@ from tgeval.models.base import pairwise_scorer
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference, state_parts
 from tgeval.training.checkpoint import load_checkpoint, save_checkpoint
-from tests.helpers import readme_pyg_tgn, small_neural_model
+from tests.helpers import TableModel, readme_pyg_tgn, small_neural_model
 
 PygTGN, PygTGNConfig = readme_pyg_tgn()
 N = 30
@@ -209,6 +209,8 @@ def test_evaluating_a_training_mode_pyg_memory_from_its_state_warns(stream):
         tgeval.evaluate(build().train(), data, split.test, tgeval.Protocol(warm=False, batch_size=100), catalog=catalog)
     tgeval.evaluate(small_neural_model(TGN, N).train(), data, split.test, tgeval.Protocol(warm=False, batch_size=100),
                     catalog=catalog)
+    table = TableModel(torch.rand(N, N))  # a model of one's own: its train() is TemporalLinkModel's, no warning
+    tgeval.evaluate(table.train(), data, split.test, tgeval.Protocol(warm=False, batch_size=100), catalog=catalog)
 
 
 def test_checkpoint_of_the_registered_model_restores_scores(stream, tmp_path):

@@ -128,7 +128,8 @@ def _warn_mode_switch(model: TemporalLinkModel) -> None:
     """Warn when evaluating a training-mode model from its current state would change that state:
     a submodule whose own ``train()`` does more than set the mode (PyG's ``TGNMemory`` applies and
     clears its pending messages on the switch to eval mode)."""
-    switching = sorted({type(m).__name__ for m in model.modules() if type(m).train is not nn.Module.train
+    plain = (nn.Module.train, TemporalLinkModel.train)  # set the mode (and, the model's, detach the state) only
+    switching = sorted({type(m).__name__ for m in model.modules() if type(m).train not in plain
                         and not type(m).__module__.startswith("tgeval.")})
     if switching:
         warnings.warn(f"evaluate with Protocol(warm=False) switches the model to eval mode, and "
