@@ -13,7 +13,7 @@ __all__ = ["DUPLICATE_RULES", "CATALOG_KINDS", "TiePolicy", "TIE_POLICIES", "Rep
            "HistoryMode", "HISTORY_MODES", "UncoveredRule", "UNCOVERED_RULES", "VAL_METRICS", "ValState", "VAL_STATES",
            "DEFAULT_SWEEP", "StaticHeuristic", "STATIC_HEURISTICS", "GNN_MODELS", "Weighting", "WEIGHTINGS",
            "HeartHeuristic", "HEART_HEURISTICS", "ShiftHeuristic", "SHIFT_HEURISTICS", "AuditCheck", "AUDIT_CHECKS",
-           "flag"]
+           "DEFAULT_BLOCK", "flag"]
 
 #: what :func:`~tgeval.data.io.read_events` does with duplicate events (``ReadInfo.num_duplicates``)
 DUPLICATE_RULES = ("keep", "drop")
@@ -67,6 +67,9 @@ HEART_HEURISTICS: tuple[HeartHeuristic, ...] = get_args(HeartHeuristic)
 ShiftHeuristic = Literal["cn", "sp", "pa"]
 #: link scores of structural-shift splits
 SHIFT_HEURISTICS: tuple[ShiftHeuristic, ...] = get_args(ShiftHeuristic)
+
+#: events per time block of the paired bootstrap intervals (``tgeval compare --block``)
+DEFAULT_BLOCK = 128
 
 # -- the leak audit (tgeval.diagnostics.leak_audit) ----------------------------------------------
 AuditCheck = Literal["no_future", "candidate_independence", "order_invariance", "state", "batch_size"]

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, Callable, Literal, NamedTuple, Optional, Sequence, get_args, get_origin
 
 from tgeval.atomic import check_distinct, check_input_file, writing_outputs
-from tgeval.choices import (AUDIT_CHECKS, CATALOG_KINDS, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS, HEART_HEURISTICS,
-                            HISTORY_MODES, REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS, TIE_POLICIES,
-                            UNCOVERED_RULES, VAL_METRICS, VAL_STATES, WEIGHTINGS, flag)
+from tgeval.choices import (AUDIT_CHECKS, CATALOG_KINDS, DEFAULT_BLOCK, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS,
+                            HEART_HEURISTICS, HISTORY_MODES, REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS,
+                            TIE_POLICIES, UNCOVERED_RULES, VAL_METRICS, VAL_STATES, WEIGHTINGS, flag)
 from tgeval.data import formats
 from tgeval.errors import InputPathError, ProtocolError, TGEvalError
 from tgeval.models import registry
@@ -131,7 +131,8 @@ def _add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
     cp.add_argument("--ks", type=_parse_ks, default=list(DEFAULT_SWEEP),
                     help="sample sizes, e.g. 1,5,20,50,100,full (default)")
     cp.add_argument("--ties", choices=TIE_POLICIES, default="average", help="tie convention (default average)")
-    cp.add_argument("--block", type=_count, default=128, help="events per bootstrap block (default 128)")
+    cp.add_argument("--block", type=_count, default=DEFAULT_BLOCK,
+                    help=f"events per bootstrap block (default {DEFAULT_BLOCK})")
     cp.add_argument("--resamples", type=_count, default=2000, help="bootstrap resamples (default 2000)")
     cp.add_argument("--seed", type=_seed, default=0, help="bootstrap seed (default 0)")
     cp.add_argument("--out", type=Path, default=None, help="write the report as JSON (atomically)")

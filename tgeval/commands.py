@@ -32,7 +32,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.device import device_of
 from tgeval.errors import OutputPathError, ProtocolError, SamplerError
 from tgeval.diagnostics.cli import diagnose, format_summary
-from tgeval.diagnostics.comparison import compare, format_compare
+from tgeval.diagnostics.comparison import compare, fitting_block, format_compare
 from tgeval.diagnostics.membership import membership_factorial
 from tgeval.distributed import init_from_env, is_main, local_device
 from tgeval.eval.display import format_number, format_table, metric_names, protocol_line, protocol_lines, summary
@@ -357,7 +357,8 @@ def _run(args: argparse.Namespace, out: Path, device: torch.device) -> None:
           f"positives lie outside the catalog (ranked against it, counted). Strata: repeated pairs, new pairs "
           f"of known nodes, events with a new node.")
     print(f"EdgeBank window chosen on validation: {window} (test duration: {duration})")
-    comparison = compare({name: r.event_table() for name, r in rows})
+    comparison = compare({name: r.event_table() for name, r in rows},
+                         block=fitting_block(rows[0][1].manifest["segment"]["num_events"]))
     print("\n" + format_compare(comparison))
     factorial = membership_factorial(EdgeBank(num_nodes).to(device), data, test, catalog,
                                      num_negatives=args.negatives, seed=args.seed, batch_size=args.batch_size)

@@ -35,7 +35,8 @@ import torch
 from torch import Tensor
 
 from tgeval.atomic import write_atomic
-from tgeval.diagnostics.comparison import compare, events_file_of, k_label, load_events
+from tgeval.choices import DEFAULT_BLOCK
+from tgeval.diagnostics.comparison import compare, events_file_of, fitting_block, k_label, load_events
 from tgeval.diagnostics.plots import duration_unit, legend_outside, rank_axis, short_name, time_axis
 from tgeval.diagnostics.time_bins import time_profile
 from tgeval.errors import EventsFileError, InputPathError
@@ -153,20 +154,18 @@ def _check_cell(check: Any) -> str:
         check["value"] is not None else "not run"
 
 
-#: events per bootstrap block of the report's intervals, as ``tgeval compare``'s default
-BLOCK = 128
-
 
 def _interval(table: dict[str, Tensor], uncovered: str) -> str:
     """95% time-block bootstrap interval of the mean all-entity reciprocal rank over the events the
-    micro MRR averages (the interval of the difference against 0), as text; for :data:`BLOCK` events or
+    micro MRR averages (the interval of the difference against 0), as text, in blocks of ``tgeval compare``'s
+    default :data:`~tgeval.choices.DEFAULT_BLOCK` events; for that many events or
     fewer (one block, a zero-width interval) the text says that there is none."""
     keep = table["covered"] if uncovered == "exclude" else torch.ones_like(table["rank"], dtype=torch.bool)
     t, rank = table["t"][keep], table["rank"][keep]
-    if t.numel() <= BLOCK:
-        return f"none: {t.numel()} events, one block of {BLOCK}"
+    if t.numel() <= DEFAULT_BLOCK:
+        return f"none: {t.numel()} events, one block of {DEFAULT_BLOCK}"
     rr = (1.0 / rank.double())[torch.argsort(t, stable=True)]
-    iv = block_bootstrap_difference(rr, torch.zeros_like(rr), block=BLOCK, seed=0)
+    iv = block_bootstrap_difference(rr, torch.zeros_like(rr), block=DEFAULT_BLOCK, seed=0)
     return f"[{iv.low:.4f}, {iv.high:.4f}]"
 
 
@@ -412,7 +411,7 @@ def _segment_section(results: dict[str, Result], tables: dict[str, dict[str, Ten
     with_events = {name: tables[name] for name in results if name in tables and "above" in tables[name]}
     if with_events:
         if comparison is None or set(comparison["models"]) != set(with_events):
-            comparison = compare(with_events)
+            comparison = compare(with_events, block=fitting_block(first.manifest["segment"]["num_events"]))
         parts += ["<h3>K-sweep</h3>", _k_sweep(comparison, first), "<h3>Time profile</h3>",
                   _time_profile(with_events, first)]
     else:

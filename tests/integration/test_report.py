@@ -21,7 +21,8 @@ from tgeval.cli import main
 from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.comparison import compare, load_events
 from tgeval.eval.result import Result
-from tgeval.report import BLOCK, _interval, _k_sweep_figure, _strata_figure, _time_profile_figure, build_report
+from tgeval.choices import DEFAULT_BLOCK as BLOCK
+from tgeval.report import _interval, _k_sweep_figure, _strata_figure, _time_profile_figure, build_report
 from tests.helpers import snap_text
 from tests.plot_checks import assert_legends_outside
 

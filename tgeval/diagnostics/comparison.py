@@ -32,13 +32,14 @@ from torch import Tensor
 
 from tgeval.atomic import file_sha256, write_atomic
 from tgeval.errors import EventSetMismatchError, EventsFileError, LeakageError, MetricInputError
+from tgeval.choices import DEFAULT_BLOCK
 from tgeval.eval.expected import DEFAULT_SWEEP, k_sweep
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.result import STRATA
 from tgeval.eval.stats import block_bootstrap_difference
 from tgeval.eval.result import json_safe, trained_events
 
-__all__ = ["events_file_of", "load_events", "compare", "format_compare",
+__all__ = ["fitting_block", "events_file_of", "load_events", "compare", "format_compare",
            "compare_command", "k_label"]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -191,8 +192,14 @@ def k_label(K: Optional[int]) -> str:
     return "full" if K is None else str(K)
 
 
+def fitting_block(num_events: int) -> int:
+    """The block of a comparison its caller did not choose (``tgeval run``, the report): :data:`DEFAULT_BLOCK`
+    events, or half the segment when it holds fewer than two such blocks, so that at least two blocks resample."""
+    return max(1, min(DEFAULT_BLOCK, num_events // 2))
+
+
 def compare(event_tables: Mapping[str, Mapping[str, Tensor]], *,
-            ks: Sequence[Optional[int]] = DEFAULT_SWEEP, ties: TiePolicy = "average", block: int = 128,
+            ks: Sequence[Optional[int]] = DEFAULT_SWEEP, ties: TiePolicy = "average", block: int = DEFAULT_BLOCK,
             seed: int = 0, num_resamples: int = 2000, confidence: float = 0.95) -> dict[str, Any]:
     r"""K-sweep, Kendall τ and pairwise time-block bootstrap intervals for models on one segment.
 
