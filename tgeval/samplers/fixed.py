@@ -39,6 +39,7 @@ refused, never cut.
 
 from __future__ import annotations
 
+import codecs
 import copy
 import hashlib
 import io
@@ -46,6 +47,7 @@ import json
 import math
 import os
 import pickle
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union
@@ -66,6 +68,11 @@ from tgeval.eval.metrics import CHUNK_SCORES, count_true
 from tgeval.loader import TimestampBatchLoader
 from tgeval.samplers.base import (NegativeSampler, Negatives, NegativesCheck, destination_collisions,
                                   negatives_checksum)
+
+try:  # numpy 2 names its internals numpy._core
+    from numpy._core import multiarray as _multiarray, numeric as _numeric
+except ImportError:  # numpy 1
+    from numpy.core import multiarray as _multiarray, numeric as _numeric  # type: ignore[no-redef]
 
 __all__ = ["StoredNegatives", "FixedNegativeSampler", "draw_negatives", "save_negatives", "load_negatives",
            "read_tgb_negatives", "write_tgb_negatives", "load_tgb_pickle", "TGB_PICKLE_GLOBALS", "FORMAT",
@@ -503,23 +510,198 @@ class _Row:
     def __init__(self, start: int, stop: int, dtype: np.dtype, shape: tuple, order: str) -> None:
         self.start, self.stop, self.dtype, self.shape, self.order = start, stop, dtype, shape, order
 
+    def __setstate__(self, state: Any) -> None:
+        raise _refusal("sets the state of an array it already built")
+
     def array(self, buffer: bytearray) -> np.ndarray:
         """The array itself, a view of ``buffer``."""
         return np.frombuffer(buffer, self.dtype, count=(self.stop - self.start) // self.dtype.itemsize,
                              offset=self.start).reshape(self.shape, order=self.order)
 
 
+def _refusal(what: str) -> NegativesFileError:
+    """The error of a TGB file that ``what`` (a call or an array no TGB file makes), before it is made."""
+    return NegativesFileError(f"the file {what}, which a TGB negatives file never does: refusing to load it, "
+                              f"nothing from it was built. Download the file again from TGB.")
+
+
+class _Allowance:
+    """What the calls of the TGB file being unpickled may allocate: its arrays' bytes go to ``rows`` (allocated
+    at the file's size beforehand; ``None``: each array a view of the pickle's own buffer), and everything its
+    calls build besides (bytes, numbers, containers, arrays) is charged before it is built, at most twice the
+    file's size in all: a TGB file's arrays and numbers are made of its own bytes (under protocols 2-4 copied
+    twice: decoded, then built)."""
+
+    def __init__(self, size: int, rows: Optional[bytearray]) -> None:
+        self.size, self.left, self.rows, self.used = size, 2 * size, rows, 0
+
+    def charge(self, nbytes: int, what: str) -> None:
+        if nbytes > self.left:
+            raise self.beyond(what)
+        self.left -= nbytes
+
+    def beyond(self, what: str) -> NegativesFileError:
+        return NegativesFileError(
+            f"the file asks for {what}, more than a TGB file of {self.size:,} bytes builds (its arrays and numbers "
+            f"are made of its own bytes): refusing to load it, nothing was allocated. Download the file again "
+            f"from TGB.")
+
+    def store(self, buffer: Any, dtype: np.dtype, shape: tuple, order: str) -> _Row:
+        """Append an array's bytes to ``rows`` (never grown: within the file's size) as a :class:`_Row`."""
+        size = len(buffer)
+        if self.used + size > len(self.rows):
+            raise self.beyond(f"arrays of {self.used + size:,} bytes in all")
+        start, self.used = self.used, self.used + size
+        self.rows[start:self.used] = buffer
+        if type(buffer) is bytearray:
+            buffer.clear()
+        return _Row(start, self.used, dtype, shape, order)
+
+
+#: the allowance of the TGB file being unpickled in this context (:meth:`_TGBUnpickler.load`)
+_LOADING: ContextVar[_Allowance] = ContextVar("tgeval_tgb_loading")
+
+
+def _plain_dtype(dtype: Any) -> np.dtype:
+    """A fresh copy of ``dtype``, a dtype of numbers or text (what a TGB file's arrays hold): a dtype whose state the
+    file set (flags of Python objects, a size) is refused or made anew."""
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "biufcSU":
+        raise _refusal(f"builds an array or scalar of dtype {dtype!r} (not numbers or text)")
+    return np.dtype(dtype.str)
+
+
+def _shape(shape: Any) -> tuple:
+    if type(shape) is not tuple or not all(type(n) is int and n >= 0 for n in shape):
+        raise _refusal(f"gives an array the shape {shape!r}")
+    return shape
+
+
+def _nbytes(shape: tuple, dtype: np.dtype) -> int:
+    return math.prod(shape) * dtype.itemsize
+
+
+def _container(kind: type) -> Callable[..., Any]:
+    """``kind`` (dict, list, tuple, set, frozenset) built from a container, its slots charged."""
+    def build(*args: Any) -> Any:
+        if args:
+            if type(args[0]) not in (dict, list, tuple, set, frozenset):
+                raise _refusal(f"builds a {kind.__name__} from a {type(args[0]).__name__}")
+            _LOADING.get().charge(8 * len(args[0]), f"a {kind.__name__} of {len(args[0]):,} items")
+        return kind(*args)
+    return build
+
+
+def _byte_string(kind: type) -> Callable[..., Any]:
+    """``kind`` (bytes, bytearray) of a size, text or a sequence, charged its length."""
+    def build(*args: Any) -> Any:
+        source = args[0] if args else b""
+        if type(source) is int:
+            size = source
+        elif type(source) is str:
+            size = 4 * len(source)  # encoded: at most 4 bytes a character
+        elif type(source) in (bytes, bytearray, list, tuple):
+            size = len(source)
+        else:
+            raise _refusal(f"builds {kind.__name__} from a {type(source).__name__}")
+        _LOADING.get().charge(max(size, 0), f"{kind.__name__} of {size:,} bytes")
+        return kind(*args)
+    return build
+
+
+def _text(*args: Any) -> str:
+    """``str`` of text, bytes or a number (the text of a container could be of any size)."""
+    source = args[0] if args else ""
+    if type(source) in (bytes, bytearray):
+        _LOADING.get().charge(4 * len(source), f"text of {len(source):,} bytes")
+    elif type(source) not in (str, int, float, complex, bool):
+        raise _refusal(f"turns a {type(source).__name__} into text")
+    return str(*args)
+
+
+def _encode(text: Any, encoding: Any = "utf-8", errors: Any = "strict") -> bytes:
+    """``_codecs.encode`` as pickle uses it: text to latin-1 bytes (how protocol 2 writes bytes)."""
+    if type(text) is not str or type(encoding) is not str or codecs.lookup(encoding).name != "iso8859-1":
+        raise _refusal(f"encodes a {type(text).__name__} as {encoding!r} (pickle encodes text as latin-1)")
+    _LOADING.get().charge(len(text), f"bytes of {len(text):,} characters")
+    return codecs.encode(text, encoding, errors)
+
+
+def _array_class(*args: Any) -> None:
+    """Stands for ``numpy.ndarray`` in a TGB file: the class ``_reconstruct`` is given; never called."""
+    raise _refusal("calls numpy.ndarray itself (an array of any size, not of the file's bytes)")
+
+
+class _CheckedArray(np.ndarray):
+    """An array of a TGB file pickled under protocols 2-4 (an empty array, then its state): the state is checked
+    before numpy reads it (a plain dtype, raw bytes of exactly the array's size, charged)."""
+
+    def __setstate__(self, state: Any) -> None:
+        if type(state) is not tuple or len(state) not in (4, 5):
+            raise _refusal(f"gives an array the state {type(state).__name__}")
+        shape, dtype, fortran, raw = _shape(state[-4]), _plain_dtype(state[-3]), state[-2], state[-1]
+        if type(raw) is not bytes or len(raw) != _nbytes(shape, dtype) or type(fortran) not in (bool, int):
+            raise _refusal(f"gives an array of shape {shape} and dtype {dtype} {type(raw).__name__} of "
+                           f"{len(raw) if type(raw) is bytes else 'no'} bytes, not its {_nbytes(shape, dtype):,}")
+        _LOADING.get().charge(len(raw), f"an array of {len(raw):,} bytes")
+        super().__setstate__((*state[:-4], shape, dtype, bool(fortran), raw))
+
+
+def _reconstruct(cls: Any, shape: Any, dtype: Any) -> np.ndarray:
+    """numpy's ``_reconstruct``: an empty array, whose state follows (:class:`_CheckedArray`)."""
+    if cls is not _array_class:
+        raise _refusal(f"builds an array of {type(cls).__name__} {cls!r}, not numpy.ndarray")
+    if math.prod(_shape(shape)) != 0:
+        raise _refusal(f"asks numpy for an array of shape {shape} before its content (numpy's own pickles start "
+                       f"from an empty one)")
+    return _multiarray._reconstruct(_CheckedArray, (0,), b"b")
+
+
+def _scalar(dtype: Any, *data: Any) -> Any:
+    """numpy's ``scalar(dtype, bytes)``, of exactly the dtype's bytes."""
+    dtype = _plain_dtype(dtype)
+    if len(data) != 1 or type(data[0]) is not bytes or len(data[0]) != dtype.itemsize:
+        raise _refusal(f"builds a numpy scalar of dtype {dtype} from other than its {dtype.itemsize} bytes")
+    _LOADING.get().charge(dtype.itemsize, f"a scalar of {dtype.itemsize:,} bytes")
+    return _multiarray.scalar(dtype, data[0])
+
+
+def _frombuffer(buffer: Any, dtype: Any, shape: Any, order: Any) -> Union[np.ndarray, _Row]:
+    """numpy's ``_frombuffer(buffer, dtype, shape, order)`` (protocol 5), its sizes checked: a view of the
+    pickle's buffer, or (reading in place) a :class:`_Row` of the allowance's rows."""
+    dtype, shape = _plain_dtype(dtype), _shape(shape)
+    if type(buffer) not in (bytes, bytearray) or order not in ("C", "F") or len(buffer) != _nbytes(shape, dtype):
+        raise _refusal(f"gives an array of shape {shape}, dtype {dtype} and order {order!r} a "
+                       f"{type(buffer).__name__} of {len(buffer) if type(buffer) in (bytes, bytearray) else 'no'} "
+                       f"bytes")
+    allowance = _LOADING.get()
+    if allowance.rows is None:
+        return _numeric._frombuffer(buffer, dtype, shape, order)
+    return allowance.store(buffer, dtype, shape, order)
+
+
+#: what each global of :data:`TGB_PICKLE_GLOBALS` is in a TGB file: a guard that checks its arguments and charges
+#: what it builds (:class:`_Allowance`) before building it; numbers are built as they are
+_GUARDS: dict[str, Any] = {
+    **{kind.__name__: _container(kind) for kind in (dict, list, tuple, set, frozenset)},
+    **{kind.__name__: kind for kind in (int, float, complex, bool)},
+    **{kind.__name__: _byte_string(kind) for kind in (bytes, bytearray)},
+    "str": _text, "encode": _encode, "dtype": np.dtype, "ndarray": _array_class, "_reconstruct": _reconstruct,
+    "scalar": _scalar, "_frombuffer": _frombuffer}
+
+
 class _TGBUnpickler(pickle.Unpickler):
-    """Resolves only :data:`TGB_PICKLE_GLOBALS`; every other global is refused before it is looked up.
+    """Resolves only :data:`TGB_PICKLE_GLOBALS`, each to its guard (:data:`_GUARDS`); every other global is refused
+    before it is looked up. Every allocation a call of the file asks for is charged to the file's
+    :class:`_Allowance` before it is made, so a small file cannot ask for gigabytes.
 
-    With ``rows`` (a ``bytearray``), numpy's ``_frombuffer`` (how numpy pickles an array under protocol 5)
-    appends the array's bytes to ``rows`` and yields a :class:`_Row` instead of an array (the pickle's own
-    buffer is emptied: the unpickler's memo keeps the object, not its bytes), so the rows of a file end up
-    in one buffer, in file order, held once."""
+    With ``rows`` (a ``bytearray`` of the file's size), numpy's ``_frombuffer`` (how numpy pickles an array under
+    protocol 5) appends the array's bytes to ``rows`` and yields a :class:`_Row` instead of an array (the pickle's
+    own buffer is emptied: the unpickler's memo keeps the object, not its bytes), so the rows of a file end up in
+    one buffer, in file order, held once."""
 
-    def __init__(self, file: Any, rows: Optional[bytearray] = None) -> None:
+    def __init__(self, file: Any, size: int, rows: Optional[bytearray] = None) -> None:
         super().__init__(file)
-        self._rows, self._used = rows, 0  # rows: allocated beforehand (the file's size), filled up to _used
+        self._allowance = _Allowance(size, rows)
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in TGB_PICKLE_GLOBALS:
@@ -527,27 +709,17 @@ class _TGBUnpickler(pickle.Unpickler):
                 f"the file refers to {module}.{name}, which a TGB negatives file never holds (only dicts, tuples, "
                 f"lists, Python scalars and numpy arrays, scalars and dtypes): refusing to load it, nothing from it "
                 f"ran. Download the file again from TGB.")
-        if name == "_frombuffer" and self._rows is not None:
-            return self._frombuffer
-        return super().find_class(module, name)
-
-    def _frombuffer(self, buffer: Any, dtype: Any, shape: tuple, order: str) -> _Row:
-        """numpy's ``_frombuffer(buffer, dtype, shape, order)``, its sizes checked, kept as a :class:`_Row`."""
-        dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
-        size = len(buffer) if type(buffer) in (bytes, bytearray) else memoryview(buffer).nbytes
-        if dtype.hasobject or order not in ("C", "F") or size != dtype.itemsize * math.prod(shape):
-            raise ValueError(f"an array of {size} bytes cannot hold dtype {dtype}, shape {shape}, order {order!r}")
-        start, self._used = self._used, self._used + size
-        self._rows[start:self._used] = buffer  # within the file's size: never reallocated
-        if type(buffer) is bytearray:
-            buffer.clear()
-        return _Row(start, self._used, dtype, tuple(shape), order)
+        return _GUARDS[name]
 
     def load(self) -> Any:
         """The unpickled object; ``rows`` is then cut to the bytes it holds."""
-        out = super().load()
-        if self._rows is not None:
-            del self._rows[self._used:]
+        token = _LOADING.set(self._allowance)
+        try:
+            out = super().load()
+        finally:
+            _LOADING.reset(token)
+        if self._allowance.rows is not None:
+            del self._allowance.rows[self._allowance.used:]
         return out
 
 
@@ -575,7 +747,7 @@ def _load(path: PathLike, rows: Optional[bytearray], with_hash: bool) -> Any:
     try:
         with open(path, "rb") as handle:
             source = _Hashing(handle) if with_hash else handle
-            table = _TGBUnpickler(source, rows).load()
+            table = _TGBUnpickler(source, os.fstat(handle.fileno()).st_size, rows).load()
             if with_hash:  # anything after the pickle's STOP is part of the file too
                 while source.read(2**20):
                     pass
@@ -592,8 +764,12 @@ def load_tgb_pickle(path: PathLike, *, with_hash: bool = False) -> Any:
     """Unpickle a TGB negatives file without running code from it (see the module docstring);
     with ``with_hash``, ``("sha256:<hex>", table)`` from one read of the file.
 
+    Arrays pickled under protocols 2-4 come back as a private subclass of ``numpy.ndarray``, whose state was
+    checked before numpy read it (``np.asarray`` gives the plain array).
+
     Raises:
-        NegativesFileError: a forbidden global (named), or a file that cannot be unpickled.
+        NegativesFileError: a forbidden global (named), an allocation beyond what the file's size allows, or a file
+            that cannot be unpickled.
     """
     return _load(path, None, with_hash)
 
@@ -669,9 +845,12 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
             f"{len(missing)} of {data.num_events} events have no negatives in the TGB file {str(path)!r} (first: "
             f"event {i} of the segment, key (src, dst, t) = {(src_l[i], dst_l[i], t_l[i])}). Use the file of this "
             f"split (val / test) and the dataset's original ids and timestamps.")
-    neg, lengths = _padded_rows(path, keys, [table[key] for key in keys], buffer)
+    values = [table[key] for key in keys]
     del table
-    width = neg.shape[1]
+    # the rows' lengths, checked before they are padded (a short file of one long row would ask for keys x width)
+    lengths = np.fromiter((math.prod(v.shape) if type(v) is _Row else np.size(v) for v in values), dtype=np.int64,
+                          count=len(values))
+    width = int(lengths.max()) if lengths.size else 0
     if width == 0:
         raise NegativesFileError(f"TGB negatives file {str(path)!r} holds no negatives for these events.")
     short_rows = np.flatnonzero(lengths < width)
@@ -684,6 +863,8 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
             f"against fewer negatives. Use a complete file, or pass short='allow' (`tgb:path=...,short=allow`) to "
             f"mask the missing slots (counted; the effective K per event is reported, events without negatives "
             f"are excluded from sampled metrics).")
+    neg, lengths = _padded_rows(path, keys, values, buffer)
+    del values
     neg_t = torch.from_numpy(neg)
     bound = _check_node_range(path, neg_t, lambda r: f"key (src, dst, t) = {keys[r]}", data, num_nodes)
     mask = torch.arange(width)[None, :] < torch.from_numpy(lengths)[:, None]
