@@ -190,22 +190,66 @@ def check_writable(path: Union[str, os.PathLike], *, folder: bool = False, what:
 
 
 def check_input_file(path: PathArg, *, what: str = "input file", fix: Optional[str] = None) -> None:
-    """Raise :class:`~tgeval.errors.InputPathError` when the file ``path`` (named ``what`` in the message) does
-    not exist or is a folder. The message says where a relative path was looked for and what to do: ``fix``
-    when given (for a missing file), else to check the path (and, for a relative one, the working directory);
-    for a folder, which files it holds."""
+    """Raise :class:`~tgeval.errors.InputPathError` unless ``path`` (named ``what`` in the message) is a regular file
+    (or a link to one), checked before any reader opens it: an empty path, a path that does not exist (the message
+    says where a relative path was looked for, and ``fix`` when given, else to check the path), a link that leads
+    nowhere or in a loop, a folder (which files it holds), or a file that is no regular file (a named pipe, which
+    blocks a reader until something writes to it, a device such as ``/dev/zero``, which never ends, a socket): a
+    reader reads its input whole, some twice (its checksum, then its content)."""
     target = Path(path)
-    if not target.exists():
+    if not os.fspath(path):
+        raise InputPathError(f"{what} is an empty path: give the path of a file.")
+    try:
+        mode = os.stat(target).st_mode
+    except OSError as exc:
+        link = f" is a symbolic link to {os.readlink(target)!r}, which" if target.is_symlink() else ""
+        if exc.errno == errno.ELOOP:
+            raise InputPathError(f"{what} {str(target)!r}{link or ' is a symbolic link that'} leads in a loop of links "
+                                 f"(a link to itself, or to a link back to it): give the path of the file itself, or "
+                                 f"point the link at it.") from None
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            raise InputPathError(f"{what} {str(target)!r} cannot be read ({exc.strerror}): check its permissions "
+                                 f"and the folders on its path.") from None
         if target.is_absolute():
             where, advice = "", "check the path."
         else:
             where, advice = f" (relative to {os.getcwd()!r})", "check the path or the working directory."
-        raise InputPathError(f"{what} {str(target)!r} does not exist{where}: {fix or advice}")
-    if target.is_dir():
+        raise InputPathError(f"{what} {str(target)!r}{link or ''} does not exist{where}: {fix or advice}") from None
+    if stat.S_ISDIR(mode):
         held = sorted(entry.name for entry in target.iterdir() if entry.is_file())
         inside = f"it holds {', '.join(held[:5])}{', ...' if held[5:] else ''}" if held else "it holds no file"
         raise InputPathError(f"{what} {str(target)!r} is a folder, but a file is expected ({inside}): give the path "
                              f"of the file itself.")
+    if not stat.S_ISREG(mode):
+        kind, behaviour, streams = next(entry[1:] for entry in _SPECIAL_FILES if entry[0](mode))
+        fix = f"save what it gives to a file first (e.g. `cat {str(target)} > data.txt`)" if streams else "give"
+        raise InputPathError(f"{what} {str(target)!r} is {kind}, not a regular file: {behaviour}, while tgeval reads "
+                             f"its inputs whole, some twice (a checksum, then the content). {fix.capitalize()} "
+                             f"{'and give that file' if streams else 'the path of a file'}.")
+
+
+def refused_payload(error: Exception, kind: str) -> str:
+    """Why ``torch.load(weights_only=True)`` refused the payload of a file of ``kind`` (``"a tgeval checkpoint"``),
+    in words that never suggest loading it unsafely (torch's own message says to pass ``weights_only=False``,
+    which would run the code the file names): what it names, or why it is no pickle of tensors."""
+    named = re.search(r"GLOBAL ([\w.]+)", str(error))
+    if named:
+        return (f"holds Python code or objects that {kind} never holds (it names {named[1]}), so it was refused "
+                f"unread and nothing from it ran")
+    detail = re.search(r"WeightsUnpickler error:\s*(.+?)\s*$", str(error), flags=re.M)
+    return (f"passed its checksum but torch cannot read it: its payload is no pickle of tensors and plain values"
+            f"{f' ({detail[1]})' if detail else ''}, so it was refused unread")
+
+
+#: the kinds of files that are no regular file or folder, as :func:`check_input_file` names them: test, name, what
+#: it does, and whether its content can be saved to a file (a stream)
+_SPECIAL_FILES = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)", "it gives its bytes once, and a reader waits until something writes them",
+     True),
+    (stat.S_ISSOCK, "a socket", "it gives its bytes once", True),
+    (stat.S_ISCHR, "a character device", "a device such as /dev/zero gives bytes without end", False),
+    (stat.S_ISBLK, "a block device", "it is a whole disk", False),
+    (lambda mode: True, "a special file", "it holds no bytes of its own", False))
 
 
 def same_file(a: PathArg, b: PathArg) -> bool:

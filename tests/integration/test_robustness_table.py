@@ -190,6 +190,27 @@ def crafted_tgb_file(folder: Path) -> None:
     (folder / "ns.pkl").write_bytes(pickle.dumps({(0, 1, 2): Payload(str(folder / "pwned"))}))
 
 
+class Call:
+    """Pickles as ``function(*args)``: what a hostile TGB file asks for."""
+
+    def __init__(self, function: Callable, args: tuple) -> None:
+        self.function, self.args = function, args
+
+    def __reduce__(self):
+        return self.function, self.args
+
+
+def crafted_negatives(folder: Path) -> None:
+    """A file with a valid negatives header and checksum whose payload pickles a call (torch's safe loader must
+    refuse it)."""
+    from tgeval.samplers.fixed import _MAGIC
+
+    buffer = io.BytesIO()
+    torch.save({"header": Payload(str(folder / "pwned"))}, buffer)
+    body = buffer.getvalue()
+    (folder / "neg.pt").write_bytes(_MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+
+
 def tgb_file_of_other_events(folder: Path) -> None:
     write_tgb_negatives(folder / "ns.pkl", [0], [1], [2], [[3, 4, 5]])
 
@@ -530,6 +551,37 @@ ROWS = [
         {"events.txt": SNAP}, "LeakageError",
         r"result 'tgn': \d+ of its events lie in its checkpoint's training range .*--allow-trained-events",
         prepare=result_on_trained_events),
+    # -- hostile files; every error typed, with the fix
+    Row("data file is a named pipe", evaluate("fifo"), {}, "InputPathError",
+        r"the data file .*fifo' is a named pipe \(FIFO\), not a regular file.*Save what it gives to a file first",
+        prepare=lambda folder: os.mkfifo(folder / "fifo")),
+    Row("data file is /dev/zero", evaluate("zero"), {}, "InputPathError",
+        r"the data file .*zero' is a character device, not a regular file.*Give the path of a file",
+        prepare=lambda folder: (folder / "zero").symlink_to("/dev/zero")),
+    Row("TGB file is a named pipe", evaluate("events.txt", "--sampler", "tgb:path={dir}/fifo"), {"events.txt": SNAP},
+        "InputPathError", r"--sampler path 1 .*fifo' is a named pipe",
+        prepare=lambda folder: os.mkfifo(folder / "fifo")),
+    Row("empty tgb:path=", evaluate("events.txt", "--sampler", "tgb:path="), {"events.txt": SNAP}, "SamplerError",
+        r"option 'path' in 'tgb:path=' has no value: .*'tgb:path=FILE'"),
+    Row("TGB file is a folder", evaluate("events.txt", "--sampler", "tgb:path={dir}/tgb"),
+        {"events.txt": SNAP, "tgb/ns.pkl": "x"}, "InputPathError", r"--sampler path 1 .*tgb' is a folder"),
+    Row("missing --sampler file", evaluate("events.txt", "--sampler", "fixed:path={dir}/neg.pt"), {"events.txt": SNAP},
+        "InputPathError", r"--sampler path 1 .*neg.pt' does not exist"),
+    Row("tgeval negatives file given as a TGB file", evaluate("events.txt", "--sampler", "tgb:path={dir}/neg.pt"),
+        {"events.txt": SNAP}, "NegativesFileError", r"is a tgeval negatives file .*read it with fixed:path=FILE",
+        prepare=write_negatives),
+    Row("TGB file given as a tgeval negatives file", evaluate("events.txt", "--sampler", "fixed:path={dir}/ns.pkl"),
+        {"events.txt": SNAP}, "NegativesFileError", r"is a Python pickle, .*read it with tgb:path=FILE",
+        prepare=tgb_file_of_other_events),
+    Row("crafted negatives file", evaluate("events.txt", "--sampler", "fixed:path={dir}/neg.pt"), {"events.txt": SNAP},
+        "NegativesFileError", advice("names posix.mkdir\\), so it was refused unread and nothing from it ran. Check "
+                                     "where the file came from", never="weights_only"), prepare=crafted_negatives),
+    Row("TGB pickle asking for 8.9 GiB", evaluate("events.txt", "--sampler", "tgb:path={dir}/ns.pkl"),
+        {"events.txt": SNAP, "ns.pkl": pickle.dumps({(0, 1, 2): Call(np.ndarray, ((20_000_000, 60),))})},
+        "NegativesFileError", r"calls numpy.ndarray itself .*refusing to load it"),
+    Row("TGB pickle holding bytes(8e8)", evaluate("events.txt", "--sampler", "tgb:path={dir}/ns.pkl"),
+        {"events.txt": SNAP, "ns.pkl": pickle.dumps({(0, 1, 2): Call(bytes, (800_000_000,))})},
+        "NegativesFileError", r"asks for bytes of 800,000,000 bytes, more than a TGB file of \d+ bytes builds"),
 ]
 
 

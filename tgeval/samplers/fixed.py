@@ -57,7 +57,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import write_atomic
+from tgeval.atomic import check_input_file, refused_payload, write_atomic
 from tgeval.data.hashing import fingerprint, tensor_checksum
 from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
@@ -245,18 +245,27 @@ def load_negatives(path: PathLike, data: Optional[TemporalData] = None) -> Store
             given, its fingerprint must match the one recorded in the file.
 
     Raises:
-        NegativesFileError: unreadable file, wrong format, checksum mismatch, or (with
-            ``data``) negatives drawn for other data.
+        InputPathError: no such file, a folder, or no regular file (a pipe, a device).
+        NegativesFileError: unreadable file, wrong format (a TGB pickle is named as such), checksum mismatch, a
+            payload that is no pickle of tensors, or (with ``data``) negatives drawn for other data.
     """
+    check_input_file(path, what="negatives file")
     blob = Path(path).read_bytes()
     head, digest, payload = blob[: len(_MAGIC)], blob[len(_MAGIC) : len(_MAGIC) + 64], blob[len(_MAGIC) + 65 :]
+    if head != _MAGIC and blob[:1] == pickle.PROTO:
+        raise NegativesFileError(f"negatives file {str(path)!r} is a Python pickle, as TGB writes its negatives, not "
+                                 f"a tgeval negatives file: read it with tgb:path=FILE (read_tgb_negatives).")
     if head != _MAGIC:
         raise _refuse(path, f"does not start with {_MAGIC!r} (not a {FORMAT!r} file, or damaged)")
     if hashlib.sha256(payload).hexdigest().encode() != digest or blob[len(_MAGIC) + 64 : len(_MAGIC) + 65] != b"\n":
         raise _refuse(path, "fails its file checksum (sha256 of the stored bytes)")
     try:
         raw = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
-    except Exception as exc:  # zip / unpickling errors of a damaged file
+    except pickle.UnpicklingError as exc:  # torch's safe loader refused it: never suggest loading it unsafely
+        raise NegativesFileError(f"negatives file {str(path)!r} {refused_payload(exc, 'a negatives file')}. Check "
+                                 f"where the file came from, or draw it again with "
+                                 f"`tgeval.samplers.fixed.save_negatives`.") from None
+    except Exception as exc:  # zip errors of a damaged file
         raise _refuse(path, f"cannot be read ({type(exc).__name__}: {exc})") from exc
     if not (isinstance(raw, dict) and isinstance(raw.get("header"), dict) and isinstance(raw.get("arrays"), dict)
             and raw["header"].get("format") == FORMAT):
@@ -743,21 +752,29 @@ class _Hashing(io.RawIOBase):
         return line
 
 
-def _load(path: PathLike, rows: Optional[bytearray], with_hash: bool) -> Any:
-    try:
-        with open(path, "rb") as handle:
-            source = _Hashing(handle) if with_hash else handle
-            table = _TGBUnpickler(source, os.fstat(handle.fileno()).st_size, rows).load()
-            if with_hash:  # anything after the pickle's STOP is part of the file too
-                while source.read(2**20):
-                    pass
-                return f"sha256:{source.digest.hexdigest()}", table
-            return table
-    except NegativesFileError as exc:
-        raise NegativesFileError(f"TGB negatives file {str(path)!r}: {exc}") from None
-    except Exception as exc:
-        raise NegativesFileError(f"TGB negatives file {str(path)!r} cannot be unpickled "
-                                 f"({type(exc).__name__}: {exc}). Download it again.") from exc
+def _load(path: PathLike, in_place: bool) -> tuple[str, Any, Optional[bytearray]]:
+    """``("sha256:<hex>", table, rows)`` of a TGB file read once: ``rows`` holds its arrays' bytes when read
+    ``in_place`` (:class:`_TGBUnpickler`), else ``None``."""
+    check_input_file(path, what="TGB negatives file")
+    with open(path, "rb") as handle:
+        if handle.read(len(_MAGIC)) == _MAGIC:
+            raise NegativesFileError(f"TGB negatives file {str(path)!r} is a tgeval negatives file (written by "
+                                     f"save_negatives), not a TGB pickle: read it with fixed:path=FILE "
+                                     f"(FixedNegativeSampler.from_file).")
+        handle.seek(0)
+        size = os.fstat(handle.fileno()).st_size
+        rows = bytearray(size) if in_place else None  # the bytes of the file's arrays, held once
+        source = _Hashing(handle)
+        try:
+            table = _TGBUnpickler(source, size, rows).load()
+            while source.read(2**20):  # anything after the pickle's STOP is part of the file too
+                pass
+        except NegativesFileError as exc:
+            raise NegativesFileError(f"TGB negatives file {str(path)!r}: {exc}") from None
+        except Exception as exc:
+            raise NegativesFileError(f"TGB negatives file {str(path)!r} cannot be unpickled "
+                                     f"({type(exc).__name__}: {exc}). Download it again.") from exc
+    return f"sha256:{source.digest.hexdigest()}", table, rows
 
 
 def load_tgb_pickle(path: PathLike, *, with_hash: bool = False) -> Any:
@@ -771,7 +788,8 @@ def load_tgb_pickle(path: PathLike, *, with_hash: bool = False) -> Any:
         NegativesFileError: a forbidden global (named), an allocation beyond what the file's size allows, or a file
             that cannot be unpickled.
     """
-    return _load(path, None, with_hash)
+    file_hash, table, _ = _load(path, in_place=False)
+    return (file_hash, table) if with_hash else table
 
 
 def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Literal["mask", "keep"] = "mask",
@@ -821,8 +839,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     if short not in ("error", "allow"):
         raise SamplerError(f"short must be 'error' or 'allow', got {short!r}.")
     data = validate(data).cpu()  # the key table is built on the CPU
-    buffer = bytearray(os.path.getsize(path))  # the bytes of the file's arrays, held once (neg is a view of them)
-    file_hash, table = _load(path, buffer, with_hash=True)
+    file_hash, table, buffer = _load(path, in_place=True)  # neg is a view of the buffer of the file's arrays
     if not isinstance(table, dict):
         raise NegativesFileError(f"TGB negatives file {str(path)!r} holds a {type(table).__name__}, expected a dict "
                                  f"keyed by (src, dst, t).")

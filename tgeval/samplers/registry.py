@@ -185,6 +185,9 @@ def parse_spec(spec: str) -> tuple[str, dict]:
         if not sep or not key.strip():
             raise SamplerError(f"sampler option {item!r} in {spec!r} is not key=value, e.g. "
                                f"'historical:replace=true'.")
+        if not value.strip():
+            raise SamplerError(f"sampler option {key.strip()!r} in {spec!r} has no value: write "
+                               f"{key.strip()}=VALUE, e.g. 'tgb:path=FILE' or 'historical:replace=true'.")
         options[key.strip()] = parse_value(value)
     return name.strip(), options
 

@@ -31,7 +31,6 @@ import io
 import os
 import pickle
 import random
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -41,7 +40,8 @@ import torch
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import CHECKPOINT_MAGIC, full_disk_refused, sha256_of, write_atomic
+from tgeval.atomic import (CHECKPOINT_MAGIC, check_input_file, full_disk_refused, refused_payload, sha256_of,
+                           write_atomic)
 from tgeval.data.hashing import fingerprint
 from tgeval.data.split import Segment
 from tgeval.distributed import rank_and_world
@@ -285,6 +285,7 @@ PAYLOAD_KEYS = ("model", "parameters", "best_parameters", "optimizer", "state", 
 
 
 def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict, str]:
+    check_input_file(path, what="checkpoint")
     with open(path, "rb") as handle:
         content = handle.read()
     header, newline, body = content.partition(b"\n")
@@ -301,17 +302,9 @@ def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict
     try:
         payload = torch.load(io.BytesIO(body), map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:  # torch's safe loader refused it: never suggest loading it unsafely
-        named = re.search(r"GLOBAL ([\w.]+)", str(error))
-        if named:
-            raise CheckpointError(f"{path} holds Python code or objects that a tgeval checkpoint never holds (it names "
-                                  f"{named[1]}), so it was refused unread and nothing from it ran. Check where the "
-                                  f"file came from: a checkpoint of `tgeval train --checkpoint-dir` holds tensors and "
-                                  f"plain values only. Use one you wrote, or train again.") from None
-        detail = re.search(r"WeightsUnpickler error:\s*(.+?)\s*$", str(error), flags=re.M)
-        raise CheckpointError(f"{path} passed its checksum but torch cannot read it: its payload is no pickle of "
-                              f"tensors and plain values{f' ({detail[1]})' if detail else ''}, so it was refused "
-                              f"unread. Check where the file came from; use a checkpoint of `tgeval train "
-                              f"--checkpoint-dir`, or train again.") from None
+        raise CheckpointError(f"{path} {refused_payload(error, 'a tgeval checkpoint')}. Check where the file came "
+                              f"from: a checkpoint of `tgeval train --checkpoint-dir` holds tensors and plain values "
+                              f"only. Use one you wrote, or train again.") from None
     except Exception as error:  # torch raises several types for unreadable archives
         raise CheckpointError(f"{path} passed its checksum but torch cannot read it ({error}). If it was saved "
                               f"on another device, pass map_location (the CLI's --device); else load it with the "
@@ -350,7 +343,7 @@ def load_checkpoint(
         (:attr:`~tgeval.models.base.TemporalLinkModel.checkpoint_record`): the provenance a result of it records.
 
     Raises:
-        FileNotFoundError: no such file.
+        InputPathError: no such file, a folder, or no regular file (a pipe, a device).
         CheckpointError: not a checkpoint, corrupted, unknown model, other data, or a
             ``model`` of another class / configuration.
     """

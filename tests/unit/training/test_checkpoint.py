@@ -7,7 +7,7 @@ import torch
 
 from tgeval.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from tgeval import Protocol, evaluate
-from tgeval.errors import LeakageError, UntrainedModelWarning
+from tgeval.errors import InputPathError, LeakageError, UntrainedModelWarning
 from tgeval.data.catalog import build_catalog
 from tgeval.data.split import Segment, chronological_split
 from tgeval.data.synthetic import generate_events
@@ -122,7 +122,7 @@ def test_corrupted_files_raise_checkpoint_errors(saved, tmp_path):
     newer.write_bytes(content.replace(b"TGEVAL-CHECKPOINT 2 ", b"TGEVAL-CHECKPOINT 9 ", 1))
     with pytest.raises(CheckpointError, match="format 9"):
         load_checkpoint(newer)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(InputPathError, match="checkpoint .*missing.pt' does not exist"):
         load_checkpoint(tmp_path / "missing.pt")
 
 
