@@ -28,6 +28,7 @@ __all__ = [
     "StaticGraphError",
     "EventSetMismatchError",
     "EventsFileError",
+    "ResultFileError",
     "DiagnosticError",
     "UndefinedMetricWarning",
     "CacheWarning",
@@ -153,6 +154,11 @@ class EventsFileError(TGEvalError, ValueError):
     per-event file is empty, malformed or lacks a column that is needed; its path is missing, outside
     the result's folder or no regular file; or its sha256 differs from the one the result recorded
     (not written with it)."""
+
+
+class ResultFileError(TGEvalError, ValueError):
+    """A result file (a result JSON, ``diagnose.json``) cannot be read as one: not JSON, nested deeper than any
+    result, or an entry tgeval reads missing or of another type; the message names the file and the entry."""
 
 
 class DiagnosticError(TGEvalError, ValueError):

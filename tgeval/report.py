@@ -39,9 +39,9 @@ from tgeval.choices import DEFAULT_BLOCK
 from tgeval.diagnostics.comparison import compare, events_file_of, fitting_block, k_label, load_events
 from tgeval.diagnostics.plots import duration_unit, legend_outside, rank_axis, short_name, time_axis
 from tgeval.diagnostics.time_bins import time_profile
-from tgeval.errors import EventsFileError, InputPathError
+from tgeval.errors import EventsFileError, InputPathError, ResultFileError
 from tgeval.eval.display import strata_basis, format_number, protocol_lines
-from tgeval.eval.result import STRATA, Result, trained_events
+from tgeval.eval.result import NUMBER, STRATA, Result, load_json, trained_events
 from tgeval.eval.stats import block_bootstrap_difference
 
 __all__ = ["build_report", "write_report", "report_command"]
@@ -96,9 +96,8 @@ def _load(folder: Path, allow_trained_events: bool) -> tuple[dict[str, Result], 
             continue
         try:
             result = Result.load(path)
-        except (ValueError, KeyError, TypeError) as error:
-            skipped.append((path.name, f"not a result JSON (no {error} entry)" if isinstance(error, KeyError)
-                            else f"unreadable ({type(error).__name__}: {error})"))
+        except (ResultFileError, InputPathError) as error:  # the reason, without the path the page names
+            skipped.append((path.name, str(error).removeprefix(f"{path}: ")))
             continue
         why = trained_events(result.manifest)
         if why is not None and not allow_trained_events:
@@ -117,29 +116,30 @@ def _load(folder: Path, allow_trained_events: bool) -> tuple[dict[str, Result], 
 
 
 def _audits(folder: Path) -> dict[Path, dict]:
-    """The leak audits of ``folder`` (JSON files of ``tgeval audit --out``, ``"kind": "tgeval-audit"``), by path."""
+    """The leak audits of ``folder`` (JSON files of ``tgeval audit --out``, ``"kind": "tgeval-audit"``), by path,
+    their ``checks`` and ``manifest`` objects (else empty)."""
     found = {}
     for path in sorted(folder.glob("*.json")):
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue  # not an audit: the results' reader says why
         if isinstance(payload, dict) and payload.get("kind") == "tgeval-audit":
-            found[path] = payload
+            found[path] = {key: payload[key] if isinstance(payload.get(key), dict) else {}
+                           for key in ("checks", "manifest")} | {"passed": payload.get("passed") is True}
     return found
 
 
 def _audit_section(audits: dict[Path, dict]) -> str:
     """A table of the leak audits beside the results: per audit, its model, its verdict and each check's."""
-    names = list(dict.fromkeys(name for payload in audits.values() for name in payload.get("checks", {})))
-    head = "".join(f"<th>{html.escape(str(name))}</th>" for name in ["file", "model", "verdict", *names])
+    names = list(dict.fromkeys(str(name) for payload in audits.values() for name in payload["checks"]))
+    head = "".join(f"<th>{html.escape(name)}</th>" for name in ["file", "model", "verdict", *names])
     rows = []
     for path, payload in audits.items():
-        checks = payload.get("checks", {})
-        model = payload.get("manifest", {}).get("model", {})
+        model = payload["manifest"].get("model")
         cells = [path.name, model.get("name", "?") if isinstance(model, dict) else "?",
-                 "passed" if payload.get("passed") is True else "FAILED"]
-        cells += [_check_cell(checks.get(name)) for name in names]
+                 "passed" if payload["passed"] else "FAILED"]
+        cells += [_check_cell(payload["checks"].get(name)) for name in names]
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in cells) + "</tr>")
     return ("<h2>Leak audits</h2><p class=\"note\">tgeval audit of the models (docs/guide/auditing.md): each check "
             "passes, fails, or is reported.</p>"
@@ -264,7 +264,7 @@ def _segment_heading(result: Result, with_data: bool, settings: Sequence[str]) -
               else f"results of this segment measured under other settings (they differ in "
                    f"{', '.join(word.split('=')[0] for word in settings)}), and of other segments, have their own "
                    f"sections and are never ranked against these")
-    return (f"<h2>{html.escape(heading)}</h2><p class=\"note\">{seg['num_events']} events from "
+    return (f"<h2>{html.escape(heading)}</h2><p class=\"note\">{html.escape(str(seg['num_events']))} events from "
             f"{html.escape(axis.text(seg['t_first']))} to {html.escape(axis.text(seg['t_last']))} ({length}). Every "
             f"row and plot of this section was measured on these events"
             f"{' under these settings' if settings else ''}; {html.escape(others)}.</p>")
@@ -387,8 +387,17 @@ def _strata(results: dict[str, Result]) -> str:
     return _png(_strata_figure(results), "strata bar chart", caption)
 
 
+#: what the report reads of ``diagnose.json``
+_DIAGNOSE_SCHEMA = {"lifetimes": {"t_split": NUMBER, "test_ratio": NUMBER, "nodes": {"surprise": NUMBER},
+                                  "pairs": {"surprise": NUMBER}}}
+
+
 def _birth_death(folder: Path) -> str:
-    report = json.loads((folder / "diagnose.json").read_text(encoding="utf-8"))
+    try:
+        report = load_json(folder / "diagnose.json", _DIAGNOSE_SCHEMA, "diagnose output",
+                           "Write it anew with `tgeval diagnose --out FOLDER`.")
+    except (ResultFileError, InputPathError) as error:
+        return f'<p class="note">diagnose.json is not shown: {html.escape(str(error))}</p>'
     images = [_img((folder / name).read_bytes(), name)
               for name in ("birth_death_nodes.png", "birth_death_pairs.png", "novelty.png")
               if (folder / name).is_file()]
@@ -436,7 +445,9 @@ def _page(folder: Path, comparison: Optional[dict], allow_trained_events: bool) 
     """:func:`build_report`'s page, and why the per-event file of a result was not used, by result."""
     results, tables, unused, skipped, trained = _load(folder, allow_trained_events)
     if not results:
-        raise InputPathError(f"{folder}: no result JSON (from `tgeval evaluate --out` or `tgeval run`) to report.")
+        why = "".join(f" {name}: {reason}" for name, reason in skipped)
+        raise InputPathError(f"{folder}: no result JSON (from `tgeval evaluate --out` or `tgeval run`) to report."
+                             + (f" Files that are no result:{why}" if why else ""))
     title = _title(results, folder)
     sections = _sections(results)
     segments = len(_by_segment(results))

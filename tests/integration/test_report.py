@@ -272,3 +272,61 @@ def test_results_on_training_events_are_reported_only_when_allowed(tmp_path, cap
                  str(tmp_path / "c.json")]) == 0
     assert "note: tgn: " in capsys.readouterr().out
     assert set(json.loads((tmp_path / "c.json").read_text())["trained_events"]) == {"tgn"}
+
+
+def _hostile(result: dict, how: str) -> str:
+    """The text of ``result`` (a result JSON) edited as a hostile or broken file would be."""
+    if how == "deep nesting":
+        return '{"manifest": ' + "[" * 50_000 + "]" * 50_000 + ', "metrics": {}}'
+    edited = json.loads(json.dumps(result))
+    if how == "markup in a number":
+        edited["manifest"]["segment"]["num_events"] = "<script>alert(1)</script>"
+    elif how == "markup in the data's name":
+        edited["manifest"]["data"]["name"] = "<script>alert(2)</script>"
+    elif how == "missing segment":
+        del edited["manifest"]["segment"]
+    elif how == "a list of metrics":
+        edited["metrics"] = [1, 2]
+    elif how == "a component that is no sampler":
+        edited["manifest"]["sampler"]["components"] = [1]
+    return json.dumps(edited)
+
+
+HOSTILE = {"markup in a number": r"result.manifest.segment.num_events is text \(.*\), expected a whole number",
+           "missing segment": r"result.manifest.segment is missing",
+           "a list of metrics": r"result.metrics is a list, expected an object",
+           "a component that is no sampler": r"result.manifest.sampler.components\[0\] is a whole number, expected an "
+                                             r"object",
+           "deep nesting": r"nested deeper than any result \(more than 64 levels\)"}
+
+
+@pytest.mark.parametrize("how", list(HOSTILE))
+def test_a_broken_or_hostile_result_is_listed_with_the_reason_never_run_into_the_page(results, tmp_path, capsys, how):
+    """Every entry the report reads is checked by type when a result is loaded: a file that fails is listed under
+    "Files not reported" with the entry that fails, beside the good results; alone, it is a clear error."""
+    out, _ = results
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    shutil.copy(out / "popularity.json", folder / "good.json")
+    (folder / "bad.json").write_text(_hostile(json.loads((out / "popularity.json").read_text()), how))
+    assert main(["report", str(folder), "--out", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<script" not in page
+    listed = re.search(r"<li>bad.json: not a result JSON: (.*?)</li>", page)
+    assert listed and re.search(HOSTILE[how], html.unescape(listed.group(1)))
+    (folder / "good.json").unlink()
+    assert main(["report", str(folder), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and re.search(rf"InputPathError: .*no result JSON .*bad.json: .*{HOSTILE[how]}", err)
+
+
+def test_text_from_a_result_is_escaped(results, tmp_path):
+    out, _ = results
+    folder = tmp_path / "escaped"
+    folder.mkdir()
+    (folder / "r.json").write_text(_hostile(json.loads((out / "popularity.json").read_text()),
+                                            "markup in the data's name"))
+    (folder / "diagnose.json").write_text(json.dumps({"lifetimes": {"t_split": "<script>alert(3)</script>"}}))
+    page = build_report(folder)
+    assert "<script" not in page and "&lt;script&gt;alert(2)" in page
+    assert "diagnose.json is not shown: " in page and "lifetimes.t_split is text" in page

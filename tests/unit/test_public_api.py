@@ -24,7 +24,7 @@ EXPORTS = {
                   "DeviceError", "DiagnosticError", "DistributedError", "EventSetMismatchError", "EventsFileError",
                   "HiddenStateError", "InputPathError", "LeakageError", "MetricInputError", "ModelCapabilityError",
                   "ModelConfigError", "ModelOutputError", "NegativesFileError", "OutputPathError", "Protocol",
-                  "ProtocolError", "Result", "SamplerError", "Segment", "SlowPathWarning", "Split", "SplitError",
+                  "ProtocolError", "Result", "ResultFileError", "SamplerError", "Segment", "SlowPathWarning", "Split", "SplitError",
                   "Stateful", "StaticGraphError", "TGEvalError", "TemporalDataError", "TimestampBatchLoader",
                   "UndefinedMetricWarning", "UntrainedModelWarning", "Validation"],
         "function": ["audit", "build_catalog", "chronological_split", "deterministic", "device_of", "evaluate",

@@ -30,12 +30,12 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from tgeval.atomic import file_sha256, write_atomic
-from tgeval.errors import EventSetMismatchError, EventsFileError, LeakageError, MetricInputError
+from tgeval.atomic import check_input_file, file_sha256, write_atomic
 from tgeval.choices import DEFAULT_BLOCK
+from tgeval.errors import EventSetMismatchError, EventsFileError, LeakageError, MetricInputError
 from tgeval.eval.expected import DEFAULT_SWEEP, k_sweep
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
-from tgeval.eval.result import STRATA
+from tgeval.eval.result import STRATA, Result
 from tgeval.eval.stats import block_bootstrap_difference
 from tgeval.eval.result import json_safe, trained_events
 
@@ -73,12 +73,12 @@ def events_file_of(result_path: PathLike, *, direct: bool = True) -> Path:
     then names that fix too where it applies.
 
     Raises:
+        ResultFileError: the result JSON is no result (:meth:`~tgeval.eval.result.Result.load`).
         EventsFileError: if the result names no per-event file, or one that is missing, outside the
             result's folder or no regular file, or one whose sha256 differs from the recorded one.
     """
     result_path = Path(result_path)
-    with open(result_path, encoding="utf-8") as handle:
-        manifest = json.load(handle).get("manifest", {})
+    manifest = Result.load(result_path).manifest
     events_file, recorded = manifest.get("events_file"), manifest.get("events_sha256")
     if not events_file:
         raise EventsFileError(f"{result_path}: this result names no per-event file; write one with "
@@ -133,6 +133,7 @@ def load_events(csv_path: PathLike) -> dict[str, Tensor]:
     """
     if str(csv_path).endswith(".json"):
         csv_path = events_file_of(csv_path)
+    check_input_file(csv_path, what="events file")
     with open(csv_path, newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)

@@ -18,8 +18,8 @@ from typing import Any, Mapping, Optional, Sequence
 import torch
 from torch import Tensor
 
-from tgeval.atomic import sha256_of, write_atomic, write_atomic_group
-from tgeval.errors import EventsFileError
+from tgeval.atomic import check_input_file, sha256_of, write_atomic, write_atomic_group
+from tgeval.errors import EventsFileError, ResultFileError
 from tgeval.progress import Timeline
 from tgeval.protocol import metric_name
 from tgeval.eval.metrics import (
@@ -167,6 +167,109 @@ _EVENT_COLUMNS = (
 )
 
 
+class Nullable:
+    """A schema entry (:func:`schema_mismatch`) that is ``null`` or matches ``schema``."""
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
+
+
+#: a JSON number (an int or a float, never true / false)
+NUMBER = (int, float)
+_AVERAGES = {"?micro": Nullable(NUMBER), "?macro": Nullable(NUMBER)}
+_TABLE = {"?mrr": _AVERAGES, "?hits@10": _AVERAGES, "?ap": {"?global": Nullable(NUMBER)},
+          "?events_without_negatives": int, "?coverage": {"?uncovered": int}}
+_SAMPLER: dict = {"name": str, "?stored_num_negatives": Nullable(int), "?num_short_events": int,
+                  "?num_filled_slots": int, "?num_fallback_events": int,
+                  "?effective_num_negatives": Nullable({"min": int, "median": NUMBER, "max": int})}
+_SAMPLER["?components"] = [_SAMPLER]
+#: what tgeval reads of a result JSON (:meth:`Result.load`): the report, the printed table and ``compare``
+RESULT_SCHEMA = {
+    "manifest": {
+        "segment": {"name": str, "start": int, "end": int, "num_events": int, "t_first": NUMBER, "t_last": NUMBER},
+        "data": {"fingerprint": str, "?name": Nullable(str)},
+        "protocol": {"replay": str, "ties": str, "uncovered": str, "num_negatives": int, "?prefilter": Nullable(int)},
+        "sampler": Nullable(_SAMPLER), "catalog": Nullable({"kind": str, "size": int}),
+        "?history": Nullable({"mode": str, "stale_events": int, "same_batch_fraction": NUMBER}),
+        "?preset": Nullable({"name": str, "overridden": dict}), "?model": dict,
+        "?events_file": Nullable(str), "?events_sha256": Nullable(str)},
+    "metrics": {"?sampled": _TABLE, "?all_entity": _TABLE,
+                "strata": {stratum: {"count": int, "?sampled": _TABLE, "?all_entity": _TABLE} for stratum in STRATA}},
+    "?performance": dict,
+}
+#: the deepest nesting of a result file read (a result's is below 10): deeper is refused before it is walked
+MAX_JSON_DEPTH = 64
+_KINDS = {int: "a whole number", float: "a number", str: "text", bool: "true / false", type(None): "null",
+          list: "a list", dict: "an object"}
+
+
+def schema_mismatch(value: Any, schema: Any, where: str) -> Optional[str]:
+    """Where parsed JSON ``value`` (named ``where``) first departs from ``schema``, in words; ``None`` if nowhere.
+
+    ``schema``: a type or a tuple of types (``int`` is never a bool), a dict (an object checked entry by entry; an
+    entry whose key starts with ``?`` may be absent, others must be there; more entries are allowed), a
+    one-item list (a list whose items all match it) or a :class:`Nullable`."""
+    if isinstance(schema, Nullable):
+        return None if value is None else schema_mismatch(value, schema.schema, where)
+    if isinstance(schema, dict):
+        if type(value) is not dict:
+            return f"{where} is {_KINDS.get(type(value), type(value).__name__)}, expected an object"
+        for key, entry in schema.items():
+            name = key.lstrip("?")
+            if name not in value:
+                if key.startswith("?"):
+                    continue
+                return f"{where}.{name} is missing"
+            found = schema_mismatch(value[name], entry, f"{where}.{name}")
+            if found:
+                return found
+        return None
+    if isinstance(schema, list):
+        if type(value) is not list:
+            return f"{where} is {_KINDS.get(type(value), type(value).__name__)}, expected a list"
+        return next(filter(None, (schema_mismatch(item, schema[0], f"{where}[{i}]") for i, item in enumerate(value))),
+                    None)
+    types = schema if isinstance(schema, tuple) else (schema,)
+    if type(value) in types:
+        return None
+    shown = json.dumps(value)[:40] if type(value) in (str, int, float, bool) else ""
+    return (f"{where} is {_KINDS.get(type(value), type(value).__name__)}{f' ({shown})' if shown else ''}, expected "
+            f"{'a number' if types == NUMBER else ' or '.join(_KINDS[kind] for kind in types)}")
+
+
+def load_json(path: str | os.PathLike, schema: Any, what: str, fix: str) -> Any:
+    """The JSON file ``path`` (a ``what``, e.g. ``"result"``), checked against ``schema`` (:func:`schema_mismatch`)
+    after its nesting (at most :data:`MAX_JSON_DEPTH`).
+
+    Raises:
+        InputPathError: no such file, a folder, or no regular file.
+        ResultFileError: not UTF-8 JSON, nested too deep, or an entry missing or of another type (named), with
+            ``fix``.
+    """
+    check_input_file(path, what=f"{what} file")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle)
+    except RecursionError:
+        raise ResultFileError(f"{path}: not a {what} JSON: nested deeper than any {what} (more than "
+                              f"{MAX_JSON_DEPTH} levels). {fix}") from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ResultFileError(f"{path}: not a {what} JSON ({error}). {fix}") from None
+    stack, deepest = [(value, 1)], 0
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_JSON_DEPTH:
+            raise ResultFileError(f"{path}: not a {what} JSON: nested deeper than any {what} (more than "
+                                  f"{MAX_JSON_DEPTH} levels). {fix}")
+        if type(item) in (dict, list):
+            stack.extend((child, depth + 1) for child in (item.values() if type(item) is dict else item))
+    found = schema_mismatch(value, schema, what)
+    if found:
+        raise ResultFileError(f"{path}: not a {what} JSON: {found}. {fix}")
+    return value
+
+
 @dataclass
 class Result:
     """The outcome of one evaluation.
@@ -230,8 +333,14 @@ class Result:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Result":
-        with open(path, encoding="utf-8") as handle:
-            payload = json.load(handle)
+        """A result saved by :meth:`save`, its entries checked by type (:data:`RESULT_SCHEMA`) before any is read.
+
+        Raises:
+            InputPathError: no such file, a folder, or no regular file.
+            ResultFileError: not JSON, nested too deep, or an entry tgeval reads missing or of another type.
+        """
+        payload = load_json(path, RESULT_SCHEMA, "result", "Give a result JSON written by `tgeval evaluate --out` "
+                                                           "(or Result.save), as it was written.")
         return cls(payload["metrics"], payload["manifest"], payload.get("performance", {}))
 
     def event_table(self) -> dict[str, Tensor]:
