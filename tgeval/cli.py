@@ -26,7 +26,7 @@ from tgeval.choices import (AUDIT_CHECKS, CATALOG_KINDS, DEFAULT_BLOCK, DEFAULT_
                             HEART_HEURISTICS, HISTORY_MODES, REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS,
                             TIE_POLICIES, UNCOVERED_RULES, VAL_METRICS, VAL_STATES, WEIGHTINGS, flag)
 from tgeval.data import formats
-from tgeval.errors import InputPathError, ProtocolError, TGEvalError
+from tgeval.errors import DeviceError, InputPathError, ProtocolError, TGEvalError
 from tgeval.models import registry
 from tgeval.presets import PRESETS, apply_preset, given_options
 from tgeval.protocol import DEFAULT_NEGATIVES, DEFAULT_VAL_NEGATIVES
@@ -614,18 +614,23 @@ def _terminate(signum: int, frame: Any) -> None:
 
 #: environment variable giving the torch intra-op threads when --threads is not given
 THREADS_ENV = "TGEVAL_THREADS"
+#: the most torch intra-op threads per core that --threads takes
+THREADS_PER_CORE = 4
 
 
 def _set_threads(given: Optional[int]) -> None:
     """torch's intra-op threads: ``--threads``, else ``$TGEVAL_THREADS``, else torch's default (the
     cores; a loaded machine oversubscribes them: 5.5x slower at load ≈ 10, docs/performance.md, *Threads*,
-    so set 1 there). Recorded in every result's manifest."""
+    so set 1 there), at most :data:`THREADS_PER_CORE` per core. Recorded in every result's manifest."""
     text = os.environ.get(THREADS_ENV) if given is None else str(given)
     if text is None:
         return
-    if not text.strip().isdigit() or int(text) < 1:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if not text.strip().isdigit() or not 1 <= int(text) <= THREADS_PER_CORE * cores:
         source = "--threads" if given is not None else f"${THREADS_ENV}"
-        raise ValueError(f"{source} must be a positive integer, got {text!r}.")
+        raise DeviceError(f"{source} must be a positive integer of at most {THREADS_PER_CORE * cores} "
+                          f"({THREADS_PER_CORE} per core of the {cores} this process may use: more only oversubscribe "
+                          f"them, and tens of thousands exhaust memory), got {text!r}.")
     import torch
 
     torch.set_num_threads(int(text))

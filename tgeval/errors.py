@@ -129,8 +129,8 @@ class OutputPathError(TGEvalError, ValueError):
 
 
 class DeviceError(TGEvalError, ValueError):
-    """A requested device does not exist on this machine (e.g. ``cuda`` without CUDA), or a model and its data
-    lie on different devices."""
+    """A requested device does not exist on this machine (e.g. ``cuda`` without CUDA), a model and its data
+    lie on different devices, or more CPU threads are asked for than the machine's cores can run."""
 
 
 class DistributedError(TGEvalError, ValueError):

@@ -582,6 +582,10 @@ ROWS = [
     Row("TGB pickle holding bytes(8e8)", evaluate("events.txt", "--sampler", "tgb:path={dir}/ns.pkl"),
         {"events.txt": SNAP, "ns.pkl": pickle.dumps({(0, 1, 2): Call(bytes, (800_000_000,))})},
         "NegativesFileError", r"asks for bytes of 800,000,000 bytes, more than a TGB file of \d+ bytes builds"),
+    Row("--threads 100000", evaluate("events.txt", "--threads", "100000"), {"events.txt": SNAP}, "DeviceError",
+        r"--threads must be a positive integer of at most \d+ \(4 per core"),
+    Row("--device meta", evaluate("events.txt", "--device", "meta"), {"events.txt": SNAP}, "DeviceError",
+        r"--device meta: meta tensors hold shapes but no values.*use --device cpu or cuda"),
 ]
 
 
