@@ -225,6 +225,20 @@ def crafted_checkpoint(folder: Path) -> None:
                                         + b"\n" + body)
 
 
+def edited_checkpoint(edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    """The trained checkpoint as ``edited.pt``, its payload edited by ``edit`` behind a valid checksum."""
+    def apply(folder: Path) -> None:
+        body = _trained_checkpoint().partition(b"\n")[2]
+        payload = torch.load(io.BytesIO(body), weights_only=True)
+        edit(payload)
+        buffer = io.BytesIO()
+        torch.save(payload, buffer)
+        body = buffer.getvalue()
+        (folder / "edited.pt").write_bytes(b"TGEVAL-CHECKPOINT 2 sha256:" + hashlib.sha256(body).hexdigest().encode()
+                                           + b"\n" + body)
+    return apply
+
+
 def tgb_file_of_text(folder: Path) -> None:
     """A TGB file with a key per test event whose negatives are strings of ids."""
     data, split = stream_and_split(folder)
@@ -586,6 +600,19 @@ ROWS = [
         r"--threads must be a positive integer of at most \d+ \(4 per core"),
     Row("--device meta", evaluate("events.txt", "--device", "meta"), {"events.txt": SNAP}, "DeviceError",
         r"--device meta: meta tensors hold shapes but no values.*use --device cpu or cuda"),
+    Row("checkpoint with a valid checksum and a wrong num_nodes", evaluate("events.txt", "--model", "{dir}/edited.pt"),
+        {"events.txt": SNAP}, "CheckpointError", r"do not fit the 'tgn' model its config describes \(num_nodes=5\)"
+        r".*train again", prepare=edited_checkpoint(lambda p: p["model"]["config"].update(num_nodes=5))),
+    Row("checkpoint with a valid checksum and a wrong parameter shape",
+        evaluate("events.txt", "--model", "{dir}/edited.pt"), {"events.txt": SNAP}, "CheckpointError",
+        r"size mismatch for \S+ .*train again",
+        prepare=edited_checkpoint(lambda p: p["parameters"].update({next(iter(p["parameters"])): torch.zeros(3)}))),
+    Row("checkpoint with a valid checksum and an empty state", evaluate("events.txt", "--model", "{dir}/edited.pt"),
+        {"events.txt": SNAP}, "CheckpointError", r"it holds no state of part .*train again",
+        prepare=edited_checkpoint(lambda p: p.update(state={}))),
+    Row("checkpoint with a valid checksum and a broken RNG", train("--resume", "{dir}/edited.pt", "--epochs", "2"),
+        {"events.txt": SNAP}, "CheckpointError", r"checkpoint.rng\[0\].torch is missing.*train again",
+        prepare=edited_checkpoint(lambda p: p.update(rng=[{}]))),
 ]
 
 

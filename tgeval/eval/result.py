@@ -234,7 +234,7 @@ def schema_mismatch(value: Any, schema: Any, where: str) -> Optional[str]:
         return None
     shown = json.dumps(value)[:40] if type(value) in (str, int, float, bool) else ""
     return (f"{where} is {_KINDS.get(type(value), type(value).__name__)}{f' ({shown})' if shown else ''}, expected "
-            f"{'a number' if types == NUMBER else ' or '.join(_KINDS[kind] for kind in types)}")
+            f"{'a number' if types == NUMBER else ' or '.join(_KINDS.get(kind, kind.__name__) for kind in types)}")
 
 
 def load_json(path: str | os.PathLike, schema: Any, what: str, fix: str) -> Any:

@@ -46,7 +46,7 @@ from tgeval.data.hashing import fingerprint
 from tgeval.data.split import Segment
 from tgeval.distributed import rank_and_world
 from tgeval.errors import CheckpointError
-from tgeval.eval.result import json_safe
+from tgeval.eval.result import Nullable, json_safe, schema_mismatch
 from tgeval.models import registry
 from tgeval.models.neural import NeuralLinkModel
 from tgeval.provenance import versions
@@ -262,7 +262,12 @@ class Checkpoint:
             raise CheckpointError(f"{self.path} holds the generator states of a run of {len(self.rng)} process(es), "
                                   f"this one has {world}: resume it with as many (torchrun --nproc-per-node "
                                   f"{len(self.rng)}, or one process for 1), else the run would not be the same.")
-        set_rng_state(self.rng[rank])
+        try:
+            set_rng_state(self.rng[rank])
+        except (RuntimeError, ValueError, TypeError, KeyError) as error:
+            raise CheckpointError(f"{self.path} holds generator states that cannot be restored ({error}): it was "
+                                  f"edited or written by another version. Resume from another checkpoint of the run "
+                                  f"(best.pt / last.pt), or train again.") from None
 
     def describe(self) -> dict:
         """What a result manifest records about the checkpoint: file, model, epoch, the training
@@ -278,6 +283,14 @@ class Checkpoint:
                 "early_stopping": self.early_stopping, "versions": self.versions}
 
 
+#: what a checkpoint payload holds, by type (:func:`~tgeval.eval.result.schema_mismatch`), checked before any is used
+PAYLOAD_SCHEMA = {
+    "model": {"name": str, "config": dict}, "parameters": dict, "best_parameters": Nullable(dict),
+    "optimizer": Nullable(dict), "epoch": int, "early_stopping": dict, "history": [dict], "training": dict,
+    "data_fingerprint": Nullable(str), "versions": dict, "?state_training": bool, "?as_built": bool,
+    "?trained_on": Nullable(dict),
+    "rng": [{"torch": torch.Tensor, "cuda": list, "python": tuple,
+             "numpy": {"bit_generator": str, "key": torch.Tensor, "pos": int, "has_gauss": int, "gauss": float}}]}
 #: the entries every checkpoint payload holds (``state_training``, ``as_built`` and ``trained_on`` are optional: older
 #: files lack them)
 PAYLOAD_KEYS = ("model", "parameters", "best_parameters", "optimizer", "state", "rng", "epoch", "early_stopping",
@@ -316,6 +329,11 @@ def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict
         raise CheckpointError(f"{path} passed its checksum but lacks {', '.join(missing)}: it was not written by "
                               f"tgeval.training.checkpoint.save_checkpoint (or by a version with another layout). "
                               f"Use a checkpoint of `tgeval train --checkpoint-dir`, or train again.")
+    wrong = schema_mismatch(payload, PAYLOAD_SCHEMA, "checkpoint")
+    if wrong:
+        raise CheckpointError(f"{path} passed its checksum but {wrong}: it was not written by "
+                              f"tgeval.training.checkpoint.save_checkpoint (or was edited and its checksum "
+                              f"recomputed). Use a checkpoint of `tgeval train --checkpoint-dir`, or train again.")
     return payload, sha256_of(content)
 
 
@@ -365,8 +383,17 @@ def load_checkpoint(
                               f"{model_name(model)!r} with {model.config}. Build the model with the checkpoint's "
                               f"config, or start a fresh run.")
     model.train(payload.get("state_training", True))  # the mode the state was taken in (tgeval's models: no effect)
-    load_parameters(model, payload["parameters"])
-    restore_detached(model, payload["state"])
+    try:
+        load_parameters(model, payload["parameters"])
+        restore_detached(model, payload["state"])
+    except (RuntimeError, KeyError, ValueError, TypeError, AttributeError) as error:
+        said = (f"it holds no state of part {error}" if isinstance(error, KeyError) else
+                " ".join(str(error).replace("Error(s) in loading state_dict for", "").split()).rstrip("."))
+        raise CheckpointError(f"{path} passed its checksum but its parameters or state do not fit the {name!r} model "
+                              f"its config describes (num_nodes={config.get('num_nodes')}): "
+                              f"{said if len(said) <= 300 else said[:300] + ' ...'}. It was edited, or written by "
+                              f"another version of the model: use a checkpoint of `tgeval train --checkpoint-dir`, "
+                              f"or train again.") from None
     model.eval()
     if payload.get("as_built", False):  # optional: older files lack it
         model.mark_as_built()

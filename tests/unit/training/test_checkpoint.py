@@ -149,6 +149,53 @@ def test_a_valid_checksum_over_missing_keys_is_a_checkpoint_error(saved, tmp_pat
         load_checkpoint(edited)
 
 
+def _edit(edit, path, tmp_path):
+    """``path``'s checkpoint with its payload edited by ``edit`` behind a valid checksum."""
+    import hashlib
+    import io
+
+    payload = torch.load(io.BytesIO(path.read_bytes().partition(b"\n")[2]), weights_only=True)
+    edit(payload)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    body = buffer.getvalue()
+    edited = tmp_path / "edited.pt"
+    edited.write_bytes(b"TGEVAL-CHECKPOINT 2 sha256:" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    return edited
+
+
+EDITS = {
+    "a wrong num_nodes": (lambda p: p["model"]["config"].update(num_nodes=5),
+                          r"parameters or state do not fit the 'tgn' model its config describes \(num_nodes=5\): "
+                          r".*size mismatch"),
+    "a wrong parameter shape": (lambda p: p["parameters"].update({next(iter(p["parameters"])): torch.zeros(3, 3)}),
+                                r"do not fit the 'tgn' model .*size mismatch for \w+.*torch.Size\(\[3, 3\]\)"),
+    "an empty state": (lambda p: p.update(state={}), r"do not fit the 'tgn' model .*it holds no state of part"),
+    "an RNG of another layout": (lambda p: p.update(rng=[{}]), r"but checkpoint.rng\[0\].torch is missing"),
+    "an RNG that is text": (lambda p: p.update(rng="x"), r"but checkpoint.rng is text, expected a list"),
+    "a config that is text": (lambda p: p["model"].update(config="x"), r"checkpoint.model.config is text"),
+    "a history that is a number": (lambda p: p.update(history=5), r"checkpoint.history is a whole number"),
+}
+
+
+@pytest.mark.parametrize("how", list(EDITS))
+def test_a_valid_checksum_over_values_that_do_not_fit_is_a_checkpoint_error(saved, tmp_path, how):
+    """An edited payload (its checksum recomputed) is refused before anything of it is used, naming what does
+    not fit and the fix: never a bare RuntimeError, KeyError or TypeError."""
+    edit, message = EDITS[how]
+    with pytest.raises(CheckpointError, match=message + r".*train again"):
+        load_checkpoint(_edit(edit, saved[0], tmp_path))
+
+
+def test_generator_states_that_torch_refuses_are_a_checkpoint_error(saved, tmp_path):
+    def shorten(payload):
+        payload["rng"][0]["torch"] = payload["rng"][0]["torch"][:10]
+    checkpoint = load_checkpoint(_edit(shorten, saved[0], tmp_path))
+    with pytest.raises(CheckpointError, match=r"holds generator states that cannot be restored .*Resume from another "
+                                              r"checkpoint of the run"):
+        checkpoint.restore_rng()
+
+
 def test_other_data_model_or_registry_raise_checkpoint_errors(saved, data, monkeypatch):
     path, model = saved
     other = generate_events(600, NUM_NODES, seed=2, feature_dim=3)
