@@ -110,7 +110,8 @@ class ModelConfigError(TGEvalError, ValueError):
 
 
 class ModelOutputError(TGEvalError, ValueError):
-    """A model returned scores that cannot be ranked (NaN): a numerical problem of the model."""
+    """A model returned scores that cannot be ranked: NaN (a numerical problem of the model), or no real tensor of
+    one score per query (another length, a 0-d tensor, a list, booleans)."""
 
 
 class CheckpointError(TGEvalError, ValueError):

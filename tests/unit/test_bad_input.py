@@ -122,3 +122,79 @@ def test_pair_keys_must_fit_int64():
 def test_model_and_data_on_different_devices():
     with pytest.raises(ValueError, match="model is on"):
         evaluate(EdgeBank(5).cuda(), DATA, TEST, catalog=CATALOG)
+
+
+class Returns(TableModel):
+    """A table model whose ``score`` returns ``kind`` instead of a float tensor ``[B]``."""
+
+    def __init__(self, kind):
+        super().__init__(torch.rand(5, 5, generator=torch.Generator().manual_seed(0)))
+        self.kind = kind
+
+    def score(self, src, dst, t):
+        good = super().score(src, dst, t)
+        return {"short": good[:-1], "0-d": good.sum(), "list": good.tolist(), "2-d": good[:, None].expand(-1, 2),
+                "booleans": good > 0.5}[self.kind]
+
+
+RETURNS = {"short": r"returned a torch.float32 tensor of shape \[\d+\], but a float tensor of shape \[\d+\]",
+           "0-d": r"returned a 0-d torch.float32 tensor \(one number for the whole batch\)",
+           "list": r"returned a list, but a float tensor",
+           "2-d": r"returned a torch.float32 tensor of shape \[\d+, 2\]", "booleans": r"returned a torch.bool tensor"}
+
+
+@pytest.mark.parametrize("kind", list(RETURNS))
+def test_scores_that_are_no_float_tensor_of_one_score_per_query_are_refused(kind):
+    """Every scoring path checks what ``score`` returns (:func:`tgeval.models.base.checked_scores`): the replay,
+    the all-entity shortcut's excluded pairs, training and the diagnostics."""
+    from tgeval import ModelOutputError, train_epoch
+    from tgeval.diagnostics.membership import membership_factorial
+
+    message = RETURNS[kind] + r".*one score per \(src, dst, t\) query"
+    with pytest.raises(ModelOutputError, match=message):
+        evaluate(Returns(kind), DATA, TEST, Protocol(num_negatives=2), sampler=UniformSampler(CATALOG))
+    model = Returns(kind)
+    with pytest.raises(ModelOutputError, match=message):
+        train_epoch(model, DATA, (0, 4), sampler=UniformSampler(CATALOG), loss="bce",
+                    optimizer=torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1), batch_size=2)
+    with pytest.raises(ModelOutputError, match=message):
+        membership_factorial(Returns(kind), DATA, TEST, CATALOG, num_negatives=1)
+
+
+def test_candidate_blocks_of_another_shape_are_refused():
+    class Blocks(TableModel):
+        def candidate_scorer(self, src, t, candidates):
+            return lambda ev, cand: torch.zeros(3)
+
+    from tgeval import ModelOutputError
+
+    with pytest.raises(ModelOutputError,
+                       match=r"Blocks.candidate_scorer returned a torch.float32 tensor of shape \[3\], but a float "
+                             r"tensor of shape \[\d+, \d+\] is expected \(one score per event and candidate"):
+        evaluate(Blocks(torch.rand(5, 5)), DATA, TEST, catalog=CATALOG)
+
+
+def test_a_model_without_score_or_update_or_no_model_at_all_is_refused_before_any_work():
+    from tgeval import ModelCapabilityError
+    from tgeval.models.base import TemporalLinkModel
+
+    class NoUpdate(TemporalLinkModel):
+        def score(self, src, dst, t):
+            return torch.zeros(src.numel())
+
+    class NoScore(TemporalLinkModel):
+        def update(self, batch):
+            pass
+
+    with pytest.raises(ModelCapabilityError, match=r"NoUpdate does not implement update: .*`def update\(self, "
+                                                   r"batch\): pass`\); or evaluate it with Protocol\(replay='fixed', "
+                                                   r"warm=False\)"):
+        evaluate(NoUpdate(5), DATA, TEST, catalog=CATALOG)
+    fixed = evaluate(NoUpdate(5).eval(), DATA, TEST, Protocol(replay="fixed", warm=False, num_negatives=2),
+                     sampler=UniformSampler(CATALOG))
+    assert fixed.metrics["sampled"]["num_events"] == 2  # never updated: measured
+    with pytest.raises(ModelCapabilityError, match=r"NoScore does not implement score: define score"):
+        evaluate(NoScore(5), DATA, TEST, catalog=CATALOG)
+    with pytest.raises(ModelCapabilityError, match=r"the model must be a tgeval TemporalLinkModel .*got function "
+                                                   r"<function .*FixedScorerModel\(num_nodes, function\)"):
+        evaluate(lambda src, dst, t: torch.zeros(src.numel()), DATA, TEST, catalog=CATALOG)

@@ -64,7 +64,7 @@ from tgeval.eval.metrics import check_ties, count_above_equal, rank_from_counts
 from tgeval.eval.ranking import all_entity_counts, check_no_nan
 from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader
-from tgeval.models.base import TemporalLinkModel
+from tgeval.models.base import TemporalLinkModel, score_of
 from tgeval.samplers.base import NegativeSampler, NegativesCheck
 from tgeval.samplers.membership import BatchPools, SeenSampler, UnseenSampler, require_fixed_catalog
 from tgeval.samplers.uniform import UniformSampler
@@ -160,7 +160,7 @@ def _seen_exhaustive(model: TemporalLinkModel, src: Tensor, t: Tensor, pos: Tens
         row, item = pools.valid_items(rows)
         if row.numel() == 0:
             continue
-        scores = model.score(src[row], item, t[row])
+        scores = score_of(model, src[row], item, t[row])
         check_no_nan(scores, "scores of seen candidates")
         above, equal = (a.flatten().long() for a in count_above_equal(pos[row], scores[:, None], None,
                                                                          model.tie_tolerance))
@@ -263,9 +263,9 @@ def membership_factorial(model: TemporalLinkModel, data: TemporalData, segment: 
         rec: dict[str, Tensor] = {"repeated": pools.holds(dst), "seen_size": ds.size, "unseen_size": du.size}
         with no_state_change(model) if check_state else nullcontext():
             k = num_negatives
-            scores = model.score(torch.cat([src, src.repeat_interleave(k), src.repeat_interleave(k)]),
-                                 torch.cat([dst, ds.negatives.dst.flatten(), du.negatives.dst.flatten()]),
-                                 torch.cat([t, t.repeat_interleave(k), t.repeat_interleave(k)]))
+            scores = score_of(model, torch.cat([src, src.repeat_interleave(k), src.repeat_interleave(k)]),
+                              torch.cat([dst, ds.negatives.dst.flatten(), du.negatives.dst.flatten()]),
+                              torch.cat([t, t.repeat_interleave(k), t.repeat_interleave(k)]))
             check_no_nan(scores, "scores")
             b = src.numel()
             pos = scores[:b]

@@ -58,7 +58,7 @@ from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_candidate_
                                  chunked_counts, plan_candidates, shortcut_counts)
 from tgeval.eval.result import Result, summarize
 from tgeval.loader import TimestampBatchLoader, same_batch_history, timestamp_batch_boundaries
-from tgeval.models.base import TemporalLinkModel, check_node_ids
+from tgeval.models.base import TemporalLinkModel, check_model, check_node_ids, score_of
 from tgeval.protocol import Protocol
 from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, negatives_checksum, scored_pairs
 from tgeval.state import checked_reset, checked_update, exclusive, no_state_change
@@ -118,6 +118,7 @@ def _eval_mode(model: TemporalLinkModel) -> Iterator[None]:
 def warm_up(model: TemporalLinkModel, history: TemporalData, *, batch_size: int = 200,
             sampler: Optional[NegativeSampler] = None) -> None:
     """Reset ``model`` (and ``sampler``) and feed ``history`` through ``update`` in timestamp batches."""
+    check_model(model)
     checked_reset(model)
     if sampler is not None:
         sampler.reset_state()
@@ -155,6 +156,7 @@ def replay(model: TemporalLinkModel, data: TemporalData, segment: Segment, *, ba
         TemporalDataError: for invalid data or ids ``>= model.num_nodes``; SplitError for a
             segment that cuts a timestamp group.
     """
+    check_model(model)
     data, _ = _in_canonical_order(_checked_stream(model, data, segment), e_id=False)
     with _eval_mode(model):
         _feed(model, data[segment.start:segment.end], batch_size, sampler)
@@ -601,7 +603,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
                         guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
                             else nullcontext()
                         with model.within_batch(batch) if within else nullcontext(), guard:
-                            scores = model.score(*queries)
+                            scores = score_of(model, *queries)
                             block = scores[:size * (1 + k)].view(size, 1 + k)
                             records.write_scores(step_bounds[b], block)
                             if plan is not None and ranking is not None:
@@ -780,6 +782,7 @@ def evaluate(
         with progress.phase("prepare"):
             if distributed:
                 require_group()
+            check_model(model, updates=protocol.replay == "online" or protocol.warm)
             replay_mode, num_negatives, ties, hits = (protocol.replay, protocol.num_negatives, protocol.ties,
                                                       protocol.hits)
             batch_size, seed, directed, uncovered = (protocol.batch_size, protocol.seed, protocol.directed,

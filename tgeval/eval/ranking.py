@@ -41,7 +41,7 @@ from tgeval.device import positions
 from tgeval.distributed import shard as shard_range
 from tgeval.errors import ModelCapabilityError, ModelOutputError, ProtocolError, SlowPathWarning
 from tgeval.eval.metrics import tie_band
-from tgeval.models.base import TemporalLinkModel, scores_pair_by_pair
+from tgeval.models.base import TemporalLinkModel, checked_scores, score_of, scores_pair_by_pair
 
 __all__ = ["RankCounts", "CandidatePlan", "ShortcutPairs", "PairwiseNotice", "PAIR_LIMIT", "plan_candidates",
            "all_entity_counts", "chunked_counts", "shortcut_counts", "check_no_nan", "check_candidate_budget"]
@@ -315,7 +315,7 @@ def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: 
         for c0 in range(lo, hi, cols):
             c1 = min(c0 + cols, hi)
             block = slice(c0, c1) if columns is None else columns[c0:c1]
-            scores = scorer(slice(r0, r1), block)
+            scores = checked_scores(model, scorer(slice(r0, r1), block), (r1 - r0, c1 - c0), "candidate_scorer")
             nan = nan | torch.isnan(scores).any()
             gt, eq = _compare(scores, p[r0:r1], tolerance)
             if masked:
@@ -433,7 +433,7 @@ def all_entity_counts(model: TemporalLinkModel, src: Tensor, dst: Tensor, t: Ten
     counts = None
     if use_shortcut and prefilter is None:
         pairs = plan.shortcut_pairs(0, size)
-        pair_scores = model.score(src[pairs.row], pairs.item, t[pairs.row])
+        pair_scores = score_of(model, src[pairs.row], pairs.item, t[pairs.row])
         check_no_nan(pair_scores, "scores of excluded candidates")
         counts = shortcut_counts(model, src, t, pos_score, catalog, pairs, pair_scores)
     if counts is None:

@@ -17,11 +17,12 @@ from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.errors import ModelCapabilityError, ModelConfigError, ProtocolError, TemporalDataError
+from tgeval.errors import (ModelCapabilityError, ModelConfigError, ModelOutputError, ProtocolError,
+                           TemporalDataError)
 from tgeval.state import State, detach_history, initial_buffers, reset_of, restore_into, snapshot_of
 
 __all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer", "scores_pair_by_pair",
-           "time_store", "check_node_ids"]
+           "time_store", "check_node_ids", "check_model", "checked_scores", "score_of"]
 
 #: ``scorer(events, candidates) -> [b, c]`` for a slice of a batch's events and a slice (or,
 #: under the approximate pre-filter, an int64 tensor of positions) of the candidate list given
@@ -359,6 +360,56 @@ def time_store(stored: Tensor, t: Tensor) -> Tensor:
     in float64 for float time; only the delta is rounded, at the model's input.
     """
     return stored.double() if t.is_floating_point() and not stored.is_floating_point() else stored
+
+
+def check_model(model: Any, *, updates: bool = True) -> None:
+    """Raise :class:`~tgeval.errors.ModelCapabilityError` unless ``model`` is a :class:`TemporalLinkModel` that
+    implements :meth:`~TemporalLinkModel.score` and, when the pass ``updates`` it (online replay, a warm start),
+    :meth:`~TemporalLinkModel.update`: checked before any work, instead of an ``AttributeError`` or a
+    ``NotImplementedError`` in the middle of a pass."""
+    if not isinstance(model, TemporalLinkModel):
+        raise ModelCapabilityError(
+            f"the model must be a tgeval TemporalLinkModel (score(src, dst, t) and update(batch), with state methods), "
+            f"got {type(model).__name__} {_brief(model)}. Subclass tgeval.models.base.TemporalLinkModel, or wrap a "
+            f"function of (src, dst) in tgeval.models.fixed_scorer.FixedScorerModel(num_nodes, function).")
+    needed = ("score", "update") if updates else ("score",)
+    missing = [name for name in needed if getattr(type(model), name) is getattr(TemporalLinkModel, name)]
+    if missing:
+        raise ModelCapabilityError(
+            f"{type(model).__name__} does not implement {' nor '.join(missing)}: define score(src, dst, t) -> float "
+            f"[B] from the state, and update(batch), which ingests observed events (a model without state: `def "
+            f"update(self, batch): pass`)" + ("" if "score" in missing else
+                                               "; or evaluate it with Protocol(replay='fixed', warm=False), which "
+                                               "never updates it") + ".")
+
+
+def _brief(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def checked_scores(model: TemporalLinkModel, scores: Any, shape: tuple[int, ...], method: str = "score") -> Tensor:
+    """``scores`` returned by ``model``'s ``method`` if they are a real (float or integer) tensor of ``shape``;
+    else :class:`~tgeval.errors.ModelOutputError` naming what came back and what is expected. Every scoring path
+    (replay, ranking, training, diagnostics) takes a model's scores through it (:func:`score_of`)."""
+    if isinstance(scores, Tensor) and tuple(scores.shape) == shape and not scores.dtype == torch.bool \
+            and not scores.is_complex():
+        return scores
+    if not isinstance(scores, Tensor):
+        found = f"a {type(scores).__name__}"
+    elif scores.dim() == 0:
+        found = f"a 0-d {scores.dtype} tensor (one number for the whole batch)"
+    else:
+        found = f"a {scores.dtype} tensor of shape {list(scores.shape)}"
+    expected = "one score per (src, dst, t) query" if method == "score" else "one score per event and candidate"
+    raise ModelOutputError(f"{type(model).__name__}.{method} returned {found}, but a float tensor of shape "
+                           f"{list(shape)} is expected ({expected}; higher is more likely). Return e.g. "
+                           f"`logits.view(-1)` or `torch.as_tensor(scores, dtype=torch.float)`.")
+
+
+def score_of(model: TemporalLinkModel, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+    """``model.score(src, dst, t)``, checked (:func:`checked_scores`): a real tensor ``[B]``."""
+    return checked_scores(model, model.score(src, dst, t), (src.numel(),))
 
 
 def check_node_ids(model: TemporalLinkModel, data: TemporalData) -> None:

@@ -75,7 +75,7 @@ from tgeval.distributed import check_same, rank_and_world, require_group, shard,
 from tgeval.errors import LeakageError, ProtocolError
 from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader, check_time_sorted
-from tgeval.models.base import TemporalLinkModel, check_node_ids
+from tgeval.models.base import TemporalLinkModel, check_model, check_node_ids, score_of
 from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, scored_pairs
 from tgeval.state import checked_update, exclusive, no_state_change
 from tgeval.training.losses import LossFn, check_built_in, get_loss, term_count
@@ -233,6 +233,7 @@ def train_epoch(
         raise ProtocolError(f"num_negatives must be >= 1 for training, got {num_negatives}.")
     if history not in HISTORY_MODES:
         raise ProtocolError(f"history must be one of {HISTORY_MODES}, got {history!r}.")
+    check_model(model)
     model.check_history(history, "be trained")
     check_training_sampler(sampler, allow_whole_stream=allow_whole_stream)
     loss_fn: LossFn = get_loss(loss) if isinstance(loss, str) else loss
@@ -283,8 +284,8 @@ def train_epoch(
                     with model.within_batch(batch) if history != "batch" else nullcontext(), \
                             no_state_change(model, "computing a training batch's scores", deep=False) if check_state \
                             else nullcontext():
-                        scores = model.score(*scored_pairs(batch.src[lo:hi], batch.dst[lo:hi], batch.t[lo:hi],
-                                                           part)).view(hi - lo, 1 + k)
+                        scores = score_of(model, *scored_pairs(batch.src[lo:hi], batch.dst[lo:hi], batch.t[lo:hi],
+                                                               part)).view(hi - lo, 1 + k)
                     pos_score, neg_score = scores[:, 0], scores[:, 1:]
                     options = {} if part.mask is None else {"neg_mask": part.mask}
                     if world == 1:
