@@ -17,7 +17,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from numbers import Integral
 from typing import Optional
 
 from tgeval.choices import (HISTORY_MODES, REPLAY_MODES, TIE_POLICIES, UNCOVERED_RULES, HistoryMode, ReplayMode,
@@ -87,6 +89,18 @@ class Protocol:
     prefilter: Optional[int] = None
 
     def __post_init__(self) -> None:
+        for name, kind in _FIELD_TYPES.items():
+            value = getattr(self, name)
+            if not (value is None and name == "prefilter") and not _is(value, kind):
+                raise ProtocolError(f"Protocol.{name} must be {'None (exact ranking) or ' * (name == 'prefilter')}"
+                                    f"{_WORDS[kind]}, got {value!r} "
+                                    f"({type(value).__name__}){_as_int(value) if kind is int else ''}.")
+            if kind is int and value is not None:
+                object.__setattr__(self, name, int(value))  # a numpy integer as a Python int (JSON, hashing)
+        if isinstance(self.hits, (str, bytes)) or not isinstance(self.hits, Iterable) \
+                or not all(_is(k, int) for k in self.hits):
+            raise ProtocolError(f"Protocol.hits must be a sequence of integers k (Hits@k), e.g. (1, 3, 10) or (10,), "
+                                f"got {self.hits!r}.")
         for name, allowed in (("replay", REPLAY_MODES), ("ties", TIE_POLICIES), ("uncovered", UNCOVERED_RULES),
                               ("history", (*HISTORY_MODES, None))):
             if getattr(self, name) not in allowed:
@@ -98,7 +112,7 @@ class Protocol:
         object.__setattr__(self, "hits", tuple(int(k) for k in self.hits))
         if any(k < 1 for k in self.hits):
             raise ProtocolError(f"Protocol.hits must hold k >= 1, got {self.hits}.")
-        if self.prefilter is not None and (isinstance(self.prefilter, bool) or int(self.prefilter) < 1):
+        if self.prefilter is not None and self.prefilter < 1:
             raise ProtocolError(f"Protocol.prefilter must be None (exact ranking) or a number of items L >= 1, got "
                                 f"{self.prefilter!r}.")
         if self.num_negatives < 0 or self.batch_size < 1:
@@ -108,6 +122,28 @@ class Protocol:
     def to_dict(self) -> dict:
         """The fields as JSON values (``hits`` a list): what the manifest records."""
         return {**asdict(self), "hits": list(self.hits)}
+
+
+#: the fields of :class:`Protocol` whose values are numbers or switches, by type (``prefilter`` may be ``None``)
+_FIELD_TYPES = {"num_negatives": int, "batch_size": int, "seed": int, "prefilter": int, "directed": bool,
+                "warm": bool}
+_WORDS = {int: "an integer", bool: "True or False"}
+
+
+def _is(value: object, kind: type) -> bool:
+    """``value`` is a ``kind``: an integer (Python's or numpy's, never a bool) or a bool."""
+    if kind is bool:
+        return isinstance(value, bool)
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _as_int(value: object) -> str:
+    """The fix of a number given for an integer: the integer itself, when it is one."""
+    if isinstance(value, bool):
+        return ": a count, not a switch"
+    if isinstance(value, float) and value.is_integer():
+        return f": pass {int(value)}"
+    return ""
 
 
 def metric_name(part: str, metric: str, *, num_negatives: int = 0, sampler: Optional[dict] = None,

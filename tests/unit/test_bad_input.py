@@ -198,3 +198,29 @@ def test_a_model_without_score_or_update_or_no_model_at_all_is_refused_before_an
     with pytest.raises(ModelCapabilityError, match=r"the model must be a tgeval TemporalLinkModel .*got function "
                                                    r"<function .*FixedScorerModel\(num_nodes, function\)"):
         evaluate(lambda src, dst, t: torch.zeros(src.numel()), DATA, TEST, catalog=CATALOG)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("num_negatives", 20.0, r"Protocol.num_negatives must be an integer, got 20.0 \(float\): pass 20\."),
+    ("num_negatives", True, r"Protocol.num_negatives must be an integer, got True \(bool\): a count, not a switch"),
+    ("batch_size", "200", r"Protocol.batch_size must be an integer, got '200' \(str\)\."),
+    ("seed", 1.5, r"Protocol.seed must be an integer, got 1.5 \(float\)\."),
+    ("prefilter", 2.0, r"Protocol.prefilter must be None \(exact ranking\) or an integer, got 2.0 \(float\): pass 2"),
+    ("directed", "no", r"Protocol.directed must be True or False, got 'no' \(str\)"),
+    ("warm", 1, r"Protocol.warm must be True or False, got 1 \(int\)"),
+    ("hits", 10, r"Protocol.hits must be a sequence of integers k \(Hits@k\), e.g. \(1, 3, 10\) or \(10,\), got 10\."),
+    ("hits", (1.5,), r"Protocol.hits must be a sequence of integers k .*got \(1.5,\)"),
+])
+def test_protocol_fields_of_another_type_are_refused(field, value, message):
+    """Every field is checked by type where the Protocol is built, never cast (20.0 and True are not K) nor left
+    to fail in the engine."""
+    with pytest.raises(ProtocolError, match=message):
+        Protocol(**{field: value})
+
+
+def test_protocol_takes_numpy_integers_as_integers():
+    import numpy as np
+
+    protocol = Protocol(num_negatives=np.int64(5), hits=[np.int32(3)], prefilter=np.int64(7))
+    assert protocol.to_dict()["num_negatives"] == 5 and type(protocol.num_negatives) is int
+    assert protocol.hits == (3,) and type(protocol.prefilter) is int
