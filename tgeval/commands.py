@@ -297,6 +297,9 @@ def run_command(args: argparse.Namespace) -> int:
     """Compare the baselines; written into a fresh folder beside --out, swapped in whole once complete (a run
     stopped before leaves --out as it was)."""
     start = time.perf_counter()
+    if args.tgn_epochs < 0:
+        raise ProtocolError(f"--tgn-epochs must be >= 0 (the epochs of the TGN trained beside the heuristics; 0: "
+                            f"the heuristics only), got {args.tgn_epochs}.")
     device = _command_device(args.device)  # the device and the folder are checked before any work
     with folder_lock(args.out, what="--out", command=args.command_line):  # one writer: a second is refused at once
         _check_run_folder(args.out, args.overwrite)

@@ -613,6 +613,8 @@ ROWS = [
     Row("checkpoint with a valid checksum and a broken RNG", train("--resume", "{dir}/edited.pt", "--epochs", "2"),
         {"events.txt": SNAP}, "CheckpointError", r"checkpoint.rng\[0\].torch is missing.*train again",
         prepare=edited_checkpoint(lambda p: p.update(rng=[{}]))),
+    Row("run --tgn-epochs -1", ["run", "--data", "{dir}/events.txt", "--out", "{dir}/res", "--tgn-epochs", "-1"],
+        {"events.txt": SNAP}, "ProtocolError", r"--tgn-epochs must be >= 0 .*0: the heuristics only\), got -1"),
 ]
 
 
