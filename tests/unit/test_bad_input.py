@@ -9,6 +9,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.eval.ranking import all_entity_counts
 from tgeval.models.heuristics import EdgeBank, NodeMemory, Popularity
+from tgeval.data.validation import validate
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.conftest import make_stream
@@ -224,3 +225,18 @@ def test_protocol_takes_numpy_integers_as_integers():
     protocol = Protocol(num_negatives=np.int64(5), hits=[np.int32(3)], prefilter=np.int64(7))
     assert protocol.to_dict()["num_negatives"] == 5 and type(protocol.num_negatives) is int
     assert protocol.hits == (3,) and type(protocol.prefilter) is int
+
+
+@pytest.mark.parametrize("dtype, exact", [(torch.float16, 2048), (torch.bfloat16, 256)])
+def test_half_precision_times_are_refused_as_already_rounded(dtype, exact):
+    """float16 / bfloat16 cannot hold timestamps (2049 is 2048): refused, not widened after the damage."""
+    data = make_stream([0, 1, 2, 3, 0, 1], [1, 2, 3, 4, 2, 3], [1, 2, 3, 4, 5, 6])
+    data.t = data.t.to(dtype)
+    message = rf"`t` has dtype {dtype}, which holds whole numbers exactly only up to {exact}: .*Build `t` as int64"
+    with pytest.raises(TemporalDataError, match=message):
+        validate(data)
+    with pytest.raises(TemporalDataError, match=message):
+        evaluate(EdgeBank(5), data, TEST, catalog=CATALOG)
+    data.t = torch.tensor([1.0, 2.0, float("nan"), 4.0, 5.0, 6.0])
+    with pytest.raises(TemporalDataError, match=r"`t` must be finite, but t\[2\]=nan. Drop or repair"):
+        evaluate(EdgeBank(5), data, TEST, catalog=CATALOG)

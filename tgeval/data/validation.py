@@ -70,6 +70,11 @@ def _as_ids(name: str, value: Tensor) -> Tensor:
 def _as_times(t: Tensor) -> Tensor:
     if t.dtype == torch.bool or t.is_complex():
         raise TemporalDataError(f"`t` must be integer or float timestamps, but has dtype {t.dtype}.")
+    if t.dtype in (torch.float16, torch.bfloat16):
+        exact = round(2 / torch.finfo(t.dtype).eps)  # 2^(mantissa bits + 1): 2048 for float16, 256 for bfloat16
+        raise TemporalDataError(f"`t` has dtype {t.dtype}, which holds whole numbers exactly only up to {exact}: "
+                                f"the timestamps were rounded (events merged or reordered) before tgeval saw them. Build "
+                                f"`t` as int64 (integer times) or float64 from the original values.")
     if t.dtype.is_floating_point:
         t = t.double()
         bad = ~torch.isfinite(t)
