@@ -6,6 +6,7 @@ are the rows of ``test_interrupted_writes.py``."""
 
 from __future__ import annotations
 
+import bz2
 import contextlib
 import errno
 import functools
@@ -13,11 +14,13 @@ import gzip
 import hashlib
 import io
 import json
+import lzma
 import os
 import pickle
 import re
 import tempfile
 import warnings
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ContextManager, Optional
@@ -223,6 +226,14 @@ def crafted_checkpoint(folder: Path) -> None:
     body = buffer.getvalue()
     (folder / "crafted.pt").write_bytes(b"TGEVAL-CHECKPOINT 2 sha256:" + hashlib.sha256(body).hexdigest().encode()
                                         + b"\n" + body)
+
+
+def zipped(text: str) -> bytes:
+    """``text`` as the one member of a zip archive."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("events.txt", text)
+    return buffer.getvalue()
 
 
 def edited_checkpoint(edit: Callable[[dict], None]) -> Callable[[Path], None]:
@@ -615,6 +626,38 @@ ROWS = [
         prepare=edited_checkpoint(lambda p: p.update(rng=[{}]))),
     Row("run --tgn-epochs -1", ["run", "--data", "{dir}/events.txt", "--out", "{dir}/res", "--tgn-epochs", "-1"],
         {"events.txt": SNAP}, "ProtocolError", r"--tgn-epochs must be >= 0 .*0: the heuristics only\), got -1"),
+    Row("bzip2-compressed file", evaluate(), {"events.txt": bz2.compress(SNAP.encode())}, "DataFormatError",
+        advice(r"events.txt is bzip2-compressed, not UTF-8 text: decompress it first: `bunzip2 -k ", never="iconv")),
+    Row("xz-compressed file", evaluate(), {"events.txt": lzma.compress(SNAP.encode())}, "DataFormatError",
+        advice(r"is xz-compressed, not UTF-8 text: decompress it first: `unxz -k ", never="iconv")),
+    Row("zip archive", evaluate(), {"events.txt": zipped(SNAP)}, "DataFormatError",
+        advice(r"is a zip archive, not UTF-8 text: extract the event file first: `unzip ", never="iconv")),
+    Row("UTF-16 file", evaluate(), {"events.txt": SNAP.encode("utf-16")}, "DataFormatError",
+        advice(r"is UTF-16 text, not UTF-8 text: re-encode it as UTF-8: `iconv -f utf-16 -t utf-8 ", never="latin1")),
+    Row("UTF-16 file without a byte-order mark", evaluate(), {"events.txt": SNAP.encode("utf-16-le")},
+        "DataFormatError", advice(r"is UTF-16 text without a byte-order mark \(little-endian\).*iconv -f utf-16le",
+                                  never="latin1")),
+    Row("repeated header", evaluate("events.csv", "--option", "src_col=src", "--option", "dst_col=dst", "--option",
+                                    "t_col=t", fmt="csv"),
+        {"events.csv": "src,dst,t\n" + "".join(line.replace(" ", ",") + "\n" for line in SNAP.splitlines()[:400])
+         + "src,dst,t\n" + "".join(line.replace(" ", ",") + "\n" for line in SNAP.splitlines()[400:])},
+        "DataFormatError", advice(r"line 402: repeats the header of line 1 \('src,dst,t'\).*Remove that line",
+                                  never="remap")),
+    Row("inline comment", evaluate(), {"events.txt": lines_with({7: SNAP.splitlines()[7] + "  # checked\n"})},
+        "DataFormatError", r"line 8: .*It ends in an inline comment \('# checked'\), and comments are read only on "
+                           r"lines of their own"),
+    Row("byte-order mark inside the file", evaluate(),
+        {"events.txt": lines_with({400: "\ufeff" + SNAP.splitlines(True)[400]})}, "DataFormatError",
+        advice(r"line 401: holds a byte-order mark \(U\+FEFF\) inside the text, where files were joined",
+               never="remap")),
+    Row("one malformed row among good ones", evaluate(), {"events.txt": lines_with({700: "1 2 x5\n"})},
+        "DataFormatError", advice(r"line 701: column 't' must hold numeric timestamps, found 'x5'. The column's other "
+                                  r"899 values are numbers: fix or remove that line", never="time_format")),
+    Row("one row out of order among sorted ones", evaluate(), {"events.txt": lines_with({7: "1 2 999999\n"})},
+        "TemporalDataError", r"line 8 \(t=999999\) lies out of order between line 7 .* and line 9 .*Fix or remove "
+                             r"that line; if its time is right, pass --sort"),
+    Row("one id far beyond the others", evaluate(), {"events.txt": lines_with({7: "%d 2 %d\n" % (2**40, EVENTS.t[7])})},
+        "DataFormatError", r"line 8: holds the id 1,099,511,627,776, far beyond every other id .*Fix that line"),
 ]
 
 

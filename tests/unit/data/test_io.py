@@ -105,8 +105,9 @@ def test_snap_negative_id_needs_remap(tmp_path: Path) -> None:
 
 def test_unsorted_file_raises_unless_sort(tmp_path: Path) -> None:
     path = write(tmp_path, "unsorted.txt", "1 2 5\n3 4 9\n5 6 5\n0 8 5\n")
-    message = (f"{path}: `t` (column 't' of format 'snap') must be non-decreasing, but line 3 (t=5) follows line 2 "
-               f"(t=9). Pass sort=True")
+    message = (f"{path}: `t` (column 't' of format 'snap') must be non-decreasing, but line 2 (t=9) lies out of "
+               f"order between line 1 (t=5) and line 3 (t=5), the rest being sorted. Fix or remove that line; if its "
+               f"time is right, pass sort=True")
     with pytest.raises(TemporalDataError, match=exact(message)):
         read_snap(path)
     data, info = read_snap(path, sort=True)

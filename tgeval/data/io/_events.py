@@ -84,14 +84,24 @@ def _num_present(ids: np.ndarray, size: int) -> int:
     return int(np.count_nonzero(seen))
 
 
-def _check_dense_ids(path: str, src: np.ndarray, dst: np.ndarray) -> None:
+def _check_dense_ids(path: str, src: np.ndarray, dst: np.ndarray, line: Callable[[int], int]) -> None:
     """Refuse ids so sparse that ``num_nodes = largest + 1`` slots would waste memory (e.g. ids near
-    2^40 for a few thousand nodes would make a model allocate terabytes)."""
+    2^40 for a few thousand nodes would make a model allocate terabytes); one id far beyond all others is named
+    by its line (``line(row)``), as a row to fix."""
     largest = int(max(int(src.max()), int(dst.max()))) if src.size else -1
     if largest + 1 <= SPARSE_ID_SLACK:
         return
     distinct = _num_distinct(np.concatenate([src, dst]))
     if largest + 1 > SPARSE_ID_FACTOR * distinct:
+        ids = np.concatenate([src, dst])
+        rest = ids[ids != largest]
+        if rest.size and int(rest.max()) + 1 <= SPARSE_ID_FACTOR * distinct:  # one id far beyond all others
+            row = int(np.flatnonzero(ids == largest)[0]) % src.size
+            raise DataFormatError(
+                f"{path}, line {line(row)}: holds the id {largest:,}, far beyond every other id (the largest "
+                f"of which is {int(rest.max()):,}; {distinct:,} distinct ids occur), so every model and catalog would "
+                f"hold {largest + 1:,} node slots. Fix that line if the id is wrong; if the ids are names, pass "
+                f"remap=True (--remap) to number them 0..{distinct - 1}.")
         raise DataFormatError(
             f"{path}: the ids are sparse: the largest is {largest:,} but only {distinct:,} distinct ids occur, so "
             f"every model and catalog would hold {largest + 1:,} node slots. Pass remap=True (--remap) to number "
@@ -117,6 +127,18 @@ def _sorted_time_column(table: Table, fmt: str) -> Optional[tuple[str, int]]:
     return None
 
 
+def _one_row_out_of_order(t: np.ndarray, decreasing: np.ndarray) -> Optional[int]:
+    """The row whose removal leaves ``t`` sorted, when ``t`` descends once (at ``decreasing``) between sorted
+    neighbours on both sides of that row; else ``None``."""
+    if decreasing.size != 1:
+        return None
+    row = int(decreasing[0]) + 1  # t[row] < t[row - 1]
+    for candidate in (row, row - 1):  # too small, or its predecessor too large
+        if 0 < candidate < t.size - 1 and t[candidate - 1] <= t[candidate + 1]:
+            return candidate
+    return None
+
+
 def _time_sorted(table: Table, roles: Roles, columns: Columns, reading: Reading) -> tuple[Columns, bool]:
     """``columns`` in time order, and whether they had to be sorted (``reading.sort``; else unsorted events
     raise :class:`~tgeval.errors.TemporalDataError` naming the two lines)."""
@@ -134,6 +156,14 @@ def _time_sorted(table: Table, roles: Roles, columns: Columns, reading: Reading)
             hint = (f"Column {other[1] + 1} is non-decreasing, where {other[0]!r} files hold time: if this is "
                     f"one, read it with format={other[0]!r} (--format {other[0]}); if it is unsorted, pass sort=True "
                     f"(--sort).")
+        outlier = _one_row_out_of_order(t, decreasing) if other is None else None
+        if outlier is not None:  # one line out of place among sorted ones: that line, not its neighbours
+            before, after = (columns.line(i) for i in (outlier - 1, outlier + 1))
+            raise TemporalDataError(
+                f"{table.path}: `t` (column {table.names[roles.t]!r} of format {reading.format!r}) must be "
+                f"non-decreasing, but line {columns.line(outlier)} (t={t[outlier]}) lies out of order between line "
+                f"{before} (t={t[outlier - 1]}) and line {after} (t={t[outlier + 1]}), the rest being sorted. Fix "
+                f"or remove that line; if its time is right, pass sort=True (--sort).")
         raise TemporalDataError(
             f"{table.path}: `t` (column {table.names[roles.t]!r} of format {reading.format!r}) must be "
             f"non-decreasing, but line {line} (t={t[row]}) follows line {previous} (t={t[row - 1]}). {hint}"
@@ -188,7 +218,7 @@ def build(table: Table, roles: Roles, columns: Columns, reading: Reading) -> tup
                     f"{table.path}, line {columns.line(row)}: {role} ids must be >= 0, found "
                     f"{int(ids[row])}. Pass remap=True to number ids 0..n-1."
                 )
-        _check_dense_ids(table.path, src, dst)
+        _check_dense_ids(table.path, src, dst, columns.line)
         if reading.bipartite:
             top_src = int(np.argmax(src))
             low_dst = int(np.argmin(dst))

@@ -16,7 +16,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from tgeval.data.io._columns import Column, Columns, Roles, non_whole
-from tgeval.data.io._table import Fields, Table
+from tgeval.data.io._table import Fields, Table, looks_numeric
 from tgeval.errors import DataFormatError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -55,11 +55,19 @@ def _refused(fields: Fields, j: int, row: int, what: str, fix: str) -> DataForma
 
 def _floats(fields: Fields, j: int, what: str, fix: str, convert: Callable[[str], float] = _as_float
             ) -> np.ndarray:
-    """float64 ``[rows]`` of column ``j`` (read with ``convert``); raises on unparsable or non-finite fields."""
+    """float64 ``[rows]`` of column ``j`` (read with ``convert``); raises on unparsable or non-finite fields
+    (``fix``: the advice when most of the column fails, which then holds something else; a few failing rows among
+    numbers are the rows to fix)."""
     values = fields.column(j)
     try:
         out = np.fromiter(map(convert, values), dtype=np.float64, count=len(values))
     except ValueError:
+        bad = sum(1 for value in values if not looks_numeric(value))
+        if 0 < 2 * bad < len(values):
+            fix = (f"The column's other {len(values) - 1:,} values are numbers: fix or remove that line (rows are "
+                   f"never skipped silently)." if bad == 1 else
+                   f"{bad:,} of the column's {len(values):,} values are not numbers (the first is named), the others "
+                   f"are: fix or remove those lines (rows are never skipped silently).")
         raise _refused(fields, j, first_failure(values, convert), what, fix) from None
     bad = ~np.isfinite(out)
     if bad.any():

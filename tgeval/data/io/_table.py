@@ -176,6 +176,13 @@ def parse_table(path: PathLike, spec: Layout, text: Optional[str] = None) -> Tab
 
     if not data:
         raise DataFormatError(f"{name}: expected at least one event line ({layout}), found none.")
+    if header is not None:
+        again = next((i for i, line in enumerate(data) if _header_fields(line, delimiter) == header), None)
+        if again is not None:
+            raise DataFormatError(
+                f"{name}, line {line_nos[again]}: repeats the header of line {header_line} ({header_text!r}), as "
+                f"where files were joined with their headers (e.g. `cat a.csv b.csv`). Remove that line: a file "
+                f"has one header.")
     quoted = delimiter is not None and any('"' in line for line in data)
     counts = _field_counts(name, data, line_nos, delimiter, quoted)
     from_header = header is not None and names is None
@@ -189,10 +196,13 @@ def parse_table(path: PathLike, spec: Layout, text: Optional[str] = None) -> Tab
         )
     bad = next((i for i, c in enumerate(counts) if c != num_cols), None)
     if bad is not None:
+        comment = next((data[bad][data[bad].index(p):] for p in (*comments, "#") if p in data[bad].lstrip()[1:]), None)
+        fix = ("Fix or remove that line; rows are never skipped silently." if comment is None else
+               f"It ends in an inline comment ({comment.strip()!r}), and comments are read only on lines of their own: "
+               f"move it to a line of its own, or remove it.")
         raise DataFormatError(
             f"{name}, line {line_nos[bad]}: expected {num_cols} {sep}-separated fields "
-            f"({layout}; as on {reference}), found {counts[bad]}: {data[bad]!r}. "
-            f"Fix or remove that line; rows are never skipped silently."
+            f"({layout}; as on {reference}), found {counts[bad]}: {data[bad]!r}. {fix}"
         )
     if names is not None:
         labels = names(num_cols)

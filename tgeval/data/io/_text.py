@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import zlib
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -100,22 +101,56 @@ def read_text(path: PathLike) -> str:
     return decode(name, raw)
 
 
+#: the first bytes of files that are no UTF-8 text: what they are, and how to make text of them
+_SIGNATURES = (
+    (re.compile(rb"BZh[1-9]1AY&SY"), "bzip2-compressed", "decompress it first: `bunzip2 -k FILE`"),
+    (re.compile(rb"\xfd7zXZ\x00"), "xz-compressed", "decompress it first: `unxz -k FILE`"),
+    (re.compile(rb"\x28\xb5\x2f\xfd"), "zstd-compressed", "decompress it first: `unzstd FILE`"),
+    (re.compile(rb"PK\x03\x04"), "a zip archive", "extract the event file first: `unzip FILE`"),
+    (re.compile(rb"7z\xbc\xaf\x27\x1c"), "a 7-Zip archive", "extract the event file first: `7z x FILE`"),
+    (re.compile(rb"\xff\xfe\x00\x00|\x00\x00\xfe\xff"), "UTF-32 text",
+     "re-encode it as UTF-8: `iconv -f utf-32 -t utf-8 FILE > FILE.utf8`"),
+    (re.compile(rb"\xff\xfe|\xfe\xff"), "UTF-16 text",
+     "re-encode it as UTF-8: `iconv -f utf-16 -t utf-8 FILE > FILE.utf8`"),
+    (re.compile(rb"[^\x00]\x00[^\x00]\x00"), "UTF-16 text without a byte-order mark (little-endian)",
+     "re-encode it as UTF-8: `iconv -f utf-16le -t utf-8 FILE > FILE.utf8`"),
+    (re.compile(rb"\x00[^\x00]\x00[^\x00]"), "UTF-16 text without a byte-order mark (big-endian)",
+     "re-encode it as UTF-8: `iconv -f utf-16be -t utf-8 FILE > FILE.utf8`"),
+)
+
+
 def decode(name: str, raw: bytes) -> str:
     """UTF-8 bytes (optional BOM) of the file ``name`` as text with LF line ends.
 
     Raises:
-        DataFormatError: bytes that are not UTF-8 (the message names the line).
+        DataFormatError: bytes that are no UTF-8 text: a compressed file or an archive (other than gzip, which is
+            read), UTF-16 or UTF-32 text, NUL bytes, bytes of another encoding (each named, with its fix), or a
+            byte-order mark inside the text (files joined).
     """
+    for signature, what, fix in _SIGNATURES:
+        if signature.match(raw):
+            raise DataFormatError(f"{name} is {what}, not UTF-8 text: {fix.replace('FILE', name)}, and give that "
+                                  f"file.")
+    if b"\x00" in raw:
+        line = raw[: raw.index(b"\x00")].count(b"\n") + 1
+        raise DataFormatError(f"{name}, line {line}: holds NUL bytes, which UTF-8 text never does: a binary file, or "
+                              f"text in UTF-16 / UTF-32. Give the event file as UTF-8 text (e.g. `iconv -f utf-16 -t "
+                              f"utf-8` for UTF-16).")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise DataFormatError(
             f"{name}, line {line}: expected UTF-8 text, found the byte {raw[exc.start:exc.start + 1]!r}. "
-            f"Re-encode the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
+            f"Re-encode the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8` for Latin-1 text)."
         ) from exc
     if text.startswith("\ufeff"):
         text = text[1:]
+    if "\ufeff" in text:
+        line = text[: text.index("\ufeff")].count("\n") + 1
+        raise DataFormatError(f"{name}, line {line}: holds a byte-order mark (U+FEFF) inside the text, where files "
+                              f"were joined (e.g. `cat a.csv b.csv`, the second with its own mark). Remove it, e.g. "
+                              f"`sed -i 's/\\xEF\\xBB\\xBF//g' FILE`.")
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
