@@ -596,8 +596,9 @@ def _input_hints() -> dict[str, str]:
 
 def check_inputs(inputs: Paths) -> None:
     """Raise :class:`~tgeval.errors.InputPathError` for an input of a command (keyed by how the user named it,
-    as for :func:`tgeval.atomic.check_distinct`; ``None`` skipped) that does not exist or is a folder: called
-    when a command meets a missing file or a folder where it reads one (after its options are checked), so the
+    as for :func:`tgeval.atomic.check_distinct`; ``None`` skipped) that does not exist, is a folder or is no
+    regular file: called when a command meets a missing file or a folder where it reads one, or a reader refuses
+    an input (after its options are checked), so the
     user reads which input it is, by the name they gave it, and what to give instead of Python's bare error or a
     reader's :func:`~tgeval.atomic.check_input_file` ("event file ..."). ``train --resume`` is left to
     :func:`tgeval.training.fitting.fit`, which resumes from the ``best.pt`` beside a missing ``last.pt``."""
