@@ -73,8 +73,8 @@ def _as_times(t: Tensor) -> Tensor:
     if t.dtype in (torch.float16, torch.bfloat16):
         exact = round(2 / torch.finfo(t.dtype).eps)  # 2^(mantissa bits + 1): 2048 for float16, 256 for bfloat16
         raise TemporalDataError(f"`t` has dtype {t.dtype}, which holds whole numbers exactly only up to {exact}: "
-                                f"the timestamps were rounded (events merged or reordered) before tgeval saw them. Build "
-                                f"`t` as int64 (integer times) or float64 from the original values.")
+                                f"the timestamps were rounded (events merged or reordered) before tgeval saw them. "
+                                f"Build `t` as int64 (integer times) or float64 from the original values.")
     if t.dtype.is_floating_point:
         t = t.double()
         bad = ~torch.isfinite(t)
