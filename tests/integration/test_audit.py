@@ -199,3 +199,13 @@ def test_the_html_report_shows_the_audits_beside_the_results(tmp_path):
     section = page[page.index("<h2>Leak audits</h2>"):]
     assert "edgebank.audit.json" in section and "leaky.audit.json" in section and "FAILED" in section
     assert "Files not reported" not in page  # the audits are not taken for broken results
+
+
+def test_a_build_that_raises_fails_the_state_check_and_runs_no_other():
+    def broken(data):
+        raise RuntimeError("no weights here")
+
+    report = audit(broken, DATA, SPLIT)
+    assert not report.passed and report.checks["state"].passed is False
+    assert "build(data) raised RuntimeError: no weights here" in report.checks["state"].detail
+    assert all(r.passed is None and r.detail.startswith("not run") for n, r in report.checks.items() if n != "state")

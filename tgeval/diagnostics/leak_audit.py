@@ -191,7 +191,10 @@ def audit(build: Callable[[TemporalData], TemporalLinkModel], data: TemporalData
         torch.manual_seed(seed)
         return build(stream)
 
-    model = built(data)
+    try:
+        model = built(data)
+    except Exception as error:  # noqa: BLE001 - the model's error is the state check's finding
+        return _not_run(chosen, f"build(data) raised {type(error).__name__}: {error}", {"seed": seed})
     history = protocol.history or ("exact" if model.exact_history else "batch")
     stream = _canonical(data)
     probes = _probes(stream, segment, catalog, protocol.batch_size, generator)
@@ -207,10 +210,7 @@ def audit(build: Callable[[TemporalData], TemporalLinkModel], data: TemporalData
         reference, snapshot = _replay(model, stream, segment.start, probes, len(probes.slices), history,
                                       guard=True, keep=len(probes.slices) // 2)
     except Exception as error:  # noqa: BLE001 - the model's error is the state check's finding
-        reason = f"the reference replay failed: {type(error).__name__}: {error}"
-        results = {name: CheckResult(False if name == "state" else None,
-                                     reason if name == "state" else f"not run ({reason})") for name in chosen}
-        return AuditReport(results, {**manifest, "summary": reason})
+        return _not_run(chosen, f"the reference replay failed: {type(error).__name__}: {error}", manifest)
 
     tolerance = float(model.tie_tolerance)
     runs: dict[str, Callable[[], str]] = {
@@ -238,6 +238,14 @@ def audit(build: Callable[[TemporalData], TemporalLinkModel], data: TemporalData
     summary = f"{len(failed)} of {len(chosen)} checks failed ({', '.join(failed)})" if failed else \
         f"{sum(r.passed is True for r in results.values())} checks passed"
     return AuditReport(results, {**manifest, "summary": summary})
+
+
+def _not_run(chosen: Sequence[str], reason: str, manifest: dict) -> AuditReport:
+    """The report of an audit whose model could not be built or replayed: ``state`` fails with ``reason``, the
+    other checks are not run."""
+    checks = {name: CheckResult(False, reason) if name == "state" else CheckResult(None, f"not run ({reason})")
+              for name in chosen}
+    return AuditReport(checks, {**manifest, "summary": reason})
 
 
 # -- the probes and their replay ---------------------------------------------------------------------------
