@@ -47,7 +47,7 @@ from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.groups import canonical_order
 from tgeval.data.hashing import fingerprint
 from tgeval.data.split import Segment, Split
-from tgeval.data.validation import permute_events, validate
+from tgeval.data.validation import per_event_keys, permute_events, validate
 from tgeval.errors import ModelCapabilityError, ProtocolError, SlowPathWarning, UntrainedModelWarning
 from tgeval.eval.engine import evaluate, warm_up
 from tgeval.loader import TimestampBatchLoader
@@ -267,7 +267,7 @@ def _probes(stream: TemporalData, segment: Segment, catalog: Catalog, batch_size
     count = min(PROBES, segment.end - segment.start)
     event = torch.linspace(segment.start, segment.end - 1, count).round().long().unique()
     own = stream.dst[event].unique()
-    extra = catalog.items[torch.randperm(catalog.items.numel(), generator=generator)]
+    extra = catalog.items[torch.randperm(catalog.items.numel(), generator=generator).to(catalog.items.device)]
     extra = extra[~torch.isin(extra, own)][:max(0, CANDIDATES - own.numel())]
     candidates = torch.cat([own, extra])[:max(CANDIDATES, own.numel())]
     boundaries = TimestampBatchLoader(stream[segment.start:segment.end], batch_size).boundaries + segment.start
@@ -305,9 +305,11 @@ def _replay(model: TemporalLinkModel, stream: TemporalData, start: int, probes: 
 
 
 def _batch(stream: TemporalData, probes: _Probes, b: int) -> TemporalData:
+    """Batch ``b`` of the replay as the engine gives it to a model: every per-event field of the stream but its
+    bookkeeping (``e_id``), and ``position``, on the stream's device."""
     a, z = probes.boundaries[b], probes.boundaries[b + 1]
-    batch = TemporalData(**{key: stream[key][a:z] for key in ("src", "dst", "t", "msg") if key in stream})
-    batch.position = torch.arange(a, z)
+    batch = TemporalData(**{key: stream[key][a:z] for key in per_event_keys(stream) if key != "e_id"})
+    batch.position = torch.arange(a, z, device=stream.src.device)
     return batch
 
 
@@ -360,10 +362,11 @@ def _altered(data: TemporalData, cut: Tensor, generator: torch.Generator) -> Tem
     if count == 0:
         return out
     num_nodes = int(max(int(data.src.max()), int(data.dst.max()))) + 1
-    out.src[after] = torch.randint(num_nodes, (count,), generator=generator)
-    out.dst[after] = torch.randint(num_nodes, (count,), generator=generator)
+    device = data.src.device  # drawn with the CPU generator, whatever the data's device
+    out.src[after] = torch.randint(num_nodes, (count,), generator=generator).to(device)
+    out.dst[after] = torch.randint(num_nodes, (count,), generator=generator).to(device)
     if "msg" in data:
-        out.msg[after] = torch.randn((count, *data.msg.shape[1:]), generator=generator).to(data.msg.dtype)
+        out.msg[after] = torch.randn((count, *data.msg.shape[1:]), generator=generator).to(device, data.msg.dtype)
     out.t[after] = data.t[after] + (data.t[-1] - cut + 1)
     return out
 
@@ -407,7 +410,7 @@ def _candidate_independence(model: TemporalLinkModel, stream: TemporalData, star
 
 def _order_invariance(built: Callable[[TemporalData], TemporalLinkModel], data: TemporalData, probes: _Probes,
                       reference: Tensor, history: str, tolerance: float, generator: torch.Generator) -> str:
-    order = torch.randperm(data.num_events, generator=generator)
+    order = torch.randperm(data.num_events, generator=generator).to(data.src.device)
     order = order[torch.argsort(data.t[order], stable=True)]  # within each timestamp group: a random order
     shuffled = permute_events(data, order)
     scores, _ = _replay(built(shuffled), _canonical(shuffled), probes.boundaries[0], probes, len(probes.slices),
