@@ -158,6 +158,7 @@ def test_the_report_is_json_and_names_its_protocol():
     manifest = payload["manifest"]
     assert manifest["seed"] == 3 and manifest["data"].startswith("sha256:") and len(manifest["cut_times"]) >= 1
     assert manifest["segment"] == {"name": "test", "start": SPLIT.test.start, "end": SPLIT.test.end}
+    assert manifest["catalog"]["kind"] == "train" and manifest["ties"] == "average" and manifest["batch_size"] == 200
     with pytest.raises(tgeval.ProtocolError, match="unknown audit checks"):
         audit(Degree, DATA, SPLIT, checks=["future"])
 

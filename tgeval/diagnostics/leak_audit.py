@@ -203,7 +203,8 @@ def audit(build: Callable[[TemporalData], TemporalLinkModel], data: TemporalData
                 "segment": {"name": segment.name, "start": segment.start, "end": segment.end},
                 "probes": int(probes.event.numel()), "candidates": int(probes.candidates.numel()),
                 "cut_times": [int(c) if float(c).is_integer() else float(c) for c in cuts.tolist()],
-                "batch_size": protocol.batch_size, "history": history, "tie_tolerance": float(model.tie_tolerance),
+                "catalog": catalog.describe(), "batch_size": protocol.batch_size, "history": history,
+                "ties": protocol.ties, "tie_tolerance": float(model.tie_tolerance),
                 "checks": list(chosen), "seed": seed, "versions": versions()}
     results: dict[str, CheckResult] = {}
     try:
@@ -456,14 +457,15 @@ def _batch_size(model: TemporalLinkModel, data: TemporalData, stream: TemporalDa
                 model.eval()
                 warm_up(model, stream[:segment.start], batch_size=protocol.batch_size)
                 result = evaluate(model, data, window, Protocol(batch_size=size, num_negatives=0, history=history,
-                                                                warm=False), catalog=catalog)
+                                                                ties=protocol.ties, warm=False), catalog=catalog)
                 mrr.append(result.metrics["all_entity"]["mrr"]["micro"])
     except Exception as error:  # noqa: BLE001 - reported: the model cannot be evaluated this way
         return CheckResult(None, f"not measured: {type(error).__name__}: {error}")
     delta = mrr[0] - mrr[1]
-    return CheckResult(None, f"all-entity MRR {mrr[0]:.4f} in batches of {protocol.batch_size}, {mrr[1]:.4f} in one "
-                             f"timestamp group per batch ({delta:+.4f}; events [{segment.start}, {end}))",
-                       value=delta)
+    return CheckResult(None, f"all-entity MRR (micro, catalog {catalog.kind} of {catalog.items.numel()} items, "
+                             f"{protocol.ties} ties, online, history {history}) {mrr[0]:.4f} in batches of "
+                             f"{protocol.batch_size}, {mrr[1]:.4f} in one timestamp group per batch ({delta:+.4f}; "
+                             f"events [{segment.start}, {end}))", value=delta)
 
 
 def _number(value: Any) -> str:
