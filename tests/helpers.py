@@ -40,12 +40,9 @@ def guide_models() -> dict:
 
 
 def readme_pyg_tgn():
-    """The classes ``PygTGN`` and ``PygTGNConfig`` of the guide's *Your own PyG model*
-    (``docs/guide/pyg-models.md``), run from the block that defines them."""
-    block = next(code for code in python_blocks(PYG_MODELS_PAGE) if "class PygTGN" in code)
-    namespace: dict = {"__name__": "readme_pyg_tgn"}
-    exec(compile(block, f"{PYG_MODELS_PAGE}:PygTGN", "exec"), namespace)
-    return namespace["PygTGN"], namespace["PygTGNConfig"]
+    """The classes ``PygTGN`` and ``PygTGNConfig`` of the guide's *Your own PyG model* (:func:`guide_models`)."""
+    classes = guide_models()
+    return classes["PygTGN"], classes["PygTGNConfig"]
 
 
 class StatelessModel(TemporalLinkModel):
