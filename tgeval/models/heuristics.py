@@ -119,7 +119,10 @@ class _BufferState(TemporalLinkModel):
         """
         if type(self).score.__module__ != __name__:
             return pairwise_scorer(self.score, src, t, candidates)
+        return self._blocks(src, t, candidates)
 
+    def _blocks(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
+        """:meth:`candidate_scorer` of a model whose :meth:`score` broadcasts: blocks on the broadcast grid."""
         def scores(ev: slice, cand: Union[slice, Tensor]) -> Tensor:
             rows, cols = src[ev], candidates[cand]
             return self.score(rows[:, None], cols[None, :], t[ev][:, None]).expand(rows.numel(), cols.numel())

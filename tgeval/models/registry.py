@@ -196,5 +196,11 @@ register("popularity-local", "tgeval.models.heuristics:LocalPopularity",
          help="the pair's count of past events (within --window, or decayed with a half-life)")
 register("popularity-global", "tgeval.models.heuristics:GlobalPopularity",
          help="the destination's count of past events (within --window, or decayed with a half-life)")
+register("local-global", "tgeval.models.lexicographic:LocalGlobal",
+         help="the pair's last time, ties broken by the destination's last time (Cornell et al.'s LocalGlobal)")
+register("recency-popularity-local", "tgeval.models.lexicographic:LocalRecencyPopularity",
+         help="the pair's last time, ties broken by the pair's count of past events")
+register("recency-popularity-global", "tgeval.models.lexicographic:GlobalRecencyPopularity",
+         help="the destination's last time, ties broken by its count of past events")
 register("membership", "tgeval.models.heuristics:PairMembership", trainable=True,
          help="s = b + beta * 1{pair seen before} (trainable)")

@@ -33,7 +33,8 @@ VARIANTS = [
     ("recency-local", {}), ("recency-local", {"window": 3}), ("recency-global", {}),
     ("recency-global", {"window": 2.5}), ("popularity-local", {}), ("popularity-local", {"window": 3}),
     ("popularity-local", {"half_life": 2.0}), ("popularity-global", {}), ("popularity-global", {"window": 1.5}),
-    ("popularity-global", {"half_life": 0.5}),
+    ("popularity-global", {"half_life": 0.5}), ("local-global", {}), ("recency-popularity-local", {}),
+    ("recency-popularity-global", {}),
 ]
 
 

@@ -1,6 +1,6 @@
 """Recency and popularity heuristics, local (per pair) and global (per destination), unlimited,
-windowed and decayed, against plain-Python references over every event before each query; their
-scores never read the scored batch's or later events."""
+windowed and decayed, and their lexicographic combinations, against plain-Python references over every
+event before each query; their scores never read the scored batch's or later events."""
 
 import math
 
@@ -48,8 +48,24 @@ def popularity(scope, window=None, half_life=None):
     return score
 
 
+def lexicographic(first, second):
+    """The combination's score: ``code(first) * 2^26 + code(second)``, a time's code being the number of distinct
+    times of the stream up to it (0: none), a popularity's its count."""
+    def code(key, events, u, v, t):
+        scope, kind = key.split("-")[1], key.split("-")[0]
+        times = _matching(events, scope, u, v, t, None)
+        if kind == "popularity":
+            return len(times)
+        return len({s for _, _, s in events if s <= max(times)}) if times else 0
+    return lambda events, u, v, t: float(code(first, events, u, v, t) * 2**26 + code(second, events, u, v, t))
+
+
 #: registry name, options, reference score(events, u, v, t) from the events before t
 EXACT = {
+    "local-global": ("local-global", {}, lexicographic("recency-local", "recency-global")),
+    "recency-popularity-local": ("recency-popularity-local", {}, lexicographic("recency-local", "popularity-local")),
+    "recency-popularity-global": ("recency-popularity-global", {},
+                                  lexicographic("recency-global", "popularity-global")),
     "recency-local": ("recency-local", {}, recency("local")),
     "recency-local-w3": ("recency-local", {"window": 3}, recency("local", 3)),
     "recency-global": ("recency-global", {}, recency("global")),

@@ -1,0 +1,144 @@
+r"""Exact all-entity counts of a heuristic by order statistics, not by scoring every pair.
+
+A heuristic's score of a candidate ``c`` for a query ``(u, t)`` mostly depends on ``c`` alone
+through a key kept in the state (its count, its last time): only the query's *explicit* items
+(the destinations its source was paired with, the items the batch's earlier events touched) can
+score otherwise. So, with the catalog sorted once by that source-free key, a query's counts are
+two binary searches over the sorted keys plus a correction over its explicit items:
+
+.. math::
+    \text{above}_i = \#\{c \in C : k_c > a_i\}
+        + \sum_{c \in X_i \cap C} \big(1\{s_i(c) > p_i\} - 1\{k_c > a_i\}\big),
+
+with ``a_i`` the key above which an item outside ``X_i`` outscores the positive's ``p_i`` (and
+likewise ``b_i`` for "at least"), ``s_i(c)`` the model's own score. Cost per batch:
+:math:`O(C \log C)` for the sort, :math:`O(B \log C)` for the searches and :math:`O(|X|)` for the
+explicit items (the sources' stored pairs and the batch's earlier events), never :math:`O(BC)`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import torch
+from torch import Tensor
+
+from tgeval.data.catalog import Catalog
+from tgeval.data.sorted_keys import Occurrences, expand_ranges
+
+__all__ = ["ordered_counts", "prefix_weight_above", "key_changes", "source_pairs", "earlier_pairs", "distinct_pairs"]
+
+
+def ordered_counts(score: Callable[[Tensor, Tensor, Tensor], Tensor], src: Tensor, t: Tensor, pos_score: Tensor,
+                   catalog: Catalog, order_key: Tensor, above_key: Tensor, least_key: Tensor,
+                   rows: Tensor, items: Tensor, key_at: Callable[[Tensor, Tensor], Tensor],
+                   changes: Optional[tuple[Tensor, Tensor, Tensor]] = None) -> tuple[Tensor, Tensor]:
+    """Exact ``(above, equal)``, int64 ``[B]``: the catalog items scoring above / equal to ``pos_score``.
+
+    Args:
+        score: the model's ``score(src, dst, t)`` (as the engine calls it for this batch).
+        src, t, pos_score: ``[B]`` queries and their positives' scores.
+        catalog: candidates, all always available.
+        order_key: ``[num_nodes]`` source-free key of every node in the stored state (int64 or float64).
+        above_key, least_key: ``[B]``, the dtype of ``order_key``: an item ``c`` outside query ``i``'s
+            explicit items scores ``> pos_score[i]`` iff its key at ``t[i]`` is ``> above_key[i]``, and
+            ``>= pos_score[i]`` iff it is ``>= least_key[i]``.
+        rows, items: int64 ``[X]`` distinct ``(query, item)`` pairs, the explicit items (any ids:
+            those outside the catalog are left out here), scored one by one.
+        key_at: ``key_at(items, t)``, the items' keys at the times ``t`` (elementwise): the stored ones
+            updated by the batch's events before ``t``.
+        changes: ``(before, keys, weights)``: how the batch's events change the keys, as the key of an
+            item before and after each change (``keys``, ``weights`` ``[2M]``: the old key with weight ``-1``,
+            the new with ``+1``, ``0`` outside the catalog, in time order) and, per query, the number of
+            changes strictly before it (``before``, ``[B]``); :func:`key_changes` makes them.
+    """
+    keys = torch.sort(order_key.take(catalog.items)).values
+    size = keys.numel()
+    above = size - torch.searchsorted(keys, above_key.contiguous(), right=True)
+    at_least = size - torch.searchsorted(keys, least_key.contiguous())
+    if changes is not None:
+        before, new_keys, weights = changes
+        above = above + prefix_weight_above(new_keys, weights, 2 * before, above_key, strict=True)
+        at_least = at_least + prefix_weight_above(new_keys, weights, 2 * before, least_key, strict=False)
+    inside = catalog.indicator.take(items) > 0
+    rows, items = rows[inside], items[inside]
+    if rows.numel():
+        when = t.take(rows)
+        scores, p, key = score(src.take(rows), items, when), pos_score.take(rows), key_at(items, when)
+        above = above.index_add(0, rows, (scores > p).long() - (key > above_key.take(rows)).long())
+        at_least = at_least.index_add(0, rows, (scores >= p).long() - (key >= least_key.take(rows)).long())
+    return above, at_least - above
+
+
+def prefix_weight_above(values: Tensor, weights: Tensor, prefix: Tensor, threshold: Tensor, *,
+                        strict: bool) -> Tensor:
+    r"""Per query ``i``, the sum of ``weights[j]`` over ``j < prefix[i]`` with ``values[j] > threshold[i]``
+    (``>=`` unless ``strict``): int64 ``[B]``, a dominance count on a merge-sort tree built with sorts.
+
+    At level ``L`` the values are grouped in aligned blocks of ``2^L`` positions, each block sorted, with
+    running weight sums; a prefix ``[0, k)`` is the blocks ``(k >> L) - 1`` of the levels ``L`` whose bit
+    is set in ``k``, each read with two searches: :math:`O(M \log^2 M)` to build, :math:`O(B \log^2 M)`
+    to query, with no loop over events.
+    """
+    total = torch.zeros(prefix.shape, dtype=torch.long, device=prefix.device)
+    size = values.numel()
+    if size == 0:
+        return total
+    ordered = torch.sort(values).values
+    rank = torch.searchsorted(ordered, values)  # values' ranks, in [0, size)
+    cut = torch.searchsorted(ordered, threshold.contiguous(), right=strict)  # ranks at or above it count
+    stride, position = size + 1, torch.arange(size, device=values.device)
+    for level in range(size.bit_length()):
+        composite, order = torch.sort((position >> level) * stride + rank)
+        sums = torch.cat([weights.new_zeros(1), torch.cumsum(weights.take(order), 0)])
+        block = (prefix >> level) - 1
+        base = block * stride
+        ends = sums.take(torch.searchsorted(composite, base + stride)) - sums.take(torch.searchsorted(composite, base + cut))
+        total = total + torch.where((prefix >> level) & 1 == 1, ends, torch.zeros_like(ends))
+    return total
+
+
+def key_changes(occurrences: Occurrences, after: Tensor, stored: Tensor, t: Tensor,
+                catalog: Catalog) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`ordered_counts`' ``changes`` from a batch's occurrences of nodes (each one changing its key).
+
+    Args:
+        occurrences: the nodes whose key the batch's events change, indexed by time.
+        after: ``[M]``, per sorted occurrence, its node's key after it (the dtype of ``stored``).
+        stored: ``[num_nodes]``, the keys before the batch.
+        t: ``[B]`` query times.
+        catalog: occurrences of items outside it weigh ``0``.
+    """
+    nodes = occurrences.keys[:-1]
+    position = torch.arange(nodes.numel(), device=nodes.device)
+    before = torch.where(occurrences.run_start == position, stored.take(nodes), after.take((position - 1).clamp(min=0)))
+    keys = torch.empty(2 * nodes.numel(), dtype=after.dtype, device=nodes.device)
+    keys[0::2] = torch.empty_like(before).scatter_(0, occurrences.order, before)  # time order: old key, new key
+    keys[1::2] = torch.empty_like(after).scatter_(0, occurrences.order, after)
+    inside = torch.empty_like(nodes).scatter_(0, occurrences.order, (catalog.indicator.take(nodes) > 0).long())
+    return torch.searchsorted(occurrences.all_times, t.contiguous()), keys, torch.stack([-inside, inside], 1).view(-1)
+
+
+def source_pairs(sorted_keys: Tensor, src: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
+    """``(rows, items)``: every stored pair key ``u * num_nodes + v`` of each query's source ``u = src[row]``,
+    from a sorted (padded) array of distinct pair keys: the run ``[u n, (u + 1) n)`` of each query."""
+    base = src * num_nodes
+    lo = torch.searchsorted(sorted_keys, base)
+    rows, index = expand_ranges(lo, torch.searchsorted(sorted_keys, base + num_nodes) - lo)
+    return rows, sorted_keys.take(index) % num_nodes
+
+
+def earlier_pairs(sources: Occurrences, batch_dst: Tensor, src: Tensor, t: Tensor) -> tuple[Tensor, Tensor]:
+    r"""``(rows, items)``: the destinations of the batch's events from each query's source ``src[row]`` strictly
+    before ``t[row]``, with ``sources`` the batch's sources indexed by time: each query's run of its
+    source, cut at ``t``, :math:`O(\sum_i n_i)` for ``n_i`` such events."""
+    start = torch.searchsorted(sources.keys, src.contiguous())
+    rows, index = expand_ranges(start, sources.count_before(src, t))
+    return rows, batch_dst.take(sources.order.take(index))
+
+
+def distinct_pairs(rows: Tensor, items: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
+    """The distinct ``(row, item)`` pairs among ``rows, items`` (int64 ``[X]`` each)."""
+    keys = torch.unique(rows * num_nodes + items)
+    return keys // num_nodes, keys % num_nodes
+

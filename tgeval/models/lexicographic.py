@@ -1,0 +1,294 @@
+r"""Recency and popularity combined in a fixed priority order (Cornell et al., "On the Power of
+Heuristics in Temporal Graphs", 2025): the first key ranks the candidates, the second breaks its ties.
+
+The four keys, each over the events strictly before the query's time :math:`t`:
+
+* ``recency-local``: the last time the pair ``(u, v)`` occurred; ``recency-global``: the last time
+  ``v`` was a destination (none: below every time);
+* ``popularity-local``: the pair's number of events; ``popularity-global``: ``v``'s number of
+  events as a destination.
+
+A score is one float64 that orders as the pair of keys does:
+:math:`s = k_1 \cdot 2^{26} + k_2`, with times replaced by their timestamp code (the number of
+distinct timestamps fed up to and including it, ``0`` for none), exact while every code of the first
+key stays below :math:`2^{27}` and of the second below :math:`2^{26}` (a longer stream is refused
+with :class:`~tgeval.errors.ModelCapabilityError`, never rounded).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor
+from torch_geometric.data import TemporalData
+
+from tgeval.data.catalog import Catalog
+from tgeval.data.sorted_keys import Occurrences
+from tgeval.errors import ModelCapabilityError, ModelConfigError
+from tgeval.models.base import CandidateScorer, time_store
+from tgeval.models.counting import distinct_pairs, earlier_pairs, key_changes, ordered_counts, source_pairs
+from tgeval.models.heuristics import EdgeBank, _BufferState, _lowest
+from tgeval.state import State, clone_state
+
+__all__ = ["Lexicographic", "LocalGlobal", "LocalRecencyPopularity", "GlobalRecencyPopularity", "KEYS"]
+
+#: the keys a combination orders by: the pair's or the destination's last time or number of events
+KEYS = ("recency-local", "popularity-local", "recency-global", "popularity-global")
+#: the second key's codes stay below this; the score is ``first * SECOND_BOUND + second``
+SECOND_BOUND = 2**26
+#: the first key's codes stay below this: ``FIRST_BOUND * SECOND_BOUND = 2^53``, exact in float64
+FIRST_BOUND = 2**27
+
+
+class _Batch:
+    """What :meth:`Lexicographic.within_batch` keeps of a time-sorted batch: its events, each one's
+    timestamp code, and its pairs, destinations and sources indexed by time."""
+
+    def __init__(self, model: "Lexicographic", batch: TemporalData) -> None:
+        self.dst, self.t = batch.dst, batch.t
+        self.codes = model._codes(batch.t)
+        self.pairs = Occurrences(model._pair(batch.src, batch.dst), batch.t, times_sorted=True)
+        self.nodes = Occurrences(batch.dst, batch.t, times_sorted=True)
+        self.sources = Occurrences(batch.src, batch.t, times_sorted=True)
+
+    def last_code(self, occurrences: Occurrences, key: Tensor, t: Tensor) -> tuple[Tensor, Tensor]:
+        """``(count, code)``: the key's occurrences before ``t`` and the code of the latest (arbitrary if none)."""
+        count = occurrences.count_before(key, t)
+        start = torch.searchsorted(occurrences.keys, key.contiguous())
+        time = occurrences.times.take(start + (count - 1).clamp(min=0))
+        return count, self.codes.take(torch.searchsorted(self.t, time.contiguous()).clamp(max=self.t.numel() - 1))
+
+
+class Lexicographic(_BufferState):
+    r"""Two of :data:`KEYS` in priority order, scored with exact per-timestamp history.
+
+    ``Lexicographic(n, ("recency-local", "recency-global"))`` is the ``local-global`` heuristic: the
+    destinations a source reached most recently first, every other destination after them by how
+    recently anyone reached it.
+
+    State: the timestamp code of the latest time fed; per node its last code and count as a
+    destination (``[N]`` each); per pair, for a local key, its last code or its count in an
+    :class:`~tgeval.models.heuristics.EdgeBank` store (sorted pair keys, updates
+    :math:`O(B \log P)` amortised). All-entity counts are exact and counted
+    (:func:`~tgeval.models.counting.ordered_counts`): the catalog sorted by the destinations' second
+    (or first, global) key, plus each query's source's stored pairs and the batch's earlier events.
+
+    Args:
+        num_nodes: exclusive upper bound of node ids.
+        keys: two distinct names of :data:`KEYS`, the first one first.
+    """
+
+    exact_history = True
+    #: the name :meth:`describe` records (a registered combination's registry name)
+    name = "lexicographic"
+    _state_keys = ("clock", "latest", "node_last", "node_count")
+    clock: Tensor  # int64 []: code of the latest timestamp fed (0: none)
+    latest: Tensor  # []: the latest time fed (the lowest of its dtype: none)
+    node_last: Tensor  # int64 [N]: code of each node's last event as a destination (0: none)
+    node_count: Tensor  # int64 [N]: its number of events as a destination
+
+    def __init__(self, num_nodes: int, keys: Sequence[str] = ("recency-local", "recency-global")) -> None:
+        super().__init__(num_nodes)
+        keys = tuple(keys)
+        unknown = [key for key in keys if key not in KEYS]
+        if len(keys) != 2 or len(set(keys)) != 2 or unknown:
+            raise ModelConfigError(f"keys must be two distinct names of {', '.join(KEYS)} (the first ranks, the second "
+                                   f"breaks its ties), got {keys!r}.")
+        self.keys = keys
+        # per local key, a pair store whose "time" is the pair's last code or its running count
+        self.pair_last = EdgeBank(num_nodes) if "recency-local" in keys else None
+        self.pair_count = EdgeBank(num_nodes) if "popularity-local" in keys else None
+        self.register_buffer("clock", torch.zeros((), dtype=torch.long), persistent=False)
+        self.register_buffer("latest", torch.tensor(_lowest(torch.long)), persistent=False)
+        self.register_buffer("node_last", torch.zeros(num_nodes, dtype=torch.long), persistent=False)
+        self.register_buffer("node_count", torch.zeros(num_nodes, dtype=torch.long), persistent=False)
+        self._fed = 0  # host bound of every code: the events fed
+
+    # -- codes ----------------------------------------------------------------------------
+    def _pair(self, src: Tensor, dst: Tensor) -> Tensor:
+        return torch.add(dst, src, alpha=self.num_nodes)
+
+    def _codes(self, t: Tensor) -> Tensor:
+        """int64 ``[B]``: the timestamp code of each of a time-sorted batch's events, continuing the stored clock
+        (a batch that begins at the latest time fed keeps its code)."""
+        latest = self.latest.to(t.dtype) if t.is_floating_point() else self.latest
+        step = torch.ones(t.shape, dtype=torch.long, device=t.device)
+        step[1:] = (t[1:] != t[:-1]).long()
+        step[:1] = (t[:1] != latest).long()
+        return self.clock + torch.cumsum(step, 0)
+
+    def _stores(self) -> list[EdgeBank]:
+        return [store for store in (self.pair_last, self.pair_count) if store is not None]
+
+    def _key_code(self, key: str, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        """int64, the broadcast shape: the code of ``key`` for the pairs, from the state and, inside
+        :meth:`within_batch`, the batch's events strictly before ``t``."""
+        earlier: Optional[_Batch] = self._earlier
+        local = key.endswith("local")
+        if local:
+            pair = self._pair(src, dst)
+            found, stored = (self.pair_last if key == "recency-local" else self.pair_count)._lookup(pair)
+            stored = torch.where(found, stored, torch.zeros_like(stored))
+        else:
+            stored = (self.node_last if key == "recency-global" else self.node_count).take(dst)
+        if earlier is None:
+            return stored
+        occurrences, lookup = (earlier.pairs, pair) if local else (earlier.nodes, dst.expand_as(stored))
+        if key.startswith("popularity"):
+            return stored + occurrences.count_before(lookup, t)
+        count, code = earlier.last_code(occurrences, lookup, t)
+        return torch.where(count > 0, code, stored)
+
+    # -- scoring ----------------------------------------------------------------------------
+    def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        first, second = (self._key_code(key, src, dst, t) for key in self.keys)
+        return (first * SECOND_BOUND + second).double()
+
+    def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
+        return self._blocks(src, t, candidates)
+
+    def _index_earlier(self, batch: TemporalData) -> _Batch:
+        return _Batch(self, batch)
+
+    def _global_code(self, dst: Tensor, t: Optional[Tensor] = None) -> Tensor:
+        """int64, the shape of ``dst``: the score of ``dst`` as the destination of a pair never seen (the local
+        keys' codes ``0``), from the stored state (``t=None``) or at the times ``t`` (inside :meth:`within_batch`,
+        with the batch's events before ``t``)."""
+        def code(key: str) -> Tensor:
+            if key.endswith("local"):
+                return torch.zeros_like(dst)
+            if t is None:
+                return (self.node_last if key == "recency-global" else self.node_count).take(dst)
+            return self._key_code(key, dst, dst, t)
+        first, second = (code(key) for key in self.keys)
+        return first * SECOND_BOUND + second
+
+    def _changes(self, earlier: _Batch, t: Tensor, catalog: Catalog) -> Optional[tuple[Tensor, Tensor, Tensor]]:
+        """How the batch's events change the destinations' global codes (:func:`~tgeval.models.counting.key_changes`)."""
+        if all(key.endswith("local") for key in self.keys):
+            return None
+        nodes = earlier.nodes  # occurrences sorted by destination, each destination's in time order
+        rank = torch.arange(nodes.order.numel(), device=t.device) - nodes.run_start + 1  # among its node's, from 1
+        dst, code = nodes.keys[:-1], earlier.codes.take(nodes.order)
+        codes = {"recency-global": code, "popularity-global": self.node_count.take(dst) + rank}
+        first, second = (codes.get(key, torch.zeros_like(code)) for key in self.keys)
+        return key_changes(nodes, first * SECOND_BOUND + second, self._global_code(torch.arange(
+            self.num_nodes, device=t.device)), t, catalog)
+
+    def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
+                       catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
+        r"""Exact counts by order statistics (:func:`~tgeval.models.counting.ordered_counts`): a destination that
+        the query's source never reached before ``t`` scores its global code (the batch's earlier events
+        included, as key changes); the source's pairs are scored one by one. ``None`` for a catalog with
+        availability times (the engine scores it)."""
+        if catalog.available_from is not None:
+            return None
+        n = self.num_nodes
+        stores = self._stores()  # the local keys' stores hold the same pairs: the first one's main array and delta
+        parts = [source_pairs(keys, src, n) for keys in (stores[0].keys, stores[0].delta_keys)] if stores else []
+        earlier: Optional[_Batch] = self._earlier
+        if earlier is not None and stores:
+            parts.append(earlier_pairs(earlier.sources, earlier.dst, src, t))
+        if parts:
+            rows, items = distinct_pairs(torch.cat([r for r, _ in parts]), torch.cat([i for _, i in parts]), n)
+        else:
+            rows = items = src.new_zeros(0)
+        changes = None if earlier is None else self._changes(earlier, t, catalog)
+        p = pos_score.long()  # an integer below 2^53: exact
+        stored = self._global_code(torch.arange(n, device=src.device))
+        return ordered_counts(self.score, src, t, pos_score, catalog, stored, p, p, rows, items,
+                              lambda dst, when: self._global_code(dst, None if earlier is None else when), changes)
+
+    # -- state ------------------------------------------------------------------------------
+    def update(self, batch: TemporalData) -> None:
+        size = batch.src.numel()
+        if size == 0:
+            return
+        codes = self._codes(batch.t)
+        self.node_last = self.node_last.scatter_reduce(0, batch.dst, codes, reduce="amax")
+        self.node_count = self.node_count.index_add(0, batch.dst, torch.ones_like(batch.dst))
+        pairs = self._pair(batch.src, batch.dst)
+        if self.pair_last is not None:
+            self.pair_last.update(TemporalData(src=batch.src, dst=batch.dst, t=codes))
+        if self.pair_count is not None:  # each occurrence's running count: the stored one + its rank in the batch
+            found, stored = self.pair_count._lookup(pairs)
+            occurrences = Occurrences(pairs, batch.t, times_sorted=True)
+            rank = torch.arange(size, device=pairs.device) - occurrences.run_start + 1
+            running = torch.empty_like(rank).scatter_(0, occurrences.order, rank)
+            self.pair_count.update(TemporalData(src=batch.src, dst=batch.dst,
+                                                t=torch.where(found, stored, 0) + running))
+        self.clock = codes[-1].clone()
+        self.latest = batch.t[-1].to(time_store(self.latest, batch.t).dtype)
+        self._fed += size
+        if self._fed >= SECOND_BOUND:
+            self._check_bounds()
+
+    def _check_bounds(self) -> None:
+        """Refuse codes that the float64 score could not hold exactly (one device read, only past 2^26 events)."""
+        bounds = {"recency-local": self.clock, "recency-global": self.clock,
+                  "popularity-local": self.node_count.max(), "popularity-global": self.node_count.max()}
+        first, second = (int(bounds[key]) for key in self.keys)
+        if first >= FIRST_BOUND or second >= SECOND_BOUND:
+            raise ModelCapabilityError(
+                f"{self.keys[0]} reached code {first:,} and {self.keys[1]} {second:,}: the exact float64 score holds "
+                f"codes below {FIRST_BOUND:,} and {SECOND_BOUND:,}. Evaluate the stream in shorter segments, or rank "
+                f"by one key.")
+
+    def reset_state(self) -> None:
+        for store in self._stores():
+            store.reset_state()
+        self.clock = torch.zeros_like(self.clock)
+        self.latest = torch.full((), _lowest(torch.long), dtype=torch.long, device=self.clock.device)
+        self.node_last = torch.zeros_like(self.node_last)
+        self.node_count = torch.zeros_like(self.node_count)
+        self._fed = 0
+
+    def snapshot(self) -> State:
+        state = {key: clone_state(getattr(self, key)) for key in self._state_keys}
+        for name in ("pair_last", "pair_count"):
+            store = getattr(self, name)
+            if store is not None:
+                state.update({f"{name}.{key}": value for key, value in store.snapshot().items()})
+        return state
+
+    def restore(self, state: State) -> None:
+        for key in self._state_keys:
+            setattr(self, key, clone_state(state[key]).to(self.node_count.device))
+        self._fed = int(self.node_count.sum())  # every event fed counts once at its destination
+        for name in ("pair_last", "pair_count"):
+            store = getattr(self, name)
+            if store is not None:
+                store.restore({key: state[f"{name}.{key}"] for key in store.snapshot()})
+
+    def describe(self) -> dict:
+        return {"name": self.name, "keys": list(self.keys), "num_nodes": self.num_nodes}
+
+
+class LocalGlobal(Lexicographic):
+    """``local-global``: the pair's last time, ties (every pair never seen among them) broken by the
+    destination's last time as anyone's destination (:class:`Lexicographic`)."""
+
+    name = "local-global"
+
+    def __init__(self, num_nodes: int) -> None:
+        super().__init__(num_nodes, ("recency-local", "recency-global"))
+
+
+class LocalRecencyPopularity(Lexicographic):
+    """``recency-popularity-local``: the pair's last time, ties broken by its number of events (:class:`Lexicographic`)."""
+
+    name = "recency-popularity-local"
+
+    def __init__(self, num_nodes: int) -> None:
+        super().__init__(num_nodes, ("recency-local", "popularity-local"))
+
+
+class GlobalRecencyPopularity(Lexicographic):
+    """``recency-popularity-global``: the destination's last time as a destination, ties broken by its number
+    of events as one (:class:`Lexicographic`)."""
+
+    name = "recency-popularity-global"
+
+    def __init__(self, num_nodes: int) -> None:
+        super().__init__(num_nodes, ("recency-global", "popularity-global"))
