@@ -26,7 +26,8 @@ from torch import Tensor
 from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import Occurrences, expand_ranges
 
-__all__ = ["ordered_counts", "prefix_weight_above", "key_changes", "source_pairs", "earlier_pairs", "distinct_pairs"]
+__all__ = ["ordered_counts", "prefix_weight_above", "key_changes", "source_pairs", "counter_changes", "counter_at",
+           "constant_thresholds", "distinct_pairs"]
 
 
 def ordered_counts(score: Callable[[Tensor, Tensor, Tensor], Tensor], src: Tensor, t: Tensor, pos_score: Tensor,
@@ -44,7 +45,7 @@ def ordered_counts(score: Callable[[Tensor, Tensor, Tensor], Tensor], src: Tenso
             explicit items scores ``> pos_score[i]`` iff its key at ``t[i]`` is ``> above_key[i]``, and
             ``>= pos_score[i]`` iff it is ``>= least_key[i]``.
         rows, items: int64 ``[X]`` distinct ``(query, item)`` pairs, the explicit items (any ids:
-            those outside the catalog are left out here), scored one by one.
+            those outside the catalog weigh nothing), scored one by one.
         key_at: ``key_at(items, t)``, the items' keys at the times ``t`` (elementwise): the stored ones
             updated by the batch's events before ``t``.
         changes: ``(before, keys, weights)``: how the batch's events change the keys, as the key of an
@@ -60,13 +61,11 @@ def ordered_counts(score: Callable[[Tensor, Tensor, Tensor], Tensor], src: Tenso
         before, new_keys, weights = changes
         above = above + prefix_weight_above(new_keys, weights, 2 * before, above_key, strict=True)
         at_least = at_least + prefix_weight_above(new_keys, weights, 2 * before, least_key, strict=False)
-    inside = catalog.indicator.take(items) > 0
-    rows, items = rows[inside], items[inside]
-    if rows.numel():
-        when = t.take(rows)
-        scores, p, key = score(src.take(rows), items, when), pos_score.take(rows), key_at(items, when)
-        above = above.index_add(0, rows, (scores > p).long() - (key > above_key.take(rows)).long())
-        at_least = at_least.index_add(0, rows, (scores >= p).long() - (key >= least_key.take(rows)).long())
+    inside = catalog.indicator.take(items)  # 1 for a catalog item, else 0: weights, not a mask (no host read)
+    when = t.take(rows)
+    scores, p, key = score(src.take(rows), items, when), pos_score.take(rows), key_at(items, when)
+    above = above.index_add(0, rows, inside * ((scores > p).long() - (key > above_key.take(rows)).long()))
+    at_least = at_least.index_add(0, rows, inside * ((scores >= p).long() - (key >= least_key.take(rows)).long()))
     return above, at_least - above
 
 
@@ -119,22 +118,42 @@ def key_changes(occurrences: Occurrences, after: Tensor, stored: Tensor, t: Tens
     return torch.searchsorted(occurrences.all_times, t.contiguous()), keys, torch.stack([-inside, inside], 1).view(-1)
 
 
-def source_pairs(sorted_keys: Tensor, src: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
-    """``(rows, items)``: every stored pair key ``u * num_nodes + v`` of each query's source ``u = src[row]``,
-    from a sorted (padded) array of distinct pair keys: the run ``[u n, (u + 1) n)`` of each query."""
+def source_pairs(sorted_keys: Tensor, src: Tensor, num_nodes: int,
+                 occurrences: Optional[Occurrences] = None, t: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
+    r"""``(rows, items)``: the pair keys ``u * num_nodes + v`` of each query's source ``u = src[row]`` in a sorted
+    (padded) array of pair keys, the run ``[u n, (u + 1) n)``, :math:`O(\sum_i d_i)` for ``d_i`` such keys; with
+    ``occurrences`` (a batch's pairs, whose ``keys`` these are) only those strictly before ``t[row]``."""
     base = src * num_nodes
     lo = torch.searchsorted(sorted_keys, base)
     rows, index = expand_ranges(lo, torch.searchsorted(sorted_keys, base + num_nodes) - lo)
+    if occurrences is not None:
+        keep = occurrences.times.take(index) < t.take(rows)
+        rows, index = rows[keep], index[keep]
     return rows, sorted_keys.take(index) % num_nodes
 
 
-def earlier_pairs(sources: Occurrences, batch_dst: Tensor, src: Tensor, t: Tensor) -> tuple[Tensor, Tensor]:
-    r"""``(rows, items)``: the destinations of the batch's events from each query's source ``src[row]`` strictly
-    before ``t[row]``, with ``sources`` the batch's sources indexed by time: each query's run of its
-    source, cut at ``t``, :math:`O(\sum_i n_i)` for ``n_i`` such events."""
-    start = torch.searchsorted(sources.keys, src.contiguous())
-    rows, index = expand_ranges(start, sources.count_before(src, t))
-    return rows, batch_dst.take(sources.order.take(index))
+def counter_changes(occurrences: Occurrences, stored: Tensor, t: Tensor, catalog: Catalog,
+                    cap: Optional[int] = None) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`key_changes` of a count (``stored`` int64 ``[num_nodes]``) that each occurrence raises by one
+    (at most to ``cap``)."""
+    rank = torch.arange(occurrences.order.numel(), device=t.device) - occurrences.run_start + 1
+    after = stored.take(occurrences.keys[:-1]) + rank
+    return key_changes(occurrences, after if cap is None else after.clamp(max=cap), stored, t, catalog)
+
+
+def counter_at(occurrences: Optional[Occurrences], stored: Tensor, items: Tensor, t: Tensor,
+               cap: Optional[int] = None) -> Tensor:
+    """The count of each of ``items`` at ``t`` (elementwise): ``stored`` raised by its occurrences before ``t``."""
+    if occurrences is None:
+        return stored.take(items)
+    count = stored.take(items) + occurrences.count_before(items, t)
+    return count if cap is None else count.clamp(max=cap)
+
+
+def constant_thresholds(value: float, pos_score: Tensor) -> tuple[Tensor, Tensor]:
+    """``(above_key, least_key)`` of :func:`ordered_counts` for items that all score ``value`` (order keys ``0``)."""
+    big, none = torch.ones_like(pos_score, dtype=torch.long), torch.full_like(pos_score, -1, dtype=torch.long)
+    return torch.where(value > pos_score, none, big), torch.where(value >= pos_score, none, big)
 
 
 def distinct_pairs(rows: Tensor, items: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:

@@ -34,6 +34,8 @@ from tgeval.data.sorted_keys import PAD, Occurrences, merge_slots
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.errors import ModelConfigError, TemporalDataError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer, time_store
+from tgeval.models.counting import (constant_thresholds, counter_at, counter_changes, distinct_pairs, key_changes,
+                                    ordered_counts, source_pairs)
 from tgeval.state import State, clone_state
 
 __all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity", "LocalRecency",
@@ -540,6 +542,21 @@ def _merge_batch(keys: Tensor, times: Tensor, ks: Tensor, batch_times: Tensor) -
     return merged[:capacity], seen[:capacity]
 
 
+#: above every count: no item's key exceeds it
+_HIGHEST = torch.iinfo(torch.long).max
+
+
+def _counted(model: _BufferState, src: Tensor, t: Tensor, pos_score: Tensor, catalog: Catalog, stored: Tensor,
+             above: Tensor, least: Tensor, earlier: Optional[Occurrences],
+             cap: Optional[int] = None) -> tuple[Tensor, Tensor]:
+    """:func:`~tgeval.models.counting.ordered_counts` of a model that scores an item by a count (``stored``, int64
+    ``[num_nodes]``, at most ``cap``) that each of the batch's earlier occurrences of it raises by one."""
+    empty = src.new_zeros(0)
+    changes = None if earlier is None else counter_changes(earlier, stored, t, catalog, cap)
+    return ordered_counts(model.score, src, t, pos_score, catalog, stored, above, least, empty, empty,
+                          lambda items, when: counter_at(earlier, stored, items, when, cap), changes)
+
+
 def _endpoints(batch: TemporalData) -> Occurrences:
     """Every endpoint of a time-sorted batch, at its event's time (a self-loop counts twice, as in ``update``)."""
     return Occurrences(torch.stack([batch.src, batch.dst], 1).view(-1), torch.stack([batch.t, batch.t], 1).view(-1),
@@ -655,6 +672,19 @@ class NodeMemory(_BufferState):
     def _index_earlier(self, batch: TemporalData) -> Occurrences:
         return _endpoints(batch)
 
+    def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
+                       catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
+        """Exact counts by order statistics (:func:`~tgeval.models.counting.ordered_counts`) on whether each item
+        was seen; ``None`` for a catalog with availability times."""
+        if catalog.available_from is not None:
+            return None
+        earlier: Optional[Occurrences] = self._earlier
+        stored, p = self.seen.long(), pos_score.long()
+        seen_src = counter_at(earlier, stored, src, t, cap=1) > 0
+        none, every = torch.full_like(p, 2), torch.full_like(p, -1)  # an unseen source scores 0 everywhere
+        above, least = torch.where(seen_src, p, none), torch.where(seen_src, p, torch.where(p <= 0, every, none))
+        return _counted(self, src, t, pos_score, catalog, stored, above, least, earlier, cap=1)
+
     def update(self, batch: TemporalData) -> None:
         self.seen[batch.src] = True
         self.seen[batch.dst] = True
@@ -686,6 +716,23 @@ class PreferentialAttachment(_BufferState):
 
     def _index_earlier(self, batch: TemporalData) -> Occurrences:
         return _endpoints(batch)
+
+    def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
+                       catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
+        r"""Exact counts by order statistics on the degrees: for :math:`k_u > 0`, :math:`k_u k_c > p` iff
+        :math:`k_c > \lfloor p / k_u \rfloor` and :math:`k_u k_c \ge p` iff :math:`k_c \ge \lceil p / k_u \rceil`
+        (integers below :math:`2^{53}`); a source of degree 0 scores 0 everywhere. ``None`` for a catalog with
+        availability times."""
+        if catalog.available_from is not None:
+            return None
+        earlier: Optional[Occurrences] = self._earlier
+        stored, p = self.degree.long(), pos_score.long()
+        k_src = counter_at(earlier, stored, src, t)
+        divisor = k_src.clamp(min=1)
+        none, every = torch.full_like(p, _HIGHEST), torch.full_like(p, -1)
+        above = torch.where(k_src > 0, torch.div(p, divisor, rounding_mode="floor"), none)
+        least = torch.where(k_src > 0, -torch.div(-p, divisor, rounding_mode="floor"), every)
+        return _counted(self, src, t, pos_score, catalog, stored, above, least, earlier)
 
     def update(self, batch: TemporalData) -> None:
         ones = torch.ones(batch.src.numel(), dtype=torch.float64, device=self.degree.device)
@@ -752,6 +799,15 @@ class Popularity(_BufferState):
     def _index_earlier(self, batch: TemporalData) -> Occurrences:
         return Occurrences(batch.dst, batch.t, times_sorted=True)
 
+    def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
+                       catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
+        """Exact counts by order statistics on the destinations' counts (:func:`_counted`); ``None`` with a
+        half-life or for a catalog with availability times."""
+        if self.half_life is not None or catalog.available_from is not None:
+            return None
+        p = pos_score.long()
+        return _counted(self, src, t, pos_score, catalog, self.in_degree.long(), p, p, self._earlier)
+
     def update(self, batch: TemporalData) -> None:
         # elapsed times are differences in the stream's time kind (exact for int64 beyond 2^53), then float64
         self.reference_time = time_store(self.reference_time, batch.t)
@@ -791,25 +847,71 @@ class _Recency(EdgeBank):
     def _key(self, src: Tensor, dst: Tensor) -> Tensor:
         return dst if self.scope == "global" else super()._key(src, dst)
 
-    def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
-        key = self._key(src, dst)
+    def _last(self, key: Tensor, t: Tensor) -> tuple[Tensor, Tensor]:
+        """Whether each key occurred before ``t`` and its last time (arbitrary where not): the stored one or,
+        inside :meth:`within_batch`, the batch's latest before ``t``."""
         found, last = self._lookup(key)
         earlier: Optional[Occurrences] = self._earlier
         if earlier is not None:  # the key's latest occurrence in the batch before t
             count = earlier.count_before(key, t)
-            batch_last = earlier.times.take(torch.searchsorted(earlier.keys, key) + (count - 1).clamp(min=0))
+            batch_last = earlier.times.take(torch.searchsorted(earlier.keys, key.contiguous()) + (count - 1).clamp(min=0))
             if batch_last.dtype != last.dtype:
                 batch_last, last = batch_last.double(), last.double()
             last = torch.where(count > 0, torch.maximum(last, batch_last), last)  # stored times are older
             found = found | (count > 0)  # not in place: a block's found may broadcast ([1, c] against [b, c])
+        return found, last
+
+    def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        found, last = self._last(self._key(src, dst), t)
         if self.window is not None:
             found = found & (last >= self._since(t))
         gap = t.double() - last.double() if t.is_floating_point() or last.is_floating_point() else (t - last).double()
         return torch.where(found, -gap, torch.full_like(gap, -math.inf))
 
+    def _source_counts(self, src: Tensor, t: Tensor, pos_score: Tensor, catalog: Catalog,
+                       unseen: float) -> tuple[Tensor, Tensor]:
+        """Exact counts of a score that is ``unseen`` for every pair neither stored nor in the batch before ``t``:
+        the stored pairs of each query's source and its batch pairs before ``t`` scored one by one
+        (:func:`~tgeval.models.counting.ordered_counts`; one read of their number from the device), a
+        catalog with no availability times."""
+        n, earlier = self.num_nodes, self._earlier
+        parts = [source_pairs(self.keys, src, n), source_pairs(self.delta_keys, src, n)]
+        if earlier is not None:
+            parts.append(source_pairs(earlier.keys, src, n, earlier, t))
+        rows, items = distinct_pairs(torch.cat([r for r, _ in parts]), torch.cat([i for _, i in parts]), n)
+        zeros = torch.zeros(n, dtype=torch.long, device=src.device)
+        above, least = constant_thresholds(unseen, pos_score)
+        return ordered_counts(self.score, src, t, pos_score, catalog, zeros, above, least, rows, items,
+                              lambda dst, when: zeros.take(dst))
+
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
-        return None  # scores take many values: the engine scores the catalog
+        r"""Exact counts by order statistics (:func:`~tgeval.models.counting.ordered_counts`). Local: the
+        source's pairs scored one by one, every other item at ``-inf``. Global (integer times, no window): the
+        catalog by last time, :math:`-(t - \tau) > p` iff :math:`\tau > t + p` while every gap is exact in
+        float64 (below :math:`2^{53}`; checked with one read of the device, else ``None``). ``None`` for a
+        catalog with availability times."""
+        if catalog.available_from is not None:
+            return None
+        n, earlier = self.num_nodes, self._earlier
+        if self.scope == "local":
+            return self._source_counts(src, t, pos_score, catalog, -math.inf)
+        if self.window is not None or t.is_floating_point() or self.last_seen.is_floating_point():
+            return None
+        lowest = _lowest(torch.long)
+        found, last = self._lookup(torch.arange(n, device=src.device))
+        stored = torch.where(found, last, lowest)
+        if bool(((pos_score <= -2.0**53) & (pos_score > -math.inf)).any()):  # the positive's gap is rounded
+            return None
+        threshold = torch.where(pos_score > -math.inf, t - (-pos_score).clamp(max=2**53).long(), lowest)
+
+        def last_at(dst: Tensor, when: Tensor) -> Tensor:
+            seen, time = self._last(dst, when)
+            return torch.where(seen, time, lowest)
+        changes = None if earlier is None else key_changes(earlier, earlier.times[:-1], stored, t, catalog)
+        empty = src.new_zeros(0)
+        return ordered_counts(self.score, src, t, pos_score, catalog, stored, threshold, threshold, empty, empty,
+                              last_at, changes)
 
     def describe(self) -> dict:
         return {"name": f"recency-{self.scope}", "window": self.window, "num_nodes": self.num_nodes}
@@ -911,6 +1013,29 @@ class _EventCounts(_BufferState):
 
     def _index_earlier(self, batch: TemporalData) -> Occurrences:
         return Occurrences(self._key(batch.src, batch.dst), batch.t, times_sorted=True)
+
+    def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
+                       catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
+        """Exact counts by order statistics (:func:`~tgeval.models.counting.ordered_counts`). Local: the
+        source's pairs scored one by one, every other item at ``0`` (``-inf`` with a half-life). Global (no
+        window, no half-life): the catalog by count. ``None`` otherwise or for a catalog with availability times."""
+        if catalog.available_from is not None:
+            return None
+        n, earlier, stored_keys = self.num_nodes, self._earlier, self._log.keys[:-1]
+        if self.scope == "local":
+            parts = [source_pairs(torch.unique_consecutive(self._log.keys), src, n)]
+            if earlier is not None:
+                parts.append(source_pairs(earlier.keys, src, n, earlier, t))
+            rows, items = distinct_pairs(torch.cat([r for r, _ in parts]), torch.cat([i for _, i in parts]), n)
+            zeros = torch.zeros(n, dtype=torch.long, device=src.device)
+            above, least = constant_thresholds(-math.inf if self.half_life is not None else 0.0, pos_score)
+            return ordered_counts(self.score, src, t, pos_score, catalog, zeros, above, least, rows, items,
+                                  lambda dst, when: zeros.take(dst))
+        if self.window is not None or self.half_life is not None:
+            return None
+        p = pos_score.long()
+        counts = torch.zeros(n, dtype=torch.long, device=src.device).index_add_(0, stored_keys, torch.ones_like(stored_keys))
+        return _counted(self, src, t, pos_score, catalog, counts, p, p, earlier)
 
     def update(self, batch: TemporalData) -> None:
         if batch.src.numel() == 0:

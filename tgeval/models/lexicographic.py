@@ -27,7 +27,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import Occurrences
 from tgeval.errors import ModelCapabilityError, ModelConfigError
 from tgeval.models.base import CandidateScorer, time_store
-from tgeval.models.counting import distinct_pairs, earlier_pairs, key_changes, ordered_counts, source_pairs
+from tgeval.models.counting import distinct_pairs, key_changes, ordered_counts, source_pairs
 from tgeval.models.heuristics import EdgeBank, _BufferState, _lowest
 from tgeval.state import State, clone_state
 
@@ -43,14 +43,13 @@ FIRST_BOUND = 2**27
 
 class _Batch:
     """What :meth:`Lexicographic.within_batch` keeps of a time-sorted batch: its events, each one's
-    timestamp code, and its pairs, destinations and sources indexed by time."""
+    timestamp code, and its pairs and destinations indexed by time."""
 
     def __init__(self, model: "Lexicographic", batch: TemporalData) -> None:
-        self.dst, self.t = batch.dst, batch.t
+        self.t = batch.t
         self.codes = model._codes(batch.t)
         self.pairs = Occurrences(model._pair(batch.src, batch.dst), batch.t, times_sorted=True)
         self.nodes = Occurrences(batch.dst, batch.t, times_sorted=True)
-        self.sources = Occurrences(batch.src, batch.t, times_sorted=True)
 
     def last_code(self, occurrences: Occurrences, key: Tensor, t: Tensor) -> tuple[Tensor, Tensor]:
         """``(count, code)``: the key's occurrences before ``t`` and the code of the latest (arbitrary if none)."""
@@ -189,7 +188,7 @@ class Lexicographic(_BufferState):
         parts = [source_pairs(keys, src, n) for keys in (stores[0].keys, stores[0].delta_keys)] if stores else []
         earlier: Optional[_Batch] = self._earlier
         if earlier is not None and stores:
-            parts.append(earlier_pairs(earlier.sources, earlier.dst, src, t))
+            parts.append(source_pairs(earlier.pairs.keys, src, n, earlier.pairs, t))
         if parts:
             rows, items = distinct_pairs(torch.cat([r for r, _ in parts]), torch.cat([i for _, i in parts]), n)
         else:

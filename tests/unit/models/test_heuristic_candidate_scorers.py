@@ -98,3 +98,43 @@ def test_a_block_is_the_scores_of_its_pairs_for_any_rows_and_columns(name, optio
                      (slice(3, 4), torch.tensor([7, 0, 4]))]:
         got = scorer(ev, cand)
         assert got.shape == expected(ev, cand).shape and torch.equal(got, expected(ev, cand)), (ev, cand)
+
+
+#: the variants whose all-entity counts come from ``catalog_counts`` (order statistics), for every catalog
+#: without availability times (EdgeBank's window from batch-start history only)
+COUNTED = [variant for variant in VARIANTS if variant not in (
+    ("edgebank", {"directed": False}), ("recency-global", {"window": 2.5}), ("popularity", {"half_life": 2.0}),
+    ("popularity-global", {"window": 1.5}), ("popularity-global", {"half_life": 0.5}))]
+
+
+def _no_candidate_scoring(model):
+    def refuse(src, t, candidates):
+        raise AssertionError(f"{type(model).__name__} scored the catalog instead of counting")
+    model.candidate_scorer = refuse
+    return model
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=streams(min_events=6, max_events=40, max_nodes=N, max_time=7), variant=st.sampled_from(VARIANTS),
+       start=st.integers(1, 25), batch_size=st.integers(1, 12), history=st.sampled_from(["exact", "batch"]),
+       kind=st.sampled_from(["all", "time-available", "range", "custom"]), replay=st.sampled_from(["online", "fixed"]))
+def test_counted_all_entity_ranks_equal_scored(data, variant, start, batch_size, history, kind, replay):
+    """The exact counts of ``catalog_counts`` equal those of scoring every catalog item, from exact and from
+    batch-start history (a step of many timestamps: the batch's earlier events as key changes); the counted
+    variants never score the catalog."""
+    name, options = variant
+    segment = segment_from(data, min(start, data.num_events - 1))
+    catalog = (Catalog("custom", torch.tensor([0, 2, 3, 5, 8]), None, N) if kind == "custom"
+               else build_catalog(data, kind, num_nodes=N))
+    make = lambda: registry.build(name, num_nodes=N, **options)  # noqa: E731
+    if replay == "fixed" or not make().exact_history:
+        history = None if replay == "fixed" else "batch"
+    protocol = Protocol(num_negatives=2, batch_size=batch_size, seed=3, replay=replay, history=history)
+    run = lambda model, shortcut: evaluate(model, data, segment, protocol, sampler=SAMPLER,  # noqa: E731
+                                           catalog=catalog, use_shortcut=shortcut)
+    counted = variant in COUNTED and catalog.available_from is None and not (
+        name == "edgebank-window" and history == "exact")
+    fast = run(_no_candidate_scoring(make()) if counted else make(), True)
+    slow = run(make(), False)
+    for key in ("score", "above", "equal", "candidates"):
+        assert torch.equal(fast.records[key], slow.records[key]), (name, options, key)
