@@ -34,6 +34,7 @@ from tgeval.data.sorted_keys import PAD, Occurrences, merge_slots
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.errors import ModelConfigError, TemporalDataError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer, time_store
+from tgeval.models.clock import Clock, EventClock, describe_clock, event_clock
 from tgeval.models.counting import (constant_thresholds, counter_at, counter_changes, distinct_pairs, key_changes,
                                     ordered_counts, source_pairs)
 from tgeval.state import State, clone_state
@@ -762,21 +763,38 @@ class Popularity(_BufferState):
 
     Without ``half_life`` it scores from exact per-timestamp history (:attr:`exact_history`);
     the decayed counts are kept as of the batch start.
+
+    With ``clock=EventClock(tau, origins)`` (:class:`~tgeval.models.clock.EventClock`) ages are
+    counted in ticks of ``tau`` events instead of time: a query whose timestamp group starts at
+    stream position :math:`p` has tick :math:`k = c(p)` and scores
+    :math:`\log_2 \sum_{e:\, c_e < k,\, v_e = v} 2^{-(k - c_e)/h}` over the events of the earlier
+    ticks (PopTrack's rule: add a batch's events, then decay once). It has exact history: a
+    query's score depends on its position only, never on how the engine batches the stream.
+    State: the decayed counts of the ticks before the next event's, as of that tick, and the
+    destinations of the events of that tick fed so far.
     """
 
     _state_keys = ("in_degree", "reference_time")
     in_degree: Tensor  # float64 [N], decayed counts as of reference_time
-    reference_time: Tensor  # [] in the stream's time kind (int64, or float64 for float time)
+    reference_time: Tensor  # [] in the stream's time kind (int64, or float64 for float time); a tick (int64)
 
-    def __init__(self, num_nodes: int, half_life: Optional[float] = None) -> None:
+    def __init__(self, num_nodes: int, half_life: Optional[float] = None, clock: Clock = "time") -> None:
         super().__init__(num_nodes)
         if half_life is not None and not half_life > 0:
             raise ModelConfigError(f"half_life must be positive or None, got {half_life}.")
+        self.clock = event_clock(clock)
+        if self.clock is not None and half_life is None:
+            raise ModelConfigError("an event clock ages events for a half-life: give half_life (in ticks) too.")
         self.half_life = half_life
-        self.exact_history = half_life is None
+        self.exact_history = half_life is None or self.clock is not None
         self.register_buffer("in_degree", torch.zeros(num_nodes, dtype=torch.float64), persistent=False)
         # in_degree holds the decayed counts as of reference_time.
         self.register_buffer("reference_time", torch.zeros((), dtype=torch.long), persistent=False)
+        if self.clock is not None:  # the destinations of the current tick's events fed so far; their number
+            self._state_keys = ("in_degree", "reference_time", "pending", "fed")
+            self.register_buffer("pending", torch.zeros(0, dtype=torch.long), persistent=False)
+            self.register_buffer("fed", torch.zeros((), dtype=torch.long), persistent=False)
+            self._fed = 0  # host copy of fed
 
     def _decay(self, elapsed: Tensor) -> Tensor:
         if self.half_life is None:
@@ -790,14 +808,40 @@ class Popularity(_BufferState):
         return torch.where(counts > 0, counts * self._decay(elapsed), torch.zeros_like(counts))
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
+        if self.clock is not None:
+            earlier: Optional[_TickIndex] = self._earlier
+            if earlier is None:
+                return torch.log2(self.in_degree)[dst] + torch.zeros_like(t, dtype=torch.float64)
+            return earlier.tables[earlier.offset(t), dst]
         if self.half_life is None:
-            earlier: Optional[Occurrences] = self._earlier
-            return self.in_degree[dst] if earlier is None else self.in_degree[dst] + earlier.count_before(dst, t)
+            earlier_events: Optional[Occurrences] = self._earlier
+            return self.in_degree[dst] if earlier_events is None else (
+                self.in_degree[dst] + earlier_events.count_before(dst, t))
         # log2 over the whole [N] table: the same code path whatever the batch.
         return torch.log2(self.in_degree)[dst] - (t - self.reference_time).double() / self.half_life
 
-    def _index_earlier(self, batch: TemporalData) -> Occurrences:
-        return Occurrences(batch.dst, batch.t, times_sorted=True)
+    def _index_earlier(self, batch: TemporalData) -> Union[Occurrences, "_TickIndex"]:
+        if self.clock is None:
+            return Occurrences(batch.dst, batch.t, times_sorted=True)
+        # one table per tick a query of the batch can have: the counts of the ticks before it, decayed to it
+        dst, ticks, first = self._unclosed(batch)
+        last = self.clock.tick_of(self._fed + max(batch.dst.numel() - 1, 0))
+        shift = torch.arange(last - first + 1, device=dst.device)
+        tables = (self.in_degree[None, :] * self._decay(shift[:, None].double())).flatten()
+        tick = first + shift[:, None]
+        seen = ticks[None, :] < tick  # [D + 1, P]: the event is of a tick before the table's
+        slot = (shift[:, None] * self.num_nodes + dst[None, :])[seen]
+        tables.index_add_(0, slot, self._decay((tick - ticks[None, :])[seen].double()))
+        return _TickIndex(torch.log2(tables).view(-1, self.num_nodes), self.clock, self._fed, first, batch.t)
+
+    def _unclosed(self, batch: TemporalData) -> tuple[Tensor, Tensor, int]:
+        """The destinations and ticks of the events of the current tick fed so far and of ``batch``, and that
+        tick (``reference_time``, host)."""
+        assert self.clock is not None
+        first = self.clock.tick_of(self._fed)
+        positions = torch.arange(self._fed, self._fed + batch.dst.numel(), device=batch.dst.device)
+        ticks = torch.cat([torch.full_like(self.pending, first), self.clock.ticks(positions)])
+        return torch.cat([self.pending, batch.dst]), ticks, first
 
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
@@ -809,6 +853,17 @@ class Popularity(_BufferState):
         return _counted(self, src, t, pos_score, catalog, self.in_degree.long(), p, p, self._earlier)
 
     def update(self, batch: TemporalData) -> None:
+        if self.clock is not None:
+            dst, ticks, first = self._unclosed(batch)
+            self._fed += batch.dst.numel()
+            now = self.clock.tick_of(self._fed)
+            closed = self.clock.start_of(now) - self.clock.start_of(first)  # events of the ticks before now
+            decayed = self.in_degree * self._decay(torch.tensor(float(now - first), dtype=torch.float64))
+            self.in_degree = decayed.index_add(0, dst[:closed], self._decay((now - ticks[:closed]).double()))
+            self.pending = dst[closed:]
+            self.reference_time = torch.tensor(now, device=self.in_degree.device)
+            self.fed = torch.tensor(self._fed, device=self.in_degree.device)
+            return
         # elapsed times are differences in the stream's time kind (exact for int64 beyond 2^53), then float64
         self.reference_time = time_store(self.reference_time, batch.t)
         now = batch.t.max()
@@ -819,9 +874,32 @@ class Popularity(_BufferState):
     def reset_state(self) -> None:
         self.in_degree = torch.zeros_like(self.in_degree)
         self.reference_time = torch.zeros_like(self.reference_time)
+        if self.clock is not None:
+            self.pending, self.fed, self._fed = self.pending[:0], torch.zeros_like(self.fed), 0
+
+    def restore(self, state: State) -> None:
+        super().restore(state)
+        if self.clock is not None:
+            self._fed = int(self.fed)
 
     def describe(self) -> dict:
-        return {"name": "popularity", "half_life": self.half_life, "num_nodes": self.num_nodes}
+        return {"name": "popularity", "half_life": self.half_life, "clock": describe_clock(self.clock),
+                "num_nodes": self.num_nodes}
+
+
+class _TickIndex:
+    """Inside :meth:`~tgeval.models.base.TemporalLinkModel.within_batch` with an event clock: per tick ``first +
+    j`` a query of the batch can have, what scores it (``tables[j]``: one ``[N]`` log-count table, or
+    :class:`_EventCounts`' decayed index); ``offset`` maps query times to ``j``."""
+
+    def __init__(self, tables, clock: EventClock, fed: int, first: int, times: Tensor) -> None:
+        self.tables, self.clock, self.fed, self.first, self.times = tables, clock, fed, first, times
+
+    def offset(self, t: Tensor) -> Tensor:
+        """``j = c(p) - first`` for queries at times ``t``, ``p`` the position of the first event at ``t``: the
+        events fed before the batch and the batch's events strictly before ``t``."""
+        position = self.fed + torch.searchsorted(self.times, t.contiguous())
+        return self.clock.ticks(position) - self.first
 
 
 #: what a recency or popularity heuristic keys on: the pair ``(u, v)``, or the destination ``v`` alone
@@ -943,7 +1021,14 @@ class _EventCounts(_BufferState):
     update (so it does not depend on how the events were batched), and the scores are as of the
     batch start (no exact history). ``-inf`` for a key without events.
 
-    State: every event's key and time in time order (with a window, only those at or after the
+    With ``clock=EventClock(tau, origins)`` (:class:`~tgeval.models.clock.EventClock`, with a
+    ``half_life`` in ticks) the times above are ticks: a query whose timestamp group starts at
+    stream position :math:`p` has tick :math:`k = c(p)` and counts the events of the ticks before
+    :math:`k`, with exact history (a score depends on the query's position only, never on the
+    batching); the decayed index covers the events of the ticks before the next event's, and
+    inside :meth:`within_batch` one more index is built per later tick the batch's queries reach.
+
+    State: every event's key and time (with an event clock: its tick) in time order (with a window, only those at or after the
     latest time minus ``w``: no later query can count the others), indexed by key
     (:class:`~tgeval.data.sorted_keys.Occurrences`) at each update, :math:`O(M \log M)` for
     :math:`M` stored events.
@@ -955,7 +1040,7 @@ class _EventCounts(_BufferState):
     times: Tensor  # [M]: its time (int64, or float64 for float time)
 
     def __init__(self, num_nodes: int, window: Union[int, float, None] = None,
-                 half_life: Optional[float] = None) -> None:
+                 half_life: Optional[float] = None, clock: Clock = "time") -> None:
         super().__init__(num_nodes)
         if self.scope == "local" and num_nodes > MAX_PAIR_KEY_NODES:
             raise ModelConfigError(f"num_nodes={num_nodes} is too large for int64 pair keys (at most "
@@ -967,8 +1052,11 @@ class _EventCounts(_BufferState):
             raise ModelConfigError(f"give a window or a half_life, not both (window={window!r}, "
                                    f"half_life={half_life!r}): a half-life already discounts old events.")
         self._floor = None if self.window is None else math.floor(self.window)
+        self.clock = event_clock(clock)
+        if self.clock is not None and half_life is None:
+            raise ModelConfigError("an event clock ages events for a half-life: give half_life (in ticks) too.")
         self.half_life = half_life
-        self.exact_history = half_life is None
+        self.exact_history = half_life is None or self.clock is not None
         self.register_buffer("keys", torch.zeros(0, dtype=torch.long), persistent=False)
         self.register_buffer("times", torch.zeros(0, dtype=torch.long), persistent=False)
         self._index()
@@ -977,27 +1065,37 @@ class _EventCounts(_BufferState):
         return dst if self.scope == "global" else torch.add(dst, src, alpha=self.num_nodes)
 
     def _index(self) -> None:
-        """Index the stored events by key; with a half-life, each key's log-sum and last time."""
-        self._log = log = Occurrences(self.keys, self.times, times_sorted=True)
+        """Index the stored events by key; with a half-life, each key's log-sum and last time (with an event
+        clock: of the events of the ticks before the next event's)."""
         if self.half_life is None:
+            self._log = Occurrences(self.keys, self.times, times_sorted=True)
             return
-        run_end = torch.searchsorted(log.keys, log.keys[:-1], right=True) - 1
-        last = log.times.take(run_end)  # the key's last time, per occurrence
-        exponent = (log.times[:-1] - last).double() / self.half_life  # <= 0: no overflow
-        sums = torch.zeros(log.keys.numel(), dtype=torch.float64, device=log.keys.device)
-        self._log_sum = torch.log2(sums.index_add_(0, log.run_start, torch.exp2(exponent)))
-        self._last = log.times.clone()
-        self._last[:-1] = last
+        closed = self.keys.numel() if self.clock is None else self.clock.start_of(
+            self.clock.tick_of(self.keys.numel()))
+        self._log, self._log_sum, self._last = _decayed_index(self.keys[:closed], self.times[:closed],
+                                                              self.half_life)
+
+    def _decayed_score(self, key: Tensor, t: Tensor, log: Occurrences, log_sum: Tensor, last_of: Tensor) -> Tensor:
+        start = torch.searchsorted(log.keys, key)
+        last = last_of.take(start)
+        gap = t.double() - last.double() if t.is_floating_point() or last.is_floating_point() else (t - last).double()
+        score = log_sum.take(start) - gap / self.half_life
+        return torch.where(log.keys.take(start) == key, score, torch.full_like(score, -math.inf))
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         key, log = self._key(src, dst), self._log
+        if self.clock is not None:
+            ticks: Optional[_TickIndex] = self._earlier
+            if ticks is None:
+                now = torch.full_like(t, self.clock.tick_of(self.keys.numel()), dtype=torch.long)
+                return self._decayed_score(key, now, log, self._log_sum, self._last)
+            offset = ticks.offset(t)
+            score = self._decayed_score(key, offset + ticks.first, *ticks.tables[0])
+            for j, index in enumerate(ticks.tables[1:], 1):  # one per tick the batch reaches (tau events each)
+                score = torch.where(offset == j, self._decayed_score(key, offset + ticks.first, *index), score)
+            return score
         if self.half_life is not None:
-            start = torch.searchsorted(log.keys, key)
-            last = self._last.take(start)
-            gap = t.double() - last.double() if t.is_floating_point() or last.is_floating_point() else (
-                t - last).double()
-            score = self._log_sum.take(start) - gap / self.half_life
-            return torch.where(log.keys.take(start) == key, score, torch.full_like(score, -math.inf))
+            return self._decayed_score(key, t, log, self._log_sum, self._last)
         # every stored event precedes every query (the engine feeds a batch after scoring it): the key's run
         # length, no time lookup (for a destination key, one lookup per candidate of a block, not per pair)
         key = key.contiguous()
@@ -1011,8 +1109,25 @@ class _EventCounts(_BufferState):
             count = count - sum(occurrences.count_before(key, since) for occurrences in sources)
         return count.double()
 
-    def _index_earlier(self, batch: TemporalData) -> Occurrences:
-        return Occurrences(self._key(batch.src, batch.dst), batch.t, times_sorted=True)
+    def _index_earlier(self, batch: TemporalData) -> Union[Occurrences, _TickIndex]:
+        if self.clock is None:
+            return Occurrences(self._key(batch.src, batch.dst), batch.t, times_sorted=True)
+        # per tick a query of the batch can have, the decayed index of the events of the ticks before it
+        fed = self.keys.numel()
+        keys, ticks = self._appended(batch)
+        first, last = self.clock.tick_of(fed), self.clock.tick_of(fed + max(batch.src.numel() - 1, 0))
+        tables = [(self._log, self._log_sum, self._last)] + [
+            _decayed_index(keys[:end], ticks[:end], self.half_life)
+            for end in (self.clock.start_of(tick) for tick in range(first + 1, last + 1))]
+        return _TickIndex(tables, self.clock, fed, first, batch.t)
+
+    def _appended(self, batch: TemporalData) -> tuple[Tensor, Tensor]:
+        """The stored keys and times (ticks with an event clock) followed by ``batch``'s."""
+        keys = torch.cat([self.keys, self._key(batch.src, batch.dst)])
+        if self.clock is None:
+            return keys, torch.cat([self.times, batch.t.to(self.times.dtype)])
+        fed = self.keys.numel()
+        return keys, torch.cat([self.times, self.clock.ticks(torch.arange(fed, keys.numel(), device=keys.device))])
 
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
@@ -1040,9 +1155,9 @@ class _EventCounts(_BufferState):
     def update(self, batch: TemporalData) -> None:
         if batch.src.numel() == 0:
             return
-        self.times = time_store(self.times, batch.t)
-        keys = torch.cat([self.keys, self._key(batch.src, batch.dst)])
-        times = torch.cat([self.times, batch.t.to(self.times.dtype)])
+        if self.clock is None:
+            self.times = time_store(self.times, batch.t)
+        keys, times = self._appended(batch)
         if self.window is not None:  # keep the events at or after the latest time minus w
             first = torch.searchsorted(times, _window_start(times[-1:], self.window, self._floor,
                                                             times.is_floating_point()))
@@ -1066,7 +1181,21 @@ class _EventCounts(_BufferState):
 
     def describe(self) -> dict:
         return {"name": f"popularity-{self.scope}", "window": self.window, "half_life": self.half_life,
-                "num_nodes": self.num_nodes}
+                "clock": describe_clock(self.clock), "num_nodes": self.num_nodes}
+
+
+def _decayed_index(keys: Tensor, times: Tensor, half_life: float) -> tuple[Occurrences, Tensor, Tensor]:
+    """Occurrences of time-ordered ``keys`` (``[M]``), with per sorted occurrence the log2 of its key's
+    decayed count as of the key's last time (``[M + 1]`` float64) and that time."""
+    log = Occurrences(keys, times, times_sorted=True)
+    run_end = torch.searchsorted(log.keys, log.keys[:-1], right=True) - 1
+    last = log.times.take(run_end)  # the key's last time, per occurrence
+    exponent = (log.times[:-1] - last).double() / half_life  # <= 0: no overflow
+    sums = torch.zeros(log.keys.numel(), dtype=torch.float64, device=log.keys.device)
+    log_sum = torch.log2(sums.index_add_(0, log.run_start, torch.exp2(exponent)))
+    last_of = log.times.clone()
+    last_of[:-1] = last
+    return log, log_sum, last_of
 
 
 class LocalPopularity(_EventCounts):

@@ -224,7 +224,8 @@ def test_registered_and_described():
     assert {"recency-local", "recency-global", "popularity-local", "popularity-global"} <= set(
         registry.names("heuristic"))
     model = registry.build("popularity-local", num_nodes=N, window=None, half_life=2.0, directed=True)
-    assert model.describe() == {"name": "popularity-local", "window": None, "half_life": 2.0, "num_nodes": N}
+    assert model.describe() == {"name": "popularity-local", "window": None, "half_life": 2.0, "clock": "time",
+                                "num_nodes": N}
     assert registry.build("recency-global", num_nodes=N, window=5).describe() == {
         "name": "recency-global", "window": 5, "num_nodes": N}
     with pytest.raises(ValueError, match="a window or a half_life, not both"):
