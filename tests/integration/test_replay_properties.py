@@ -12,14 +12,18 @@ from tgeval import samplers
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment, Split
 from tgeval.eval import engine
-from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
+from tgeval.models.clock import EventClock
+from tgeval.models.heuristics import (EdgeBank, GlobalPopularity, LocalPopularity, NodeMemory, PairMembership,
+                                      Popularity, PreferentialAttachment)
 from tgeval.protocol import Protocol
 from tgeval.samplers import HistoricalSampler, UniformSampler
 from tests.strategies import segment_from, shuffle_within_groups, streams
 
 N = 10
 MODELS = [lambda: EdgeBank(N), lambda: EdgeBank(N, window=3), lambda: NodeMemory(N),
-          lambda: PreferentialAttachment(N), lambda: Popularity(N, half_life=2.0)]
+          lambda: PreferentialAttachment(N), lambda: Popularity(N, half_life=2.0),
+          lambda: LocalPopularity(N, half_life=2.0, clock=EventClock(3, (4,))),
+          lambda: GlobalPopularity(N, half_life=0.5, clock=EventClock(2, (3, 9)))]
 
 
 def _run(model, data, segment, protocol="online", batch_size=4, seed=3, catalog_kind="time-available", replace=True,

@@ -15,6 +15,7 @@ from tgeval.data.split import Segment
 from tgeval.eval.engine import warm_up
 from tgeval.loader import TimestampBatchLoader
 from tgeval.models import registry
+from tgeval.models.clock import EventClock
 from tgeval.models.heuristics import (GlobalPopularity, GlobalRecency, LocalPopularity, LocalRecency, Popularity)
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
@@ -98,14 +99,18 @@ def test_exact_scores_equal_a_per_timestamp_brute_force(data, name, start, batch
 
 @settings(max_examples=40, deadline=None)
 @given(data=streams(min_events=6, max_events=36, max_nodes=8, max_time=8),
-       name=st.sampled_from(sorted(EXACT) + ["decayed-local", "decayed-global"]), start=st.integers(1, 20),
+       name=st.sampled_from(sorted(EXACT) + ["decayed-local", "decayed-global", "ticked-local", "ticked-global"]),
+       start=st.integers(1, 20),
        cut=st.integers(0, 35), batch_size=st.integers(1, 12),
        future=streams(min_events=0, max_events=20, max_nodes=8, max_time=6))
 def test_future_perturbation_never_changes_past_scores(data, name, start, cut, batch_size, future):
     """Replacing every event after ``tau`` (changed, added, removed, re-timed) changes no score of an
     event at or before ``tau``: a batch is scored before it (or anything later) is seen."""
     make = {"decayed-local": lambda: LocalPopularity(N, half_life=2.0),
-            "decayed-global": lambda: GlobalPopularity(N, half_life=2.0)}.get(name, lambda: _build(name))
+            "decayed-global": lambda: GlobalPopularity(N, half_life=2.0),
+            "ticked-local": lambda: LocalPopularity(N, half_life=1.5, clock=EventClock(2, (5,))),
+            "ticked-global": lambda: GlobalPopularity(N, half_life=0.5, clock=EventClock(3, (0, 7)))}.get(
+                name, lambda: _build(name))
     segment = segment_from(data, min(start, data.num_events - 1))
     tau = int(data.t[min(max(cut, segment.start), data.num_events - 1)])
     past = data.t <= tau
@@ -188,10 +193,12 @@ def test_scores_rank_recent_and_frequent_destinations_first():
     assert windowed.score(src, dst, t).tolist() == [-math.inf, -6.0, -math.inf, -math.inf]
 
 
-def test_global_popularity_equals_popularity():
+@pytest.mark.parametrize("clock", ["time", EventClock(3, (13, 40))])
+def test_global_popularity_equals_popularity(clock):
+    """To rounding: Popularity keeps running decayed counts, GlobalPopularity recomputes them from the events."""
     data = make_stream(torch.arange(60) % 7, (torch.arange(60) * 3) % 10, torch.arange(60) // 4)
-    for half_life in (None, 3.0):
-        a, b = GlobalPopularity(N, half_life=half_life), Popularity(N, half_life=half_life)
+    for half_life in (None, 3.0) if clock == "time" else (3.0,):
+        a, b = GlobalPopularity(N, half_life=half_life, clock=clock), Popularity(N, half_life=half_life, clock=clock)
         for batch in TimestampBatchLoader(data, 5):
             a.update(batch)
             b.update(batch)
