@@ -769,8 +769,10 @@ class Popularity(_BufferState):
     stream position :math:`p` has tick :math:`k = c(p)` and scores
     :math:`\log_2 \sum_{e:\, c_e < k,\, v_e = v} 2^{-(k - c_e)/h}` over the events of the earlier
     ticks (PopTrack's rule: add a batch's events, then decay once). It has exact history: a
-    query's score depends on its position only, never on how the engine batches the stream.
-    State: the decayed counts of the ticks before the next event's, as of that tick, and the
+    query's score depends on its position only, not on how the engine batches the stream, up
+    to rounding (the counts are running sums; :class:`GlobalPopularity` recomputes them from the
+    events, bit for bit whatever the batching). Events are numbered in the engine's canonical
+    order ``(t, src, dst)``. State: the decayed counts of the ticks before the next event's, as of that tick, and the
     destinations of the events of that tick fed so far.
     """
 
