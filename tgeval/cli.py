@@ -89,6 +89,17 @@ _learning_rate = _positive_finite("a learning rate")
 _half_life = _positive_finite("a half-life")
 
 
+def _clock(text: str) -> Union[str, int]:
+    """``--clock``: ``time``, or ``events:TICK`` (the number of events per tick, returned as an int)."""
+    kind, _, tick = text.partition(":")
+    if kind == "time" and not tick:
+        return "time"
+    if kind == "events" and tick.isdigit() and int(tick) >= 1:
+        return int(tick)
+    raise argparse.ArgumentTypeError(f"a clock is 'time' or 'events:TICK' with TICK >= 1 events per tick (e.g. "
+                                     f"events:200, PopTrack's), got {text!r}")
+
+
 def _ints(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(x) for x in text.split(","))
@@ -389,6 +400,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--half-life", dest="model_half_life", type=_half_life, default=None,  # not the sampler option
                     help="popularity, popularity-local / -global: decay each past event by 2^(-age / HALF_LIFE) "
                          "(default: plain counts)")
+    ev.add_argument("--clock", type=_clock, default=None,
+                    help="what ages events for --half-life: 'time' (the default) or 'events:TICK', one tick per TICK "
+                         "events (the half-life is then in ticks): the training events are one tick, then each "
+                         "evaluated segment (validation, test) is cut into ticks of TICK events from its start, as "
+                         "TGB's batches; poptrack's default is events:200")
     ev.add_argument("--preset", choices=tuple(PRESETS), default=None,
                     help="a benchmark's whole protocol: 'tgb' = --protocol online --history batch --batch-size 200 "
                          "--all-entity --catalog range --negatives 0 (unless --sampler is given, e.g. "
@@ -714,6 +730,8 @@ def _unused_evaluate(args: argparse.Namespace, given: set[str]) -> Optional[str]
         return f"--window applies to {_takers('window', ('edgebank',))}, not to --model {args.model}{also}."
     if "model_half_life" in given and "half_life" not in taken:
         return f"--half-life applies to {_takers('half_life')}, not to --model {args.model}."
+    if "clock" in given and "clock" not in taken:
+        return f"--clock applies to {_takers('clock')}, not to --model {args.model}."
     if "allow_trained_events" in given and (heuristic or args.model in GNN_MODELS):
         return (f"--allow-trained-events applies to a checkpoint of `tgeval train`, and --model {args.model} is "
                 f"trained on no segment's events.")

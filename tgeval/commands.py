@@ -41,6 +41,7 @@ from tgeval.eval.result import Result
 from tgeval.eval.selection import segment_duration, select_window
 from tgeval.models import registry
 from tgeval.models.base import TemporalLinkModel
+from tgeval.models.clock import Clock, EventClock
 from tgeval.models.fixed_scorer import FixedScorerModel
 from tgeval.models.heuristics import EdgeBank, PairMembership
 from tgeval.models.neural import message_dim
@@ -66,6 +67,17 @@ def _static_gnn(name: str, data: TemporalData, segment: Segment, num_nodes: int,
     trained = train_link_gnn(static_graph(data[: segment.start], num_nodes=num_nodes), config)
     return FixedScorerModel(num_nodes, trained, description={
         "name": name, "training_graph": f"events [0, {segment.start}) as a static graph", **trained.describe()})
+
+
+def _heuristic_clock(args: argparse.Namespace, split: Split) -> Clock:
+    """``--clock`` for a heuristic: ``"time"``, or an event clock of ``TICK`` events whose origins are the starts of
+    the validation and test segments (the training events are tick 0, then each segment is sliced from its start).
+    Without ``--clock``, the model's own default: an event clock's tick, with those origins."""
+    tick = args.clock
+    if tick is None and args.model in registry.names("heuristic"):
+        default = next((o.default for o in registry.entry(args.model).parameters if o.name == "clock"), "time")
+        tick = default.tick if isinstance(default, EventClock) else "time"
+    return "time" if tick in (None, "time") else EventClock(tick, (split.val.start, split.test.start))
 
 
 def _heuristic_window(args: argparse.Namespace, data: TemporalData, split: Split, num_nodes: int,
@@ -223,7 +235,8 @@ def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
     if args.model in registry.names("heuristic"):
         anchor = "latest" if args.window == "tgb" else "query"
         model = registry.build(args.model, num_nodes=num_nodes, window=window, directed=args.directed,
-                               half_life=args.model_half_life, anchor=anchor).to(device)
+                               half_life=args.model_half_life, anchor=anchor,
+                               clock=_heuristic_clock(args, split)).to(device)
     elif args.model in GNN_MODELS:
         model = _static_gnn(args.model, data, segment, num_nodes, args.seed)
     else:

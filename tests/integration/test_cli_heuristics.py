@@ -5,6 +5,7 @@ options of a part that is not measured are refused where they do not apply, and 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 
@@ -69,3 +70,38 @@ def test_the_tgb_preset_leaves_their_window_unlimited(tmp_path):
     assert code == 0
     assert saved["manifest"]["model"]["window"] is None
     assert saved["manifest"]["selection"] == {"rule": "unlimited: the preset's window (--window tgb) is EdgeBank's"}
+
+
+@pytest.mark.parametrize("flags, model", [
+    (("--model", "popularity-global", "--half-life", "2", "--clock", "events:7"), "popularity-global"),
+    (("--model", "poptrack"), "poptrack")])
+def test_an_event_clock_starts_at_the_segments_and_is_named(tmp_path, flags, model, capsys):
+    """--clock events:TICK (poptrack's default: 200) ticks from the validation and test starts, as the Python API's
+    EventClock; the manifest records it and the protocol line names it."""
+    from tgeval.models import registry
+    from tgeval.models.clock import EventClock
+
+    code, saved = run(tmp_path, *flags, "--history", "exact")
+    assert code == 0
+    split = chronological_split(DATA)
+    clock = EventClock(7 if model != "poptrack" else 200, (split.val.start, split.test.start))
+    options = {"half_life": 2.0} if model != "poptrack" else {}
+    built = registry.build(model, num_nodes=40, clock=clock, **options)
+    assert saved["manifest"]["model"]["clock"] == clock.describe() == built.describe()["clock"]
+    catalog = build_catalog(DATA, "train", train_end=split.train.end, num_nodes=40)
+    expected = evaluate(built, DATA, split.test, Protocol(num_negatives=0), catalog=catalog)
+    assert saved["metrics"]["all_entity"]["mrr"] == expected.metrics["all_entity"]["mrr"]
+    assert f"event clock: one tick per {clock.tick} events from events {split.val.start:,}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags, message", [
+    (("--model", "edgebank", "--clock", "events:5"), r"--clock applies to poptrack, popularity, popularity-global, "
+                                                     r"popularity-local, not to --model edgebank"),
+    (("--model", "popularity", "--clock", "events:0"), r"a clock is 'time' or 'events:TICK' with TICK >= 1"),
+    (("--model", "popularity", "--clock", "events:5"), r"an event clock ages events for a half-life"),
+])
+def test_bad_clocks_are_refused(tmp_path, flags, message, capsys):
+    with pytest.raises(SystemExit) if "TICK >= 1" in message else contextlib.nullcontext():  # argparse's usage error
+        code, _ = run(tmp_path, *flags)
+        assert code == 2
+    assert re.search(message, capsys.readouterr().err)

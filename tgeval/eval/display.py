@@ -37,6 +37,11 @@ def protocol_line(result: Result) -> str:
     if preset is not None:  # named first: the settings below are the preset's unless listed as overridden
         overridden = ", ".join(f"{k}={v}" for k, v in preset["overridden"].items())
         replay = f"preset {preset['name']}" + (f" (overridden: {overridden})" if overridden else "") + f"; {replay}"
+    clock = (m.get("model") or {}).get("clock")
+    if isinstance(clock, dict):  # named with the replay: it decides which earlier events a score counts
+        starts = ", ".join(f"{origin:,}" for origin in clock["origins"])
+        replay += (f"; event clock: one tick per {clock['tick']} events from events {starts} (earlier events one "
+                   f"tick; a score counts the ticks before its own)")
     line = (f"{m['segment']['name']} segment, {m['segment']['num_events']} events; {replay}; "
             f"sampler {sampler}, K={p['num_negatives'] if m['sampler'] is not None else 0}; catalog {catalog}; "
             f"ties {p['ties']}; "

@@ -202,5 +202,7 @@ register("recency-popularity-local", "tgeval.models.lexicographic:LocalRecencyPo
          help="the pair's last time, ties broken by the pair's count of past events")
 register("recency-popularity-global", "tgeval.models.lexicographic:GlobalRecencyPopularity",
          help="the destination's last time, ties broken by its count of past events")
+register("poptrack", "tgeval.models.poptrack:PopTrack",
+         help="PopTrack: the destination's past events, decayed by 0.36 per tick of 200 events (--clock events:TICK)")
 register("membership", "tgeval.models.heuristics:PairMembership", trainable=True,
          help="s = b + beta * 1{pair seen before} (trainable)")

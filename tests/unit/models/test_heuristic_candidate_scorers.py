@@ -16,6 +16,7 @@ from tgeval import evaluate
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.errors import SlowPathWarning
 from tgeval.eval.metrics import rank_from_counts
+from tgeval.models.clock import EventClock
 from tgeval.models import registry
 from tgeval.models.base import pairwise_scorer, scores_pair_by_pair
 from tgeval.protocol import TIE_POLICIES, Protocol
@@ -33,7 +34,9 @@ VARIANTS = [
     ("recency-local", {}), ("recency-local", {"window": 3}), ("recency-global", {}),
     ("recency-global", {"window": 2.5}), ("popularity-local", {}), ("popularity-local", {"window": 3}),
     ("popularity-local", {"half_life": 2.0}), ("popularity-global", {}), ("popularity-global", {"window": 1.5}),
-    ("popularity-global", {"half_life": 0.5}), ("local-global", {}), ("recency-popularity-local", {}),
+    ("popularity-global", {"half_life": 0.5}), ("popularity", {"half_life": 1.5, "clock": EventClock(2, (3,))}),
+    ("popularity-local", {"half_life": 2.0, "clock": EventClock(2, (0, 5))}), ("poptrack", {}),
+    ("poptrack", {"clock": EventClock(3, (4, 10))}), ("local-global", {}), ("recency-popularity-local", {}),
     ("recency-popularity-global", {}),
 ]
 
@@ -104,7 +107,10 @@ def test_a_block_is_the_scores_of_its_pairs_for_any_rows_and_columns(name, optio
 #: without availability times (EdgeBank's window from batch-start history only)
 COUNTED = [variant for variant in VARIANTS if variant not in (
     ("edgebank", {"directed": False}), ("recency-global", {"window": 2.5}), ("popularity", {"half_life": 2.0}),
-    ("popularity-global", {"window": 1.5}), ("popularity-global", {"half_life": 0.5}))]
+    ("popularity-global", {"window": 1.5}), ("popularity-global", {"half_life": 0.5}),
+    ("popularity", {"half_life": 1.5, "clock": EventClock(2, (3,))}),
+    ("popularity-local", {"half_life": 2.0, "clock": EventClock(2, (0, 5))}), ("poptrack", {}),
+    ("poptrack", {"clock": EventClock(3, (4, 10))}))]
 
 
 def _no_candidate_scoring(model):

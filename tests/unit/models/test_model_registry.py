@@ -24,7 +24,7 @@ def test_the_toy_model_is_registered_like_the_built_in_ones():
     assert set(registry.names("heuristic")) == {"edgebank", "edgebank-window", "node-memory", "pa", "popularity",
                                                  "membership", "recency-local", "recency-global", "popularity-local",
                                                  "popularity-global", "local-global", "recency-popularity-local",
-                                                 "recency-popularity-global"}
+                                                 "recency-popularity-global", "poptrack"}
     assert registry.names(trainable=True) == ("dyrep", "graphmixer", "membership", "tgn", "toy")
     assert registry.entry("toy").model_class() is Toy and registry.entry("tgn").model_class() is TGN
     assert registry.name_of(Toy(ToyConfig(5))) == "toy" and registry.name_of(TGN(TGNConfig(5))) == "tgn"
