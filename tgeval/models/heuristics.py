@@ -1135,8 +1135,9 @@ class _EventCounts(_BufferState):
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
         """Exact counts by order statistics (:func:`~tgeval.models.counting.ordered_counts`). Local: the
         source's pairs scored one by one, every other item at ``0`` (``-inf`` with a half-life). Global (no
-        window, no half-life): the catalog by count. ``None`` otherwise or for a catalog with availability times."""
-        if catalog.available_from is not None:
+        window, no half-life): the catalog by count. ``None`` otherwise, with an event clock or for a catalog with
+        availability times."""
+        if catalog.available_from is not None or self.clock is not None:
             return None
         n, earlier, stored_keys = self.num_nodes, self._earlier, self._log.keys[:-1]
         if self.scope == "local":
