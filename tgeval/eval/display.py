@@ -32,8 +32,10 @@ def protocol_line(result: Result) -> str:
     if m["catalog"] is not None and p.get("prefilter") is not None:
         catalog += f", APPROXIMATE: top-{p['prefilter']} pre-filter per step (ranks optimistic)"
     history = m.get("history")
-    replay = f"{p['replay']} replay" + ("" if history is None else f", history {history['mode']}")
     preset = m.get("preset")
+    why = (preset or {}).get("reasons", {}).get("history")
+    replay = f"{p['replay']} replay" + ("" if history is None else f", history {history['mode']}") + (
+        f" ({why})" if why and history is not None else "")
     if preset is not None:  # named first: the settings below are the preset's unless listed as overridden
         overridden = ", ".join(f"{k}={v}" for k, v in preset["overridden"].items())
         replay = f"preset {preset['name']}" + (f" (overridden: {overridden})" if overridden else "") + f"; {replay}"
@@ -58,8 +60,11 @@ def protocol_line(result: Result) -> str:
     effective = (m["sampler"] or {}).get("effective_num_negatives")
     if effective is not None and effective["min"] < p["num_negatives"]:
         without = result.metrics.get("sampled", {}).get("events_without_negatives", 0)
-        line += (f"\nnegatives: effective K per event: min {effective['min']} / median {effective['median']:g} / max "
-                 f"{effective['max']} (masked slots are not scored)"
+        rows = (f"; {effective['num_short_rows']} of {effective['num_rows']} rows below K, each event ranked against "
+                f"its own row" if "num_short_rows" in effective else "")
+        mean = f" / mean {effective['mean']:.10g}" if "mean" in effective else ""
+        line += (f"\nnegatives: effective K per row: min {effective['min']} / median {effective['median']:g}{mean} / "
+                 f"max {effective['max']}{rows} (masked slots are not scored)"
                  + (f"; {without} events without negatives, excluded from sampled metrics" if without else ""))
     return line
 

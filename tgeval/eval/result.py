@@ -181,7 +181,8 @@ _TABLE = {"?mrr": _AVERAGES, "?hits@10": _AVERAGES, "?ap": {"?global": Nullable(
           "?events_without_negatives": int, "?coverage": {"?uncovered": int}}
 _SAMPLER: dict = {"name": str, "?stored_num_negatives": Nullable(int), "?num_short_events": int,
                   "?num_filled_slots": int, "?num_fallback_events": int,
-                  "?effective_num_negatives": Nullable({"min": int, "median": NUMBER, "max": int})}
+                  "?effective_num_negatives": Nullable({"min": int, "median": NUMBER, "max": int, "?mean": NUMBER,
+                                                                "?num_rows": int, "?num_short_rows": int})}
 _SAMPLER["?components"] = [_SAMPLER]
 #: what tgeval reads of a result JSON (:meth:`Result.load`): the report, the printed table and ``compare``
 RESULT_SCHEMA = {
@@ -191,7 +192,7 @@ RESULT_SCHEMA = {
         "protocol": {"replay": str, "ties": str, "uncovered": str, "num_negatives": int, "?prefilter": Nullable(int)},
         "sampler": Nullable(_SAMPLER), "catalog": Nullable({"kind": str, "size": int}),
         "?history": Nullable({"mode": str, "stale_events": int, "same_batch_fraction": NUMBER}),
-        "?preset": Nullable({"name": str, "overridden": dict}), "?model": dict,
+        "?preset": Nullable({"name": str, "overridden": dict, "?reasons": dict}), "?model": dict,
         "?events_file": Nullable(str), "?events_sha256": Nullable(str)},
     "metrics": {"?sampled": _TABLE, "?all_entity": _TABLE,
                 "strata": {stratum: {"count": int, "?sampled": _TABLE, "?all_entity": _TABLE} for stratum in STRATA}},

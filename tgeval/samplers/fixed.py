@@ -17,9 +17,11 @@ Two sources of fixed negatives:
   header and every array. Both are verified on load.
 * **Temporal Graph Benchmark files** (:func:`read_tgb_negatives`): a pickled dict keyed by
   ``(src, dst, t)`` whose values are the negative destinations of that positive. Rows of
-  unequal length (or empty) are refused unless ``short="allow"``, then padded to the longest
-  row and masked (counted, the effective ``K`` per row reported; an event left without
-  negatives is excluded from sampled metrics); ids outside the node range are refused; slots that hold the
+  unequal length (or empty) are refused unless ``short="allow"`` (TGB's preset reads its files
+  so: TGB leaves out simultaneous positives), then padded to the longest row and masked: each event
+  is ranked against its own row, padding never counts (counted, the effective ``K`` per row
+  reported; an event left without negatives is excluded from sampled metrics); ids outside the
+  node range are refused; slots that hold the
   source, the true destination or a simultaneous positive are masked too under
   ``collisions="mask"`` (counted), or kept as in TGB under ``collisions="keep"``.
 
@@ -411,18 +413,21 @@ class FixedNegativeSampler(NegativeSampler):
         return out
 
     def effective_num_negatives(self) -> dict:
-        """Unmasked negatives among the served columns, per stored row (one per distinct positive):
-        ``min`` / ``median`` / ``max``, and ``num_rows_without`` any (excluded from sampled metrics)."""
+        """Unmasked negatives among the served columns, per stored row (one per distinct positive): ``min`` /
+        ``median`` / ``mean`` / ``max``, ``num_rows``, ``num_short_rows`` (fewer than ``K``: each is ranked
+        against its own negatives) and ``num_rows_without`` any (excluded from sampled metrics)."""
         if self.num_negatives in self._effective:  # a pass over [R, K]: once per K (describe() runs twice a pass)
             return dict(self._effective[self.num_negatives])
         mask = self.negatives.neg_mask
         counts = (count_true(mask[:, : self.num_negatives]) if mask is not None
                   else torch.full((self.negatives.src.numel(),), self.num_negatives))
-        if counts.numel() == 0:
-            out = {"min": 0, "median": 0, "max": 0, "num_rows_without": 0}
-        else:
-            out = {"min": int(counts.min()), "median": float(torch.quantile(counts.double(), 0.5)),
-                   "max": int(counts.max()), "num_rows_without": int((counts == 0).sum())}
+        out = {"min": 0, "median": 0.0, "mean": 0.0, "max": 0, "num_rows": counts.numel(), "num_short_rows": 0,
+               "num_rows_without": 0}
+        if counts.numel():
+            out.update({"min": int(counts.min()), "median": float(torch.quantile(counts.double(), 0.5)),
+                        "mean": float(counts.double().mean()), "max": int(counts.max()),
+                        "num_short_rows": int((counts < self.num_negatives).sum()),
+                        "num_rows_without": int((counts == 0).sum())})
         self._effective[self.num_negatives] = out
         return dict(out)
 
@@ -803,11 +808,13 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
 
     Rows are kept for the distinct ``(src, dst, t)`` of ``data``'s events (duplicate events
     share one row). A row shorter than the longest (or empty) is refused unless
-    ``short="allow"``; then it is padded with a valid id (its first negative, else its
-    destination) and masked: ``num_padded_rows`` / ``num_padded_slots`` count them, and
-    ``describe()["effective_num_negatives"]`` gives the unmasked negatives per row (min /
-    median / max; a row left without any is excluded from sampled metrics, never ranked
-    first). Ids outside ``[0, num_nodes)`` are refused. With ``collisions="mask"`` slots holding the source,
+    ``short="allow"`` (as :meth:`TGB.tgb_negatives <tgeval.presets.Preset.tgb_negatives>` and
+    ``--preset tgb`` read TGB's files, whose rows are shorter where TGB left out a simultaneous
+    positive); then it is padded with a valid id (its first negative, else its destination) and
+    masked, so each event is ranked against its own row: ``num_padded_rows`` /
+    ``num_padded_slots`` count them, and ``describe()["effective_num_negatives"]`` gives the
+    unmasked negatives per row (min / median / mean / max, the rows below ``K``; a row left without
+    any is excluded from sampled metrics, never ranked first). Ids outside ``[0, num_nodes)`` are refused. With ``collisions="mask"`` slots holding the source,
     the true destination or a simultaneous positive (another destination of the same source
     at the same ``t``; with ``directed=False`` also the sources of events into the source)
     are masked and counted as ``num_masked_collisions`` (padding is counted apart); TGB's own
@@ -877,9 +884,10 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
             f"TGB negatives file {str(path)!r} has {short_rows.size} of {len(keys)} rows shorter than its "
             f"{width} negatives per positive (first: key (src, dst, t) = {keys[r]}, {int(lengths[r])} negatives; "
             f"{int((lengths == 0).sum())} rows are empty): scored as K={width}, those events would be ranked "
-            f"against fewer negatives. Use a complete file, or pass short='allow' (`tgb:path=...,short=allow`) to "
-            f"mask the missing slots (counted; the effective K per event is reported, events without negatives "
-            f"are excluded from sampled metrics).")
+            f"against fewer negatives. Use a complete file, or pass short='allow' (`tgb:path=...,short=allow`; "
+            f"`--preset tgb` reads TGB's files so) to rank each event against its own row (the missing slots are "
+            f"masked and counted, the effective K per row is reported, events without negatives are excluded from "
+            f"sampled metrics).")
     neg, lengths = _padded_rows(path, keys, values, buffer)
     del values
     neg_t = torch.from_numpy(neg)

@@ -75,7 +75,8 @@ def test_empty_rows_are_excluded_never_ranked_first_brute_force(tmp_path):
     above, equal = count_above_equal(torch.zeros(1), torch.ones(1, 5), torch.zeros(1, 5, dtype=torch.bool))
     assert int(above[0]) == int(equal[0]) == 0
     line = protocol_line(result)
-    assert "effective K per event: min 0 / median 2.5 / max 5" in line and "30 events without negatives" in line
+    assert ("effective K per row: min 0 / median 2.5 / mean 2.5 / max 5; 30 of 60 rows below K, each event ranked "
+            "against its own row" in line and "30 events without negatives" in line)
 
 
 def test_ids_outside_the_node_range_are_refused(tmp_path):
