@@ -406,10 +406,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "evaluated segment (validation, test) is cut into ticks of TICK events from its start, as "
                          "TGB's batches; poptrack's default is events:200")
     ev.add_argument("--preset", choices=tuple(PRESETS), default=None,
-                    help="a benchmark's whole protocol: 'tgb' = --protocol online --history batch --batch-size 200 "
+                    help="a benchmark's whole protocol: 'tgb' = --protocol online --history batch (exact for the "
+                         "recency and popularity heuristics, as their leaderboard figures) --batch-size 200 "
                          "--all-entity --catalog range --negatives 0 (unless --sampler is given, e.g. "
-                         "tgb:path=FILE) --ties average --window tgb, TGB's split; flags given beside it win and "
-                         "are recorded as overridden")
+                         "tgb:path=FILE, read with short=allow: TGB's short rows) --ties average --window tgb, TGB's "
+                         "split; flags given beside it win and are recorded as overridden")
     ev.add_argument("--protocol", choices=REPLAY_MODES, default="online",
                     help="online: the model observes each batch after scoring it; fixed: its state stays as at the "
                          "segment start")
@@ -797,14 +798,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # usage errors and --help end here, before torch is imported
     given = given_options(build_parser(), argv)
-    if getattr(args, "preset", None):
-        args.preset_record = apply_preset(args, given)
     import torch
 
     on_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
     threads = torch.get_num_threads()
     try:
+        if getattr(args, "preset", None):
+            args.preset_record = apply_preset(args, given)
         refuse_unused(args, given)  # before any work: an option that would change nothing is a mistake
         if args.command not in SHARDED_COMMANDS:
             from tgeval.distributed import refuse_launch

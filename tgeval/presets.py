@@ -9,12 +9,18 @@ setting                   TGB's choice
 split                     time quantiles 0.70 / 0.85: train ``t <= q70``, val ``q70 < t <= q85``,
                           test ``t > q85`` (tgeval's default split is the same)
 replay                    online: every positive batch is observed after it was scored
-history                   ``batch``: each event is scored from the state at its batch's start
+history                   ``batch``: each event is scored from the state at its batch's start, as
+                          TGB's example loop; ``exact`` for the heuristics whose leaderboard
+                          figures are defined with per-event state (:data:`EXACT_HISTORY_MODELS`:
+                          recency and popularity, local and global, and their combinations)
 batch size                200 events
 candidates                every destination id from the smallest to the largest of the stream
                           (catalog ``range``, exact all-entity ranking), the set TGB draws its
-                          negatives from; with a TGB negatives file (``tgb:path=...``) its
-                          rows instead, ``K`` = the file's width
+                          negatives from; with a TGB negatives file (``tgb:path=...``, the
+                          validation segment's or the test segment's) its rows instead, read
+                          as TGB defines them: a row is shorter where TGB left out a
+                          simultaneous positive, and each event is ranked against its own row
+                          (``short=allow``; the effective ``K`` per row is reported)
 ties                      ``average``: rank = 1 + (#greater + #greater-or-equal) / 2, TGB's
                           evaluator's mean of its optimistic and pessimistic ranks
 EdgeBank window           0.15 x the training span, a pair counting when last seen at or after
@@ -25,7 +31,8 @@ One difference stays on purpose: tgeval never splits a group of simultaneous eve
 two batches (TGB cuts fixed slices of 200), so a batch may hold a few more than 200 events.
 
 A setting given explicitly beside the preset wins, and the result records it as overridden:
-the manifest's ``preset`` names the preset, every setting it applied and every override.
+the manifest's ``preset`` names the preset, every setting it applied (with the reason of a
+setting that depends on the model) and every override.
 """
 
 from __future__ import annotations
@@ -34,7 +41,13 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
-__all__ = ["Preset", "TGB", "PRESETS", "apply_preset", "given_options"]
+__all__ = ["Preset", "TGB", "PRESETS", "EXACT_HISTORY_MODELS", "apply_preset", "given_options"]
+
+#: The registered heuristics whose published figures (Cornell et al., "On the Power of Heuristics in
+#: Temporal Graphs"; TGB's leaderboard entry "Heuristic (LocalGlobal)") score every event from the
+#: events strictly before its time: TGB's preset gives them ``history="exact"``.
+EXACT_HISTORY_MODELS = frozenset({"recency-local", "recency-global", "popularity-local", "popularity-global",
+                                  "local-global", "recency-popularity-local", "recency-popularity-global"})
 
 
 @dataclass(frozen=True)
@@ -48,19 +61,31 @@ class Preset:
         without_sampler: settings applied only when no ``--sampler`` is given (a negatives file
             sets its own ``K``; another sampler keeps the usual one).
         window_ratio: EdgeBank's window as a fraction of the training span.
+        sampler_options: sampler name -> options the preset gives that sampler where its spec
+            gives none (``tgb``: ``short="allow"``, TGB's files as shipped).
+        per_model: setting -> (value, registry names of the models it applies to, why): a
+            setting that replaces ``settings`` for those models.
     """
 
     name: str
     settings: Mapping[str, Any]
     without_sampler: Mapping[str, Any] = field(default_factory=dict)
     window_ratio: float = 0.15
+    sampler_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    per_model: Mapping[str, tuple[Any, frozenset, str]] = field(default_factory=dict)
 
-    def protocol(self, **overrides: Any):
+    def model_settings(self, model: Optional[str]) -> dict[str, tuple[Any, str]]:
+        """The settings that depend on the model: setting -> (value, why) for the registry name ``model``."""
+        return {key: (value, why) for key, (value, models, why) in self.per_model.items() if model in models}
+
+    def protocol(self, model: Optional[str] = None, **overrides: Any):
         """The :class:`~tgeval.protocol.Protocol` of the preset (``num_negatives=0``: no sampled
-        metrics, the candidates being the whole ``range`` catalog), fields in ``overrides`` replaced."""
+        metrics, the candidates being the whole ``range`` catalog) for the registered model ``model``
+        (its history: :meth:`model_settings`), fields in ``overrides`` replaced."""
         from tgeval.protocol import Protocol
 
-        s = {**self.settings, **self.without_sampler}
+        s = {**self.settings, **self.without_sampler,
+             **{key: value for key, (value, _) in self.model_settings(model).items()}}
         fields = {"replay": s["protocol"], "history": s["history"], "batch_size": s["batch_size"],
                   "ties": s["ties"], "num_negatives": s["negatives"], "directed": s["directed"],
                   "uncovered": s["uncovered"]}
@@ -86,24 +111,43 @@ class Preset:
 
         return build_catalog(data, self.settings["catalog"], num_nodes=num_nodes)
 
+    def tgb_negatives(self, path, events, num_nodes: int | None = None):
+        """TGB's negatives file ``path`` for ``events`` (the validation or the test segment) read as the
+        preset reads it (:func:`~tgeval.samplers.fixed.read_tgb_negatives` with :attr:`sampler_options`)."""
+        from tgeval.samplers.fixed import read_tgb_negatives
+
+        return read_tgb_negatives(path, events, num_nodes=num_nodes, **self.sampler_options.get("tgb", {}))
+
 
 #: The Temporal Graph Benchmark's link-prediction protocol (see the module docstring).
 TGB = Preset("tgb", {"split": (0.70, 0.15, 0.15), "protocol": "online", "history": "batch", "batch_size": 200,
                      "all_entity": True, "catalog": "range", "ties": "average", "directed": True,
                      "uncovered": "rank", "window": "tgb"},
-             without_sampler={"negatives": 0})
+             without_sampler={"negatives": 0}, sampler_options={"tgb": {"short": "allow"}},
+             per_model={"history": ("exact", EXACT_HISTORY_MODELS,
+                                    "the heuristic's leaderboard protocol: per-event state, the events strictly "
+                                    "before t")})
 
 PRESETS = {preset.name: preset for preset in (TGB,)}
 
 
 def apply_preset(args: Any, given: set[str]) -> dict:
     """Set ``args.<setting>`` for every setting of the preset ``args.preset`` that the command line
-    did not give (``given``: the destinations set explicitly, :func:`given_options`); return the
-    record the manifest keeps: ``{"name", "settings": what was applied, "overridden": {setting:
-    value given instead}}``. With ``--sampler`` given, the settings for no sampler are not applied
-    and the sampler is recorded as overridden."""
+    did not give (``given``: the destinations set explicitly, :func:`given_options`), the settings of
+    ``args.model`` (:meth:`Preset.model_settings`) included; return the record the manifest keeps:
+    ``{"name", "settings": what was applied, "reasons": {setting: why} for the model's settings,
+    "overridden": {setting: value given instead}}``. With ``--sampler`` given, the settings for no
+    sampler are not applied and the sampler is recorded as overridden; the preset's options of the
+    sampler it names that its spec does not give are added to ``args.sampler`` and recorded as
+    ``sampler_options``.
+
+    Raises:
+        SamplerError: a ``--sampler`` spec that is not ``NAME[:key=value,...]``.
+    """
     preset = PRESETS[args.preset]
-    settings = {**preset.settings, **({} if "sampler" in given else preset.without_sampler)}
+    by_model = preset.model_settings(getattr(args, "model", None))
+    settings = {**preset.settings, **({} if "sampler" in given else preset.without_sampler),
+                **{key: value for key, (value, _) in by_model.items()}}
     applied, overridden = {}, {}
     for key, value in settings.items():
         if key in given:
@@ -111,9 +155,18 @@ def apply_preset(args: Any, given: set[str]) -> dict:
         else:
             setattr(args, key, value)
             applied[key] = _json(value)
+    reasons = {key: why for key, (_, why) in by_model.items() if key in applied}
     if "sampler" in given:
         overridden["sampler"] = args.sampler
-    return {"name": preset.name, "settings": applied, "overridden": overridden}
+        from tgeval.samplers.registry import parse_spec  # torch: once the command line is parsed
+
+        name, options = parse_spec(args.sampler)
+        added = {key: value for key, value in preset.sampler_options.get(name, {}).items() if key not in options}
+        if added:
+            extra = ",".join(f"{key}={value}" for key, value in added.items())
+            args.sampler += ("," if ":" in args.sampler else ":") + extra
+            applied["sampler_options"] = added
+    return {"name": preset.name, "settings": applied, "reasons": reasons, "overridden": overridden}
 
 
 def _json(value: Any) -> Any:

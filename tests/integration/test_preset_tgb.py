@@ -6,19 +6,24 @@ pessimistic ranks) and, on the shared Wikipedia file, against TGB's published Ed
 from __future__ import annotations
 
 import json
+import pickle
 
 import numpy as np
 import pytest
 import torch
+from torch_geometric.data import TemporalData
 
 from tgeval import evaluate
 from tgeval.cli import main
+from tgeval.data.datasets import load_dataset
 from tgeval.data.synthetic import generate_events
+from tgeval.models.base import pairwise_scorer
 from tgeval.models.heuristics import EdgeBank
-from tgeval.presets import TGB
+from tgeval.models import registry
+from tgeval.presets import EXACT_HISTORY_MODELS, TGB
 from tgeval.samplers import write_tgb_negatives
 from tests.conftest import require_dataset
-from tests.helpers import snap_text
+from tests.helpers import StatelessModel, snap_text
 
 
 def tgb_edgebank_mrr(src, dst, t, start, end, train_end, window=False, batch_size=200):
@@ -132,3 +137,143 @@ def test_wikipedia_reaches_tgbs_published_mrr(tmp_path, model, published):
     assert main(["evaluate", str(path), "--format", "snap", "--model", model, "--preset", "tgb", "--out", str(out)]) == 0
     mrr = json.loads(out.read_text())["metrics"]["all_entity"]["mrr"]["micro"]
     assert round(mrr, 3) == published  # TGB's leaderboard: EdgeBank (unlimited) and EdgeBank (time window)
+
+
+@pytest.mark.parametrize("model", ["recency-local", "recency-global", "popularity-local", "popularity-global"])
+def test_the_heuristics_get_their_leaderboard_history(tmp_path, model, capsys):
+    assert model in EXACT_HISTORY_MODELS and "edgebank" not in EXACT_HISTORY_MODELS
+    assert {"local-global", "recency-popularity-local", "recency-popularity-global"} <= EXACT_HISTORY_MODELS
+    saved = run(tmp_path, "--model", model, "--preset", "tgb")
+    preset = saved["manifest"]["preset"]
+    assert saved["manifest"]["history"]["mode"] == "exact" and preset["settings"]["history"] == "exact"
+    assert preset["reasons"]["history"].startswith("the heuristic's leaderboard protocol")
+    assert "history exact (the heuristic's leaderboard protocol" in capsys.readouterr().out
+    data = distinct_times_stream()
+    split = TGB.split(data)
+    protocol = TGB.protocol(model=model)
+    assert protocol.history == "exact"
+    expected = evaluate(registry.build(model, num_nodes=int(data.dst.max()) + 1), data, split.test, protocol,
+                        catalog=TGB.catalog(data))
+    assert saved["metrics"]["all_entity"]["mrr"] == expected.metrics["all_entity"]["mrr"]
+    stale = run(tmp_path, "--model", model, "--preset", "tgb", "--history", "batch")  # a flag beside it wins
+    assert stale["manifest"]["history"]["mode"] == "batch" and stale["manifest"]["preset"]["reasons"] == {}
+    assert stale["manifest"]["preset"]["overridden"] == {"history": "batch"}
+    assert stale["metrics"]["all_entity"]["mrr"] != saved["metrics"]["all_entity"]["mrr"]  # distinct times: stale
+
+
+def short_rows_file(tmp_path):
+    """TGB's negatives of the test segment of :func:`distinct_times_stream` (every other page), the rows of every
+    tenth event one shorter: TGB's file where a simultaneous positive was left out."""
+    data = distinct_times_stream()
+    test = TGB.split(data).test
+    src, dst, t = (x[test.start:test.end] for x in (data.src, data.dst, data.t))
+    pages = torch.arange(int(data.dst.min()), int(data.dst.max()) + 1)
+    negatives = [pages[pages != d].tolist()[: pages.numel() - 1 - (i % 10 == 0)] for i, d in enumerate(dst.tolist())]
+    write_tgb_negatives(tmp_path / "ns.pkl", src, dst, t, negatives)
+    return tmp_path / "ns.pkl", negatives
+
+
+def test_the_preset_reads_short_rows_as_tgb_defines_them(tmp_path, capsys):
+    path, negatives = short_rows_file(tmp_path)
+    events = tmp_path / "events.txt"
+    events.write_text(snap_text(distinct_times_stream()))
+    flags = ["evaluate", str(events), "--format", "snap", "--model", "edgebank"]
+    assert main([*flags, "--sampler", f"tgb:path={path}"]) == 2  # outside the preset a short row is refused
+    assert "short='allow'" in capsys.readouterr().err
+    assert main([*flags, "--preset", "tgb", "--sampler", f"tgb:path={path},short=error"]) == 2  # given: it wins
+    assert "rows shorter than" in capsys.readouterr().err
+    saved = run(tmp_path, "--model", "edgebank", "--preset", "tgb", "--sampler", f"tgb:path={path}")
+    sampler, preset = saved["manifest"]["sampler"], saved["manifest"]["preset"]
+    width = max(map(len, negatives))
+    assert sampler["short"] == "allow" and preset["settings"]["sampler_options"] == {"short": "allow"}
+    assert preset["overridden"] == {"sampler": f"tgb:path={path}"}
+    short = sum(len(row) < width for row in negatives)
+    assert sampler["num_padded_rows"] == sampler["effective_num_negatives"]["num_short_rows"] == short > 0
+    assert sampler["effective_num_negatives"]["mean"] == pytest.approx(sum(map(len, negatives)) / len(negatives))
+    assert saved["metrics"]["sampled"]["num_events"] == len(negatives)  # no event dropped
+    line = f"{short} of {len(negatives)} rows below K, each event ranked against its own row"
+    assert line in capsys.readouterr().out
+
+
+class ResidueModel(StatelessModel):
+    """Scores ``(7 src + 3 dst) mod 5``: five levels, many ties, no table of every pair."""
+
+    def score(self, src, dst, t):
+        return ((7 * src + 3 * dst) % 5).double()
+
+    def candidate_scorer(self, src, t, candidates):
+        return pairwise_scorer(self.score, src, t, candidates)
+
+
+@pytest.fixture(scope="module")
+def tgbl_wiki(tmp_path_factory):
+    """tgbl-wiki in TGB's numbering (the shared file's ids minus one, as ``benchmarks/reproduce_tgb.py``), its
+    edge list as TGB ships it and TGB's validation and test negatives written by py-tgb's own generator."""
+    pytest.importorskip("tgb.linkproppred.negative_generator",
+                        reason="py-tgb is not installed (optional: pip install -e '.[tgb]')")
+    from tgb.linkproppred.negative_generator import NegativeEdgeGenerator
+
+    require_dataset("wikipedia")
+    data, _ = load_dataset("wikipedia")
+    data = TemporalData(src=data.src - 1, dst=data.dst - 1, t=data.t)
+    split = TGB.split(data)
+    folder = tmp_path_factory.mktemp("tgbl-wiki")
+    for mode in ("val", "test"):
+        segment = split[mode]
+        generator = NegativeEdgeGenerator("tgbl-wiki", first_dst_id=int(data.dst.min()),
+                                          last_dst_id=int(data.dst.max()), num_neg_e=1000, strategy="rnd",
+                                          rnd_seed=42)
+        generator.generate_negative_samples(segment.select(data), mode, str(folder))
+    users = int(data.src.max()) + 1
+    (folder / "tgbl-wiki_edgelist.csv").write_text(
+        "user_id,item_id,timestamp,state_label,comma_separated_list_of_features\n"
+        + "".join(f"{u},{v - users},{t},0\n" for u, v, t in zip(data.src.tolist(), data.dst.tolist(),
+                                                                  data.t.tolist())))
+    return data, split, folder
+
+
+@pytest.mark.datasets
+@pytest.mark.parametrize("mode", ["val", "test"])
+def test_tgbs_own_files_of_both_segments(tgbl_wiki, mode):
+    """TGB's file of the segment (rows of 998 where TGB left out a simultaneous positive) gives every event the
+    rank it has against every other page, warm-up = the events before the segment (val: the training events),
+    and the rank against its own row of a static scorer with ties."""
+    data, split, folder = tgbl_wiki
+    num_nodes = int(data.dst.max()) + 1
+    segment = split[mode]
+    path = folder / f"tgbl-wiki_{mode}_ns.pkl"
+    sampler = TGB.tgb_negatives(path, segment.select(data), num_nodes=num_nodes)
+    effective = sampler.describe()["effective_num_negatives"]
+    assert (effective["min"], effective["max"], effective["num_rows_without"]) == (998, 999, 0)
+    assert effective["num_short_rows"] > 0
+    result = evaluate(EdgeBank(num_nodes), data, segment, TGB.protocol(num_negatives=sampler.num_negatives),
+                      sampler=sampler, catalog=TGB.catalog(data, num_nodes), records="events")
+    events = result.event_table()
+    assert result.metrics["sampled"]["num_events"] == segment.num_events
+    assert torch.equal(events["sampled_rank"], events["rank"])
+    static = evaluate(ResidueModel(num_nodes), data, segment, TGB.protocol(num_negatives=sampler.num_negatives),
+                      sampler=sampler, records="events").event_table()
+    table = pickle.loads(path.read_bytes())  # written by py-tgb in this test, so a plain load is safe
+    src, dst, t = static["src"].numpy(), static["dst"].numpy(), static["t"].numpy()
+    own = [table[key] for key in zip(src.tolist(), dst.tolist(), t.tolist())]  # each event's row
+    lengths = np.array([len(row) for row in own])
+    rows = np.full((src.size, lengths.max()), -1)
+    rows[np.arange(lengths.max()) < lengths[:, None]] = np.concatenate(own)
+    level = lambda u, v: (7 * u + 3 * v) % 5  # noqa: E731
+    positive, negative = level(src, dst)[:, None], np.where(rows >= 0, level(src[:, None], rows), -1)
+    expected = 1 + (negative > positive).sum(1) + 0.5 * (negative == positive).sum(1)
+    assert static["sampled_rank"].tolist() == expected.tolist()
+
+
+@pytest.mark.datasets
+def test_the_validation_file_through_the_command(tgbl_wiki, tmp_path, capsys):
+    _, split, folder = tgbl_wiki
+    out = tmp_path / "val.json"
+    assert main(["evaluate", str(folder / "tgbl-wiki_edgelist.csv"), "--format", "tgb", "--model", "edgebank",
+                 "--preset", "tgb", "--segment", "val", "--sampler", f"tgb:path={folder / 'tgbl-wiki_val_ns.pkl'}",
+                 "--out", str(out)]) == 0
+    saved = json.loads(out.read_text())
+    assert saved["manifest"]["segment"]["start"] == split.train.end  # warmed up on the training events
+    assert saved["manifest"]["sampler"]["short"] == "allow"
+    assert saved["metrics"]["sampled"]["mrr"] == saved["metrics"]["all_entity"]["mrr"]
+    assert "rows below K, each event ranked against its own row" in capsys.readouterr().out
