@@ -45,7 +45,8 @@ __all__ = ["Preset", "TGB", "PRESETS", "EXACT_HISTORY_MODELS", "apply_preset", "
 
 #: The registered heuristics whose published figures (Cornell et al., "On the Power of Heuristics in
 #: Temporal Graphs"; TGB's leaderboard entry "Heuristic (LocalGlobal)") score every event from the
-#: events strictly before its time: TGB's preset gives them ``history="exact"``.
+#: events strictly before its time: TGB's preset gives them ``history="exact"`` (not to a decayed
+#: popularity, ``half_life`` given: it has no per-event state and keeps TGB's ``batch``).
 EXACT_HISTORY_MODELS = frozenset({"recency-local", "recency-global", "popularity-local", "popularity-global",
                                   "local-global", "recency-popularity-local", "recency-popularity-global"})
 
@@ -134,7 +135,7 @@ PRESETS = {preset.name: preset for preset in (TGB,)}
 def apply_preset(args: Any, given: set[str]) -> dict:
     """Set ``args.<setting>`` for every setting of the preset ``args.preset`` that the command line
     did not give (``given``: the destinations set explicitly, :func:`given_options`), the settings of
-    ``args.model`` (:meth:`Preset.model_settings`) included; return the record the manifest keeps:
+    ``args.model`` (:meth:`Preset.model_settings`; none with ``--half-life``) included; return the record the manifest keeps:
     ``{"name", "settings": what was applied, "reasons": {setting: why} for the model's settings,
     "overridden": {setting: value given instead}}``. With ``--sampler`` given, the settings for no
     sampler are not applied and the sampler is recorded as overridden; the preset's options of the
@@ -145,7 +146,9 @@ def apply_preset(args: Any, given: set[str]) -> dict:
         SamplerError: a ``--sampler`` spec that is not ``NAME[:key=value,...]``.
     """
     preset = PRESETS[args.preset]
-    by_model = preset.model_settings(getattr(args, "model", None))
+    # a decayed popularity (--half-life) holds no per-event state and has no leaderboard figure: TGB's settings
+    decayed = getattr(args, "model_half_life", None) is not None
+    by_model = preset.model_settings(None if decayed else getattr(args, "model", None))
     settings = {**preset.settings, **({} if "sampler" in given else preset.without_sampler),
                 **{key: value for key, (value, _) in by_model.items()}}
     applied, overridden = {}, {}

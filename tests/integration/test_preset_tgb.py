@@ -277,3 +277,8 @@ def test_the_validation_file_through_the_command(tgbl_wiki, tmp_path, capsys):
     assert saved["manifest"]["sampler"]["short"] == "allow"
     assert saved["metrics"]["sampled"]["mrr"] == saved["metrics"]["all_entity"]["mrr"]
     assert "rows below K, each event ranked against its own row" in capsys.readouterr().out
+
+
+def test_a_decayed_popularity_keeps_tgbs_batch_history(tmp_path):
+    saved = run(tmp_path, "--model", "popularity-local", "--half-life", "100", "--preset", "tgb")
+    assert saved["manifest"]["history"]["mode"] == "batch" and saved["manifest"]["preset"]["reasons"] == {}
