@@ -43,7 +43,6 @@ from tgeval.atomic import write_atomic
 from tgeval.data.datasets import load_dataset
 from tgeval.models.heuristics import EdgeBank
 from tgeval.presets import TGB
-from tgeval.samplers import read_tgb_negatives
 
 NAME = "tgbl-wiki"
 WINDOW_RATIO = 0.15
@@ -95,8 +94,7 @@ def tgeval_runs(data: TemporalData, split, files: dict[str, Path]) -> tuple[list
                                   catalog=TGB.catalog(data, num_nodes), records="events")
                 part = "all_entity"
             else:
-                sampler = read_tgb_negatives(files["test"], data[split.test.start:split.test.end], short="allow",
-                                             num_nodes=num_nodes)
+                sampler = TGB.tgb_negatives(files["test"], data[split.test.start:split.test.end], num_nodes=num_nodes)
                 result = evaluate(edgebank(num_nodes, window, data, split), data, split.test,
                                   TGB.protocol(num_negatives=sampler.num_negatives), sampler=sampler, records="events")
                 part = "sampled"
@@ -193,7 +191,7 @@ def main() -> None:
     split = TGB.split(data)
     files = tgb_negatives(data, split, args.work)
     test_events = data[split.test.start:split.test.end]
-    read = min(timed(lambda: read_tgb_negatives(files["test"], test_events, short="allow")) for _ in range(3))
+    read = min(timed(lambda: TGB.tgb_negatives(files["test"], test_events)) for _ in range(3))
     plain = min(timed(lambda: pickle.loads(files["test"].read_bytes())) for _ in range(3))
     print(f"reading TGB's test file ({split.test.num_events} rows), best of 3:")
     print_table(["reader", "seconds", "vs pickle.loads"],
@@ -215,9 +213,9 @@ def main() -> None:
     edges = tgb_edge_list(data, args.work)
     command = ["evaluate", str(edges), "--format", "tgb", "--model", "edgebank", "--preset", "tgb"]
     whole = [("every page (range catalog)", command),
-             ("TGB's test file", command + ["--sampler", f"tgb:path={files['test']},short=allow"])]
+             ("TGB's test file", command + ["--sampler", f"tgb:path={files['test']}"])]
     measured = [(name, *cli_run(args.threads, *flags)) for name, flags in whole]
-    print(f"\nwhole command in a fresh process: tgeval {' '.join(command)} [--sampler tgb:path=FILE,short=allow]")
+    print(f"\nwhole command in a fresh process: tgeval {' '.join(command)} [--sampler tgb:path=FILE]")
     print_table(["candidates", "test MRR", "seconds", "peak GiB", "phases (s)"],
                 [[name, f"{value:.4f}", f"{seconds:.1f}", f"{peak:.2f}", phases]
                  for name, value, seconds, peak, phases in measured])
