@@ -4,8 +4,9 @@ Each cell is the test MRR of one ``tgeval evaluate`` command, run here as users 
 process, ``--out`` into a temporary folder, the MRR read back from its result JSON):
 
 * **``--preset tgb``**: ``tgeval evaluate ml_wikipedia.txt --format snap --model M --preset tgb [OPTIONS]``
-  (online replay, history as of the batch start, batches of 200, exact ranking over every page,
-  TGB's splits);
+  (online replay, history as of the batch start, the recency and popularity heuristics' per-event
+  history excepted as their leaderboard figures, batches of 200, exact ranking over every page, TGB's
+  splits);
 * **tgeval's own protocol**: the same command without ``--preset tgb`` (exact history, all-entity over
   the training catalog).
 
