@@ -139,6 +139,13 @@ def test_every_heuristic_passes(name):
     assert report.passed, str(report)
 
 
+@pytest.mark.parametrize("name", ["popularity", "popularity-global", "popularity-local"])
+def test_decayed_popularity_passes(name):
+    """Non-integer float64 scores (a half-life) are compared as float64 in every arm, never rounded to float32."""
+    report = audit(lambda data: registry.build(name, num_nodes=N, half_life=3.0), DATA, SPLIT)
+    assert report.passed, str(report)
+
+
 @pytest.mark.parametrize("name", registry.names("neural"))
 def test_every_neural_model_passes(name):
     report = audit(lambda data: small_neural_model(name, N), DATA, SPLIT)

@@ -289,7 +289,7 @@ def _replay(model: TemporalLinkModel, stream: TemporalData, start: int, probes: 
     probed segment: each batch's probes against every candidate (``[p, C]``, one ``score`` call) from the
     state before the batch, then ``update``. Returns the scores ``[P, C]`` (NaN where not scored) and, with
     ``keep``, the snapshot taken before batch ``keep``. ``guard``: the deep scoring guard on every step."""
-    scores = torch.full((probes.event.numel(), probes.candidates.numel()), math.nan)
+    scores = torch.full((probes.event.numel(), probes.candidates.numel()), math.nan, dtype=torch.float64)
     snapshot = None
     model.eval()  # as evaluate: warm-up and pass in eval mode (PyG's TGNMemory updates differently in training)
     warm_up(model, stream[:start], batch_size=probes.batch_size)
