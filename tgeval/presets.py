@@ -12,7 +12,8 @@ replay                    online: every positive batch is observed after it was 
 history                   ``batch``: each event is scored from the state at its batch's start, as
                           TGB's example loop; ``exact`` for the heuristics whose leaderboard
                           figures are defined with per-event state (:data:`EXACT_HISTORY_MODELS`:
-                          recency and popularity, local and global, and their combinations)
+                          recency and popularity, local and global, their combinations, and
+                          ``poptrack``, whose ticks are TGM's batches)
 batch size                200 events
 candidates                every destination id from the smallest to the largest of the stream
                           (catalog ``range``, exact all-entity ranking), the set TGB draws its
@@ -45,10 +46,11 @@ __all__ = ["Preset", "TGB", "PRESETS", "EXACT_HISTORY_MODELS", "apply_preset", "
 
 #: The registered heuristics whose published figures (Cornell et al., "On the Power of Heuristics in
 #: Temporal Graphs"; TGB's leaderboard entry "Heuristic (LocalGlobal)") score every event from the
-#: events strictly before its time: TGB's preset gives them ``history="exact"`` (not to a decayed
-#: popularity, ``half_life`` given: it has no per-event state and keeps TGB's ``batch``).
+#: events strictly before its time, and ``poptrack``, whose clock's ticks are TGM's batches of 200 (a query
+#: sees the ticks before its own): TGB's preset gives them ``history="exact"`` (not to a popularity decayed in
+#: time, ``half_life`` given without an event clock: it has no per-event state and keeps TGB's ``batch``).
 EXACT_HISTORY_MODELS = frozenset({"recency-local", "recency-global", "popularity-local", "popularity-global",
-                                  "local-global", "recency-popularity-local", "recency-popularity-global"})
+                                  "local-global", "recency-popularity-local", "recency-popularity-global", "poptrack"})
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,8 @@ PRESETS = {preset.name: preset for preset in (TGB,)}
 def apply_preset(args: Any, given: set[str]) -> dict:
     """Set ``args.<setting>`` for every setting of the preset ``args.preset`` that the command line
     did not give (``given``: the destinations set explicitly, :func:`given_options`), the settings of
-    ``args.model`` (:meth:`Preset.model_settings`; none with ``--half-life``) included; return the record the manifest keeps:
+    ``args.model`` (:meth:`Preset.model_settings`; none with ``--half-life`` in time) included; return the record the
+    manifest keeps:
     ``{"name", "settings": what was applied, "reasons": {setting: why} for the model's settings,
     "overridden": {setting: value given instead}}``. With ``--sampler`` given, the settings for no
     sampler are not applied and the sampler is recorded as overridden; the preset's options of the
@@ -146,8 +149,8 @@ def apply_preset(args: Any, given: set[str]) -> dict:
         SamplerError: a ``--sampler`` spec that is not ``NAME[:key=value,...]``.
     """
     preset = PRESETS[args.preset]
-    # a decayed popularity (--half-life) holds no per-event state and has no leaderboard figure: TGB's settings
-    decayed = getattr(args, "model_half_life", None) is not None
+    # a popularity decayed in time (--half-life, no event clock) holds no per-event state: TGB's settings
+    decayed = getattr(args, "model_half_life", None) is not None and getattr(args, "clock", None) in (None, "time")
     by_model = preset.model_settings(None if decayed else getattr(args, "model", None))
     settings = {**preset.settings, **({} if "sampler" in given else preset.without_sampler),
                 **{key: value for key, (value, _) in by_model.items()}}

@@ -26,7 +26,7 @@ from torch import Tensor
 from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import Occurrences, expand_ranges
 
-__all__ = ["ordered_counts", "prefix_weight_above", "key_changes", "source_pairs", "counter_changes", "counter_at",
+__all__ = ["ordered_counts", "table_counts", "bisect_counts", "prefix_weight_above", "key_changes", "source_pairs", "counter_changes", "counter_at",
            "constant_thresholds", "distinct_pairs"]
 
 
@@ -67,6 +67,47 @@ def ordered_counts(score: Callable[[Tensor, Tensor, Tensor], Tensor], src: Tenso
     above = above.index_add(0, rows, inside * ((scores > p).long() - (key > above_key.take(rows)).long()))
     at_least = at_least.index_add(0, rows, inside * ((scores >= p).long() - (key >= least_key.take(rows)).long()))
     return above, at_least - above
+
+
+def table_counts(tables: Tensor, catalog: Catalog, table: Tensor, pos_score: Tensor) -> tuple[Tensor, Tensor]:
+    """Exact ``(above, equal)``, int64 ``[B]``, of scores read from tables: query ``i`` scores item ``c``
+    ``tables[table[i], c]`` (``tables``: ``[D, num_nodes]``), every catalog item always available.
+
+    One sort of the catalog's ``D x C`` scores: each score's rank among them (a score ``v`` above ``p`` iff
+    its rank is above ``p``'s), keyed by its table; a query's counts are searches within its table's run.
+    """
+    values = tables.index_select(1, catalog.items)  # [D, C]
+    ordered = torch.sort(values.flatten()).values
+    stride = ordered.numel() + 1
+    rank = torch.searchsorted(ordered, values, right=True)  # the scores at or below each
+    composite = torch.sort((torch.arange(values.shape[0], device=values.device)[:, None] * stride + rank).flatten()).values
+    base = table * stride
+    end = torch.searchsorted(composite, base + stride)
+    above = end - torch.searchsorted(composite, base + torch.searchsorted(ordered, pos_score.contiguous(), right=True),
+                                     right=True)
+    at_least = end - torch.searchsorted(composite, base + torch.searchsorted(ordered, pos_score.contiguous()) + 1)
+    return above, at_least - above
+
+
+def bisect_counts(sorted_keys: Tensor, score_of: Callable[[Tensor], Tensor], pos_score: Tensor) -> tuple[Tensor, Tensor]:
+    r"""Exact ``(above, equal)``, int64 ``[B]``, when query ``i`` scores every item by ``score_of(keys)[i]``, a
+    non-decreasing function of the item's key (``sorted_keys``, ``[C]``): the first key scoring above / at
+    least the positive found by bisection with the score's own arithmetic, :math:`\lceil\log_2 (C + 1)\rceil`
+    steps of ``[B]`` operations."""
+    size = sorted_keys.numel()
+
+    def first(strict: bool) -> Tensor:
+        lo = torch.zeros(pos_score.shape, dtype=torch.long, device=pos_score.device)
+        hi = torch.full_like(lo, size)
+        for _ in range((size + 1).bit_length()):
+            mid = torch.div(lo + hi, 2, rounding_mode="floor")
+            score = score_of(sorted_keys.take(mid.clamp(max=size - 1)))
+            ok = (score > pos_score) if strict else (score >= pos_score)
+            ok = ok & (mid < hi)
+            hi, lo = torch.where(ok, mid, hi), torch.where(ok | (mid >= hi), lo, mid + 1)
+        return lo
+    above_from, least_from = first(True), first(False)
+    return size - above_from, above_from - least_from
 
 
 def prefix_weight_above(values: Tensor, weights: Tensor, prefix: Tensor, threshold: Tensor, *,

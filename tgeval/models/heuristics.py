@@ -35,8 +35,8 @@ from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.errors import ModelConfigError, TemporalDataError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer, time_store
 from tgeval.models.clock import Clock, EventClock, describe_clock, event_clock
-from tgeval.models.counting import (constant_thresholds, counter_at, counter_changes, distinct_pairs, key_changes,
-                                    ordered_counts, source_pairs)
+from tgeval.models.counting import (bisect_counts, constant_thresholds, counter_at, counter_changes, distinct_pairs,
+                                    key_changes, ordered_counts, source_pairs, table_counts)
 from tgeval.state import State, clone_state
 
 __all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity", "LocalRecency",
@@ -847,10 +847,21 @@ class Popularity(_BufferState):
 
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
-        """Exact counts by order statistics on the destinations' counts (:func:`_counted`); ``None`` with a
-        half-life or for a catalog with availability times."""
-        if self.half_life is not None or catalog.available_from is not None:
+        """Exact counts by order statistics (:mod:`tgeval.models.counting`): on the destinations' counts; with an
+        event clock, on each tick's table of log-counts; with a half-life in time, by bisection of the catalog
+        sorted by log-count (a query's score is the log-count minus its age). ``None`` for a catalog with
+        availability times."""
+        if catalog.available_from is not None:
             return None
+        if self.clock is not None:
+            earlier: Optional[_TickIndex] = self._earlier
+            if earlier is None:
+                return table_counts(torch.log2(self.in_degree)[None, :], catalog, torch.zeros_like(src), pos_score)
+            return table_counts(earlier.tables, catalog, earlier.offset(t), pos_score)
+        if self.half_life is not None:
+            age = (t - self.reference_time).double() / self.half_life  # as score computes it
+            logs = torch.sort(torch.log2(self.in_degree).take(catalog.items)).values
+            return bisect_counts(logs, lambda log_count: log_count - age, pos_score)
         p = pos_score.long()
         return _counted(self, src, t, pos_score, catalog, self.in_degree.long(), p, p, self._earlier)
 

@@ -1,7 +1,7 @@
 r"""PopTrack (Daniluk and Dąbrowski, TGB's strongest parameter-free baselines): the destination's popularity,
 counted in batches of 200 events and decayed by 0.36 per batch, as TGM's ``PopTrackPredictor`` on tgbl-wiki.
 
-It is :class:`~tgeval.models.heuristics.GlobalPopularity` with an event clock
+It is :class:`~tgeval.models.heuristics.Popularity` with an event clock
 (:class:`~tgeval.models.clock.EventClock`, 200 events per tick, the training events one tick) and the half-life
 :math:`h = 1 / \log_2(1 / 0.36)` ticks, so that each tick multiplies a past event's weight by
 :math:`2^{-1/h} = 0.36`. TGM scores in float32; these scores are float64 log-counts (same order where float32
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from tgeval.models.clock import Clock, EventClock
-from tgeval.models.heuristics import GlobalPopularity
+from tgeval.models.heuristics import Popularity
 
 __all__ = ["PopTrack", "POPTRACK_DECAY", "POPTRACK_TICK"]
 
@@ -22,7 +22,7 @@ POPTRACK_DECAY = 0.36
 POPTRACK_TICK = 200
 
 
-class PopTrack(GlobalPopularity):
+class PopTrack(Popularity):
     """PopTrack with TGM's tgbl-wiki settings (module docstring); ``clock``: its event clock (the command line
     gives it the starts of the validation and test segments as origins)."""
 
