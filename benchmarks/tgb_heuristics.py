@@ -10,8 +10,9 @@ process, ``--out`` into a temporary folder, the MRR read back from its result JS
 * **tgeval's own protocol**: the same command without ``--preset tgb`` (exact history, all-entity over
   the training catalog).
 
-The models are the registry's EdgeBank variants and the recency and popularity heuristics, local
-(per pair) and global (per destination); ``--window`` and ``--half-life`` as named in the rows.
+The models are the registry's EdgeBank variants, the recency and popularity heuristics, local (per pair)
+and global (per destination), their combinations and PopTrack; ``--window`` and ``--half-life`` as named
+in the rows.
 ``benchmarks/results/tgb_heuristics.json`` (``--out``) is rendered in docs/quality.md.
 
 Run: python benchmarks/tgb_heuristics.py [--data-dir DIR] [--threads 1] [--out FILE]
@@ -47,6 +48,13 @@ ROWS = (
      ["--model", "recency-global"], ""),
     ("`popularity-global` (the page's past events)", ["--model", "popularity-global"],
      ["--model", "popularity-global"], ""),
+    ("`local-global` (the pair's last time, ties by the page's)", ["--model", "local-global"],
+     ["--model", "local-global"], "0.821 (Heuristic (LocalGlobal))"),
+    ("`recency-popularity-local` (the pair's last time, ties by its count)", ["--model", "recency-popularity-local"],
+     ["--model", "recency-popularity-local"], ""),
+    ("`recency-popularity-global` (the page's last time, ties by its count)",
+     ["--model", "recency-popularity-global"], ["--model", "recency-popularity-global"], ""),
+    ("`poptrack` (the page's events, decayed by 0.36 per 200 events)", ["--model", "poptrack"], None, ""),
 )
 
 

@@ -69,13 +69,13 @@ def _static_gnn(name: str, data: TemporalData, segment: Segment, num_nodes: int,
         "name": name, "training_graph": f"events [0, {segment.start}) as a static graph", **trained.describe()})
 
 
-def _heuristic_clock(args: argparse.Namespace, split: Split) -> Clock:
-    """``--clock`` for a heuristic: ``"time"``, or an event clock of ``TICK`` events whose origins are the starts of
-    the validation and test segments (the training events are tick 0, then each segment is sliced from its start).
-    Without ``--clock``, the model's own default: an event clock's tick, with those origins."""
-    tick = args.clock
-    if tick is None and args.model in registry.names("heuristic"):
-        default = next((o.default for o in registry.entry(args.model).parameters if o.name == "clock"), "time")
+def _heuristic_clock(tick: Union[str, int, None], model: str, split: Split) -> Clock:
+    """``--clock`` (``tick``) for the heuristic ``model``: ``"time"``, or an event clock of ``TICK`` events whose
+    origins are the starts of the validation and test segments (the training events are tick 0, then each segment
+    is sliced from its start). Without ``--clock``, the model's own default: an event clock's tick, with those
+    origins."""
+    if tick is None and model in registry.names("heuristic"):
+        default = next((o.default for o in registry.entry(model).parameters if o.name == "clock"), "time")
         tick = default.tick if isinstance(default, EventClock) else "time"
     return "time" if tick in (None, "time") else EventClock(tick, (split.val.start, split.test.start))
 
@@ -236,7 +236,7 @@ def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
         anchor = "latest" if args.window == "tgb" else "query"
         model = registry.build(args.model, num_nodes=num_nodes, window=window, directed=args.directed,
                                half_life=args.model_half_life, anchor=anchor,
-                               clock=_heuristic_clock(args, split)).to(device)
+                               clock=_heuristic_clock(args.clock, args.model, split)).to(device)
     elif args.model in GNN_MODELS:
         model = _static_gnn(args.model, data, segment, num_nodes, args.seed)
     else:
@@ -357,7 +357,8 @@ def _run(args: argparse.Namespace, out: Path, device: torch.device) -> None:
     rows = []
     protocol = Protocol(num_negatives=args.negatives, batch_size=args.batch_size, seed=args.seed)
     for name, registered, options, chosen in _run_heuristics(window, selection, duration):
-        model = registry.build(registered, num_nodes=num_nodes, **options).to(device)
+        model = registry.build(registered, num_nodes=num_nodes, clock=_heuristic_clock(None, registered, split),
+                               **options).to(device)
         result = _measure(model, data, test, protocol, description, split, progress.StderrProgress(name),
                           sampler=UniformSampler(catalog), catalog=catalog)
         result.manifest["selection"] = chosen

@@ -86,9 +86,10 @@ def test_run_on_a_given_file(snap_file, tmp_path, capsys):
     assert "edgebank-window(val)" in text and "popularity" in text and f"data: {snap_file}" in text
     # every parameter-free heuristic of the registry (each with its own all-entity path: no SlowPathWarning,
     # an error under the test settings), edgebank-window with both windows, then TGN
-    assert list(summary) == ["edgebank", "edgebank-window(val)", "edgebank-window(test)", "node-memory", "pa",
-                             "popularity", "popularity-global", "popularity-local", "recency-global",
-                             "recency-local", "tgn"]
+    assert list(summary) == ["edgebank", "edgebank-window(val)", "edgebank-window(test)", "local-global",
+                             "node-memory", "pa", "poptrack", "popularity", "popularity-global", "popularity-local",
+                             "recency-global", "recency-local", "recency-popularity-global",
+                             "recency-popularity-local", "tgn"]
     assert all(summary[name]["all_entity_mrr"] is not None for name in summary)
     assert "\ntgn " in text and "Kendall tau" in text and "membership factorial of EdgeBank" in text
     assert "surprise by test ratio" in text and text.rstrip().endswith(f"the report: {out / 'report.html'}")

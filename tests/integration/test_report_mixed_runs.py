@@ -20,8 +20,9 @@ ADDED = {"edgebank-seed1": ["--model", "edgebank", "--seed", "1"], "pa-seed1": [
          "pa-k5": ["--model", "pa", "--negatives", "5"], "pa-optimistic": ["--model", "pa", "--ties", "optimistic"],
          "pa-historical": ["--model", "pa", "--sampler", "historical"], "pa-all": ["--model", "pa", "--catalog", "all"],
          "pa-again": ["--model", "pa"]}
-RUN = ["edgebank-window(test)", "edgebank-window(val)", "edgebank", "node-memory", "pa", "popularity",
-       "popularity-global", "popularity-local", "recency-global", "recency-local", "tgn"]
+RUN = ["edgebank-window(test)", "edgebank-window(val)", "edgebank", "local-global", "node-memory", "pa", "poptrack",
+       "popularity", "popularity-global", "popularity-local", "recency-global", "recency-local",
+       "recency-popularity-global", "recency-popularity-local", "tgn"]
 
 
 def in_file_order(names: list[str]) -> tuple[str, ...]:

@@ -92,7 +92,8 @@ def _sampler_counts(described: Optional[dict]) -> dict[str, int]:
 
 def format_table(rows: Sequence[tuple[str, Result]]) -> str:
     """A readable comparison: sampled vs all-entity MRR, Hits@10 and per-stratum all-entity MRR."""
-    head = (f"{'model':<22} {'sampled MRR':>11} {'all-ent MRR':>11} {'macro MRR':>10} {'Hits@10':>8} "
+    width = max([22] + [len(name) for name, _ in rows])  # the model column fits the longest name
+    head = (f"{'model':<{width}} {'sampled MRR':>11} {'all-ent MRR':>11} {'macro MRR':>10} {'Hits@10':>8} "
             + " ".join(f"{name:>17}" for name in STRATA) + f" {'events/s':>10}")
     lines = [head, "-" * len(head)]
     for name, result in rows:
@@ -105,7 +106,7 @@ def format_table(rows: Sequence[tuple[str, Result]]) -> str:
             entry = m["strata"][stratum]
             mrr = entry.get(basis, {}).get("mrr", {}).get("micro")
             strata.append(f"{format_number(mrr)} (n={entry['count']})".rjust(17))
-        lines.append(f"{name:<22} {format_number(sampled):>11} {format_number(full.get('mrr', {}).get('micro')):>11} "
+        lines.append(f"{name:<{width}} {format_number(sampled):>11} {format_number(full.get('mrr', {}).get('micro')):>11} "
                      f"{format_number(full.get('mrr', {}).get('macro')):>10} "
                      f"{format_number(full.get('hits@10', {}).get('micro')):>8} "
                      + " ".join(strata) + f" {result.performance['events_per_second']:>10.0f}")
