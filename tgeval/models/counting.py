@@ -24,9 +24,9 @@ import torch
 from torch import Tensor
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.sorted_keys import Occurrences, expand_ranges
+from tgeval.data.sorted_keys import PAD, Occurrences, expand_ranges
 
-__all__ = ["ordered_counts", "table_counts", "bisect_counts", "prefix_weight_above", "key_changes", "source_pairs", "counter_changes", "counter_at",
+__all__ = ["ordered_counts", "table_counts", "bisect_counts", "prefix_weight_above", "SourceOrder", "key_changes", "source_pairs", "counter_changes", "counter_at",
            "constant_thresholds", "distinct_pairs"]
 
 
@@ -157,6 +157,49 @@ def key_changes(occurrences: Occurrences, after: Tensor, stored: Tensor, t: Tens
     keys[1::2] = torch.empty_like(after).scatter_(0, occurrences.order, after)
     inside = torch.empty_like(nodes).scatter_(0, occurrences.order, (catalog.indicator.take(nodes) > 0).long())
     return torch.searchsorted(occurrences.all_times, t.contiguous()), keys, torch.stack([-inside, inside], 1).view(-1)
+
+
+class SourceOrder:
+    """Stored pairs ordered by ``(source, value)``: per query, its source's pairs whose value lies in a range,
+    counted (two searches) or listed.
+
+    Args:
+        keys: int64 ``[P]`` pair keys ``u * num_nodes + v`` (any order; padding allowed).
+        values: ``[P]`` one value per pair (int64 or float64).
+        include: bool ``[P]``: the pairs counted (e.g. not padding, destination in the catalog).
+        bound: for int64 values in ``[0, bound)`` (``num_nodes * bound < 2^63``), the values themselves order the
+            pairs of a source (one sort); otherwise their ranks do (two sorts).
+    """
+
+    def __init__(self, keys: Tensor, values: Tensor, include: Tensor, num_nodes: int,
+                 bound: Optional[int] = None) -> None:
+        self.keys, self.num_nodes, self.bound = keys, num_nodes, bound
+        if bound is None:
+            self.ordered = torch.sort(values).values
+            self.stride = keys.numel() + 1
+            values = torch.searchsorted(self.ordered, values)  # the values below each
+        else:
+            self.stride = bound + 1
+        self.composite, self.order = torch.sort(torch.where(include, keys // num_nodes * self.stride + values, PAD))
+
+    def _position(self, value: Tensor) -> Tensor:
+        """Where ``value`` falls among a source's values (``stride`` past them all)."""
+        if self.bound is None:
+            return torch.searchsorted(self.ordered, value.contiguous())
+        return value.clamp(0, self.stride)
+
+    def range(self, src: Tensor, lower: Tensor, upper: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
+        """``(first, end)`` positions of the pairs of ``src[i]`` with a value in ``[lower[i], upper[i])`` (``upper``
+        ``None``: no bound)."""
+        base = src * self.stride
+        first = torch.searchsorted(self.composite, base + self._position(lower))
+        end = torch.searchsorted(self.composite, base + (self.stride if upper is None else self._position(upper)))
+        return first, end
+
+    def pairs(self, first: Tensor, end: Tensor) -> tuple[Tensor, Tensor]:
+        """``(rows, items)`` of the pairs at positions ``[first[i], end[i])``."""
+        rows, index = expand_ranges(first, end - first)
+        return rows, self.keys.take(self.order.take(index)) % self.num_nodes
 
 
 def source_pairs(sorted_keys: Tensor, src: Tensor, num_nodes: int,

@@ -35,8 +35,8 @@ from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.errors import ModelConfigError, TemporalDataError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer, time_store
 from tgeval.models.clock import Clock, EventClock, describe_clock, event_clock
-from tgeval.models.counting import (bisect_counts, constant_thresholds, counter_at, counter_changes, distinct_pairs,
-                                    key_changes, ordered_counts, source_pairs, table_counts)
+from tgeval.models.counting import (SourceOrder, bisect_counts, constant_thresholds, counter_at, counter_changes,
+                                    distinct_pairs, key_changes, ordered_counts, source_pairs, table_counts)
 from tgeval.state import State, clone_state
 
 __all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity", "LocalRecency",
@@ -977,24 +977,29 @@ class _Recency(EdgeBank):
 
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
-        r"""Exact counts by order statistics (:func:`~tgeval.models.counting.ordered_counts`). Local: the
-        source's pairs scored one by one, every other item at ``-inf``. Global (integer times, no window): the
-        catalog by last time, :math:`-(t - \tau) > p` iff :math:`\tau > t + p` while every gap is exact in
-        float64 (below :math:`2^{53}`; checked with one read of the device, else ``None``). ``None`` for a
-        catalog with availability times."""
+        r"""Exact counts by order statistics (:mod:`~tgeval.models.counting`), for integer times: a score
+        :math:`-(t - \tau) > p` iff :math:`\tau > t + p` when the positive's gap is exact in float64, below
+        :math:`2^{53}` (every smaller gap is then exact too, and every larger one rounds to at least
+        :math:`-p + 1`; checked with one read of the device). Local: a dominance count on the source's stored
+        pairs by last time (within the window), the batch's earlier pairs of the source scored one by one,
+        every other item at ``-inf``. Global (no window): the catalog sorted by last time, the batch's earlier
+        events as key changes. Otherwise (float times, a rounded gap) local pairs are all scored one by one
+        and global ones ``None``, as for a catalog with availability times."""
         if catalog.available_from is not None:
             return None
-        n, earlier = self.num_nodes, self._earlier
+        exact = not (t.is_floating_point() or self.last_seen.is_floating_point()
+                     or bool(((pos_score <= -2.0**53) & (pos_score > -math.inf)).any()))  # the positive's gap rounded
+        lowest, finite = _lowest(torch.long), pos_score > -math.inf
+        threshold = torch.where(finite, t - (-pos_score).clamp(max=2**53).long(), lowest) if exact else None
         if self.scope == "local":
-            return self._source_counts(src, t, pos_score, catalog, -math.inf)
-        if self.window is not None or t.is_floating_point() or self.last_seen.is_floating_point():
+            if not exact:
+                return self._source_counts(src, t, pos_score, catalog, -math.inf)
+            return self._ordered_pairs(src, t, pos_score, catalog, threshold, finite)
+        if self.window is not None or not exact:
             return None
-        lowest = _lowest(torch.long)
+        n, earlier = self.num_nodes, self._earlier
         found, last = self._lookup(torch.arange(n, device=src.device))
         stored = torch.where(found, last, lowest)
-        if bool(((pos_score <= -2.0**53) & (pos_score > -math.inf)).any()):  # the positive's gap is rounded
-            return None
-        threshold = torch.where(pos_score > -math.inf, t - (-pos_score).clamp(max=2**53).long(), lowest)
 
         def last_at(dst: Tensor, when: Tensor) -> Tensor:
             seen, time = self._last(dst, when)
@@ -1003,6 +1008,34 @@ class _Recency(EdgeBank):
         empty = src.new_zeros(0)
         return ordered_counts(self.score, src, t, pos_score, catalog, stored, threshold, threshold, empty, empty,
                               last_at, changes)
+
+    def _ordered_pairs(self, src: Tensor, t: Tensor, pos_score: Tensor, catalog: Catalog, threshold: Tensor,
+                       finite: Tensor) -> tuple[Tensor, Tensor]:
+        """Local counts: the source's stored pairs last seen after ``threshold`` (and in the window), by a dominance
+        count (:class:`~tgeval.models.counting.SourceOrder`); the batch's earlier pairs of the source scored one by
+        one in place of what the count took for them; a positive at ``-inf`` ties every item not above it."""
+        n, earlier = self.num_nodes, self._earlier
+        since = self._since(t) if self.window is not None else torch.full_like(t, _lowest(torch.long))
+        above_from = torch.maximum(threshold + finite.long(), since)  # tau > t + p (any tau when p = -inf)
+        least_from = torch.maximum(threshold, since)
+        above = at_least = torch.zeros_like(src)
+        for keys, seen in ((self.keys, self.last_seen), (self.delta_keys, self.delta_seen)):
+            order = SourceOrder(keys, seen, (keys != PAD) & (catalog.indicator.take(keys % n) > 0), n)
+            above = above + torch.sub(*reversed(order.range(src, above_from)))
+            at_least = at_least + torch.sub(*reversed(order.range(src, least_from)))
+        if earlier is not None:  # each earlier pair's own score replaces what the count took for it
+            rows, items = source_pairs(earlier.keys, src, n, earlier, t)
+            rows, items = distinct_pairs(rows, items, n)
+            when, p = t.take(rows), pos_score.take(rows)
+            scores = self.score(src.take(rows), items, when)
+            found, stored = self._lookup(self._key(src.take(rows), items))
+            inside = catalog.indicator.take(items)
+            above = above.index_add(0, rows, inside * ((scores > p).long() - (
+                found & (stored >= above_from.take(rows))).long()))
+            at_least = at_least.index_add(0, rows, inside * ((scores >= p).long() - (
+                found & (stored >= least_from.take(rows))).long()))
+        at_least = torch.where(finite, at_least, torch.full_like(at_least, catalog.size))  # every item is >= -inf
+        return above, at_least - above
 
     def describe(self) -> dict:
         return {"name": f"recency-{self.scope}", "window": self.window, "num_nodes": self.num_nodes}

@@ -24,10 +24,10 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.sorted_keys import Occurrences
+from tgeval.data.sorted_keys import PAD, Occurrences
 from tgeval.errors import ModelCapabilityError, ModelConfigError
 from tgeval.models.base import CandidateScorer, time_store
-from tgeval.models.counting import distinct_pairs, key_changes, ordered_counts, source_pairs
+from tgeval.models.counting import SourceOrder, distinct_pairs, key_changes, ordered_counts, source_pairs
 from tgeval.models.heuristics import EdgeBank, _BufferState, _lowest
 from tgeval.state import State, clone_state
 
@@ -177,27 +177,64 @@ class Lexicographic(_BufferState):
 
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
-        r"""Exact counts by order statistics (:func:`~tgeval.models.counting.ordered_counts`): a destination that
-        the query's source never reached before ``t`` scores its global code (the batch's earlier events
-        included, as key changes); the source's pairs are scored one by one. ``None`` for a catalog with
-        availability times (the engine scores it)."""
+        r"""Exact counts by order statistics (:mod:`~tgeval.models.counting`); ``None`` for a catalog with
+        availability times (the engine scores it).
+
+        Every item scores at least its global code ``g`` (the local codes ``0``), and the catalog's items above
+        ``p`` by ``g`` are counted on the catalog sorted by ``g`` (the batch's earlier events as key changes).
+        With a local first key, a source's stored pairs above ``p`` by their first code are a dominance count
+        on ``(source, code)``; scored one by one are only the pairs whose first code ties the positive's, the
+        batch's earlier pairs of the source and, when the positive is a pair the source never reached (``p``
+        below every seen pair's score), the source's stored pairs (whose ``g`` the global count took for
+        theirs). Otherwise the source's pairs are all scored one by one.
+        """
         if catalog.available_from is not None:
             return None
-        n = self.num_nodes
-        stores = self._stores()  # the local keys' stores hold the same pairs: the first one's main array and delta
-        parts = [source_pairs(keys, src, n) for keys in (stores[0].keys, stores[0].delta_keys)] if stores else []
-        earlier: Optional[_Batch] = self._earlier
-        if earlier is not None and stores:
-            parts.append(source_pairs(earlier.pairs.keys, src, n, earlier.pairs, t))
-        if parts:
-            rows, items = distinct_pairs(torch.cat([r for r, _ in parts]), torch.cat([i for _, i in parts]), n)
-        else:
-            rows = items = src.new_zeros(0)
-        changes = None if earlier is None else self._changes(earlier, t, catalog)
+        n, earlier = self.num_nodes, self._earlier
         p = pos_score.long()  # an integer below 2^53: exact
+        changes = None if earlier is None else self._changes(earlier, t, catalog)
         stored = self._global_code(torch.arange(n, device=src.device))
-        return ordered_counts(self.score, src, t, pos_score, catalog, stored, p, p, rows, items,
-                              lambda dst, when: self._global_code(dst, None if earlier is None else when), changes)
+
+        def global_at(dst: Tensor, when: Tensor) -> Tensor:
+            return self._global_code(dst, None if earlier is None else when)
+        empty = src.new_zeros(0)
+        above, equal = ordered_counts(self.score, src, t, pos_score, catalog, stored, p, p, empty, empty, global_at,
+                                      changes)
+        stores = self._stores()
+        if not stores:
+            return above, equal
+        parts = [] if earlier is None else [source_pairs(earlier.pairs.keys, src, n, earlier.pairs, t)]
+        first = {"recency-local": self.pair_last, "popularity-local": self.pair_count}.get(self.keys[0])
+        if first is None:  # a global first key: every pair of the source, scored
+            parts += [source_pairs(keys, src, n) for keys in (stores[0].keys, stores[0].delta_keys)]
+            counted = torch.zeros_like(p)
+            first_code = torch.full_like(p, FIRST_BOUND)  # no stored pair is counted by its first code
+        else:
+            first_code = torch.div(p, SECOND_BOUND, rounding_mode="floor")
+            counted = torch.zeros_like(p)
+            never = torch.nonzero(first_code == 0).flatten()  # positives the source never reached: p < SECOND_BOUND
+            for keys, values in ((first.keys, first.last_seen), (first.delta_keys, first.delta_seen)):
+                order = SourceOrder(keys, values, (keys != PAD) & (catalog.indicator.take(keys % n) > 0), n,
+                                    bound=FIRST_BOUND)
+                start, end = order.range(src, first_code + 1)
+                counted = counted + (end - start)
+                parts.append(order.pairs(*order.range(src, first_code, first_code + 1)))
+                rows, items = source_pairs(keys, src.take(never), n)
+                parts.append((never.take(rows), items))
+        rows, items = distinct_pairs(torch.cat([r for r, _ in parts]), torch.cat([i for _, i in parts]), n)
+        # each such pair's own score replaces what the counts above took for it: its global code, and its first
+        # code's count when stored above the positive's
+        when, src_rows, code_rows = t.take(rows), src.take(rows), p.take(rows)
+        scores, code = self.score(src_rows, items, when), global_at(items, when)
+        found, stored_first = (stores[0] if first is None else first)._lookup(self._pair(src_rows, items))
+        taken = (found & (stored_first > first_code.take(rows))).long()
+        inside = catalog.indicator.take(items)
+
+        def own(above_it: Tensor, taken_by_code: Tensor) -> Tensor:
+            return counted.index_add(0, rows, inside * (above_it.long() - taken - taken_by_code.long()))
+        at_least = above + equal + own(scores >= pos_score.take(rows), code >= code_rows)
+        above = above + own(scores > pos_score.take(rows), code > code_rows)
+        return above, at_least - above
 
     # -- state ------------------------------------------------------------------------------
     def update(self, batch: TemporalData) -> None:
@@ -227,12 +264,12 @@ class Lexicographic(_BufferState):
         """Refuse codes that the float64 score could not hold exactly (one device read, only past 2^26 events)."""
         bounds = {"recency-local": self.clock, "recency-global": self.clock,
                   "popularity-local": self.node_count.max(), "popularity-global": self.node_count.max()}
-        first, second = (int(bounds[key]) for key in self.keys)
-        if first >= FIRST_BOUND or second >= SECOND_BOUND:
-            raise ModelCapabilityError(
-                f"{self.keys[0]} reached code {first:,} and {self.keys[1]} {second:,}: the exact float64 score holds "
-                f"codes below {FIRST_BOUND:,} and {SECOND_BOUND:,}. Evaluate the stream in shorter segments, or rank "
-                f"by one key.")
+        for key, bound, place in zip(self.keys, (FIRST_BOUND, SECOND_BOUND), ("first", "second")):
+            code = int(bounds[key])
+            if code >= bound:
+                raise ModelCapabilityError(
+                    f"{key} reached code {code:,}: as the {place} key its codes must stay below {bound:,} for the "
+                    f"float64 score to hold them exactly. Evaluate the stream in shorter segments, or rank by one key.")
 
     def reset_state(self) -> None:
         for store in self._stores():

@@ -141,3 +141,25 @@ def test_counted_all_entity_ranks_equal_scored(data, variant, start, batch_size,
     slow = run(make(), False)
     for key in ("score", "above", "equal", "candidates"):
         assert torch.equal(fast.records[key], slow.records[key]), (name, options, key)
+
+
+#: the pair-keyed variants: counted on the source's stored pairs (dominance counts, ties and earlier pairs scored)
+PAIR_KEYED = [("recency-local", {}), ("recency-local", {"window": 3}), ("popularity-local", {}),
+              ("popularity-local", {"window": 3}), ("local-global", {}), ("recency-popularity-local", {})]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=streams(min_events=10, max_events=60, max_nodes=5, max_time=12), variant=st.sampled_from(PAIR_KEYED),
+       start=st.integers(1, 50), batch_size=st.integers(1, 25), history=st.sampled_from(["exact", "batch"]))
+def test_counted_ranks_on_dense_streams(data, variant, start, batch_size, history):
+    """Few nodes, many repeated pairs and ties of the last time: the counts of the pair-keyed heuristics equal
+    scoring the catalog."""
+    name, options = variant
+    segment = segment_from(data, min(start, data.num_events - 1))
+    catalog = build_catalog(data, "all", num_nodes=N)
+    protocol = Protocol(num_negatives=0, batch_size=batch_size, history=history)
+    make = lambda: registry.build(name, num_nodes=N, **options)  # noqa: E731
+    fast = evaluate(_no_candidate_scoring(make()), data, segment, protocol, catalog=catalog)
+    slow = evaluate(make(), data, segment, protocol, catalog=catalog, use_shortcut=False)
+    for key in ("score", "above", "equal"):
+        assert torch.equal(fast.records[key], slow.records[key]), (name, options, key)
