@@ -1074,16 +1074,19 @@ class _EventCounts(_BufferState):
     batching); the decayed index covers the events of the ticks before the next event's, and
     inside :meth:`within_batch` one more index is built per later tick the batch's queries reach.
 
-    State: every event's key and time (with an event clock: its tick) in time order (with a window, only those at or after the
-    latest time minus ``w``: no later query can count the others), indexed by key
-    (:class:`~tgeval.data.sorted_keys.Occurrences`) at each update, :math:`O(M \log M)` for
-    :math:`M` stored events.
+    State without a window, half-life or clock: the count of each key, for a pair in an
+    :class:`EdgeBank` store (``pairs``: its "time" is the count; updates :math:`O(B \log P)`
+    amortised for :math:`P` stored pairs), for a destination in a dense int64 ``[N]`` buffer
+    (``counts``). Otherwise every event's key and time (with an event clock: its tick) in time order
+    (with a window, only those at or after the latest time minus ``w``: no later query can count the
+    others), indexed by key (:class:`~tgeval.data.sorted_keys.Occurrences`) at each update,
+    :math:`O(M \log M)` for :math:`M` stored events.
     """
 
     scope = "local"
-    _state_keys = ("keys", "times")
-    keys: Tensor  # int64 [M]: each stored event's key, in time order
-    times: Tensor  # [M]: its time (int64, or float64 for float time)
+    keys: Tensor  # int64 [M]: each stored event's key, in time order (event log)
+    times: Tensor  # [M]: its time (int64, or float64 for float time) (event log)
+    counts: Tensor  # int64 [N]: each destination's number of events (plain global)
 
     def __init__(self, num_nodes: int, window: Union[int, float, None] = None,
                  half_life: Optional[float] = None, clock: Clock = "time") -> None:
@@ -1103,12 +1106,29 @@ class _EventCounts(_BufferState):
             raise ModelConfigError("an event clock ages events for a half-life: give half_life (in ticks) too.")
         self.half_life = half_life
         self.exact_history = half_life is None or self.clock is not None
-        self.register_buffer("keys", torch.zeros(0, dtype=torch.long), persistent=False)
-        self.register_buffer("times", torch.zeros(0, dtype=torch.long), persistent=False)
-        self._index()
+        #: plain counts (no window, half-life nor clock): one running count per key instead of the event log
+        self.plain = self.window is None and half_life is None
+        self.pairs = EdgeBank(num_nodes) if self.plain and self.scope == "local" else None  # its "time": the count
+        if self.pairs is not None:
+            self._state_keys = ()  # the store's snapshot, prefixed (snapshot)
+        elif self.plain:
+            self._state_keys = ("counts",)
+            self.register_buffer("counts", torch.zeros(num_nodes, dtype=torch.long), persistent=False)
+        else:
+            self._state_keys = ("keys", "times")
+            self.register_buffer("keys", torch.zeros(0, dtype=torch.long), persistent=False)
+            self.register_buffer("times", torch.zeros(0, dtype=torch.long), persistent=False)
+            self._index()
 
     def _key(self, src: Tensor, dst: Tensor) -> Tensor:
         return dst if self.scope == "global" else torch.add(dst, src, alpha=self.num_nodes)
+
+    def _stored_count(self, key: Tensor) -> Tensor:
+        """int64, shape of ``key``: the plain count of each key fed."""
+        if self.pairs is None:
+            return self.counts.take(key)
+        found, count = self.pairs._lookup(key)
+        return torch.where(found, count, 0)
 
     def _index(self) -> None:
         """Index the stored events by key; with a half-life, each key's log-sum and last time (with an event
@@ -1129,7 +1149,14 @@ class _EventCounts(_BufferState):
         return torch.where(log.keys.take(start) == key, score, torch.full_like(score, -math.inf))
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
-        key, log = self._key(src, dst), self._log
+        key = self._key(src, dst)
+        earlier: Optional[Occurrences] = self._earlier
+        # every stored event precedes every query (the engine feeds a batch after scoring it)
+        if self.plain:  # the stored count (a destination key: one lookup per candidate of a block, not per pair)
+            key = key.contiguous()
+            count = self._stored_count(key)
+            return (count if earlier is None else count + earlier.count_before(key, t)).double()
+        log = self._log
         if self.clock is not None:
             ticks: Optional[_TickIndex] = self._earlier
             if ticks is None:
@@ -1142,18 +1169,14 @@ class _EventCounts(_BufferState):
             return score
         if self.half_life is not None:
             return self._decayed_score(key, t, log, self._log_sum, self._last)
-        # every stored event precedes every query (the engine feeds a batch after scoring it): the key's run
-        # length, no time lookup (for a destination key, one lookup per candidate of a block, not per pair)
+        # every stored event precedes every query: the key's run length, no time lookup
         key = key.contiguous()
         count = torch.searchsorted(log.keys, key, right=True) - torch.searchsorted(log.keys, key)
-        earlier: Optional[Occurrences] = self._earlier
         if earlier is not None:
             count = count + earlier.count_before(key, t)
-        if self.window is not None:
-            since = _window_start(t, self.window, self._floor, self.times.is_floating_point())
-            sources = (log,) if earlier is None else (log, earlier)
-            count = count - sum(occurrences.count_before(key, since) for occurrences in sources)
-        return count.double()
+        since = _window_start(t, self.window, self._floor, self.times.is_floating_point())
+        sources = (log,) if earlier is None else (log, earlier)
+        return (count - sum(occurrences.count_before(key, since) for occurrences in sources)).double()
 
     def _index_earlier(self, batch: TemporalData) -> Union[Occurrences, _TickIndex]:
         if self.clock is None:
@@ -1178,14 +1201,17 @@ class _EventCounts(_BufferState):
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
         """Exact counts by order statistics (:func:`~tgeval.models.counting.ordered_counts`). Local: the
-        source's pairs scored one by one, every other item at ``0`` (``-inf`` with a half-life). Global (no
-        window, no half-life): the catalog by count. ``None`` otherwise, with an event clock or for a catalog with
-        availability times."""
+        source's stored pairs and its batch pairs before ``t`` scored one by one, every other item at ``0``
+        (``-inf`` with a half-life). Global (no window, no half-life): the catalog by count. ``None`` otherwise,
+        with an event clock or for a catalog with availability times."""
         if catalog.available_from is not None or self.clock is not None:
             return None
-        n, earlier, stored_keys = self.num_nodes, self._earlier, self._log.keys[:-1]
+        n, earlier = self.num_nodes, self._earlier
         if self.scope == "local":
-            parts = [source_pairs(torch.unique_consecutive(self._log.keys), src, n)]
+            if self.pairs is not None:
+                parts = [source_pairs(keys, src, n) for keys in (self.pairs.keys, self.pairs.delta_keys)]
+            else:
+                parts = [source_pairs(torch.unique_consecutive(self._log.keys), src, n)]
             if earlier is not None:
                 parts.append(source_pairs(earlier.keys, src, n, earlier, t))
             rows, items = distinct_pairs(torch.cat([r for r, _ in parts]), torch.cat([i for _, i in parts]), n)
@@ -1193,14 +1219,24 @@ class _EventCounts(_BufferState):
             above, least = constant_thresholds(-math.inf if self.half_life is not None else 0.0, pos_score)
             return ordered_counts(self.score, src, t, pos_score, catalog, zeros, above, least, rows, items,
                                   lambda dst, when: zeros.take(dst))
-        if self.window is not None or self.half_life is not None:
+        if not self.plain:
             return None
         p = pos_score.long()
-        counts = torch.zeros(n, dtype=torch.long, device=src.device).index_add_(0, stored_keys, torch.ones_like(stored_keys))
-        return _counted(self, src, t, pos_score, catalog, counts, p, p, earlier)
+        return _counted(self, src, t, pos_score, catalog, self.counts, p, p, earlier)
 
     def update(self, batch: TemporalData) -> None:
-        if batch.src.numel() == 0:
+        size = batch.src.numel()
+        if size == 0:
+            return
+        if self.pairs is not None:  # each occurrence's running count: the stored one + its rank in the batch
+            pairs = self._key(batch.src, batch.dst)
+            occurrences = Occurrences(pairs, batch.t, times_sorted=True)
+            rank = torch.arange(size, device=pairs.device) - occurrences.run_start + 1
+            running = torch.empty_like(rank).scatter_(0, occurrences.order, rank)
+            self.pairs.update(TemporalData(src=batch.src, dst=batch.dst, t=self._stored_count(pairs) + running))
+            return
+        if self.plain:
+            self.counts.index_add_(0, batch.dst, torch.ones_like(batch.dst))
             return
         if self.clock is None:
             self.times = time_store(self.times, batch.t)
@@ -1213,17 +1249,32 @@ class _EventCounts(_BufferState):
         self._index()
 
     def reset_state(self) -> None:
-        self.keys, self.times = self.keys.new_zeros(0), self.times.new_zeros(0).long()
-        self._index()
+        if self.pairs is not None:
+            self.pairs.reset_state()
+        elif self.plain:
+            self.counts = torch.zeros_like(self.counts)
+        else:
+            self.keys, self.times = self.keys.new_zeros(0), self.times.new_zeros(0).long()
+            self._index()
+
+    def snapshot(self) -> State:
+        if self.pairs is None:
+            return super().snapshot()
+        return {f"pairs.{key}": value for key, value in self.pairs.snapshot().items()}
 
     def restore(self, state: State) -> None:
+        if self.pairs is not None:
+            self.pairs.restore({key[len("pairs."):]: value for key, value in state.items()})
+            return
         super().restore(state)
-        self._index()
+        if not self.plain:
+            self._index()
 
     def _apply(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
-        """Moving the buffers (``.to(device)``) moves their index too."""
+        """Moving the buffers (``.to(device)``) moves the event log's index too."""
         module = super()._apply(fn, *args, **kwargs)
-        self._index()
+        if not self.plain:
+            self._index()
         return module
 
     def describe(self) -> dict:
