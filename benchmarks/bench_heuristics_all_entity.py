@@ -20,7 +20,6 @@ import argparse
 import time
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
-import torch
 from _common import add_run_args, apply_common_args, print_header, print_table, save_results
 from bench_scale import flight_like
 from reproduce_tgb import tgb_numbered

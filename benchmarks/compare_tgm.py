@@ -28,7 +28,6 @@ from tgeval import evaluate
 from tgeval.models.clock import EventClock
 from tgeval.models.poptrack import POPTRACK_DECAY, POPTRACK_TICK, PopTrack
 from tgeval.presets import TGB
-from tgeval.protocol import Protocol
 
 
 def tgm_ranks(data, split, num_nodes: int, pages: torch.Tensor,
@@ -85,7 +84,7 @@ def main() -> None:
     args = parser.parse_args()
     apply_common_args(args)
     try:
-        import tgm  # noqa: F401
+        import tgm  # noqa: F401  (only whether it is installed)
     except ImportError:
         sys.exit("compare_tgm.py needs TGM (pip install tgm-lib, or pip install -e \".[tgm]\"); skipped.")
     print_header("tgbl-wiki: TGM's PopTrack against tgeval's poptrack")
@@ -111,7 +110,8 @@ def main() -> None:
                      f"{(1 / theirs).mean():.4f}", f"{tgm_seconds:.1f}"])
         equality.append([f"tgeval against TGM in {name}", f"{int(same.sum()):,}", f"{int((~same).sum()):,}",
                          f"{same.double().mean():.5f}", f"{int((~same & split_group).sum()):,}",
-                         f"{int((~same & ~split_group & near).sum()):,}", f"{int((~same & ~split_group & ~near).sum()):,}"])
+                         f"{int((~same & ~split_group & near).sum()):,}",
+                         f"{int((~same & ~split_group & ~near).sum()):,}"])
     rows.append(["tgeval poptrack (history exact, range catalog)", "float64 log-counts", f"{(1 / ours).mean():.4f}",
                  f"{ours_seconds:.1f}"])
     print_table(["implementation", "scores", "test MRR", "seconds"], rows,

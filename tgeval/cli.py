@@ -19,7 +19,7 @@ import sys
 import threading
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Literal, NamedTuple, Optional, Sequence, get_args, get_origin
+from typing import Any, Callable, Literal, NamedTuple, Optional, Sequence, Union, get_args, get_origin
 
 from tgeval.atomic import check_distinct, check_input_file, writing_outputs
 from tgeval.choices import (AUDIT_CHECKS, CATALOG_KINDS, DEFAULT_BLOCK, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS,

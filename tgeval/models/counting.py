@@ -26,8 +26,8 @@ from torch import Tensor
 from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import PAD, Occurrences, expand_ranges
 
-__all__ = ["ordered_counts", "table_counts", "bisect_counts", "prefix_weight_above", "SourceOrder", "key_changes", "source_pairs", "counter_changes", "counter_at",
-           "constant_thresholds", "distinct_pairs"]
+__all__ = ["ordered_counts", "table_counts", "bisect_counts", "prefix_weight_above", "SourceOrder", "key_changes",
+           "source_pairs", "counter_changes", "counter_at", "constant_thresholds", "distinct_pairs"]
 
 
 def ordered_counts(score: Callable[[Tensor, Tensor, Tensor], Tensor], src: Tensor, t: Tensor, pos_score: Tensor,
@@ -80,7 +80,8 @@ def table_counts(tables: Tensor, catalog: Catalog, table: Tensor, pos_score: Ten
     ordered = torch.sort(values.flatten()).values
     stride = ordered.numel() + 1
     rank = torch.searchsorted(ordered, values, right=True)  # the scores at or below each
-    composite = torch.sort((torch.arange(values.shape[0], device=values.device)[:, None] * stride + rank).flatten()).values
+    table_of = torch.arange(values.shape[0], device=values.device)[:, None]
+    composite = torch.sort((table_of * stride + rank).flatten()).values
     base = table * stride
     end = torch.searchsorted(composite, base + stride)
     above = end - torch.searchsorted(composite, base + torch.searchsorted(ordered, pos_score.contiguous(), right=True),
@@ -89,7 +90,8 @@ def table_counts(tables: Tensor, catalog: Catalog, table: Tensor, pos_score: Ten
     return above, at_least - above
 
 
-def bisect_counts(sorted_keys: Tensor, score_of: Callable[[Tensor], Tensor], pos_score: Tensor) -> tuple[Tensor, Tensor]:
+def bisect_counts(sorted_keys: Tensor, score_of: Callable[[Tensor], Tensor],
+                  pos_score: Tensor) -> tuple[Tensor, Tensor]:
     r"""Exact ``(above, equal)``, int64 ``[B]``, when query ``i`` scores every item by ``score_of(keys)[i]``, a
     non-decreasing function of the item's key (``sorted_keys``, ``[C]``): the first key scoring above / at
     least the positive found by bisection with the score's own arithmetic, :math:`\lceil\log_2 (C + 1)\rceil`
@@ -133,7 +135,8 @@ def prefix_weight_above(values: Tensor, weights: Tensor, prefix: Tensor, thresho
         sums = torch.cat([weights.new_zeros(1), torch.cumsum(weights.take(order), 0)])
         block = (prefix >> level) - 1
         base = block * stride
-        ends = sums.take(torch.searchsorted(composite, base + stride)) - sums.take(torch.searchsorted(composite, base + cut))
+        ends = (sums.take(torch.searchsorted(composite, base + stride))
+                - sums.take(torch.searchsorted(composite, base + cut)))
         total = total + torch.where((prefix >> level) & 1 == 1, ends, torch.zeros_like(ends))
     return total
 

@@ -543,6 +543,35 @@ def _merge_batch(keys: Tensor, times: Tensor, ks: Tensor, batch_times: Tensor) -
     return merged[:capacity], seen[:capacity]
 
 
+def _stored_pair_counts(model: _BufferState, store: EdgeBank, src: Tensor, t: Tensor, pos_score: Tensor,
+                        catalog: Catalog, above_from: Tensor, least_from: Tensor,
+                        every_item: Tensor) -> tuple[Tensor, Tensor]:
+    """Exact counts of a pair-keyed score whose stored pairs (``store``: a value per pair key) score above the
+    positive iff their value is at least ``above_from`` (at least the positive iff at least ``least_from``), every
+    other pair never above it, and at least it for the queries where ``every_item``: a dominance count on
+    ``(source, value)`` (:class:`~tgeval.models.counting.SourceOrder`), the batch's earlier pairs of the source
+    scored one by one in place of what the count took for them."""
+    n, earlier = model.num_nodes, model._earlier
+    above = at_least = torch.zeros_like(src)
+    for keys, values in ((store.keys, store.last_seen), (store.delta_keys, store.delta_seen)):
+        order = SourceOrder(keys, values, (keys != PAD) & (catalog.indicator.take(keys % n) > 0), n)
+        start, end = order.range(src, above_from)
+        above = above + (end - start)
+        start, end = order.range(src, least_from)
+        at_least = at_least + (end - start)
+    if earlier is not None:
+        rows, items = distinct_pairs(*source_pairs(earlier.keys, src, n, earlier, t), n)
+        p, pair = pos_score.take(rows), torch.add(items, src.take(rows), alpha=n)
+        scores = model.score(src.take(rows), items, t.take(rows))
+        found, stored = store._lookup(pair)
+        inside = catalog.indicator.take(items)
+        above = above.index_add(0, rows, inside * (
+            (scores > p).long() - (found & (stored >= above_from.take(rows))).long()))
+        at_least = at_least.index_add(0, rows, inside * (
+            (scores >= p).long() - (found & (stored >= least_from.take(rows))).long()))
+    return above, torch.where(every_item, torch.full_like(at_least, catalog.size), at_least) - above
+
+
 #: above every count: no item's key exceeds it
 _HIGHEST = torch.iinfo(torch.long).max
 
@@ -945,7 +974,8 @@ class _Recency(EdgeBank):
         earlier: Optional[Occurrences] = self._earlier
         if earlier is not None:  # the key's latest occurrence in the batch before t
             count = earlier.count_before(key, t)
-            batch_last = earlier.times.take(torch.searchsorted(earlier.keys, key.contiguous()) + (count - 1).clamp(min=0))
+            start = torch.searchsorted(earlier.keys, key.contiguous())
+            batch_last = earlier.times.take(start + (count - 1).clamp(min=0))
             if batch_last.dtype != last.dtype:
                 batch_last, last = batch_last.double(), last.double()
             last = torch.where(count > 0, torch.maximum(last, batch_last), last)  # stored times are older
@@ -994,7 +1024,10 @@ class _Recency(EdgeBank):
         if self.scope == "local":
             if not exact:
                 return self._source_counts(src, t, pos_score, catalog, -math.inf)
-            return self._ordered_pairs(src, t, pos_score, catalog, threshold, finite)
+            since = self._since(t) if self.window is not None else torch.full_like(t, lowest)
+            above_from = torch.maximum(threshold + finite.long(), since)  # tau > t + p (any tau when p = -inf)
+            return _stored_pair_counts(self, self, src, t, pos_score, catalog, above_from,
+                                       torch.maximum(threshold, since), ~finite)
         if self.window is not None or not exact:
             return None
         n, earlier = self.num_nodes, self._earlier
@@ -1008,34 +1041,6 @@ class _Recency(EdgeBank):
         empty = src.new_zeros(0)
         return ordered_counts(self.score, src, t, pos_score, catalog, stored, threshold, threshold, empty, empty,
                               last_at, changes)
-
-    def _ordered_pairs(self, src: Tensor, t: Tensor, pos_score: Tensor, catalog: Catalog, threshold: Tensor,
-                       finite: Tensor) -> tuple[Tensor, Tensor]:
-        """Local counts: the source's stored pairs last seen after ``threshold`` (and in the window), by a dominance
-        count (:class:`~tgeval.models.counting.SourceOrder`); the batch's earlier pairs of the source scored one by
-        one in place of what the count took for them; a positive at ``-inf`` ties every item not above it."""
-        n, earlier = self.num_nodes, self._earlier
-        since = self._since(t) if self.window is not None else torch.full_like(t, _lowest(torch.long))
-        above_from = torch.maximum(threshold + finite.long(), since)  # tau > t + p (any tau when p = -inf)
-        least_from = torch.maximum(threshold, since)
-        above = at_least = torch.zeros_like(src)
-        for keys, seen in ((self.keys, self.last_seen), (self.delta_keys, self.delta_seen)):
-            order = SourceOrder(keys, seen, (keys != PAD) & (catalog.indicator.take(keys % n) > 0), n)
-            above = above + torch.sub(*reversed(order.range(src, above_from)))
-            at_least = at_least + torch.sub(*reversed(order.range(src, least_from)))
-        if earlier is not None:  # each earlier pair's own score replaces what the count took for it
-            rows, items = source_pairs(earlier.keys, src, n, earlier, t)
-            rows, items = distinct_pairs(rows, items, n)
-            when, p = t.take(rows), pos_score.take(rows)
-            scores = self.score(src.take(rows), items, when)
-            found, stored = self._lookup(self._key(src.take(rows), items))
-            inside = catalog.indicator.take(items)
-            above = above.index_add(0, rows, inside * ((scores > p).long() - (
-                found & (stored >= above_from.take(rows))).long()))
-            at_least = at_least.index_add(0, rows, inside * ((scores >= p).long() - (
-                found & (stored >= least_from.take(rows))).long()))
-        at_least = torch.where(finite, at_least, torch.full_like(at_least, catalog.size))  # every item is >= -inf
-        return above, at_least - above
 
     def describe(self) -> dict:
         return {"name": f"recency-{self.scope}", "window": self.window, "num_nodes": self.num_nodes}
@@ -1200,18 +1205,19 @@ class _EventCounts(_BufferState):
 
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
-        """Exact counts by order statistics (:func:`~tgeval.models.counting.ordered_counts`). Local: the
+        """Exact counts by order statistics (:mod:`~tgeval.models.counting`). Local, plain counts: a dominance count
+        on the source's stored pairs by count (:func:`_stored_pair_counts`); with a window or a half-life, the
         source's stored pairs and its batch pairs before ``t`` scored one by one, every other item at ``0``
         (``-inf`` with a half-life). Global (no window, no half-life): the catalog by count. ``None`` otherwise,
         with an event clock or for a catalog with availability times."""
         if catalog.available_from is not None or self.clock is not None:
             return None
         n, earlier = self.num_nodes, self._earlier
+        if self.pairs is not None:  # a count above p: at least p + 1; every item scores at least 0
+            p = pos_score.long()
+            return _stored_pair_counts(self, self.pairs, src, t, pos_score, catalog, p + 1, p, p <= 0)
         if self.scope == "local":
-            if self.pairs is not None:
-                parts = [source_pairs(keys, src, n) for keys in (self.pairs.keys, self.pairs.delta_keys)]
-            else:
-                parts = [source_pairs(torch.unique_consecutive(self._log.keys), src, n)]
+            parts = [source_pairs(torch.unique_consecutive(self._log.keys), src, n)]
             if earlier is not None:
                 parts.append(source_pairs(earlier.keys, src, n, earlier, t))
             rows, items = distinct_pairs(torch.cat([r for r, _ in parts]), torch.cat([i for _, i in parts]), n)

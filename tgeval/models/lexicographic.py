@@ -164,7 +164,8 @@ class Lexicographic(_BufferState):
         return first * SECOND_BOUND + second
 
     def _changes(self, earlier: _Batch, t: Tensor, catalog: Catalog) -> Optional[tuple[Tensor, Tensor, Tensor]]:
-        """How the batch's events change the destinations' global codes (:func:`~tgeval.models.counting.key_changes`)."""
+        """How the batch's events change the destinations' global codes
+        (:func:`~tgeval.models.counting.key_changes`)."""
         if all(key.endswith("local") for key in self.keys):
             return None
         nodes = earlier.nodes  # occurrences sorted by destination, each destination's in time order
@@ -312,7 +313,8 @@ class LocalGlobal(Lexicographic):
 
 
 class LocalRecencyPopularity(Lexicographic):
-    """``recency-popularity-local``: the pair's last time, ties broken by its number of events (:class:`Lexicographic`)."""
+    """``recency-popularity-local``: the pair's last time, ties broken by its number of events
+    (:class:`Lexicographic`)."""
 
     name = "recency-popularity-local"
 

@@ -107,7 +107,8 @@ def test_a_block_is_the_scores_of_its_pairs_for_any_rows_and_columns(name, optio
 #: without availability times (EdgeBank's window from batch-start history only)
 COUNTED = [variant for variant in VARIANTS if variant not in (
     ("edgebank", {"directed": False}), ("recency-global", {"window": 2.5}), ("popularity-global", {"window": 1.5}),
-    ("popularity-global", {"half_life": 0.5}), ("popularity-local", {"half_life": 2.0, "clock": EventClock(2, (0, 5))}))]
+    ("popularity-global", {"half_life": 0.5}),
+    ("popularity-local", {"half_life": 2.0, "clock": EventClock(2, (0, 5))}))]
 
 
 def _no_candidate_scoring(model):
