@@ -178,9 +178,14 @@ class SourceOrder:
                  bound: Optional[int] = None) -> None:
         self.keys, self.num_nodes, self.bound = keys, num_nodes, bound
         if bound is None:
-            self.ordered = torch.sort(values).values
+            self.ordered, by_value = torch.sort(values)
             self.stride = keys.numel() + 1
-            values = torch.searchsorted(self.ordered, values)  # the values below each
+            # each value's rank, the values below it: the position of the first of its run of equal values
+            position = torch.arange(values.numel(), device=values.device)
+            starts = torch.ones_like(position, dtype=torch.bool)
+            starts[1:] = self.ordered[1:] != self.ordered[:-1]
+            first = torch.cummax(torch.where(starts, position, 0), 0).values
+            values = torch.empty_like(first).scatter_(0, by_value, first)
         else:
             self.stride = bound + 1
         self.composite, self.order = torch.sort(torch.where(include, keys // num_nodes * self.stride + values, PAD))

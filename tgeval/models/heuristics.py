@@ -272,6 +272,12 @@ class EdgeBank(_BufferState):
         keys, times = self._stored()
         self._store(keys, times, max(self.keys.numel(), 2 * (keys.numel() + incoming + 1)))
 
+    def stored_slices(self) -> tuple[tuple[Tensor, Tensor], tuple[Tensor, Tensor]]:
+        """The main array's and the delta's keys and times up to the host's bounds of their sizes (their stored
+        pairs, then a little padding), not their whole capacity."""
+        return ((self.keys[:self._bound + 1], self.last_seen[:self._bound + 1]),
+                (self.delta_keys[:self._delta_bound + 1], self.delta_seen[:self._delta_bound + 1]))
+
     def _lookup(self, key: Tensor) -> tuple[Tensor, Tensor]:
         """Whether each key is stored and its last time (arbitrary where it is not): shape of ``key``."""
         self._looked_up += key.numel() if self._delta_bound else 0
@@ -553,7 +559,7 @@ def _stored_pair_counts(model: _BufferState, store: EdgeBank, src: Tensor, t: Te
     scored one by one in place of what the count took for them."""
     n, earlier = model.num_nodes, model._earlier
     above = at_least = torch.zeros_like(src)
-    for keys, values in ((store.keys, store.last_seen), (store.delta_keys, store.delta_seen)):
+    for keys, values in store.stored_slices():
         order = SourceOrder(keys, values, (keys != PAD) & (catalog.indicator.take(keys % n) > 0), n)
         start, end = order.range(src, above_from)
         above = above + (end - start)

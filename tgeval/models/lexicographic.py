@@ -69,9 +69,9 @@ class Lexicographic(_BufferState):
     State: the timestamp code of the latest time fed; per node its last code and count as a
     destination (``[N]`` each); per pair, for a local key, its last code or its count in an
     :class:`~tgeval.models.heuristics.EdgeBank` store (sorted pair keys, updates
-    :math:`O(B \log P)` amortised). All-entity counts are exact and counted
-    (:func:`~tgeval.models.counting.ordered_counts`): the catalog sorted by the destinations' second
-    (or first, global) key, plus each query's source's stored pairs and the batch's earlier events.
+    :math:`O(B \log P)` amortised). All-entity counts are exact and counted (:meth:`catalog_counts`):
+    the catalog sorted by the destinations' global code, a source's stored pairs ordered by their first
+    code, and a few pairs scored one by one.
 
     Args:
         num_nodes: exclusive upper bound of node ids.
@@ -214,7 +214,7 @@ class Lexicographic(_BufferState):
             first_code = torch.div(p, SECOND_BOUND, rounding_mode="floor")
             counted = torch.zeros_like(p)
             never = torch.nonzero(first_code == 0).flatten()  # positives the source never reached: p < SECOND_BOUND
-            for keys, values in ((first.keys, first.last_seen), (first.delta_keys, first.delta_seen)):
+            for keys, values in first.stored_slices():
                 order = SourceOrder(keys, values, (keys != PAD) & (catalog.indicator.take(keys % n) > 0), n,
                                     bound=FIRST_BOUND)
                 start, end = order.range(src, first_code + 1)
