@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.sorted_keys import PAD, Occurrences, expand_ranges
+from tgeval.data.sorted_keys import Occurrences, expand_ranges
 
 __all__ = ["ordered_counts", "table_counts", "bisect_counts", "prefix_weight_above", "SourceOrder", "key_changes",
            "source_pairs", "counter_changes", "counter_at", "constant_thresholds", "distinct_pairs"]
@@ -169,13 +169,16 @@ class SourceOrder:
     Args:
         keys: int64 ``[P]`` pair keys ``u * num_nodes + v`` (any order; padding allowed).
         values: ``[P]`` one value per pair (int64 or float64).
-        include: bool ``[P]``: the pairs counted (e.g. not padding, destination in the catalog).
+        include: bool ``[P]``: the pairs counted (e.g. not padding, destination in the catalog, source queried);
+            the others are left out before sorting (one read of their number from the device).
         bound: for int64 values in ``[0, bound)`` (``num_nodes * bound < 2^63``), the values themselves order the
             pairs of a source (one sort); otherwise their ranks do (two sorts).
     """
 
     def __init__(self, keys: Tensor, values: Tensor, include: Tensor, num_nodes: int,
                  bound: Optional[int] = None) -> None:
+        kept = torch.nonzero(include).flatten()
+        keys, values = keys.take(kept), values.take(kept)
         self.keys, self.num_nodes, self.bound = keys, num_nodes, bound
         if bound is None:
             self.ordered, by_value = torch.sort(values)
@@ -188,7 +191,7 @@ class SourceOrder:
             values = torch.empty_like(first).scatter_(0, by_value, first)
         else:
             self.stride = bound + 1
-        self.composite, self.order = torch.sort(torch.where(include, keys // num_nodes * self.stride + values, PAD))
+        self.composite, self.order = torch.sort(keys // num_nodes * self.stride + values)
 
     def _position(self, value: Tensor) -> Tensor:
         """Where ``value`` falls among a source's values (``stride`` past them all)."""

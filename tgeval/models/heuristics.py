@@ -559,8 +559,9 @@ def _stored_pair_counts(model: _BufferState, store: EdgeBank, src: Tensor, t: Te
     scored one by one in place of what the count took for them."""
     n, earlier = model.num_nodes, model._earlier
     above = at_least = torch.zeros_like(src)
+    queried = torch.zeros(n, dtype=torch.bool, device=src.device).index_fill_(0, src, True)
     for keys, values in store.stored_slices():
-        order = SourceOrder(keys, values, (keys != PAD) & (catalog.indicator.take(keys % n) > 0), n)
+        order = SourceOrder(keys, values, _counted_pairs(keys, catalog, queried, n), n)
         start, end = order.range(src, above_from)
         above = above + (end - start)
         start, end = order.range(src, least_from)
@@ -576,6 +577,13 @@ def _stored_pair_counts(model: _BufferState, store: EdgeBank, src: Tensor, t: Te
         at_least = at_least.index_add(0, rows, inside * (
             (scores >= p).long() - (found & (stored >= least_from.take(rows))).long()))
     return above, torch.where(every_item, torch.full_like(at_least, catalog.size), at_least) - above
+
+
+def _counted_pairs(keys: Tensor, catalog: Catalog, queried: Tensor, n: int) -> Tensor:
+    """bool, shape of ``keys``: stored pair keys (not padding) of a queried source (``queried``: bool ``[n]``) to a
+    catalog item."""
+    stored = keys != PAD
+    return stored & (catalog.indicator.take(keys % n) > 0) & queried.take(torch.where(stored, keys // n, 0))
 
 
 #: above every count: no item's key exceeds it

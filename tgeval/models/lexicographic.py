@@ -24,11 +24,11 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
-from tgeval.data.sorted_keys import PAD, Occurrences
+from tgeval.data.sorted_keys import Occurrences
 from tgeval.errors import ModelCapabilityError, ModelConfigError
 from tgeval.models.base import CandidateScorer, time_store
 from tgeval.models.counting import SourceOrder, distinct_pairs, key_changes, ordered_counts, source_pairs
-from tgeval.models.heuristics import EdgeBank, _BufferState, _lowest
+from tgeval.models.heuristics import EdgeBank, _BufferState, _counted_pairs, _lowest
 from tgeval.state import State, clone_state
 
 __all__ = ["Lexicographic", "LocalGlobal", "LocalRecencyPopularity", "GlobalRecencyPopularity", "KEYS"]
@@ -214,9 +214,9 @@ class Lexicographic(_BufferState):
             first_code = torch.div(p, SECOND_BOUND, rounding_mode="floor")
             counted = torch.zeros_like(p)
             never = torch.nonzero(first_code == 0).flatten()  # positives the source never reached: p < SECOND_BOUND
+            queried = torch.zeros(n, dtype=torch.bool, device=src.device).index_fill_(0, src, True)
             for keys, values in first.stored_slices():
-                order = SourceOrder(keys, values, (keys != PAD) & (catalog.indicator.take(keys % n) > 0), n,
-                                    bound=FIRST_BOUND)
+                order = SourceOrder(keys, values, _counted_pairs(keys, catalog, queried, n), n, bound=FIRST_BOUND)
                 start, end = order.range(src, first_code + 1)
                 counted = counted + (end - start)
                 parts.append(order.pairs(*order.range(src, first_code, first_code + 1)))
