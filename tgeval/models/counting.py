@@ -4,16 +4,26 @@ A heuristic's score of a candidate ``c`` for a query ``(u, t)`` mostly depends o
 through a key kept in the state (its count, its last time): only the query's *explicit* items
 (the destinations its source was paired with, the items the batch's earlier events touched) can
 score otherwise. So, with the catalog sorted once by that source-free key, a query's counts are
-two binary searches over the sorted keys plus a correction over its explicit items:
+two binary searches over the sorted keys plus a correction over its explicit items
+(:func:`ordered_counts`):
 
 .. math::
     \text{above}_i = \#\{c \in C : k_c > a_i\}
         + \sum_{c \in X_i \cap C} \big(1\{s_i(c) > p_i\} - 1\{k_c > a_i\}\big),
 
 with ``a_i`` the key above which an item outside ``X_i`` outscores the positive's ``p_i`` (and
-likewise ``b_i`` for "at least"), ``s_i(c)`` the model's own score. Cost per batch:
-:math:`O(C \log C)` for the sort, :math:`O(B \log C)` for the searches and :math:`O(|X|)` for the
-explicit items (the sources' stored pairs and the batch's earlier events), never :math:`O(BC)`.
+likewise ``b_i`` for "at least"), ``s_i(c)`` the model's own score. The other tools:
+
+* :func:`key_changes` / :func:`counter_changes` and :func:`prefix_weight_above`: the batch's earlier events
+  change some keys before a query's time: the old and new keys as weighted points, counted on a merge-sort
+  tree (:math:`O(M \log^2 M)` for ``M`` events);
+* :class:`SourceOrder`: a source's stored pairs ordered by ``(source, value)``, for pair-keyed scores;
+* :func:`table_counts`: scores read from one of a few ``[N]`` tables (one per clock tick);
+* :func:`bisect_counts`: a score that is a monotone function of a sorted key, found by bisection with
+  the score's own arithmetic.
+
+Cost per batch: sorts of the catalog and of the queried sources' pairs, :math:`O(B \log C)` searches and
+:math:`O(|X|)` explicit items, never :math:`O(BC)`.
 """
 
 from __future__ import annotations
