@@ -30,7 +30,7 @@ setup(
         # benchmarks/reproduce_tgb.py compare against them
         "tgb": ["py-tgb>=2.3"],
         # TGM's PopTrack: benchmarks/compare_tgm.py compares tgeval's poptrack with it (needs numpy>=2.2.6, torch>=2.5.1)
-        "tgm": ["tgm-lib"],
+        "tgm": ["tgm-lib>=0.1.0b1"],
         # the documentation (docs/conf.py): Sphinx, MyST pages and notebooks, the furo theme, MathJax served offline
         "docs": DOCS,
         # nbclient and ipykernel run the notebooks in a real kernel in the tests; DOCS: tests/integration/test_docs.py
