@@ -206,6 +206,7 @@ class Lexicographic(_BufferState):
             return above, equal
         parts = [] if earlier is None else [source_pairs(earlier.pairs.keys, src, n, earlier.pairs, t)]
         first = {"recency-local": self.pair_last, "popularity-local": self.pair_count}.get(self.keys[0])
+        counted_above, counted_least = torch.zeros_like(p), torch.zeros_like(p)  # stored pairs' global codes
         if first is None:  # a global first key: every pair of the source, scored
             parts += [source_pairs(keys, src, n) for keys in (stores[0].keys, stores[0].delta_keys)]
             counted = torch.zeros_like(p)
@@ -213,15 +214,27 @@ class Lexicographic(_BufferState):
         else:
             first_code = torch.div(p, SECOND_BOUND, rounding_mode="floor")
             counted = torch.zeros_like(p)
-            never = torch.nonzero(first_code == 0).flatten()  # positives the source never reached: p < SECOND_BOUND
+            # positives the source never reached (p < SECOND_BOUND): its stored pairs were counted by their global
+            # code, which a dominance count by that code takes back where no earlier event of the batch changed
+            # one ("quiet"), else they are scored one by one
+            never = first_code == 0
+            busy = torch.zeros_like(never) if earlier is None else torch.searchsorted(earlier.t, t.contiguous()) > 0
+            quiet, scored = torch.nonzero(never & ~busy).flatten(), torch.nonzero(never & busy).flatten()
             queried = torch.zeros(n, dtype=torch.bool, device=src.device).index_fill_(0, src, True)
+            quiet_sources = torch.zeros_like(queried).index_fill_(0, src.take(quiet), True)
             for keys, values in first.stored_slices():
                 order = SourceOrder(keys, values, _counted_pairs(keys, catalog, queried, n), n, bound=FIRST_BOUND)
                 start, end = order.range(src, first_code + 1)
                 counted = counted + (end - start)
                 parts.append(order.pairs(*order.range(src, first_code, first_code + 1)))
-                rows, items = source_pairs(keys, src.take(never), n)
-                parts.append((never.take(rows), items))
+                rows, items = source_pairs(keys, src.take(scored), n)
+                parts.append((scored.take(rows), items))
+                if quiet.numel():
+                    counted_pairs = _counted_pairs(keys, catalog, quiet_sources, n)
+                    by_code = SourceOrder(keys, stored.take(keys % n), counted_pairs, n)
+                    for taken_back, lower in ((counted_above, p + 1), (counted_least, p)):
+                        start, end = by_code.range(src.take(quiet), lower.take(quiet))
+                        taken_back.index_add_(0, quiet, end - start)
         rows, items = distinct_pairs(torch.cat([r for r, _ in parts]), torch.cat([i for _, i in parts]), n)
         # each such pair's own score replaces what the counts above took for it: its global code, and its first
         # code's count when stored above the positive's
@@ -233,8 +246,8 @@ class Lexicographic(_BufferState):
 
         def own(above_it: Tensor, taken_by_code: Tensor) -> Tensor:
             return counted.index_add(0, rows, inside * (above_it.long() - taken - taken_by_code.long()))
-        at_least = above + equal + own(scores >= pos_score.take(rows), code >= code_rows)
-        above = above + own(scores > pos_score.take(rows), code > code_rows)
+        at_least = above + equal + own(scores >= pos_score.take(rows), code >= code_rows) - counted_least
+        above = above + own(scores > pos_score.take(rows), code > code_rows) - counted_above
         return above, at_least - above
 
     # -- state ------------------------------------------------------------------------------
