@@ -29,7 +29,8 @@ setup(
         # TGB's own negatives generator, sampler and evaluator: the interoperability tests and
         # benchmarks/reproduce_tgb.py compare against them
         "tgb": ["py-tgb>=2.3"],
-        # TGM's PopTrack: benchmarks/compare_tgm.py compares tgeval's poptrack with it (needs numpy>=2.2.6, torch>=2.5.1)
+        # TGM's PopTrack: benchmarks/compare_tgm.py compares tgeval's poptrack with it (needs numpy>=2.2.6,
+        # torch>=2.5.1)
         "tgm": ["tgm-lib>=0.1.0b1"],
         # the documentation (docs/conf.py): Sphinx, MyST pages and notebooks, the furo theme, MathJax served offline
         "docs": DOCS,

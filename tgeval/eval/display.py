@@ -106,7 +106,8 @@ def format_table(rows: Sequence[tuple[str, Result]]) -> str:
             entry = m["strata"][stratum]
             mrr = entry.get(basis, {}).get("mrr", {}).get("micro")
             strata.append(f"{format_number(mrr)} (n={entry['count']})".rjust(17))
-        lines.append(f"{name:<{width}} {format_number(sampled):>11} {format_number(full.get('mrr', {}).get('micro')):>11} "
+        micro = format_number(full.get('mrr', {}).get('micro'))
+        lines.append(f"{name:<{width}} {format_number(sampled):>11} {micro:>11} "
                      f"{format_number(full.get('mrr', {}).get('macro')):>10} "
                      f"{format_number(full.get('hits@10', {}).get('micro')):>8} "
                      + " ".join(strata) + f" {result.performance['events_per_second']:>10.0f}")

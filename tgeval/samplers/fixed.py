@@ -815,8 +815,9 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
     ``num_padded_slots`` count them, and ``describe()["effective_num_negatives"]`` gives the
     unmasked negatives per row (min / median / mean / max, the rows below ``K``; a row left without
     any is excluded from sampled metrics, never ranked first). Ids outside ``[0, num_nodes)`` are
-    refused. With ``collisions="mask"`` slots holding the source, the true destination or a simultaneous positive (another destination of the same source
-    at the same ``t``; with ``directed=False`` also the sources of events into the source)
+    refused. With ``collisions="mask"`` slots holding the source, the true destination or a
+    simultaneous positive (another destination of the same source at the same ``t``; with
+    ``directed=False`` also the sources of events into the source)
     are masked and counted as ``num_masked_collisions`` (padding is counted apart); TGB's own
     random negatives leave out the source's positives at ``t`` but not the source itself, so the
     sources among them are masked by default and counted as ``num_masked_sources``. ``"keep"``
