@@ -111,6 +111,25 @@ LEAKY = [(WholeStreamDegree, "no_future"), (StreamEndWindow, "no_future"),
          (ScoreWritesState, "state"), (lambda data: WholeBatchEdgeBank(N), "no_future")]
 
 
+class WholeStreamWeight(Degree):
+    """Honest degrees, plus the sum of a per-event field over the stream it was built with: reads the future
+    through a field other than the endpoints and the message."""
+
+    def __init__(self, data):
+        super().__init__()
+        self.total = float(data.weight.sum())
+
+    def score(self, src, dst, t):
+        return self.degree[dst] + self.total
+
+
+def test_a_future_read_through_any_per_event_field_fails_no_future():
+    data = DATA.clone()
+    data.weight = torch.rand(data.num_events, generator=torch.Generator().manual_seed(0))
+    report = audit(WholeStreamWeight, data, SPLIT, checks=["no_future"])
+    assert report.checks["no_future"].passed is False, str(report)
+
+
 @pytest.mark.parametrize("build, leak", LEAKY, ids=lambda x: getattr(x, "__name__", str(x)))
 def test_a_leaky_model_fails_the_check_that_names_its_leak(build, leak):
     if build is ClassAttributeState:

@@ -265,8 +265,10 @@ def _probes(stream: TemporalData, segment: Segment, catalog: Catalog, batch_size
     if segment.end - segment.start < 2:
         raise ProtocolError(f"the {segment.name} segment holds {segment.end - segment.start} events: an audit needs "
                             f"at least 2 to probe.")
-    count = min(PROBES, segment.end - segment.start)
-    event = torch.linspace(segment.start, segment.end - 1, count).round().long().unique()
+    size = segment.end - segment.start
+    count = min(PROBES, size)
+    # integer arithmetic: linspace's float32 would round positions beyond 2^24 events
+    event = segment.start + torch.arange(count) * (size - 1) // (count - 1)
     own = stream.dst[event].unique()
     extra = catalog.items[torch.randperm(catalog.items.numel(), generator=generator).to(catalog.items.device)]
     extra = extra[~torch.isin(extra, own)][:max(0, CANDIDATES - own.numel())]
@@ -355,19 +357,21 @@ def _described(offence: dict, probes: _Probes, stream: TemporalData) -> dict:
 
 
 def _altered(data: TemporalData, cut: Tensor, generator: torch.Generator) -> TemporalData:
-    """``data`` with every event at time ``>= cut`` given random sources, destinations and features and moved
-    later (by the span of the altered times plus one, so timestamp groups stay whole and in order)."""
+    """``data`` with every event at time ``>= cut`` given random sources and destinations, every other per-event
+    field (features, labels, weights, ...) the row of a random event, and moved later (by the span of the altered
+    times plus one, so timestamp groups stay whole and in order)."""
     out = data.clone()
     after = data.t >= cut
     count = int(after.sum())
     if count == 0:
         return out
-    num_nodes = int(max(int(data.src.max()), int(data.dst.max()))) + 1
+    num_nodes = max(int(data.src.max()), int(data.dst.max())) + 1
     device = data.src.device  # drawn with the CPU generator, whatever the data's device
     out.src[after] = torch.randint(num_nodes, (count,), generator=generator).to(device)
     out.dst[after] = torch.randint(num_nodes, (count,), generator=generator).to(device)
-    if "msg" in data:
-        out.msg[after] = torch.randn((count, *data.msg.shape[1:]), generator=generator).to(device, data.msg.dtype)
+    for key in per_event_keys(data):
+        if key not in ("src", "dst", "t", "e_id", "position"):
+            out[key][after] = data[key][torch.randint(data.num_events, (count,), generator=generator).to(device)]
     out.t[after] = data.t[after] + (data.t[-1] - cut + 1)
     return out
 
