@@ -797,7 +797,7 @@ def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.Argume
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # usage errors and --help end here, before torch is imported
-    given = given_options(build_parser(), argv)
+    given = given_options(parser, argv)
     import torch
 
     on_main_thread = threading.current_thread() is threading.main_thread()

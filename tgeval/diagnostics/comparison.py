@@ -290,12 +290,12 @@ def _trained(names: Sequence[str], paths: Sequence[Path], allow: bool) -> dict[s
 
     Raises:
         LeakageError: naming the first such result, unless ``allow``.
+        ResultFileError: a JSON that is no result (:meth:`~tgeval.eval.result.Result.load`).
     """
     trained = {}
     for name, path in zip(names, paths):
         if str(path).endswith(".json"):
-            with open(path, encoding="utf-8") as handle:
-                why = trained_events(json.load(handle).get("manifest", {}))
+            why = trained_events(Result.load(path).manifest)
             if why is not None:
                 trained[name] = why
     if trained and not allow:
