@@ -222,9 +222,9 @@ def check_input_file(path: PathArg, *, what: str = "input file", fix: Optional[s
                              f"of the file itself.")
     if not stat.S_ISREG(mode):
         kind, behaviour, streams = next(entry[1:] for entry in _SPECIAL_FILES if entry[0](mode))
-        fix = f"save what it gives to a file first (e.g. `cat {str(target)} > data.txt`)" if streams else "give"
+        remedy = f"Save what it gives to a file first (e.g. `cat {str(target)} > data.txt`)" if streams else "Give"
         raise InputPathError(f"{what} {str(target)!r} is {kind}, not a regular file: {behaviour}, while tgeval reads "
-                             f"its inputs whole, some twice (a checksum, then the content). {fix.capitalize()} "
+                             f"its inputs whole, some twice (a checksum, then the content). {remedy} "
                              f"{'and give that file' if streams else 'the path of a file'}.")
 
 

@@ -76,3 +76,12 @@ def test_the_check_names_the_input_as_the_caller_does(tmp_path):
     check_input_file(tmp_path / "file")
     (tmp_path / "link").symlink_to(tmp_path / "file")
     check_input_file(tmp_path / "link")  # a link to a regular file is read through
+
+
+def test_the_advice_keeps_the_path_as_given(tmp_path):
+    """The remedy quotes the path with its own letter case."""
+    fifo = tmp_path / "Data" / "Events.FIFO"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    with pytest.raises(InputPathError, match=r"Save what it gives .*`cat .*/Data/Events\.FIFO > data\.txt`"):
+        check_input_file(fifo, what="event file")

@@ -178,8 +178,8 @@ TimeBound = Union[int, float, Fraction, str]
 
 def before(t: Tensor, end: TimeBound) -> Tensor:
     """bool ``[E]``: ``t < end``, exactly. ``end`` is read as an exact rational (text too, so ``"4611686018427387904"``
-    is that integer): integer times compare with ``ceil(end)`` in int64, float times with the nearest float64 (and
-    its own value when it lies below ``end``). Neither a float bound near 2^62 nor torch's float32 promotion of a
+    is that integer): integer times compare with ``ceil(end)`` in int64, float times (as float64) with the nearest
+    float64 (and its own value when it lies below ``end``). Neither a float bound near 2^62 nor torch's float32 promotion of a
     Python float moves an event across it.
 
     Raises:
@@ -200,8 +200,9 @@ def before(t: Tensor, end: TimeBound) -> Tensor:
         if not info.min < limit <= info.max:
             return torch.full_like(t, limit > info.max, dtype=torch.bool)
         return t < torch.tensor(limit, dtype=t.dtype, device=t.device)
-    nearest = float(bound) if abs(bound) < Fraction(torch.finfo(t.dtype).max) else math.copysign(math.inf, bound)
-    return t <= nearest if Fraction(nearest) < bound else t < nearest
+    times = t.double()  # every float time is exact in float64; a float32 comparison would round the bound to float32
+    nearest = float(bound) if abs(bound) < Fraction(torch.finfo(torch.float64).max) else math.copysign(math.inf, bound)
+    return times <= nearest if Fraction(nearest) < bound else times < nearest
 
 
 def static_graph(data: TemporalData, end: Optional[TimeBound] = None, *, num_nodes: Optional[int] = None,

@@ -126,3 +126,11 @@ def test_random_edge_split_keeps_weights_and_refuses_empty_parts():
         random_edge_split(g, 0.99)
     with pytest.raises(ValueError, match="test_fraction"):
         random_edge_split(g, 1.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_before_compares_float_times_exactly(dtype):
+    """2^24 is a float32 time; the bound 2^24 + 1 is not one, and must not round onto it."""
+    t = torch.tensor([16_777_216.0, 16_777_218.0], dtype=dtype)
+    assert before(t, "16777217").tolist() == [True, False]
+    assert before(t, 16_777_216).tolist() == [False, False]
