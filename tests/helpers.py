@@ -162,3 +162,12 @@ def fake_distribution(folder, module: str, source: str, group: str, entry: str) 
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(f"[{group}]\n{entry} = {module}\n")
     return info / "entry_points.txt"
+
+
+def refusing_catalog_scoring(model):
+    """``model`` with a candidate scorer that raises: an all-entity pass must count its ranks (``catalog_counts``),
+    never score the catalog (the engine's chunked path calls ``candidate_scorer``)."""
+    def refuse(src, t, candidates):
+        raise AssertionError(f"{type(model).__name__} scored the catalog instead of counting")
+    model.candidate_scorer = refuse
+    return model

@@ -237,6 +237,7 @@ def tgbl_wiki(tmp_path_factory):
     return data, split, folder
 
 
+@pytest.mark.slow
 @pytest.mark.datasets
 @pytest.mark.parametrize("mode", ["val", "test"])
 def test_tgbs_own_files_of_both_segments(tgbl_wiki, mode):
@@ -270,6 +271,7 @@ def test_tgbs_own_files_of_both_segments(tgbl_wiki, mode):
     assert static["sampled_rank"].tolist() == expected.tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.datasets
 def test_the_validation_file_through_the_command(tgbl_wiki, tmp_path, capsys):
     _, split, folder = tgbl_wiki

@@ -21,6 +21,7 @@ from tgeval.models import registry
 from tgeval.models.base import pairwise_scorer, scores_pair_by_pair
 from tgeval.protocol import TIE_POLICIES, Protocol
 from tgeval.samplers import UniformSampler
+from tests.helpers import refusing_catalog_scoring
 from tests.strategies import segment_from, streams
 
 N = 9
@@ -111,13 +112,6 @@ COUNTED = [variant for variant in VARIANTS if variant not in (
     ("popularity-local", {"half_life": 2.0, "clock": EventClock(2, (0, 5))}))]
 
 
-def _no_candidate_scoring(model):
-    def refuse(src, t, candidates):
-        raise AssertionError(f"{type(model).__name__} scored the catalog instead of counting")
-    model.candidate_scorer = refuse
-    return model
-
-
 @settings(max_examples=150, deadline=None)
 @given(data=streams(min_events=6, max_events=40, max_nodes=N, max_time=7), variant=st.sampled_from(VARIANTS),
        start=st.integers(1, 25), batch_size=st.integers(1, 12), history=st.sampled_from(["exact", "batch"]),
@@ -138,7 +132,7 @@ def test_counted_all_entity_ranks_equal_scored(data, variant, start, batch_size,
                                            catalog=catalog, use_shortcut=shortcut)
     counted = variant in COUNTED and catalog.available_from is None and not (
         name == "edgebank-window" and history == "exact")
-    fast = run(_no_candidate_scoring(make()) if counted else make(), True)
+    fast = run(refusing_catalog_scoring(make()) if counted else make(), True)
     slow = run(make(), False)
     for key in ("score", "above", "equal", "candidates"):
         assert torch.equal(fast.records[key], slow.records[key]), (name, options, key)
@@ -160,7 +154,7 @@ def test_counted_ranks_on_dense_streams(data, variant, start, batch_size, histor
     catalog = build_catalog(data, "all", num_nodes=N)
     protocol = Protocol(num_negatives=0, batch_size=batch_size, history=history)
     make = lambda: registry.build(name, num_nodes=N, **options)  # noqa: E731
-    fast = evaluate(_no_candidate_scoring(make()), data, segment, protocol, catalog=catalog)
+    fast = evaluate(refusing_catalog_scoring(make()), data, segment, protocol, catalog=catalog)
     slow = evaluate(make(), data, segment, protocol, catalog=catalog, use_shortcut=False)
     for key in ("score", "above", "equal"):
         assert torch.equal(fast.records[key], slow.records[key]), (name, options, key)

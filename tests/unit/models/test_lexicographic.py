@@ -14,17 +14,11 @@ from tgeval.models import lexicographic
 from tgeval.models.lexicographic import KEYS, Lexicographic
 from tgeval.protocol import Protocol
 from tests.conftest import make_stream
+from tests.helpers import refusing_catalog_scoring
 from tests.strategies import segment_from, streams
 
 N = 6
 PAIRS = [(a, b) for a in KEYS for b in KEYS if a != b]
-
-
-def _refuse_scoring(model):
-    def refuse(src, t, candidates):
-        raise AssertionError("the catalog was scored instead of counted")
-    model.candidate_scorer = refuse
-    return model
 
 
 @settings(max_examples=200, deadline=None)
@@ -36,7 +30,7 @@ def test_counted_ranks_equal_scored_ranks(data, keys, start, batch_size, history
     catalog = (Catalog("custom", torch.tensor([0, 2, 3, 5]), None, N) if kind == "custom"
                else build_catalog(data, kind, num_nodes=N))
     protocol = Protocol(num_negatives=0, batch_size=batch_size, history=history)
-    counted = evaluate(_refuse_scoring(Lexicographic(N, keys)), data, segment, protocol, catalog=catalog)
+    counted = evaluate(refusing_catalog_scoring(Lexicographic(N, keys)), data, segment, protocol, catalog=catalog)
     scored = evaluate(Lexicographic(N, keys), data, segment, protocol, catalog=catalog, use_shortcut=False)
     for key in ("score", "above", "equal", "candidates"):
         assert torch.equal(counted.records[key], scored.records[key]), (keys, key)
