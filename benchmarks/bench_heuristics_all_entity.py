@@ -7,7 +7,8 @@ segment as ``--preset tgb`` evaluates it: TGB's split, batches of 200, every des
 ``range`` catalog), TGB's ties, the preset's history for the model (exact for the recency and popularity
 heuristics and their combinations, batch for EdgeBank), no sampled negatives; ``edgebank-window`` with TGB's
 window, ``poptrack`` with its clock ticking from the validation and test starts. The time is the whole
-``evaluate`` call (the warm-up over the earlier events included). "counted" says whether the pass counted its
+``evaluate`` call (the warm-up over the earlier events included), after one untimed EdgeBank pass that pays the
+process's start-up costs. "counted" says whether the pass counted its
 ranks (the model's ``catalog_counts``) or scored the catalog: a heuristic that scored it would show it here.
 
 Run: python benchmarks/bench_heuristics_all_entity.py [--events 8000000] [--models M ...] [--threads 1]
@@ -57,6 +58,7 @@ def run(title: str, data, names: list[str]) -> None:
     num_nodes = int(max(data.src.max(), data.dst.max())) + 1
     catalog = TGB.catalog(data, num_nodes)
     rows, baseline = [], None
+    measure("edgebank", data, split, num_nodes, catalog)  # untimed: the first pass pays the start-up costs
     for name in ["edgebank"] + [n for n in names if n != "edgebank"]:
         history, counted, seconds, mrr = measure(name, data, split, num_nodes, catalog)
         baseline = seconds if baseline is None else baseline
@@ -64,7 +66,9 @@ def run(title: str, data, names: list[str]) -> None:
                      f"{mrr:.4f}"])
         print(f"  {name}: {seconds:.2f} s", flush=True)
     print_table(["model", "history", "counted", "seconds", "vs edgebank", "test MRR"], rows,
-                title=f"{title}: {split.test.num_events:,} test events, {catalog.size:,} candidates each")
+                title=f"{title}: {split.test.num_events:,} test events, each ranked against every destination id "
+                      f"(catalog range, {catalog.size:,} items), TGB's ties (average), batches of 200, all-entity MRR "
+                      f"(micro); EdgeBank timed after an untimed pass")
 
 
 def main() -> None:
