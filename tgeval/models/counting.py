@@ -35,6 +35,7 @@ from torch import Tensor
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import Occurrences, expand_ranges
+from tgeval.errors import ModelCapabilityError
 
 __all__ = ["ordered_counts", "table_counts", "bisect_counts", "prefix_weight_above", "SourceOrder", "key_changes",
            "source_pairs", "counter_changes", "counter_at", "constant_thresholds", "distinct_pairs"]
@@ -69,8 +70,8 @@ def ordered_counts(score: Callable[[Tensor, Tensor, Tensor], Tensor], src: Tenso
     at_least = size - torch.searchsorted(keys, least_key.contiguous())
     if changes is not None:
         before, new_keys, weights = changes
-        above = above + prefix_weight_above(new_keys, weights, 2 * before, above_key, strict=True)
-        at_least = at_least + prefix_weight_above(new_keys, weights, 2 * before, least_key, strict=False)
+        changed_above, changed_least = prefix_weight_above(new_keys, weights, 2 * before, above_key, least_key)
+        above, at_least = above + changed_above, at_least + changed_least
     inside = catalog.indicator.take(items)  # 1 for a catalog item, else 0: weights, not a mask (no host read)
     when = t.take(rows)
     scores, p, key = score(src.take(rows), items, when), pos_score.take(rows), key_at(items, when)
@@ -122,33 +123,35 @@ def bisect_counts(sorted_keys: Tensor, score_of: Callable[[Tensor], Tensor],
     return size - above_from, above_from - least_from
 
 
-def prefix_weight_above(values: Tensor, weights: Tensor, prefix: Tensor, threshold: Tensor, *,
-                        strict: bool) -> Tensor:
-    r"""Per query ``i``, the sum of ``weights[j]`` over ``j < prefix[i]`` with ``values[j] > threshold[i]``
-    (``>=`` unless ``strict``): int64 ``[B]``, a dominance count on a merge-sort tree built with sorts.
+def prefix_weight_above(values: Tensor, weights: Tensor, prefix: Tensor, above: Tensor,
+                        least: Tensor) -> tuple[Tensor, Tensor]:
+    r"""Per query ``i``, the sums of ``weights[j]`` over ``j < prefix[i]`` with ``values[j] > above[i]`` and with
+    ``values[j] >= least[i]``: int64 ``[B]`` each, dominance counts on a merge-sort tree built with sorts.
 
     At level ``L`` the values are grouped in aligned blocks of ``2^L`` positions, each block sorted, with
     running weight sums; a prefix ``[0, k)`` is the blocks ``(k >> L) - 1`` of the levels ``L`` whose bit
-    is set in ``k``, each read with two searches: :math:`O(M \log^2 M)` to build, :math:`O(B \log^2 M)`
-    to query, with no loop over events.
+    is set in ``k``, each read with two searches per threshold: :math:`O(M \log^2 M)` to build (once for both),
+    :math:`O(B \log^2 M)` to query, with no loop over events.
     """
-    total = torch.zeros(prefix.shape, dtype=torch.long, device=prefix.device)
+    totals = [torch.zeros(prefix.shape, dtype=torch.long, device=prefix.device) for _ in range(2)]
     size = values.numel()
     if size == 0:
-        return total
+        return totals[0], totals[1]
     ordered = torch.sort(values).values
     rank = torch.searchsorted(ordered, values)  # values' ranks, in [0, size)
-    cut = torch.searchsorted(ordered, threshold.contiguous(), right=strict)  # ranks at or above it count
+    cuts = (torch.searchsorted(ordered, above.contiguous(), right=True),  # ranks at or above a cut count
+            torch.searchsorted(ordered, least.contiguous()))
     stride, position = size + 1, torch.arange(size, device=values.device)
     for level in range(size.bit_length()):
         composite, order = torch.sort((position >> level) * stride + rank)
         sums = torch.cat([weights.new_zeros(1), torch.cumsum(weights.take(order), 0)])
-        block = (prefix >> level) - 1
-        base = block * stride
-        ends = (sums.take(torch.searchsorted(composite, base + stride))
-                - sums.take(torch.searchsorted(composite, base + cut)))
-        total = total + torch.where((prefix >> level) & 1 == 1, ends, torch.zeros_like(ends))
-    return total
+        base = ((prefix >> level) - 1) * stride
+        taken = (prefix >> level) & 1 == 1
+        end = sums.take(torch.searchsorted(composite, base + stride))
+        for k, cut in enumerate(cuts):
+            block = end - sums.take(torch.searchsorted(composite, base + cut))
+            totals[k] = totals[k] + torch.where(taken, block, torch.zeros_like(block))
+    return totals[0], totals[1]
 
 
 def key_changes(occurrences: Occurrences, after: Tensor, stored: Tensor, t: Tensor,
@@ -201,6 +204,10 @@ class SourceOrder:
             values = torch.empty_like(first).scatter_(0, by_value, first)
         else:
             self.stride = bound + 1
+        if num_nodes * self.stride >= 2**63:
+            raise ModelCapabilityError(f"{num_nodes:,} nodes x {self.stride:,} values per source overflow the int64 "
+                                       f"keys that order pairs by (source, value): evaluate on fewer node ids "
+                                       f"(remap them to 0..N-1).")
         self.composite, self.order = torch.sort(keys // num_nodes * self.stride + values)
 
     def _position(self, value: Tensor) -> Tensor:

@@ -1007,7 +1007,7 @@ class _Recency(EdgeBank):
                        unseen: float) -> tuple[Tensor, Tensor]:
         """Exact counts of a score that is ``unseen`` for every pair neither stored nor in the batch before ``t``:
         the stored pairs of each query's source and its batch pairs before ``t`` scored one by one
-        (:func:`~tgeval.models.counting.ordered_counts`; one read of their number from the device), a
+        (:func:`~tgeval.models.counting.ordered_counts`; their numbers are read from the device), a
         catalog with no availability times."""
         n, earlier = self.num_nodes, self._earlier
         parts = [source_pairs(self.keys, src, n), source_pairs(self.delta_keys, src, n)]

@@ -163,9 +163,10 @@ class Lexicographic(_BufferState):
         first, second = (code(key) for key in self.keys)
         return first * SECOND_BOUND + second
 
-    def _changes(self, earlier: _Batch, t: Tensor, catalog: Catalog) -> Optional[tuple[Tensor, Tensor, Tensor]]:
-        """How the batch's events change the destinations' global codes
-        (:func:`~tgeval.models.counting.key_changes`)."""
+    def _changes(self, earlier: _Batch, t: Tensor, catalog: Catalog,
+                 stored: Tensor) -> Optional[tuple[Tensor, Tensor, Tensor]]:
+        """How the batch's events change the destinations' global codes (``stored``: before the batch,
+        :func:`~tgeval.models.counting.key_changes`)."""
         if all(key.endswith("local") for key in self.keys):
             return None
         nodes = earlier.nodes  # occurrences sorted by destination, each destination's in time order
@@ -173,8 +174,7 @@ class Lexicographic(_BufferState):
         dst, code = nodes.keys[:-1], earlier.codes.take(nodes.order)
         codes = {"recency-global": code, "popularity-global": self.node_count.take(dst) + rank}
         first, second = (codes.get(key, torch.zeros_like(code)) for key in self.keys)
-        return key_changes(nodes, first * SECOND_BOUND + second, self._global_code(torch.arange(
-            self.num_nodes, device=t.device)), t, catalog)
+        return key_changes(nodes, first * SECOND_BOUND + second, stored, t, catalog)
 
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
                        catalog: Catalog) -> Optional[tuple[Tensor, Tensor]]:
@@ -193,8 +193,8 @@ class Lexicographic(_BufferState):
             return None
         n, earlier = self.num_nodes, self._earlier
         p = pos_score.long()  # an integer below 2^53: exact
-        changes = None if earlier is None else self._changes(earlier, t, catalog)
         stored = self._global_code(torch.arange(n, device=src.device))
+        changes = None if earlier is None else self._changes(earlier, t, catalog, stored)
 
         def global_at(dst: Tensor, when: Tensor) -> Tensor:
             return self._global_code(dst, None if earlier is None else when)

@@ -23,8 +23,10 @@ POPTRACK_TICK = 200
 
 
 class PopTrack(Popularity):
-    """PopTrack with TGM's tgbl-wiki settings (module docstring); ``clock``: its event clock (the command line
-    gives it the starts of the validation and test segments as origins)."""
+    """PopTrack with TGM's tgbl-wiki settings (module docstring); ``clock``: its event clock. The default ticks
+    every 200 events from the stream's start; the training events count as one tick only with the evaluated
+    segments' starts as origins, ``EventClock(200, (split.val.start, split.test.start))``, as the command line
+    gives it."""
 
     def __init__(self, num_nodes: int, clock: Clock = EventClock(POPTRACK_TICK)) -> None:
         super().__init__(num_nodes, half_life=1 / math.log2(1 / POPTRACK_DECAY), clock=clock)
