@@ -77,18 +77,22 @@ class Preset:
     sampler_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     per_model: Mapping[str, tuple[Any, frozenset, str]] = field(default_factory=dict)
 
-    def model_settings(self, model: Optional[str]) -> dict[str, tuple[Any, str]]:
-        """The settings that depend on the model: setting -> (value, why) for the registry name ``model``."""
+    def model_settings(self, model: Optional[str], decayed_in_time: bool = False) -> dict[str, tuple[Any, str]]:
+        """The settings that depend on the model: setting -> (value, why) for the registry name ``model``; none for
+        a popularity decayed in time (a half-life without an event clock holds no per-event state)."""
+        if decayed_in_time:
+            return {}
         return {key: (value, why) for key, (value, models, why) in self.per_model.items() if model in models}
 
-    def protocol(self, model: Optional[str] = None, **overrides: Any):
+    def protocol(self, model: Optional[str] = None, *, decayed_in_time: bool = False, **overrides: Any):
         """The :class:`~tgeval.protocol.Protocol` of the preset (``num_negatives=0``: no sampled
         metrics, the candidates being the whole ``range`` catalog) for the registered model ``model``
-        (its history: :meth:`model_settings`), fields in ``overrides`` replaced."""
+        (its history: :meth:`model_settings`, ``decayed_in_time`` for a half-life in time), fields in
+        ``overrides`` replaced."""
         from tgeval.protocol import Protocol
 
         s = {**self.settings, **self.without_sampler,
-             **{key: value for key, (value, _) in self.model_settings(model).items()}}
+             **{key: value for key, (value, _) in self.model_settings(model, decayed_in_time).items()}}
         fields = {"replay": s["protocol"], "history": s["history"], "batch_size": s["batch_size"],
                   "ties": s["ties"], "num_negatives": s["negatives"], "directed": s["directed"],
                   "uncovered": s["uncovered"]}
@@ -149,9 +153,8 @@ def apply_preset(args: Any, given: set[str]) -> dict:
         SamplerError: a ``--sampler`` spec that is not ``NAME[:key=value,...]``.
     """
     preset = PRESETS[args.preset]
-    # a popularity decayed in time (--half-life, no event clock) holds no per-event state: TGB's settings
     decayed = getattr(args, "model_half_life", None) is not None and getattr(args, "clock", None) in (None, "time")
-    by_model = preset.model_settings(None if decayed else getattr(args, "model", None))
+    by_model = preset.model_settings(getattr(args, "model", None), decayed)
     settings = {**preset.settings, **({} if "sampler" in given else preset.without_sampler),
                 **{key: value for key, (value, _) in by_model.items()}}
     applied, overridden = {}, {}

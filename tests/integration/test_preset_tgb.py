@@ -289,3 +289,8 @@ def test_the_validation_file_through_the_command(tgbl_wiki, tmp_path, capsys):
 def test_a_decayed_popularity_keeps_tgbs_batch_history(tmp_path):
     saved = run(tmp_path, "--model", "popularity-local", "--half-life", "100", "--preset", "tgb")
     assert saved["manifest"]["history"]["mode"] == "batch" and saved["manifest"]["preset"]["reasons"] == {}
+
+
+def test_a_popularity_decayed_in_time_keeps_tgbs_history_in_python_as_on_the_command_line():
+    assert TGB.protocol(model="popularity-global").history == "exact"
+    assert TGB.protocol(model="popularity-global", decayed_in_time=True).history == "batch"
