@@ -215,9 +215,9 @@ def _add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
                                              "other candidates, the order of simultaneous events, or hidden state?")
     _add_event_file(au)
     au.add_argument("--model", required=True,
-                    help="a registered model's name (heuristics: as evaluated; neural models: built with their "
-                         "default configuration, or loaded from --checkpoint), or module:callable, a function of "
-                         "the stream that returns the model (called on altered copies of it)")
+                    help="a registered model's name (heuristics: with their default options; neural models: built "
+                         "with their default configuration, or loaded from --checkpoint), or module:callable, a "
+                         "function of the stream that returns the model (called on altered copies of it)")
     au.add_argument("--checkpoint", default=None, help="a checkpoint of `tgeval train` holding --model's weights")
     au.add_argument("--split", type=_ratios, default=(0.70, 0.15, 0.15),
                     help="train,val,test fractions; the test segment is audited (default 0.70,0.15,0.15)")

@@ -51,7 +51,7 @@ from tgeval.data.validation import per_event_keys, permute_events, validate
 from tgeval.errors import ModelCapabilityError, ProtocolError, SlowPathWarning, UntrainedModelWarning
 from tgeval.eval.engine import evaluate, warm_up
 from tgeval.loader import TimestampBatchLoader
-from tgeval.models.base import TemporalLinkModel
+from tgeval.models.base import TemporalLinkModel, checked_scores, score_of
 from tgeval.protocol import Protocol
 from tgeval.provenance import versions
 from tgeval.state import checked_update, no_state_change, restore_detached
@@ -324,12 +324,11 @@ def _score(model: TemporalLinkModel, batch: TemporalData, probes: _Probes, lo: i
     src, t = probes.src[lo:hi].repeat_interleave(c), probes.t[lo:hi].repeat_interleave(c)
     with model.within_batch(batch) if history != "batch" else nullcontext(), \
             no_state_change(model, "scoring a probe", deep=True) if guard else nullcontext():
-        return _as_scores(model.score(src, candidates.repeat(hi - lo), t)).view(hi - lo, c)
+        return _as_scores(score_of(model, src, candidates.repeat(hi - lo), t)).view(hi - lo, c)
 
 
-def _as_scores(scores: Any) -> Tensor:
-    if not isinstance(scores, Tensor):
-        raise TypeError(f"score returned {type(scores).__name__}, not a tensor of scores.")
+def _as_scores(scores: Tensor) -> Tensor:
+    """Checked scores on the host, float64 kept, other kinds as float32 (compared as the engine ranks them)."""
     return scores.detach().float().cpu() if scores.dtype != torch.float64 else scores.detach().cpu()
 
 
@@ -405,8 +404,9 @@ def _candidate_independence(model: TemporalLinkModel, stream: TemporalData, star
     alone = torch.cat([scored(1, i, i + 1) for i in range(lo, hi)])
     ways = {"among all probes": reference[lo:hi], f"in blocks of {BLOCK}": scored(BLOCK)}
     with torch.no_grad(), model.within_batch(batch) if history != "batch" else nullcontext():
-        ways["in the engine's blocks (candidate_scorer)"] = _as_scores(
-            model.candidate_scorer(probes.src[lo:hi], probes.t[lo:hi], candidates)(slice(None), slice(None)))
+        ways["in the engine's blocks (candidate_scorer)"] = _as_scores(checked_scores(
+            model, model.candidate_scorer(probes.src[lo:hi], probes.t[lo:hi], candidates)(slice(None), slice(None)),
+            (hi - lo, c), "candidate_scorer"))
     for way, scores in ways.items():
         _compare(alone, scores, rows, candidates, tolerance, f"scored {way}, unlike alone")
     return f"{hi - lo} probes x {c} candidates scored alike alone, in blocks of {BLOCK}, in the engine's blocks " \
