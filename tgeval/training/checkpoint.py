@@ -56,7 +56,6 @@ __all__ = ["Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "se
            "rng_state", "set_rng_state", "resume_advice"]
 
 FORMAT_VERSION = 2  # 2: the generator states of every process (1: of one)
-_MAGIC = CHECKPOINT_MAGIC
 
 
 def model_name(model: torch.nn.Module) -> str:
@@ -207,7 +206,7 @@ def save_checkpoint(
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     body = buffer.getvalue()
-    header = _MAGIC + f" {FORMAT_VERSION} sha256:{hashlib.sha256(body).hexdigest()}\n".encode()
+    header = CHECKPOINT_MAGIC + f" {FORMAT_VERSION} sha256:{hashlib.sha256(body).hexdigest()}\n".encode()
     content = header + body
     with full_disk_refused(path, resume_advice(Path(path).parent)):
         write_atomic(path, content)
@@ -303,7 +302,7 @@ def _read(path: str, map_location: Union[str, torch.device, None]) -> tuple[dict
         content = handle.read()
     header, newline, body = content.partition(b"\n")
     parts = header.split(b" ")
-    if not newline or len(parts) != 3 or parts[0] != _MAGIC or not parts[2].startswith(b"sha256:"):
+    if not newline or len(parts) != 3 or parts[0] != CHECKPOINT_MAGIC or not parts[2].startswith(b"sha256:"):
         raise CheckpointError(f"{path} is not a tgeval checkpoint (no checkpoint header). Give a file written by "
                               f"`tgeval train --checkpoint-dir` or tgeval.training.checkpoint.save_checkpoint.")
     if parts[1] != str(FORMAT_VERSION).encode():

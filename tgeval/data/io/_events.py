@@ -91,9 +91,9 @@ def _check_dense_ids(path: str, src: np.ndarray, dst: np.ndarray, line: Callable
     largest = int(max(int(src.max()), int(dst.max()))) if src.size else -1
     if largest + 1 <= SPARSE_ID_SLACK:
         return
-    distinct = _num_distinct(np.concatenate([src, dst]))
+    ids = np.concatenate([src, dst])
+    distinct = _num_distinct(ids)
     if largest + 1 > SPARSE_ID_FACTOR * distinct:
-        ids = np.concatenate([src, dst])
         rest = ids[ids != largest]
         if rest.size and int(rest.max()) + 1 <= SPARSE_ID_FACTOR * distinct:  # one id far beyond all others
             row = int(np.flatnonzero(ids == largest)[0]) % src.size
