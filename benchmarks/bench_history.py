@@ -35,7 +35,8 @@ from torch_geometric.data import TemporalData
 from tgeval import Protocol, TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.data.datasets import load_dataset
 from tgeval.eval import engine
-from tgeval.eval.engine import WARM_UP_EVENTS, warm_up
+from tgeval.eval.engine import warm_up
+from tgeval.walk import WARM_UP_EVENTS
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import UniformSampler
 

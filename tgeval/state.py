@@ -843,12 +843,13 @@ def no_state_change(model: Stateful, what: str = "scoring", *, deep: Optional[bo
     lazy = tuple(f"{path}." if path else "" for path, module in model.named_modules()
                  if isinstance(module, LazyModuleMixin) and module.has_uninitialized_params()) \
         if isinstance(model, nn.Module) else ()  # their first call materialises them
-    before, parts, _kept = _watch(model, deep is True, lazy)  # _kept: no id reused before the comparison
+    checksums = deep is True  # plain tensors by checksum, else by identity and version: the same both times
+    before, parts, _kept = _watch(model, checksums, lazy)  # _kept: no id reused before the comparison
     if deep is None:
         deep = not _watchable(model, parts)
     deep_before = _deep_view(model, parts) if deep else None
     yield
-    after, _, _ = _watch(model, deep is True, lazy)
+    after, _, _ = _watch(model, checksums, lazy)
     where = _changed(before, after)
     if where is None and deep:
         where = _deep_difference(deep_before, _deep_view(model, parts))

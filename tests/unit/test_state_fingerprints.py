@@ -151,3 +151,37 @@ def test_cycles_and_shared_objects_are_walked_once():
     before = prints(model)  # linear in the nodes (it was exponential in the chain's length)
     nodes[150].v = -1
     assert prints(model) != before
+
+
+def test_default_guard_of_a_model_with_its_own_snapshot_and_a_plain_tensor():
+    """The default guard (``deep=None``) of a model whose own snapshot makes it compare deeply fingerprints its
+    plain tensors the same way before and after: pure scoring passes, an in-place change is named."""
+    import torch
+
+    from tgeval.errors import LeakageError
+    from tgeval.models.base import TemporalLinkModel
+    from tgeval.state import no_state_change
+
+    class Own(TemporalLinkModel):
+        def __init__(self):
+            super().__init__(4)
+            self.seen = torch.zeros(4)
+
+        def score(self, src, dst, t):
+            return self.seen[dst]
+
+        def update(self, batch):
+            self.seen[batch.dst] += 1
+
+        def snapshot(self):
+            return self.seen.clone()
+
+        def restore(self, state):
+            self.seen = state.clone()
+
+    model, ids = Own(), torch.tensor([1, 2])
+    with no_state_change(model):
+        model.score(ids, ids, ids)
+    with pytest.raises(LeakageError, match="seen"):
+        with no_state_change(model):
+            model.seen[0] = 1.0

@@ -111,7 +111,8 @@ def pair_representations(model: Any, data: TemporalData, segment: Segment, catal
     replay = MembershipReplay(model, data, segment, catalog, batch_size=batch_size, directed=directed)
     generator = torch.Generator(device=replay.catalog.device).manual_seed(seed)
     reps, labels = [], []
-    for batch in replay:
+    for step in replay.steps():
+        batch = step.batch
         src = batch.src.repeat_interleave(num_negatives)
         seen, unseen = (sampler.draw(batch, num_negatives, generator).negatives
                         for sampler in (replay.seen, replay.unseen))

@@ -34,7 +34,6 @@ import json
 import math
 import time
 import warnings
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Optional, Sequence
 
@@ -44,17 +43,16 @@ from torch_geometric.data import TemporalData
 
 from tgeval.choices import AUDIT_CHECKS
 from tgeval.data.catalog import Catalog, build_catalog
-from tgeval.data.groups import canonical_order
 from tgeval.data.hashing import fingerprint
 from tgeval.data.split import Segment, Split
 from tgeval.data.validation import per_event_keys, permute_events, validate
 from tgeval.errors import ModelCapabilityError, ProtocolError, SlowPathWarning, UntrainedModelWarning
-from tgeval.eval.engine import evaluate, warm_up
-from tgeval.loader import TimestampBatchLoader
+from tgeval.eval.engine import evaluate
 from tgeval.models.base import TemporalLinkModel, checked_scores, score_of
 from tgeval.protocol import Protocol
 from tgeval.provenance import versions
-from tgeval.state import checked_update, no_state_change, restore_detached
+from tgeval.state import restore_detached
+from tgeval.walk import Step, Walk
 
 __all__ = ["audit", "AuditReport", "CheckResult", "CHECKS", "model_builder", "audit_command"]
 
@@ -138,6 +136,11 @@ class _Probes:
     batch_size: int
     boundaries: list[int]
     slices: list[tuple[int, int]]
+    segment: Segment
+
+    def walk(self, data: TemporalData) -> Walk:
+        """The walk of the probed segment of ``data`` (validated) in the replay's batches."""
+        return Walk(data, self.segment, batch_size=self.batch_size)
 
     def batches_until(self, last_probe: int) -> int:
         """Batches to replay so that probes ``[0, last_probe]`` are scored."""
@@ -196,8 +199,9 @@ def audit(build: Callable[[TemporalData], TemporalLinkModel], data: TemporalData
     except Exception as error:  # noqa: BLE001 - the model's error is the state check's finding
         return _not_run(chosen, f"build(data) raised {type(error).__name__}: {error}", {"seed": seed})
     history = protocol.history or ("exact" if model.exact_history else "batch")
-    stream = _canonical(data)
-    probes = _probes(stream, segment, catalog, protocol.batch_size, generator)
+    walk = Walk(data, segment, batch_size=protocol.batch_size)
+    stream = walk.stream
+    probes = _probes(walk, segment, catalog, generator)
     cuts = _cut_times(probes)
     manifest = {"model": model.describe(), "data": fingerprint(data),
                 "segment": {"name": segment.name, "start": segment.start, "end": segment.end},
@@ -208,7 +212,7 @@ def audit(build: Callable[[TemporalData], TemporalLinkModel], data: TemporalData
                 "checks": list(chosen), "seed": seed, "versions": versions()}
     results: dict[str, CheckResult] = {}
     try:
-        reference, snapshot = _replay(model, stream, segment.start, probes, len(probes.slices), history,
+        reference, snapshot = _replay(model, walk, probes, len(probes.slices), history,
                                       guard=True, keep=len(probes.slices) // 2)
     except Exception as error:  # noqa: BLE001 - the model's error is the state check's finding
         return _not_run(chosen, f"the reference replay failed: {type(error).__name__}: {error}", manifest)
@@ -216,17 +220,17 @@ def audit(build: Callable[[TemporalData], TemporalLinkModel], data: TemporalData
     tolerance = float(model.tie_tolerance)
     runs: dict[str, Callable[[], str]] = {
         "no_future": lambda: _no_future(built, data, probes, cuts, reference, history, tolerance, generator),
-        "candidate_independence": lambda: _candidate_independence(built(data), stream, segment.start, probes,
+        "candidate_independence": lambda: _candidate_independence(built(data), walk, probes,
                                                                   reference, history, tolerance),
         "order_invariance": lambda: _order_invariance(built, data, probes, reference, history, tolerance,
                                                       generator),
-        "state": lambda: _state(model, built(data), stream, segment.start, probes, reference, snapshot, history,
+        "state": lambda: _state(model, built(data), walk, probes, reference, snapshot, history,
                                 tolerance),
     }
     for name in chosen:
         began = time.perf_counter()
         if name == "batch_size":
-            result = _batch_size(built(data), data, stream, segment, protocol, catalog, history)
+            result = _batch_size(built(data), data, walk, segment, protocol, catalog, history)
         else:
             try:
                 result = CheckResult(True, runs[name]())
@@ -250,22 +254,13 @@ def _not_run(chosen: Sequence[str], reason: str, manifest: dict) -> AuditReport:
 
 
 # -- the probes and their replay ---------------------------------------------------------------------------
-def _canonical(data: TemporalData) -> TemporalData:
-    """``data`` in canonical order ``(t, src, dst)``, each event's index in ``data`` kept as ``e_id``."""
-    order = canonical_order(data.src, data.dst, data.t)
-    stream = permute_events(data, order)
-    stream.e_id = order
-    return stream
-
-
-def _probes(stream: TemporalData, segment: Segment, catalog: Catalog, batch_size: int,
-            generator: torch.Generator) -> _Probes:
+def _probes(walk: Walk, segment: Segment, catalog: Catalog, generator: torch.Generator) -> _Probes:
     """:data:`PROBES` events spread evenly over the segment (in canonical order), :data:`CANDIDATES`
     candidates (the probes' destinations, then catalog items drawn with ``generator``)."""
     if segment.end - segment.start < 2:
         raise ProtocolError(f"the {segment.name} segment holds {segment.end - segment.start} events: an audit needs "
                             f"at least 2 to probe.")
-    size = segment.end - segment.start
+    stream, size = walk.stream, segment.end - segment.start
     count = min(PROBES, size)
     # integer arithmetic: linspace's float32 would round positions beyond 2^24 events
     event = segment.start + torch.arange(count) * (size - 1) // (count - 1)
@@ -273,10 +268,10 @@ def _probes(stream: TemporalData, segment: Segment, catalog: Catalog, batch_size
     extra = catalog.items[torch.randperm(catalog.items.numel(), generator=generator).to(catalog.items.device)]
     extra = extra[~torch.isin(extra, own)][:max(0, CANDIDATES - own.numel())]
     candidates = torch.cat([own, extra])[:max(CANDIDATES, own.numel())]
-    boundaries = TimestampBatchLoader(stream[segment.start:segment.end], batch_size).boundaries + segment.start
+    boundaries = walk.bounds + segment.start
     cuts = torch.searchsorted(event, boundaries).tolist()
-    return _Probes(event, stream.src[event], stream.t[event], candidates, batch_size, boundaries.tolist(),
-                   list(zip(cuts[:-1], cuts[1:])))
+    return _Probes(event, stream.src[event], stream.t[event], candidates, walk.batch_size, boundaries.tolist(),
+                   list(zip(cuts[:-1], cuts[1:])), segment)
 
 
 def _cut_times(probes: _Probes) -> Tensor:
@@ -285,45 +280,35 @@ def _cut_times(probes: _Probes) -> Tensor:
     return probes.t[index].unique()
 
 
-def _replay(model: TemporalLinkModel, stream: TemporalData, start: int, probes: _Probes, batches: int,
-            history: str, *, guard: bool = False, keep: Optional[int] = None) -> tuple[Tensor, Any]:
-    """Warm ``model`` up on ``stream[:start]``, then score and feed the first ``batches`` batches of the
+def _replay(model: TemporalLinkModel, walk: Walk, probes: _Probes, batches: int, history: str, *,
+            guard: bool = False, keep: Optional[int] = None) -> tuple[Tensor, Any]:
+    """Warm ``model`` up on the history of ``walk``, then score and feed the first ``batches`` batches of the
     probed segment: each batch's probes against every candidate (``[p, C]``, one ``score`` call) from the
     state before the batch, then ``update``. Returns the scores ``[P, C]`` (NaN where not scored) and, with
     ``keep``, the snapshot taken before batch ``keep``. ``guard``: the deep scoring guard on every step."""
     scores = torch.full((probes.event.numel(), probes.candidates.numel()), math.nan, dtype=torch.float64)
     snapshot = None
     model.eval()  # as evaluate: warm-up and pass in eval mode (PyG's TGNMemory updates differently in training)
-    warm_up(model, stream[:start], batch_size=probes.batch_size)
+    walk.warm_up(model)
     with torch.no_grad():
-        for b in range(batches):
-            lo, hi = probes.slices[b]
-            batch = _batch(stream, probes, b)
-            if b == keep:
+        for step in walk.steps(model, within=history != "batch", check_state="deep" if guard else False,
+                               what="scoring a probe", stop=batches):
+            lo, hi = probes.slices[step.index]
+            if step.index == keep:
                 snapshot = model.snapshot()
             if hi > lo:
-                scores[lo:hi] = _score(model, batch, probes, lo, hi, history, guard)
-            checked_update(model, batch)
+                scores[lo:hi] = _score(model, step, probes, lo, hi)
     return scores, snapshot
 
 
-def _batch(stream: TemporalData, probes: _Probes, b: int) -> TemporalData:
-    """Batch ``b`` of the replay as the engine gives it to a model: every per-event field of the stream but its
-    bookkeeping (``e_id``), and ``position``, on the stream's device."""
-    a, z = probes.boundaries[b], probes.boundaries[b + 1]
-    batch = TemporalData(**{key: stream[key][a:z] for key in per_event_keys(stream) if key != "e_id"})
-    batch.position = torch.arange(a, z, device=stream.src.device)
-    return batch
-
-
-def _score(model: TemporalLinkModel, batch: TemporalData, probes: _Probes, lo: int, hi: int, history: str,
-           guard: bool, candidates: Optional[Tensor] = None) -> Tensor:
-    """Probes ``[lo, hi)`` against ``candidates`` (default all) in one ``score`` call: ``[hi - lo, C]``."""
+def _score(model: TemporalLinkModel, step: Step, probes: _Probes, lo: int, hi: int,
+           candidates: Optional[Tensor] = None) -> Tensor:
+    """Probes ``[lo, hi)`` against ``candidates`` (default all) in one ``score`` call, in ``step.scoring()``:
+    ``[hi - lo, C]``."""
     candidates = probes.candidates if candidates is None else candidates
     c = candidates.numel()
     src, t = probes.src[lo:hi].repeat_interleave(c), probes.t[lo:hi].repeat_interleave(c)
-    with model.within_batch(batch) if history != "batch" else nullcontext(), \
-            no_state_change(model, "scoring a probe", deep=True) if guard else nullcontext():
+    with step.scoring():
         return _as_scores(score_of(model, src, candidates.repeat(hi - lo), t)).view(hi - lo, c)
 
 
@@ -380,7 +365,7 @@ def _no_future(built: Callable[[TemporalData], TemporalLinkModel], data: Tempora
     for cut in cuts:
         rows = torch.nonzero(probes.t <= cut).flatten()
         changed = _altered(data, cut, generator)
-        scores, _ = _replay(built(changed), _canonical(changed), probes.boundaries[0], probes,
+        scores, _ = _replay(built(changed), probes.walk(changed), probes,
                             probes.batches_until(int(rows[-1])), history)
         _compare(reference[rows], scores[rows], rows, probes.candidates, tolerance,
                  f"rebuilt from a stream whose events at times >= {_number(cut)} were altered")
@@ -388,22 +373,23 @@ def _no_future(built: Callable[[TemporalData], TemporalLinkModel], data: Tempora
             f"from each of {cuts.numel()} cut times on ({', '.join(_number(c) for c in cuts)}) were altered")
 
 
-def _candidate_independence(model: TemporalLinkModel, stream: TemporalData, start: int, probes: _Probes,
-                            reference: Tensor, history: str, tolerance: float) -> str:
+def _candidate_independence(model: TemporalLinkModel, walk: Walk, probes: _Probes, reference: Tensor, history: str,
+                            tolerance: float) -> str:
     first = next(b for b, (lo, hi) in enumerate(probes.slices) if hi > lo)
-    _replay(model, stream, start, probes, first, history)  # the state before the first probed batch
+    _replay(model, walk, probes, first, history)  # the state before the first probed batch
     lo, hi = probes.slices[first]
     hi = min(hi, lo + 4)
-    rows, candidates, batch = torch.arange(lo, hi), probes.candidates, _batch(stream, probes, first)
+    rows, candidates = torch.arange(lo, hi), probes.candidates
+    step = walk.step(first, model, within=history != "batch", check_state=False)
     c = candidates.numel()
 
     def scored(pieces: int, i: int = lo, j: int = hi) -> Tensor:
-        return torch.cat([_score(model, batch, probes, i, j, history, False, candidates[k:k + pieces])
-                          for k in range(0, c, pieces)], dim=1)
+        return torch.cat([_score(model, step, probes, i, j, candidates[k:k + pieces]) for k in range(0, c, pieces)],
+                         dim=1)
 
     alone = torch.cat([scored(1, i, i + 1) for i in range(lo, hi)])
     ways = {"among all probes": reference[lo:hi], f"in blocks of {BLOCK}": scored(BLOCK)}
-    with torch.no_grad(), model.within_batch(batch) if history != "batch" else nullcontext():
+    with torch.no_grad(), step.scoring():
         ways["in the engine's blocks (candidate_scorer)"] = _as_scores(checked_scores(
             model, model.candidate_scorer(probes.src[lo:hi], probes.t[lo:hi], candidates)(slice(None), slice(None)),
             (hi - lo, c), "candidate_scorer"))
@@ -418,34 +404,35 @@ def _order_invariance(built: Callable[[TemporalData], TemporalLinkModel], data: 
     order = torch.randperm(data.num_events, generator=generator).to(data.src.device)
     order = order[torch.argsort(data.t[order], stable=True)]  # within each timestamp group: a random order
     shuffled = permute_events(data, order)
-    scores, _ = _replay(built(shuffled), _canonical(shuffled), probes.boundaries[0], probes, len(probes.slices),
+    scores, _ = _replay(built(shuffled), probes.walk(shuffled), probes, len(probes.slices),
                         history)
     _compare(reference, scores, torch.arange(probes.event.numel()), probes.candidates, tolerance,
              "rebuilt from the stream with its simultaneous events in another order")
     return "every probe scored alike when the stream's simultaneous events were given in another order"
 
 
-def _state(model: TemporalLinkModel, second: TemporalLinkModel, stream: TemporalData, start: int, probes: _Probes,
-           reference: Tensor, snapshot: Any, history: str, tolerance: float) -> str:
+def _state(model: TemporalLinkModel, second: TemporalLinkModel, walk: Walk, probes: _Probes, reference: Tensor,
+           snapshot: Any, history: str, tolerance: float) -> str:
     everything, candidates = torch.arange(probes.event.numel()), probes.candidates
-    again, _ = _replay(model, stream, start, probes, len(probes.slices), history)
+    again, _ = _replay(model, walk, probes, len(probes.slices), history)
     _compare(reference, again, everything, candidates, tolerance, "replayed after a reset")
     keep = len(probes.slices) // 2
     restore_detached(model, snapshot)
     lo, hi = probes.slices[keep]
     if hi > lo:
         with torch.no_grad():
-            restored = _score(model, _batch(stream, probes, keep), probes, lo, hi, history, False)
+            restored = _score(model, walk.step(keep, model, within=history != "batch", check_state=False), probes, lo,
+                              hi)
         _compare(reference[lo:hi], restored, torch.arange(lo, hi), candidates, tolerance,
                  "scored after restoring a snapshot")
-    other, _ = _replay(second, stream, start, probes, len(probes.slices), history)
+    other, _ = _replay(second, walk, probes, len(probes.slices), history)
     _compare(reference, other, everything, candidates, tolerance,
              "a second model built the same way, after the first one's replay (state shared between instances)")
     return ("scoring changed nothing and update no hidden state on every step; a reset, a snapshot and a second "
             "build gave the same scores")
 
 
-def _batch_size(model: TemporalLinkModel, data: TemporalData, stream: TemporalData, segment: Segment,
+def _batch_size(model: TemporalLinkModel, data: TemporalData, walk: Walk, segment: Segment,
                 protocol: Protocol, catalog: Catalog, history: str) -> CheckResult:
     """All-entity MRR over the first :data:`BATCH_SIZE_EVENTS` of ``segment`` in the protocol's batches minus in one
     timestamp group per batch, both from the state of a warm-up in the protocol's batches (reported)."""
@@ -459,7 +446,7 @@ def _batch_size(model: TemporalLinkModel, data: TemporalData, stream: TemporalDa
             warnings.simplefilter("ignore", UntrainedModelWarning)
             for size in (protocol.batch_size, 1):
                 model.eval()
-                warm_up(model, stream[:segment.start], batch_size=protocol.batch_size)
+                walk.warm_up(model)
                 result = evaluate(model, data, window, Protocol(batch_size=size, num_negatives=0, history=history,
                                                                 ties=protocol.ties, warm=False), catalog=catalog)
                 mrr.append(result.metrics["all_entity"]["mrr"]["micro"])

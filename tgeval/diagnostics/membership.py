@@ -46,7 +46,6 @@ event, and :math:`q_1` is its mean over events (every event contributes ``K`` ne
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Iterator, Literal, Optional, Union
 
@@ -56,19 +55,16 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import build_exclusions
-from tgeval.data.groups import canonical_order
-from tgeval.data.split import Segment, check_whole_groups
-from tgeval.data.validation import permute_events, validate
+from tgeval.data.split import Segment
+from tgeval.data.validation import validate
 from tgeval.errors import CatalogError, ProtocolError, SamplerError, TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal, rank_from_counts
 from tgeval.eval.ranking import all_entity_counts, check_no_nan
-from tgeval.eval.engine import warm_up
-from tgeval.loader import TimestampBatchLoader
 from tgeval.models.base import TemporalLinkModel, score_of
 from tgeval.samplers.base import NegativeSampler, NegativesCheck
 from tgeval.samplers.membership import BatchPools, SeenSampler, UnseenSampler, require_fixed_catalog
 from tgeval.samplers.uniform import UniformSampler
-from tgeval.state import checked_update, no_state_change
+from tgeval.walk import Step, Walk, eval_mode
 
 __all__ = ["MembershipReplay", "FactorialCell", "MembershipFactorial", "membership_factorial", "BetaStar", "beta_star",
            "fit_membership_beta", "pair_membership"]
@@ -131,19 +127,15 @@ class MembershipFactorial:
                 "manifest": self.manifest}
 
 
-def _prepare(data: TemporalData, segment: Segment, num_nodes: int) -> TemporalData:
-    """Validated copy in canonical replay order, with ``e_id`` (input index) and ``position``."""
+def _walk(data: TemporalData, segment: Segment, num_nodes: int, batch_size: int) -> Walk:
+    """The walk of ``segment`` (:class:`~tgeval.walk.Walk`: validated, canonical order, ``e_id`` and ``position``),
+    its ids below ``num_nodes``."""
     data = validate(data)
     largest = int(torch.maximum(data.src.max(), data.dst.max())) if data.num_events else -1
     if largest >= num_nodes:
         raise TemporalDataError(f"node id {largest} is >= num_nodes={num_nodes}. "
                                 f"Use num_nodes >= {largest + 1} (e.g. `info.num_nodes`).")
-    check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
-    order = canonical_order(data.src, data.dst, data.t)
-    data = permute_events(data, order)
-    data.e_id = order
-    data.position = torch.arange(data.num_events, device=data.src.device)
-    return data
+    return Walk(data, segment, batch_size=batch_size, validated=True)
 
 
 def _seen_exhaustive(model: TemporalLinkModel, src: Tensor, t: Tensor, pos: Tensor, pools: BatchPools,
@@ -171,14 +163,14 @@ def _seen_exhaustive(model: TemporalLinkModel, src: Tensor, t: Tensor, pos: Tens
 
 
 class MembershipReplay:
-    """The replay behind the factorial (and the intervention's fitting pairs), as in
-    :func:`~tgeval.eval.engine.evaluate`: the stream validated and put in canonical order
-    (``events``: the segment, with ``e_id``), the model warmed up on the history before the
-    segment, and :class:`SeenSampler` / :class:`UnseenSampler` (``seen``, ``unseen``) holding
-    that history. Iterating yields the segment's timestamp batches in eval mode without
-    gradients, the state before each batch; once the caller is done with a batch, an
-    ``online`` replay updates the model and both samplers with it (``online=False``: the
-    fixed protocol, nothing updated). The model's train / eval mode is restored at the end.
+    """The replay behind the factorial (and the intervention's fitting pairs), the walk of
+    :func:`~tgeval.eval.engine.evaluate` (:class:`~tgeval.walk.Walk`): the stream validated and put in
+    canonical order (``events``: the segment, with ``e_id``), the model warmed up in eval mode on the
+    history before the segment, and :class:`SeenSampler` / :class:`UnseenSampler` (``seen``, ``unseen``)
+    holding that history. :meth:`steps` yields the segment's timestamp batches in eval mode without
+    gradients, the state before each batch; once the caller is done with a step, an ``online`` replay
+    updates the model and both samplers with it (``online=False``: the fixed protocol, nothing updated).
+    The model's train / eval mode is restored at the end.
 
     Args:
         model: any model; data, segment: the stream and the replayed segment (whole groups).
@@ -190,30 +182,20 @@ class MembershipReplay:
                  batch_size: int = 200, directed: bool = True, online: bool = True) -> None:
         require_fixed_catalog(catalog)
         n = model.num_nodes
-        data = _prepare(data, segment, n)
-        self.model, self.batch_size, self.online = model, batch_size, online
-        self.catalog = catalog if catalog.device == data.src.device else catalog.to(data.src.device)
-        history, self.events = data[: segment.start], data[segment.start : segment.end]
+        self.walk = _walk(data, segment, n, batch_size)
+        self.model, self.online, self.events = model, online, self.walk.events
+        device = self.events.src.device
+        self.catalog = catalog if catalog.device == device else catalog.to(device)
         self.seen = SeenSampler(n, directed=directed)
         self.unseen = UnseenSampler(self.catalog, n, directed=directed)
-        warm_up(model, history, batch_size=batch_size)
-        if history.num_events:
-            self.seen.observe(history)
-            self.unseen.observe(history)
+        with eval_mode(model):
+            self.walk.warm_up(model, [self.seen, self.unseen])
 
-    def __iter__(self) -> Iterator[TemporalData]:
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            with torch.no_grad():
-                for batch in TimestampBatchLoader(self.events, self.batch_size):
-                    yield batch
-                    if self.online:
-                        checked_update(self.model, batch)
-                        self.seen.observe(batch)
-                        self.unseen.observe(batch)
-        finally:
-            self.model.train(was_training)
+    def steps(self, check_state: bool = True) -> Iterator[Step]:
+        """The segment's steps (:meth:`~tgeval.walk.Walk.steps`; ``check_state``: guard of ``step.scoring()``)."""
+        with eval_mode(self.model), torch.no_grad():
+            yield from self.walk.steps(self.model, samplers=[self.seen, self.unseen], online=self.online,
+                                       check_state=check_state)
 
 
 def membership_factorial(model: TemporalLinkModel, data: TemporalData, segment: Segment, catalog: Catalog, *,
@@ -256,12 +238,13 @@ def membership_factorial(model: TemporalLinkModel, data: TemporalData, segment: 
     catalog, seen, unseen = replay.catalog, replay.seen, replay.unseen
     generator = torch.Generator(device=catalog.device).manual_seed(seed)
     parts: dict[str, list[Tensor]] = {}
-    for batch in replay:
+    for step in replay.steps(check_state):
+        batch = step.batch
         src, dst, t = batch.src, batch.dst, batch.t
         ds, du = seen.draw(batch, num_negatives, generator), unseen.draw(batch, num_negatives, generator)
         pools = seen.pools(batch)
         rec: dict[str, Tensor] = {"repeated": pools.holds(dst), "seen_size": ds.size, "unseen_size": du.size}
-        with no_state_change(model) if check_state else nullcontext():
+        with step.scoring():
             k = num_negatives
             scores = score_of(model, torch.cat([src, src.repeat_interleave(k), src.repeat_interleave(k)]),
                               torch.cat([dst, ds.negatives.dst.flatten(), du.negatives.dst.flatten()]),
@@ -474,11 +457,10 @@ def beta_star(data: TemporalData, segment: Segment, catalog: Optional[Catalog] =
     if isinstance(sampler, str) and sampler != "uniform":
         raise SamplerError(f"sampler must be 'uniform' or a NegativeSampler, got {sampler!r}.")
     n = int(num_nodes) if num_nodes is not None else int(torch.maximum(data.src.max(), data.dst.max())) + 1
-    data = _prepare(data, segment, n)
-    device = data.src.device
-    upto = data[: segment.end]
+    walk = _walk(data, segment, n, batch_size)
+    device, events = walk.events.src.device, walk.events
+    upto = walk.stream[: segment.end]
     keys, first = _first_seen(upto.src, upto.dst, upto.t, n, directed)
-    history, events = data[: segment.start], data[segment.start : segment.end]
     m_pos = pair_membership(keys, first, events.src, events.dst, events.t, n)
     p1 = float(m_pos.double().mean()) if m_pos.numel() else float("nan")
     draw_sampler: Optional[NegativeSampler]
@@ -499,16 +481,14 @@ def beta_star(data: TemporalData, segment: Segment, catalog: Optional[Catalog] =
     if draw_sampler is not None:
         generator = torch.Generator(device=device).manual_seed(seed)
         check = NegativesCheck(draw_sampler, n)
-        draw_sampler.reset_state()
-        for batch in TimestampBatchLoader(history, batch_size) if history.num_events else []:
-            draw_sampler.observe(batch)
+        walk.warm_up(samplers=[draw_sampler])
         m_neg_parts = []
-        for batch in TimestampBatchLoader(events, batch_size):
+        for step in walk.steps(samplers=[draw_sampler]):
+            batch = step.batch
             negs = check.draw(batch, num_negatives, generator)
             neg_src = batch.src[:, None].expand_as(negs.dst) if negs.src is None else negs.src
             m = pair_membership(keys, first, neg_src, negs.dst, batch.t[:, None], n)
             m_neg_parts.append(m[negs.mask] if negs.mask is not None else m.flatten())
-            draw_sampler.observe(batch)
         m_neg = torch.cat(m_neg_parts) if m_neg_parts else torch.zeros(0, dtype=torch.bool)
         num_neg = m_neg.numel()
         q1_draws = float(m_neg.double().mean()) if num_neg else float("nan")

@@ -1,6 +1,7 @@
 r"""The replay engine: fixed-history and online evaluation over timestamp batches (docs/protocol.md §2, §7).
 
-The order score -> record -> update lives here and nowhere else::
+Evaluation is a participant of the walk through time (:class:`~tgeval.walk.Walk`: canonical order,
+warm-up, timestamp batches, the update after each step); what it does at each step::
 
     for each window of consecutive timestamp batches (at most WINDOW_EVENTS events, WINDOW_QUERIES pairs):
         prepare what does not depend on scores: the candidate plan (exclusions, candidate
@@ -10,7 +11,7 @@ The order score -> record -> update lives here and nowhere else::
             scores    <- model (positives, negatives, catalog)  # state must not change (guarded);
                          # history="exact": also from the batch's events before each event's time
             record scores and all-entity counts (kept on the device)
-            if protocol == "online": model.update(batch); sampler.observe(batch)
+            the walk, online: model.update(batch); sampler.observe(batch)
     copy the records to the host once; count sampled ranks; refuse NaN scores
 
 Under ``"fixed"`` the state stays as it was at the start of the segment. Under ``"online"``,
@@ -32,9 +33,8 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Iterator, Literal, Optional, Sequence, Union
+from typing import Literal, Optional, Sequence, Union
 
 import torch
 import torch.distributed as dist
@@ -45,10 +45,9 @@ from torch_geometric.data import TemporalData
 from tgeval import progress, provenance
 from tgeval.data.catalog import Catalog
 from tgeval.data.hashing import check_built_for, fingerprint
-from tgeval.data.groups import canonical_order, is_canonical
 from tgeval.data.split import Segment, Split, check_whole_groups
 from tgeval.data.strata import event_strata
-from tgeval.data.validation import per_event_keys, permute_events, validate
+from tgeval.data.validation import validate
 from tgeval.distributed import check_same, rank_and_world, require_group, state_digest
 from tgeval.errors import (CatalogError, DeviceError, LeakageError, ModelCapabilityError, ModelOutputError,
                            ProtocolError, SplitError, UntrainedModelWarning)
@@ -57,61 +56,17 @@ from tgeval.eval.metrics import count_above_equal
 from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_candidate_budget, check_no_nan,
                                  chunked_counts, plan_candidates, shortcut_counts)
 from tgeval.eval.result import Result, summarize
-from tgeval.loader import TimestampBatchLoader, same_batch_history, timestamp_batch_boundaries
+from tgeval.loader import same_batch_history
 from tgeval.models.base import TemporalLinkModel, check_model, check_node_ids, score_of
 from tgeval.protocol import Protocol
 from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, negatives_checksum, scored_pairs
-from tgeval.state import checked_reset, checked_update, exclusive, no_state_change
+from tgeval.state import checked_reset, exclusive
+from tgeval.walk import Walk, eval_mode, feed, runs
 
 __all__ = ["evaluate", "warm_up", "replay"]
 
 #: events per call of :func:`~tgeval.loader.same_batch_history` in the manifest's ``history`` record
 HISTORY_CHUNK_EVENTS = 2**16
-#: smallest batch of warm-ups for models whose state does not depend on the batching (exact_history);
-#: later batches grow with the events fed (:func:`_bulk_batches`)
-WARM_UP_EVENTS = 2**16
-#: a warm-up batch holds at most this fraction of the events fed before it (and at least WARM_UP_EVENTS)
-WARM_UP_GROWTH = 0.125
-
-
-def _bulk_batches(events: TemporalData) -> Iterator[TemporalData]:
-    """``events`` in batches of whole timestamp groups, each about :data:`WARM_UP_GROWTH` times the
-    events before it (at least :data:`WARM_UP_EVENTS`): about ``log(E) / log(1.125)`` batches, so a
-    model that merges each batch into its state (:math:`O(C + B)`) takes linear time, and its
-    temporaries, proportional to a batch, stay a fraction of the events fed."""
-    start, total, t = 0, events.num_events, events.t
-    while start < total:
-        end = min(total, start + max(WARM_UP_EVENTS, int(start * WARM_UP_GROWTH)))
-        end = int(torch.searchsorted(t, t[end - 1:end], right=True))  # the last group whole (one host read)
-        yield events[start:end]
-        start = end
-
-
-def _feed(model: TemporalLinkModel, events: TemporalData, batch_size: int, sampler: Optional[NegativeSampler]) -> None:
-    """``update`` (and ``observe``) with ``events`` in timestamp batches, without gradients. A
-    model with ``exact_history`` (a sampler with ``observe_batch_invariant``) ends in the same
-    state however the events are batched, so it is fed in growing batches (:func:`_bulk_batches`):
-    linear time instead of one sorted merge of the whole history per batch, and bounded temporaries."""
-    if events.num_events == 0:
-        return
-    with torch.no_grad():
-        for batch in _bulk_batches(events) if model.exact_history else TimestampBatchLoader(events, batch_size):
-            checked_update(model, batch)
-        if sampler is not None:
-            for batch in _bulk_batches(events) if sampler.observe_batch_invariant \
-                    else TimestampBatchLoader(events, batch_size):
-                sampler.observe(batch)
-
-
-@contextmanager
-def _eval_mode(model: TemporalLinkModel) -> Iterator[None]:
-    """Run in eval mode, then return to the model's mode (PyG's TGNMemory applies messages differently per mode)."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
 
 
 @exclusive
@@ -122,7 +77,7 @@ def warm_up(model: TemporalLinkModel, history: TemporalData, *, batch_size: int 
     checked_reset(model)
     if sampler is not None:
         sampler.reset_state()
-    _feed(model, history, batch_size, sampler)
+    feed(history, model, [] if sampler is None else [sampler], batch_size)
 
 
 def _warn_mode_switch(model: TemporalLinkModel) -> None:
@@ -157,31 +112,9 @@ def replay(model: TemporalLinkModel, data: TemporalData, segment: Segment, *, ba
             segment that cuts a timestamp group.
     """
     check_model(model)
-    data, _ = _in_canonical_order(_checked_stream(model, data, segment), e_id=False)
-    with _eval_mode(model):
-        _feed(model, data[segment.start:segment.end], batch_size, sampler)
-
-
-def _in_canonical_order(data: TemporalData, *, e_id: bool) -> tuple[TemporalData, bool]:
-    """The validated stream in canonical order ``(t, src, dst)`` with ``position`` (each event's index in that
-    order, int64 ``[E]``) and, under ``e_id``, ``e_id`` (its index in ``data``); and whether ``data`` was in that
-    order already. A stream already in order is not copied: its own tensors, ``e_id`` and ``position`` one
-    shared ``arange`` (8 bytes per event); otherwise every per-event field is permuted (:func:`permute_events`),
-    except integer ``t``, which the permutation leaves unchanged."""
-    if is_canonical(data.src, data.dst, data.t):
-        data.position = torch.arange(data.num_events, device=data.src.device)  # `data` is validate()'s copy
-        if e_id:
-            data.e_id = data.position
-        return data, True
-    order = canonical_order(data.src, data.dst, data.t)
-    t = data.t
-    data = permute_events(data, order)
-    if not t.dtype.is_floating_point:  # time-sorted: `order` moves events inside their groups, so t[order] == t
-        data.t = t  # (bit for bit with integer times; float ones may hold both 0.0 and -0.0 in a group)
-    if e_id:
-        data.e_id = order
-    data.position = torch.arange(data.num_events, device=data.src.device)
-    return data, False
+    walk = Walk(_checked_stream(model, data, segment), segment, batch_size=batch_size, validated=True)
+    with eval_mode(model):
+        feed(walk.events, model, [] if sampler is None else [sampler], batch_size)
 
 
 def _segment_column(value: Tensor, given: set[int]) -> Tensor:
@@ -409,19 +342,6 @@ WINDOW_QUERIES = 2**19
 EXACT_STEP_EVENTS = 2**12
 
 
-def _windows(boundaries: list[int], limit: int) -> list[tuple[int, int]]:
-    """Runs ``[first batch, last batch + 1)`` of consecutive batches holding at most ``limit``
-    events each (a larger batch is a run on its own)."""
-    runs, first = [], 0
-    for b in range(1, len(boundaries)):
-        if boundaries[b] - boundaries[first] > limit and b - 1 > first:
-            runs.append((first, b - 1))
-            first = b - 1
-    if len(boundaries) > 1:
-        runs.append((first, len(boundaries) - 1))
-    return runs
-
-
 def _slice(data: TemporalData, keys: Sequence[str], a: int, b: int) -> TemporalData:
     return TemporalData(**{key: data[key][a:b] for key in keys})
 
@@ -462,10 +382,6 @@ class _Draws:
     def sample(self, batch: TemporalData) -> Negatives:
         """The negatives of ``batch`` ``[B, K]``, checked (a sampler is given)."""
         return self.check.draw(batch, self.num_negatives, self.generator)  # type: ignore[union-attr]
-
-    def observe(self, batch: TemporalData) -> None:
-        """Feed a scored batch to the sampler (online replay; one with history needs it)."""
-        self.sampler.observe(batch)  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
@@ -538,10 +454,10 @@ class _Window:
                          None if neg.mask is None else neg.mask[a:z])
 
 
-def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int], *, draws: _Draws,
-            ranking: Optional[_Ranking], history: Optional[str], check_state: Union[bool, Literal["deep"]],
+def _replay(model: TemporalLinkModel, walk: Walk, *, draws: _Draws, ranking: Optional[_Ranking],
+            history: Optional[str], check_state: Union[bool, Literal["deep"]],
             keep_ids: bool = True) -> tuple[dict[str, Tensor], list[float], float, Optional[str]]:
-    """Score -> record -> update over the batches ``events[boundaries[b]:boundaries[b + 1]]``: sampled
+    """Score and record each step of ``walk`` (:class:`~tgeval.walk.Walk`, which updates after it): sampled
     negatives from ``draws``, an all-entity pass with ``ranking`` (``None``: none), online replay under a
     ``history`` (``None``: fixed replay, no update; under ``"exact"`` or ``"neighbors"`` each step is scored
     inside ``model.within_batch(step)``).
@@ -559,75 +475,74 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
     ``keep_ids`` (the negative ids are then hashed window by window, not recorded), the negatives checksum.
     The model is in eval mode during the loop and returns to its previous mode after it.
     """
+    events, boundaries = walk.events, walk.boundaries
     device = events.src.device
-    num_events, num_batches = events.num_events, len(boundaries) - 1
+    num_events, num_batches = events.num_events, walk.num_batches
     online, within = history is not None, history in ("exact", "neighbors")
-    step_limit = EXACT_STEP_EVENTS if history == "exact" and draws.ahead else 0
-    steps = [first for first, _ in _windows(boundaries, step_limit)] + [num_batches]  # first batch of each step
+    merge = EXACT_STEP_EVENTS if history == "exact" and draws.ahead else 0
+    steps = walk.step_starts(merge)  # first batch of each step
     step_bounds = [boundaries[b] for b in steps]
+    windows = runs(step_bounds, min(WINDOW_EVENTS, max(1, WINDOW_QUERIES // (1 + draws.k))))
     k = draws.k
-    keys = per_event_keys(events)
-    model_keys = [key for key in keys if key not in ("e_id", "position")]  # engine bookkeeping, for samplers
     records = _Records(num_events, k, device, None if keep_ids else (events.src, events.dst, events.t))
     candidate_nan = torch.zeros(max(len(steps) - 1, 1), dtype=torch.bool, device=device)  # per step
     notice = None if ranking is None else PairwiseNotice(model, num_events, ranking.catalog, ranking.prefilter,
                                                          ranking.shard)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+    window: Optional[_Window] = None
     with progress.phase("replay"):  # the scoring loop; `elapsed` is its wall time
         start_time = time.perf_counter()
         clock = _Clock(device)
-        with _eval_mode(model), torch.no_grad():
-            for first, last in _windows(step_bounds, min(WINDOW_EVENTS, max(1, WINDOW_QUERIES // (1 + k)))):
-                window = _Window(events, keys, step_bounds, first, last, draws=draws, ranking=ranking)
-                plan, data = window.plan, window.data
-                if window.negatives is not None:
-                    records.write(window.offset, **_negative_records(window.negatives))
-                if plan is not None:
-                    records.write(window.offset, candidates=plan.num_candidates, filtered=plan.num_filtered,
-                                  covered=plan.covered)
-                for j, b in enumerate(range(first, last)):
-                    with record_function("tgeval.replay.step"):
-                        a, z = window.bounds[j], window.bounds[j + 1]
-                        size = z - a
-                        if window.queries is not None:
-                            q0, q1 = window.query_starts[j], window.query_starts[j + 1]
-                            queries = tuple(q[q0:q1] for q in window.queries)
-                        else:  # a sampler with history: draw after the previous batch was observed
-                            negatives = draws.sample(_slice(data, keys, a, z))
-                            records.write(window.offset + a, **_negative_records(negatives))
-                            queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives,
-                                               window.pairs[j])
-                        src, t = data.src[a:z], data.t[a:z]
-                        batch = _slice(data, model_keys, a, z) if online else None  # within => online
-                        guard = no_state_change(model, deep=check_state == "deep" or None) if check_state \
-                            else nullcontext()
-                        with model.within_batch(batch) if within else nullcontext(), guard:
-                            scores = score_of(model, *queries)
-                            block = scores[:size * (1 + k)].view(size, 1 + k)
-                            records.write_scores(step_bounds[b], block)
-                            if plan is not None and ranking is not None:
-                                pos = block[:, 0]
-                                pairs = window.pairs[j]
-                                counts = None if pairs is None else shortcut_counts(
-                                    model, src, t, pos, ranking.catalog, pairs, scores[size * (1 + k):])
-                                if counts is None:
-                                    above, equal, nan = chunked_counts(
-                                        model, src, t, pos, ranking.catalog, plan, a, z, ranking.candidate_budget,
-                                        ranking.shard, ranking.prefilter, notice)
-                                    candidate_nan[b] = nan
-                                elif ranking.shard[0] == 0:  # exact, cheap, counted whole: once, on rank 0
-                                    above, equal = counts
-                                else:
-                                    above, equal = torch.zeros_like(counts[0]), torch.zeros_like(counts[1])
-                                records.write(step_bounds[b], above=above, equal=equal)
-                        if batch is not None:  # online
-                            checked_update(model, batch)
-                            if not draws.ahead:  # a sampler with history
-                                draws.observe(_slice(data, keys, a, z))
-                        clock.mark()
-                    progress.report(steps[b + 1], num_batches)
-                del window, plan, data, queries, scores, block  # freed before the next window is prepared
+        with eval_mode(model), torch.no_grad():
+            for step in walk.steps(model, samplers=() if draws.ahead else (draws.sampler,), online=online,
+                                   merge=merge, within=within, check_state=check_state):
+                b = step.index
+                if b:
+                    clock.mark()  # the previous step, its update included
+                if window is None or b == window.last:  # a window is prepared before its first step
+                    window = plan = data = queries = scores = block = None  # the last one's freed first
+                    window = _Window(events, walk.keys, step_bounds, *windows.pop(0), draws=draws, ranking=ranking)
+                    if window.negatives is not None:
+                        records.write(window.offset, **_negative_records(window.negatives))
+                    if window.plan is not None:
+                        records.write(window.offset, candidates=window.plan.num_candidates,
+                                      filtered=window.plan.num_filtered, covered=window.plan.covered)
+                with record_function("tgeval.replay.step"):
+                    j = b - window.first
+                    plan, data = window.plan, window.data
+                    a, z = window.bounds[j], window.bounds[j + 1]
+                    size = z - a
+                    if window.queries is not None:
+                        q0, q1 = window.query_starts[j], window.query_starts[j + 1]
+                        queries = tuple(q[q0:q1] for q in window.queries)
+                    else:  # a sampler with history: draw after the previous batch was observed
+                        negatives = draws.sample(step.batch)
+                        records.write(step.start, **_negative_records(negatives))
+                        queries = _queries(data.src[a:z], data.dst[a:z], data.t[a:z], negatives, window.pairs[j])
+                    src, t = data.src[a:z], data.t[a:z]
+                    with step.scoring():
+                        scores = score_of(model, *queries)
+                        block = scores[:size * (1 + k)].view(size, 1 + k)
+                        records.write_scores(step.start, block)
+                        if plan is not None and ranking is not None:
+                            pos = block[:, 0]
+                            pairs = window.pairs[j]
+                            counts = None if pairs is None else shortcut_counts(
+                                model, src, t, pos, ranking.catalog, pairs, scores[size * (1 + k):])
+                            if counts is None:
+                                above, equal, nan = chunked_counts(
+                                    model, src, t, pos, ranking.catalog, plan, a, z, ranking.candidate_budget,
+                                    ranking.shard, ranking.prefilter, notice)
+                                candidate_nan[b] = nan
+                            elif ranking.shard[0] == 0:  # exact, cheap, counted whole: once, on rank 0
+                                above, equal = counts
+                            else:
+                                above, equal = torch.zeros_like(counts[0]), torch.zeros_like(counts[1])
+                            records.write(step.start, above=above, equal=equal)
+                progress.report(step.last, num_batches)
+            window = plan = data = queries = scores = block = None
+            clock.mark()
         if ranking is not None and ranking.shard[1] > 1:
             candidate_nan = _sum_over_ranks(records.rows, candidate_nan)
         latencies = clock.latencies()
@@ -638,7 +553,7 @@ def _replay(model: TemporalLinkModel, events: TemporalData, boundaries: list[int
         if k:  # a pure function of the recorded scores: once per pass, not once per batch
             out["sampled_above"], out["sampled_equal"] = count_above_equal(
                 out["score"], out["neg_score"], out.get("neg_mask"), float(model.tie_tolerance))
-        out["batch"] = torch.repeat_interleave(torch.arange(num_batches), torch.tensor(boundaries).diff())
+        out["batch"] = torch.repeat_interleave(torch.arange(num_batches), walk.bounds.diff())
     return out, latencies, elapsed, records.checksum
 
 
@@ -670,7 +585,7 @@ def _history_record(history: str, src: Tensor, dst: Tensor, t: Tensor, bounds: T
     memory misses it). Counted over runs of whole batches of about :data:`HISTORY_CHUNK_EVENTS` events
     (temporaries of that size)."""
     total, cuts = torch.zeros((), dtype=torch.long, device=t.device), bounds.tolist()
-    for first, last in _windows(cuts, HISTORY_CHUNK_EVENTS):  # whole batches: each batch is counted on its own
+    for first, last in runs(cuts, HISTORY_CHUNK_EVENTS):  # whole batches: each batch is counted on its own
         a, b = cuts[first], cuts[last]
         total += same_batch_history(src[a:b], dst[a:b], t[a:b], bounds[first:last + 1] - a).sum()
     count = int(total)  # one read from the device
@@ -816,21 +731,20 @@ def evaluate(
             # carries e_id (each event's index in the input, file order) and position (its index in replay
             # order, which keys samplers' draws).
             given = {value.untyped_storage().data_ptr() for value in (data.src, data.dst, data.t)}  # the caller's
-            data, was_canonical = _in_canonical_order(data, e_id=True)
+            walk = Walk(data, segment, batch_size=batch_size, validated=True)
+            del data  # the walk holds it (its canonical stream) until the metrics
             stream_record = {"name": None, "fingerprint": input_fingerprint,
-                             "canonical_fingerprint": input_fingerprint if was_canonical else fingerprint(data),
-                             "num_events": data.num_events, "num_nodes": model.num_nodes}
-            past, events = data[: segment.start], data[segment.start : segment.end]
-            del data  # `past` and `events` views hold it until the metrics
+                             "canonical_fingerprint": input_fingerprint if walk.in_order else fingerprint(walk.stream),
+                             "num_events": walk.stream.num_events, "num_nodes": model.num_nodes}
+            past, events = walk.history, walk.events
             # what does not depend on the model, before the warm-up: its temporaries and these never add up
             strata = event_strata(past.src, past.dst, events.src, events.dst, model.num_nodes, directed=directed)
-            bounds = timestamp_batch_boundaries(events.t, batch_size)
-            boundaries = bounds.tolist()  # computed once per pass
             history_record = None if history is None else _history_record(history, events.src, events.dst, events.t,
-                                                                          bounds)
+                                                                          walk.bounds)
+            del past
         if protocol.warm:  # in eval mode, as the pass
-            with progress.phase("warm_up"), _eval_mode(model):
-                warm_up(model, past, batch_size=batch_size, sampler=sampler)
+            with progress.phase("warm_up"), eval_mode(model):
+                walk.warm_up(model, [] if sampler is None else [sampler])
         with progress.phase("prepare"):
             generator = torch.Generator(device=device).manual_seed(seed)
             shortcut = use_shortcut and protocol.prefilter is None \
@@ -841,12 +755,13 @@ def evaluate(
         draws = _Draws(sampler, num_negatives, generator, None if sampler is None else
                        NegativesCheck(sampler, model.num_nodes))
         records, latencies, elapsed, streamed = _replay(
-            model, events, boundaries, draws=draws, ranking=ranking,
+            model, walk, draws=draws, ranking=ranking,
             history=history, check_state=check_state, keep_ids=keep == "all")
         with progress.phase("metrics"):
             records.update({key: _segment_column(events[name], given) for key, name in (
                 ("event", "e_id"), ("src", "src"), ("dst", "dst"), ("t", "t"))}, stratum=strata.cpu())
-            del past, events  # the replay-order copies of the whole stream are freed before the metrics
+            num_batches = walk.num_batches
+            del walk, events  # the replay-order copies of the whole stream are freed before the metrics
             metrics = summarize(records, ties=ties, hits=hits, uncovered=uncovered)
             if protocol.prefilter is not None and "all_entity" in metrics:
                 metrics["all_entity"]["approximate"] = {
@@ -858,7 +773,7 @@ def evaluate(
             performance = {
                 "events_per_second": segment.num_events / elapsed if elapsed > 0 else float("inf"),
                 "seconds": elapsed,
-                "num_batches": len(boundaries) - 1,
+                "num_batches": num_batches,
                 "num_steps": len(latencies),
                 "step_latency_ms": {"mean": float(lat.mean()) * 1e3, "median": float(lat.median()) * 1e3,
                                      "max": float(lat.max()) * 1e3},

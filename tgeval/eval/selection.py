@@ -11,10 +11,11 @@ from tgeval.choices import TiePolicy
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.errors import ProtocolError, SplitError
-from tgeval.eval.engine import evaluate, warm_up
+from tgeval.eval.engine import evaluate
 from tgeval.models.base import TemporalLinkModel
 from tgeval.protocol import Protocol
 from tgeval.state import restore_detached
+from tgeval.walk import Walk, eval_mode
 
 __all__ = ["segment_duration", "default_windows", "select_window"]
 
@@ -58,7 +59,8 @@ def select_window(make_model: Callable[[Optional[float]], TemporalLinkModel], da
     if not windows:
         raise ProtocolError("select_window needs at least one candidate window.")
     warmed = make_model(windows[0])
-    warm_up(warmed, data[: validation.start], batch_size=batch_size)
+    with eval_mode(warmed):  # as evaluate's warm-up
+        Walk(data, validation, batch_size=batch_size).warm_up(warmed)
     start_state = warmed.snapshot()
     scores = []
     for window in windows:

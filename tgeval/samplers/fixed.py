@@ -62,14 +62,14 @@ from torch_geometric.data import TemporalData
 from tgeval.atomic import check_input_file, refused_payload, write_atomic
 from tgeval.data.hashing import fingerprint, tensor_checksum
 from tgeval.data.groups import canonical_order
-from tgeval.data.split import Segment, check_whole_groups
-from tgeval.data.validation import permute_events, validate
+from tgeval.data.split import Segment
+from tgeval.data.validation import validate
 from tgeval.errors import MetricInputError, NegativesFileError, ProtocolError, SamplerError
 from tgeval.eval.checksum import NegativesDigest
 from tgeval.eval.metrics import CHUNK_SCORES, count_true
-from tgeval.loader import TimestampBatchLoader
 from tgeval.samplers.base import (NegativeSampler, Negatives, NegativesCheck, destination_collisions,
                                   negatives_checksum)
+from tgeval.walk import Walk
 
 try:  # numpy 2 names its internals numpy._core
     from numpy._core import multiarray as _multiarray, numeric as _numeric
@@ -173,27 +173,16 @@ def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segmen
     if protocol not in ("online", "fixed"):
         raise ProtocolError(f"protocol must be 'online' or 'fixed', got {protocol!r}.")
     data = validate(data)
-    check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
     input_fingerprint = fingerprint(data)
-    # The same canonicalisation as tgeval.evaluate (same functions, same attributes).
-    order = canonical_order(data.src, data.dst, data.t)
-    data = permute_events(data, order)
-    data.e_id = order
-    data.position = torch.arange(data.num_events, device=data.src.device)
-    history, events = data[: segment.start], data[segment.start : segment.end]
+    walk = Walk(data, segment, batch_size=batch_size, validated=True)  # the walk of tgeval.evaluate
+    events = walk.events
     check = NegativesCheck(sampler, int(torch.maximum(data.src.max(), data.dst.max())) + 1 if num_nodes is None
                            else num_nodes)
-    sampler.reset_state()
     with torch.no_grad():
-        if history.num_events:
-            for batch in TimestampBatchLoader(history, batch_size):
-                sampler.observe(batch)
+        walk.warm_up(samplers=[sampler])
         generator = torch.Generator(device=data.src.device).manual_seed(seed)
-        parts: list[Negatives] = []
-        for batch in TimestampBatchLoader(events, batch_size):
-            parts.append(check.draw(batch, num_negatives, generator))
-            if protocol == "online":
-                sampler.observe(batch)
+        parts = [check.draw(step.batch, num_negatives, generator)
+                 for step in walk.steps(samplers=[sampler], online=protocol == "online")]
     has_src = any(p.src is not None for p in parts)
     has_mask = any(p.mask is not None for p in parts)
     neg = torch.cat([p.dst for p in parts]).cpu() if parts else torch.zeros(0, num_negatives, dtype=torch.long)

@@ -8,21 +8,19 @@ whose :meth:`score` is differentiable. Per timestamp batch, in this order::
     model.update(batch); sampler.observe(batch)   # only now does the batch become history
     model.detach_state()                          # if the model has it
 
-so no batch is ever scored by a state that has seen it. The loop is small on purpose;
-the same pieces make a custom loop (here with a toy model: an embedding table and a
+so no batch is ever scored by a state that has seen it. The walk through time is
+:class:`~tgeval.walk.Walk`'s, as in evaluation; the same pieces make a custom loop (here with a toy model: an embedding table and a
 dot-product score, stateless; with two or more CPU threads, run it inside
 ``tgeval.deterministic()`` as :func:`train_epoch` does, for bit-identical runs)::
 
     import torch
     from tgeval.data.catalog import build_catalog
-    from tgeval.data.groups import canonical_order
     from tgeval.data.synthetic import generate_events
-    from tgeval.data.validation import permute_events
-    from tgeval.loader import TimestampBatchLoader, check_time_sorted
     from tgeval.training.losses import bce_loss
     from tgeval.training.train import check_training_sampler
     from tgeval.models.base import TemporalLinkModel
     from tgeval.samplers import UniformSampler
+    from tgeval.walk import Walk
 
     class DotModel(TemporalLinkModel):                 # any differentiable score works
         def __init__(self, num_nodes, dim=16):
@@ -33,25 +31,24 @@ dot-product score, stateless; with two or more CPU threads, run it inside
         def update(self, batch): pass                  # no history (the state methods find none)
 
     data = generate_events(2_000, 100, seed=0)
-    data = permute_events(data, canonical_order(data.src, data.dst, data.t))  # (t, src, dst)
     model = DotModel(100)
     sampler = UniformSampler(build_catalog(data, "train", train_end=data.num_events))
     check_training_sampler(sampler)  # refuses a sampler that knows the future (inductive, Birth-Death)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    walk = Walk(data, (0, data.num_events), batch_size=200)  # canonical order (t, src, dst), timestamp batches
     for epoch in range(3):
-        model.reset_state(); sampler.reset_state()  # state reset at each epoch start
+        walk.warm_up(model, [sampler])  # state reset at each epoch start
         generator = torch.Generator().manual_seed(epoch)  # fresh negatives per epoch
-        for batch in TimestampBatchLoader(data, batch_size=200):
+        for step in walk.steps(model, samplers=[sampler]):  # updates model and sampler after each step
+            batch = step.batch
             neg = sampler.sample(batch, 1, generator)  # Negatives: dst [B, K] (and mask, src)
             k = neg.dst.size(1)
-            pos_score = model.score(batch.src, batch.dst, batch.t)
-            neg_score = model.score(batch.src.repeat_interleave(k), neg.dst.flatten(),
-                                    batch.t.repeat_interleave(k)).view(-1, k)
+            with step.scoring():  # the state must not change while scoring
+                pos_score = model.score(batch.src, batch.dst, batch.t)
+                neg_score = model.score(batch.src.repeat_interleave(k), neg.dst.flatten(),
+                                        batch.t.repeat_interleave(k)).view(-1, k)
             loss = bce_loss(pos_score, neg_score, neg_mask=neg.mask)  # or bpr_loss, sampled_softmax_loss
             optimizer.zero_grad(); loss.backward(); optimizer.step()
-            with torch.no_grad():
-                model.update(batch)                   # only after the batch was scored
-            sampler.observe(batch)
 """
 
 from __future__ import annotations
@@ -67,17 +64,15 @@ from torch_geometric.data import TemporalData
 
 from tgeval.choices import HISTORY_MODES, HistoryMode
 from tgeval.data.hashing import check_built_for, fingerprint
-from tgeval.data.groups import canonical_order
 from tgeval.data.split import Segment, check_whole_groups
-from tgeval.data.validation import permute_events
 from tgeval.device import deterministic
 from tgeval.distributed import check_same, rank_and_world, require_group, shard, state_digest, sum_gradients
 from tgeval.errors import LeakageError, ProtocolError
-from tgeval.eval.engine import warm_up
-from tgeval.loader import TimestampBatchLoader, check_time_sorted
+from tgeval.loader import check_time_sorted
 from tgeval.models.base import TemporalLinkModel, check_model, check_node_ids, score_of
 from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, scored_pairs
-from tgeval.state import checked_update, exclusive, no_state_change
+from tgeval.state import checked_update, exclusive
+from tgeval.walk import Walk
 from tgeval.training.losses import LossFn, check_built_in, get_loss, term_count
 
 __all__ = ["train_epoch", "check_training_sampler", "resolve_range"]
@@ -255,13 +250,18 @@ def train_epoch(
     # Canonical order (t, src, dst) inside timestamp groups, as in evaluation: file order of
     # simultaneous events changes neither the negatives (keyed by position) nor the batches.
     check_time_sorted(data.t)
-    stream = permute_events(data, canonical_order(data.src, data.dst, data.t))
-    stream.position = torch.arange(data.num_events, device=device)
-    loader = TimestampBatchLoader(stream[start:end], batch_size)
+    walk = Walk(data, (start, end), batch_size=batch_size)
     detach = getattr(model, "detach_state", None)
-    update = checked_update if check_state else type(model).update
 
-    warm_up(model, stream[:start], batch_size=batch_size, sampler=sampler)
+    def update(batch: TemporalData) -> None:
+        if detach is not None:
+            (checked_update if check_state else type(model).update)(model, batch)
+            detach()
+        else:
+            with torch.no_grad():
+                (checked_update if check_state else type(model).update)(model, batch)
+
+    walk.warm_up(model, [sampler])
     was_training = model.training
     model.train()
     total: Tensor = torch.zeros((), device=device)
@@ -272,7 +272,9 @@ def train_epoch(
     # resume, bit-identical at any fixed thread count. On CUDA the choice is the user's (`deterministic`).
     try:
         with deterministic() if device.type == "cpu" else nullcontext():
-            for batch in loader:
+            for step in walk.steps(model, samplers=[sampler], within=history != "batch", check_state=check_state,
+                                   what="computing a training batch's scores", update=update):
+                batch = step.batch
                 neg = check.draw(batch, num_negatives, generator)  # [B, K], checked
                 size, k = neg.dst.shape
                 lo, hi = shard(size, rank, world)  # the whole batch in one process
@@ -281,9 +283,7 @@ def train_epoch(
                     None if neg.mask is None else neg.mask[lo:hi])
                 optimizer.zero_grad()
                 if hi > lo:
-                    with model.within_batch(batch) if history != "batch" else nullcontext(), \
-                            no_state_change(model, "computing a training batch's scores", deep=False) if check_state \
-                            else nullcontext():
+                    with step.scoring():
                         scores = score_of(model, *scored_pairs(batch.src[lo:hi], batch.dst[lo:hi], batch.t[lo:hi],
                                                                part)).view(hi - lo, 1 + k)
                     pos_score, neg_score = scores[:, 0], scores[:, 1:]
@@ -300,13 +300,6 @@ def train_epoch(
                     value = sum_gradients(params, value)  # the batch loss, and its gradients on every rank
                 optimizer.step()
                 total = total + value.detach() * size
-                if detach is not None:
-                    update(model, batch)
-                    detach()
-                else:
-                    with torch.no_grad():
-                        update(model, batch)
-                sampler.observe(batch)
     finally:
         model.train(was_training)
     seconds = time.perf_counter() - began
@@ -314,7 +307,7 @@ def train_epoch(
     masked = {} if check.collisions != "mask" else {"num_masked_collisions": check.record()["num_masked_collisions"]}
     return {
         "loss": float(total) / num_events,
-        "num_batches": len(loader),
+        "num_batches": walk.num_batches,
         "num_events": num_events,
         "seconds": seconds,
         "events_per_second": num_events / seconds if seconds > 0 else float("inf"),

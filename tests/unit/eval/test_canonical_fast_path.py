@@ -11,7 +11,9 @@ from tgeval import Protocol, build_catalog, chronological_split, evaluate
 from tgeval.data.groups import canonical_order, is_canonical
 from tgeval.data.synthetic import generate_events
 from tgeval.data.validation import permute_events
+from tgeval import walk
 from tgeval.eval import engine
+from tgeval.loader import same_batch_history, timestamp_batch_boundaries
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import HistoricalSampler, UniformSampler
 
@@ -30,8 +32,8 @@ def streams(dtype: torch.dtype):
 def run(data, sampler_name, monkeypatch, force_permuted=False):
     """evaluate EdgeBank (sampled + all-entity, every record); and how many times events were permuted."""
     calls = []
-    monkeypatch.setattr(engine, "permute_events", lambda d, perm: calls.append(1) or permute_events(d, perm))
-    monkeypatch.setattr(engine, "is_canonical", (lambda *args: False) if force_permuted else is_canonical)
+    monkeypatch.setattr(walk, "permute_events", lambda d, perm: calls.append(1) or permute_events(d, perm))
+    monkeypatch.setattr(walk, "is_canonical", (lambda *args: False) if force_permuted else is_canonical)
     split = chronological_split(data)
     n = int(torch.maximum(data.src.max(), data.dst.max())) + 1
     catalog = build_catalog(data, "train", train_end=split.train.end)
@@ -91,8 +93,8 @@ def test_history_record_counted_in_runs_of_batches_equals_one_call(monkeypatch):
     canonical, _, _ = streams(torch.long)
     split = chronological_split(canonical)
     events = canonical[split.test.start:split.test.end]
-    bounds = engine.timestamp_batch_boundaries(events.t, 60)  # several groups per batch
-    whole = int(engine.same_batch_history(events.src, events.dst, events.t, bounds).sum())
+    bounds = timestamp_batch_boundaries(events.t, 60)  # several groups per batch
+    whole = int(same_batch_history(events.src, events.dst, events.t, bounds).sum())
     assert whole > 0
     for chunk in (1, 10, 50, 10**6):
         monkeypatch.setattr(engine, "HISTORY_CHUNK_EVENTS", chunk)
