@@ -50,13 +50,13 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.nn.modules.lazy import LazyModuleMixin
-from torch.nn.modules.batchnorm import _NormBase
-from torch.nn.utils.parametrizations import _SpectralNorm
 from torch.nn.utils.spectral_norm import SpectralNorm
 from torch.nn.utils.weight_norm import WeightNorm
 from torch_geometric.data.data import BaseData
 from torch_geometric.nn.models.tgn import LastNeighborLoader, TGNMemory
 
+from tgeval.compat import (TGN_MEMORY_SCRATCH, forward_pre_hooks, is_view, message_stores, own_buffers,
+                           own_parameters, set_message_stores, tensor_version, trains_own_buffers)
 from tgeval.errors import HiddenStateError, LeakageError, ModelCapabilityError
 from tgeval.rng import GOLDEN_GAMMA, MIX_MULTIPLIERS
 
@@ -141,7 +141,7 @@ class StateAdapter:
             state (written while scoring, never read across calls); the guard ignores them.
         fingerprint: ``fingerprint(obj)``, a cheap value that changes whenever the state does
             (the guard compares it with ``==`` before and after scoring, so it holds no tensor:
-            use ``(id(t), t._version)``); default: tensors of the view by identity and in-place
+            use ``(id(t), tgeval.compat.tensor_version(t))``); default: tensors of the view by identity and in-place
             version, containers element by element, Python values by value.
     """
 
@@ -174,22 +174,29 @@ def _load_tgn_memory(memory: TGNMemory, state: State) -> None:
     memory.memory.copy_(state["memory"])
     memory.last_update.copy_(state["last_update"])
     device = memory.memory.device
-    memory.msg_s_store, memory.msg_d_store = ({node: tuple(x.to(device).clone() for x in entry)
-                                               for node, entry in state[key].items()}
-                                              for key in ("msg_s_store", "msg_d_store"))
+    source, destination = ({node: tuple(x.to(device).clone() for x in entry) for node, entry in state[key].items()}
+                           for key in ("msg_s_store", "msg_d_store"))
+    set_message_stores(memory, source, destination)
 
 
 def _tgn_memory_fingerprint(memory: TGNMemory) -> tuple:
     """Memory and last updates by version; the message stores by the identity of their entries
     (PyG replaces an entry's tuple when it stores a message), one per node: a C-speed pass."""
-    return ((id(memory.memory), memory.memory._version), (id(memory.last_update), memory.last_update._version),
-            tuple(map(id, memory.msg_s_store.values())), tuple(map(id, memory.msg_d_store.values())))
+    source, destination = message_stores(memory)
+    return ((id(memory.memory), tensor_version(memory.memory)),
+            (id(memory.last_update), tensor_version(memory.last_update)),
+            tuple(map(id, source.values())), tuple(map(id, destination.values())))
+
+
+def _view_tgn_memory(memory: TGNMemory) -> State:
+    source, destination = message_stores(memory)
+    return {"memory": memory.memory, "last_update": memory.last_update, "msg_s_store": source,
+            "msg_d_store": destination}
 
 
 register_state_adapter(TGNMemory, StateAdapter(
-    view=lambda m: {"memory": m.memory, "last_update": m.last_update, "msg_s_store": m.msg_s_store,
-                    "msg_d_store": m.msg_d_store},
-    load=_load_tgn_memory, reset=lambda m: m.reset_state(), scratch=("_assoc",),
+    view=_view_tgn_memory,
+    load=_load_tgn_memory, reset=lambda m: m.reset_state(), scratch=TGN_MEMORY_SCRATCH,
     fingerprint=_tgn_memory_fingerprint))
 
 
@@ -232,21 +239,21 @@ def trained_buffers(module: nn.Module) -> frozenset[str]:
     """The module's own buffers that training moves, like parameters, and that are not history:
     a normalisation layer's running statistics (``BatchNorm``), spectral normalisation's power
     iteration vectors (``u``, ``v``, in both of torch's forms)."""
-    if isinstance(module, (_NormBase, _SpectralNorm)):
-        return frozenset(module._buffers)
+    if trains_own_buffers(module):
+        return frozenset(own_buffers(module))
     return frozenset(f"{name}_{end}" for name in _reparametrized(module, SpectralNorm) for end in ("u", "v"))
 
 
 def _reparametrized(module: nn.Module, kinds: Any = (SpectralNorm, WeightNorm)) -> frozenset[str]:
     """Attributes that torch's older ``spectral_norm`` / ``weight_norm`` hooks recompute from the
     parameters before every call (derived, not state)."""
-    return frozenset(hook.name for hook in module._forward_pre_hooks.values() if isinstance(hook, kinds))
+    return frozenset(hook.name for hook in forward_pre_hooks(module) if isinstance(hook, kinds))
 
 
 def _state_buffers(module: nn.Module) -> tuple[str, ...]:
     """The module's own registered buffers that hold state: neither scratch nor trained buffers."""
     skip = scratch_names(module) | trained_buffers(module)
-    return tuple(name for name, buffer in module._buffers.items() if buffer is not None and name not in skip)
+    return tuple(name for name, buffer in own_buffers(module).items() if buffer is not None and name not in skip)
 
 
 @dataclass(frozen=True)
@@ -270,7 +277,7 @@ class Part:
     def live(self) -> State:
         """The part's state without copies (a :class:`Stateful` object's snapshot is a copy)."""
         if self.kind == "buffers":
-            return {name: self.obj._buffers[name] for name in self.names}
+            return {name: own_buffers(self.obj)[name] for name in self.names}
         if self.kind == "adapter":
             return self.adapter.view(self.obj)  # type: ignore[union-attr]
         return self.obj.snapshot()
@@ -300,7 +307,7 @@ def state_parts(model: nn.Module) -> list[Part]:
         names = _state_buffers(obj)
         if names:
             parts.append(Part(path, obj, "buffers", names=names))
-        children = [(name, child) for name, child in obj._modules.items() if child is not None]
+        children = list(obj.named_children())
         children += [(name, value) for name, value in vars(obj).items()
                      if type(value) not in _PLAIN and not name.startswith("_")
                      and not isinstance(value, (nn.Module, Tensor))
@@ -369,8 +376,8 @@ def restore_into(model: nn.Module, state: State) -> None:
         saved = state[part.path]
         if part.kind == "buffers":
             for name in part.names:
-                device = part.obj._buffers[name].device
-                part.obj._buffers[name] = clone_state(saved[name]).to(device)
+                device = own_buffers(part.obj)[name].device
+                setattr(part.obj, name, clone_state(saved[name]).to(device))
         elif part.kind == "adapter":
             part.adapter.load(part.obj, saved)  # type: ignore[union-attr]
         else:
@@ -395,10 +402,10 @@ def detach_history(model: nn.Module) -> None:
             detached in place nor replaced: detach it in the model (``detach_state()``).
     """
     for module in model.modules():
-        for name, buffer in module._buffers.items():
+        for name, buffer in list(own_buffers(module).items()):
             if buffer is not None and buffer.grad_fn is not None:
-                if buffer._is_view():
-                    module._buffers[name] = buffer.detach()
+                if is_view(buffer):
+                    setattr(module, name, buffer.detach())
                 else:
                     buffer.detach_()
     for part in state_parts(model):
@@ -418,7 +425,7 @@ def _detach_nested(value: Any) -> Any:
     if isinstance(value, Tensor):
         if value.grad_fn is None:
             return value
-        return value.detach() if value._is_view() else value.detach_()
+        return value.detach() if is_view(value) else value.detach_()
     if isinstance(value, (dict, list)):
         for key, item in list(value.items() if isinstance(value, dict) else enumerate(value)):
             new = _detach_nested(item)
@@ -465,7 +472,7 @@ def reset_of(model: nn.Module, initial: State) -> None:
         if part.kind == "buffers":
             for name, value in initial.get(part.path, {}).items():
                 if name in part.names:
-                    part.obj._buffers[name] = clone_state(value).to(part.obj._buffers[name].device)
+                    setattr(part.obj, name, clone_state(value).to(own_buffers(part.obj)[name].device))
         elif part.kind == "adapter":
             part.adapter.reset(part.obj)  # type: ignore[union-attr]
         else:
@@ -625,9 +632,8 @@ class _Fingerprints:
                 out[(f"{path}.{name}" if path else name) + CLASS_ATTRIBUTE] = self.value(getattr(type(obj), name),
                                                                                         depth + 1)
         if isinstance(obj, nn.Module):
-            for name, child in obj._modules.items():
-                if child is not None:
-                    self._attributes(child, f"{path}.{name}" if path else name, out, depth)
+            for name, child in obj.named_children():
+                self._attributes(child, f"{path}.{name}" if path else name, out, depth)
 
     @staticmethod
     def _plain_object(value: Any) -> bool:
@@ -650,7 +656,7 @@ class _Fingerprints:
             if self.deep:
                 return ("tensor", value.dtype, tuple(value.shape), int(checksum(value)))
             self.keep.append(value)
-            return ("tensor", id(value), value._version)
+            return ("tensor", id(value), tensor_version(value))
         if depth > _MAX_DEPTH or id(value) in self.covered:
             return self._identity(value)
         if id(value) in self._seen:  # met before in this pass (a cycle, a shared object): by identity
@@ -763,9 +769,9 @@ def _watch(model: Any, deep: bool = False, lazy: tuple[str, ...] = ()) -> tuple[
         for path, module in model.named_modules():
             prefix = f"{path}." if path else ""
             ignored = scratch_names(module) | (trained_buffers(module) if module.training else frozenset())
-            for name, tensor in chain(module._parameters.items(), module._buffers.items()):
+            for name, tensor in chain(own_parameters(module).items(), own_buffers(module).items()):
                 if tensor is not None and name not in ignored:
-                    out[prefix + name] = (tensor, tensor._version)
+                    out[prefix + name] = (tensor, tensor_version(tensor))
     for part in parts:
         if part.kind == "adapter":
             fingerprint = part.adapter.fingerprint  # type: ignore[union-attr]

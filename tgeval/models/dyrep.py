@@ -45,7 +45,7 @@ class DyRepMemory(TensorMemory):
         self.stored_extra = memory_dim if at_event else 0
         self.neighbors = NeighborBuffer(num_nodes, num_neighbors, raw_msg_dim)
         self.attention = GraphAttentionEmbedding(memory_dim, memory_dim, raw_msg_dim, self.time_enc, dropout)
-        self._reset_message_store()  # with the stored width
+        self.reset_message_store()  # with the stored width
 
     def message_sizes(self, nodes: Tensor) -> list[Tensor]:
         """The pending messages of ``nodes``, their distinct partners, and the partners with their
@@ -132,7 +132,7 @@ class DyRep(NeuralLinkModel):
         return self.memory.message_sizes(rows if rows.dtype == torch.bool else self._mask(rows))
 
     def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
-        return self.memory._get_updated_memory(rows, sizes)[0]
+        return self.memory.updated_memory(rows, sizes)[0]
 
     def ingest(self, src: Tensor, dst: Tensor, t: Tensor, msg: Tensor, touched: Optional[Tensor] = None) -> None:
         nodes, sizes = self._batch_nodes(src, dst, touched, self.memory)

@@ -42,9 +42,9 @@ from typing import Optional
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.nn.models.tgn import TGNMemory
 from torch_geometric.utils import scatter
 
+from tgeval.compat import HookedTGNMemory
 from tgeval.device import host_ints, positions
 from tgeval.errors import ModelConfigError
 from tgeval.models.base import time_store
@@ -73,7 +73,7 @@ class LatestMeanAggregator(nn.Module):
         return total / scatter(keep, index, 0, dim_size, reduce="sum").clamp(min=1)[:, None]
 
 
-class TensorMemory(TGNMemory):
+class TensorMemory(HookedTGNMemory):
     """``TGNMemory`` with tensor message stores and lazy updates in every mode.
 
     Args:
@@ -112,10 +112,9 @@ class TensorMemory(TGNMemory):
             raise ModelConfigError(f"time_origin must be 'start' or 'zero', got {time_origin!r}.")
         self.time_origin = time_origin
         self._reset_origin()
-        self._assoc.zero_()  # PyG's scratch buffer (unused here) is saved in state_dict: no uninitialised bytes
 
     # -- stores -----------------------------------------------------------------------
-    def _reset_message_store(self) -> None:
+    def reset_message_store(self) -> None:
         device = self.memory.device
         empty = torch.empty(0, dtype=torch.long, device=device)
         self.register_buffer("pending_node", empty, persistent=False)
@@ -170,7 +169,7 @@ class TensorMemory(TGNMemory):
         from what they stored: the raw message, and :meth:`partner_state` now."""
         return stored, self.partner_state(partner, sizes)
 
-    def _get_updated_memory(self, n_id: Tensor, sizes: Optional[list[int]] = None) -> tuple[Tensor, Tensor]:
+    def updated_memory(self, n_id: Tensor, sizes: Optional[list[int]] = None) -> tuple[Tensor, Tensor]:
         """Memory ``[n, D]`` and last-update times ``[n]`` of the sorted unique nodes ``n_id``,
         with their pending messages applied (without storing the result).
 
@@ -201,7 +200,7 @@ class TensorMemory(TGNMemory):
 
     def forward(self, n_id: Tensor) -> tuple[Tensor, Tensor]:
         """Current memory ``[n, D]`` and last-update times ``[n]`` of sorted unique ``n_id``."""
-        return self._get_updated_memory(n_id)
+        return self.updated_memory(n_id)
 
     def update_state(self, src: Tensor, dst: Tensor, t: Tensor, raw_msg: Tensor, *,
                      nodes: Optional[Tensor] = None, sizes: Optional[list[int]] = None) -> None:
@@ -220,7 +219,7 @@ class TensorMemory(TGNMemory):
         self.last_update, self.pending_t = time_store(self.last_update, t), time_store(self.pending_t, t)
         self.origin = time_store(self.origin, t)
         self._start_clock(t)
-        memory, last_update = self._get_updated_memory(nodes, sizes)
+        memory, last_update = self.updated_memory(nodes, sizes)
         self.memory[nodes] = memory.detach()
         self.last_update[nodes] = last_update
         keep = positions(~self._member(nodes), self.pending_node.numel() - sizes[0])

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from torch_geometric.nn.models.tgn import LastNeighborLoader
 
+from tgeval.compat import ApplyHookModule, move_loader_scratch
 from tgeval.data.sorted_keys import Occurrences
 from tgeval.errors import ModelConfigError
 from tgeval.models.base import time_store
@@ -43,7 +44,7 @@ class BatchInteractions:
                    src, dst, t, msg)
 
 
-class NeighborBuffer(nn.Module):
+class NeighborBuffer(ApplyHookModule):
     """The ``size`` most recent interactions of every node, with event times and messages.
 
     Inserting and reading have fixed shapes (no host synchronisation) when the caller passes
@@ -88,11 +89,10 @@ class NeighborBuffer(nn.Module):
     def _bind_loader(self) -> None:
         self.loader.neighbors, self.loader.e_id = self.slot_neighbors, self.slot_e_id
 
-    def _apply(self, fn: Callable[[Tensor], Tensor], *args, **kwargs) -> "NeighborBuffer":  # type: ignore[override]
-        super()._apply(fn, *args, **kwargs)
-        self.loader._assoc = fn(self.loader._assoc)
+    def tensors_applied(self, fn: Callable[[Tensor], Tensor]) -> None:
+        """After ``.to()`` and the like: the loader's scratch moves too, and it works on the moved tables."""
+        move_loader_scratch(self.loader, fn)
         self._bind_loader()
-        return self
 
     def reset_state(self) -> None:
         self.loader.reset_state()

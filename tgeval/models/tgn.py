@@ -67,7 +67,7 @@ class TGN(NeuralLinkModel):
 
     def embed_rows(self, rows: Tensor, sizes: list[int]) -> Tensor:
         reach = positions(self.neighbors.reach(rows), sizes[0])
-        memory, last_update = self.memory._get_updated_memory(reach, sizes[1:])
+        memory, last_update = self.memory.updated_memory(reach, sizes[1:])
         neighbor, t, msg, valid = self.neighbors.recent(rows)
         local = torch.searchsorted(reach, neighbor).clamp(max=max(reach.numel() - 1, 0))  # invalid slots: any row
         return self.gnn(memory, torch.searchsorted(reach, rows), local, last_update[local] - t, msg, valid)
@@ -82,7 +82,7 @@ class TGN(NeuralLinkModel):
         mask[torch.where(valid, neighbor, ids[:, None])] = True
         count, *sizes = host_ints(mask.sum(), *self.memory.message_sizes(mask))
         reach = positions(mask, count)
-        memory = self.memory._get_updated_memory(reach, sizes)[0]
+        memory = self.memory.updated_memory(reach, sizes)[0]
         local = torch.searchsorted(reach, neighbor).clamp(max=reach.numel() - 1)  # invalid slots: any row
         # one row per (node, time) after the reach's rows: a node queried at two times is two centres
         centres = torch.arange(reach.numel(), reach.numel() + ids.numel(), device=ids.device)
