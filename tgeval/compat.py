@@ -19,7 +19,7 @@ from torch_geometric.nn.models.tgn import LastNeighborLoader, TGNMemory
 
 __all__ = ["TGN_MEMORY_SCRATCH", "HookedTGNMemory", "message_stores", "set_message_stores", "move_loader_scratch",
            "ApplyHookModule", "trains_own_buffers", "forward_pre_hooks", "own_buffers", "own_parameters",
-           "tensor_version", "is_view"]
+           "tensor_version", "is_view", "view_base"]
 
 #: ``TGNMemory``'s registered buffers that are scratch, not state: its node-to-row map
 TGN_MEMORY_SCRATCH = ("_assoc",)
@@ -115,6 +115,12 @@ def tensor_version(tensor: Tensor) -> int:
     """The tensor's in-place version counter: changed by every in-place write through autograd's
     view of it (not by writes through ``tensor.data`` or a numpy view), shared with its views."""
     return tensor._version
+
+
+def view_base(tensor: Tensor) -> Optional[Tensor]:
+    """The tensor whose storage ``tensor`` is a view of (the first one: a view of a view has the
+    original as its base), or ``None`` for a tensor that is no view."""
+    return tensor._base
 
 
 def is_view(tensor: Tensor) -> bool:

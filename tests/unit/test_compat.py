@@ -11,7 +11,7 @@ from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, LastN
 
 from tgeval.compat import (TGN_MEMORY_SCRATCH, ApplyHookModule, HookedTGNMemory, forward_pre_hooks, is_view,
                            message_stores, move_loader_scratch, own_buffers, own_parameters, set_message_stores,
-                           tensor_version, trains_own_buffers)
+                           tensor_version, trains_own_buffers, view_base)
 from tgeval.state import first_difference
 
 N, R, D = 6, 3, 4
@@ -223,3 +223,12 @@ def test_is_view_tells_views_from_tensors_owning_their_storage():
     with pytest.raises(RuntimeError):
         base[1:].detach_()
     assert base.detach_().grad_fn is None
+
+
+def test_view_base_is_the_tensor_a_view_was_taken_from():
+    """Assumption: ``Tensor._base`` is the tensor whose storage a view shares, the original one for a
+    view of a view, and ``None`` for a tensor with its own storage."""
+    items = torch.arange(10)
+    prefix = items[:6]
+    assert view_base(prefix) is items and view_base(prefix[:3]) is items
+    assert view_base(items) is None and view_base(prefix.clone()) is None

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
+from tgeval.compat import tensor_version
 from tgeval.data.catalog import Catalog
 from tgeval.errors import (ModelCapabilityError, ModelConfigError, ModelOutputError, ProtocolError,
                            TemporalDataError)
@@ -269,7 +270,7 @@ class TemporalLinkModel(nn.Module):
 
 def _parameter_versions(model: nn.Module) -> list[tuple[Tensor, int]]:
     """Every parameter with its in-place version counter (no copy, no device work)."""
-    return [(p, p._version) for p in model.parameters()]
+    return [(p, tensor_version(p)) for p in model.parameters()]
 
 
 #: most ``rows x candidates x width`` activations one block of :func:`embedding_scorer` holds on a CPU

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
+from tgeval.compat import ApplyHookModule, tensor_version
 from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import PAD, Occurrences, merge_slots
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
@@ -465,11 +466,11 @@ class EdgeBank(_BufferState):
         """``(included, index)`` of the main array: :meth:`_in_catalog` and :func:`_catalog_index`, rebuilt
         only when its keys or the catalog change."""
         held = self._held_index
-        if held is not None and held[0] is self.keys and held[1] == self.keys._version and held[2] is catalog:
+        if held is not None and held[0] is self.keys and held[1] == tensor_version(self.keys) and held[2] is catalog:
             return held[3]
         included = self._in_catalog(self.keys, catalog)
         index = included, _catalog_index(self.keys, catalog, self.num_nodes, included)
-        self._held_index = (self.keys, self.keys._version, catalog, index)
+        self._held_index = (self.keys, tensor_version(self.keys), catalog, index)
         return index
 
     def _new_pairs_before(self, earlier: Occurrences, src: Tensor, t: Tensor, catalog: Catalog) -> Tensor:
@@ -1069,7 +1070,7 @@ class GlobalRecency(_Recency):
     scope = "global"
 
 
-class _EventCounts(_BufferState):
+class _EventCounts(_BufferState, ApplyHookModule):
     r"""Popularity of the destination: the number of past events of the pair ``(u, v)``
     (:class:`LocalPopularity`) or of ``v`` as a destination (:class:`GlobalPopularity`), before
     :math:`t` (with a ``window`` ``w``: in :math:`[t - w, t)`), with exact history. Every stored event
@@ -1290,12 +1291,10 @@ class _EventCounts(_BufferState):
         if not self.plain:
             self._index()
 
-    def _apply(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def tensors_applied(self, fn) -> None:  # type: ignore[no-untyped-def]
         """Moving the buffers (``.to(device)``) moves the event log's index too."""
-        module = super()._apply(fn, *args, **kwargs)
         if not self.plain:
             self._index()
-        return module
 
     def describe(self) -> dict:
         return {"name": f"popularity-{self.scope}", "window": self.window, "half_life": self.half_life,

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
+from tgeval.compat import ApplyHookModule, tensor_version, view_base
 from tgeval.device import host_ints, positions
 from tgeval.errors import DataFormatError, ModelCapabilityError, ModelConfigError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel
@@ -65,7 +66,7 @@ class _Cache:
         self.filled = 0  # rows [0, filled) of ``target`` hold terms (later ones were never asked for)
 
 
-class NeuralLinkModel(TemporalLinkModel):
+class NeuralLinkModel(TemporalLinkModel, ApplyHookModule):
     """Subclasses implement :meth:`embed_rows`, :meth:`ingest`, :meth:`changed` and
     :attr:`stateful_parts`; they are built from a config dataclass (:mod:`tgeval.models.config`),
     kept as ``self.config``, from which checkpoints rebuild them.
@@ -185,7 +186,7 @@ class NeuralLinkModel(TemporalLinkModel):
         return self.incremental and not self.training and not torch.is_grad_enabled()
 
     def _stamp(self) -> dict:
-        return {name: (tensor, tensor._version) for name, tensor in
+        return {name: (tensor, tensor_version(tensor)) for name, tensor in
                 list(self.named_parameters()) + list(self.named_buffers())}
 
     def _cache_if_valid(self) -> Optional[_Cache]:
@@ -229,7 +230,7 @@ class NeuralLinkModel(TemporalLinkModel):
         ``catalog.items[:width]``, whose width grows with a time-masked catalog); ``None`` for a
         candidate list with duplicates. Only the rows asked for are ever computed, so a score
         never depends on candidates beyond them (e.g. items not yet available)."""
-        base = candidates._base
+        base = view_base(candidates)
         if not (base is not None and base.dim() == 1 and base.stride(0) == 1 and candidates.stride(0) == 1
                 and candidates.data_ptr() == base.data_ptr()):
             base = candidates
@@ -368,9 +369,8 @@ class NeuralLinkModel(TemporalLinkModel):
         for name, part in self.stateful_parts.items():
             part.restore(state[name])  # type: ignore[operator]
 
-    def _apply(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+    def tensors_applied(self, fn) -> None:  # type: ignore[no-untyped-def]
         self._cache = None  # .to(), .cuda(), .half(): the cache is rebuilt on the new tensors
-        return super()._apply(fn, *args, **kwargs)
 
     def describe(self) -> dict:
         return {"name": type(self).__name__, **dataclasses.asdict(self.config)}
