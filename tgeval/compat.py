@@ -19,6 +19,7 @@ from torch_geometric.nn.models.tgn import LastNeighborLoader, TGNMemory
 
 __all__ = ["TGN_MEMORY_SCRATCH", "HookedTGNMemory", "message_stores", "set_message_stores", "move_loader_scratch",
            "ApplyHookModule", "trains_own_buffers", "forward_pre_hooks", "own_buffers", "own_parameters",
+           "own_children",
            "tensor_version", "is_view", "view_base"]
 
 #: ``TGNMemory``'s registered buffers that are scratch, not state: its node-to-row map
@@ -109,6 +110,12 @@ def own_buffers(module: nn.Module) -> Mapping[str, Optional[Tensor]]:
 def own_parameters(module: nn.Module) -> Mapping[str, Optional[Tensor]]:
     """The live table of ``module``'s own parameters, as :func:`own_buffers`."""
     return module._parameters
+
+
+def own_children(module: nn.Module) -> Mapping[str, Optional[nn.Module]]:
+    """The live table of ``module``'s direct submodules, as :func:`own_buffers` (``named_children()``
+    builds a generator and a set of the modules seen)."""
+    return module._modules
 
 
 def tensor_version(tensor: Tensor) -> int:

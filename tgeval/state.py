@@ -56,7 +56,7 @@ from torch_geometric.data.data import BaseData
 from torch_geometric.nn.models.tgn import LastNeighborLoader, TGNMemory
 
 from tgeval.compat import (TGN_MEMORY_SCRATCH, forward_pre_hooks, is_view, message_stores, own_buffers,
-                           own_parameters, set_message_stores, tensor_version, trains_own_buffers)
+                           own_children, own_parameters, set_message_stores, tensor_version, trains_own_buffers)
 from tgeval.errors import HiddenStateError, LeakageError, ModelCapabilityError
 from tgeval.rng import GOLDEN_GAMMA, MIX_MULTIPLIERS
 
@@ -307,7 +307,7 @@ def state_parts(model: nn.Module) -> list[Part]:
         names = _state_buffers(obj)
         if names:
             parts.append(Part(path, obj, "buffers", names=names))
-        children = list(obj.named_children())
+        children = [(name, child) for name, child in own_children(obj).items() if child is not None]
         children += [(name, value) for name, value in vars(obj).items()
                      if type(value) not in _PLAIN and not name.startswith("_")
                      and not isinstance(value, (nn.Module, Tensor))
@@ -632,8 +632,9 @@ class _Fingerprints:
                 out[(f"{path}.{name}" if path else name) + CLASS_ATTRIBUTE] = self.value(getattr(type(obj), name),
                                                                                         depth + 1)
         if isinstance(obj, nn.Module):
-            for name, child in obj.named_children():
-                self._attributes(child, f"{path}.{name}" if path else name, out, depth)
+            for name, child in own_children(obj).items():
+                if child is not None:
+                    self._attributes(child, f"{path}.{name}" if path else name, out, depth)
 
     @staticmethod
     def _plain_object(value: Any) -> bool:

@@ -10,7 +10,7 @@ from torch import nn
 from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, LastNeighborLoader, TGNMemory
 
 from tgeval.compat import (TGN_MEMORY_SCRATCH, ApplyHookModule, HookedTGNMemory, forward_pre_hooks, is_view,
-                           message_stores, move_loader_scratch, own_buffers, own_parameters, set_message_stores,
+                           message_stores, move_loader_scratch, own_buffers, own_children, own_parameters, set_message_stores,
                            tensor_version, trains_own_buffers, view_base)
 from tgeval.state import first_difference
 
@@ -179,11 +179,11 @@ def test_old_spectral_and_weight_norm_are_forward_pre_hooks_naming_their_attribu
     assert list(forward_pre_hooks(nn.Linear(2, 2))) == []
 
 
-def test_own_tables_are_the_modules_own_buffers_and_parameters_live_and_in_order():
-    """Assumption: ``Module._buffers`` / ``_parameters`` are live dicts of the module's own entries
-    (no submodule's), in registration order, a ``None`` registration included, agreeing with
-    ``named_buffers`` / ``named_parameters(recurse=False)``; assigning a buffer's name replaces its
-    entry (persistence kept)."""
+def test_own_tables_are_the_modules_own_buffers_parameters_and_children_live_and_in_order():
+    """Assumption: ``Module._buffers`` / ``_parameters`` / ``_modules`` are live dicts of the module's
+    own entries (no submodule's), in registration order, a ``None`` registration included, agreeing
+    with ``named_buffers`` / ``named_parameters(recurse=False)`` / ``named_children``; assigning a
+    buffer's name replaces its entry (persistence kept)."""
     module = nn.Linear(2, 2)
     module.register_buffer("b", torch.zeros(1))
     module.register_buffer("gone", None)
@@ -193,6 +193,9 @@ def test_own_tables_are_the_modules_own_buffers_and_parameters_live_and_in_order
     assert [(k, v) for k, v in own_buffers(module).items() if v is not None] == list(
         module.named_buffers(recurse=False))
     assert list(own_parameters(module).items()) == list(module.named_parameters(recurse=False))
+    module.register_module("absent", None)
+    assert list(own_children(module)) == ["child", "absent"] and own_children(module)["absent"] is None
+    assert list(module.named_children()) == [("child", module.child)]
     table, replacement = own_buffers(module), torch.full((3,), 2.0)
     module.a = replacement
     assert own_buffers(module) is table and table["a"] is replacement and "a" not in module.state_dict()
