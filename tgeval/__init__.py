@@ -29,6 +29,7 @@ _SOURCES = {
     "Protocol": "tgeval.protocol",
     "Result": "tgeval.eval.result",
     "TimestampBatchLoader": "tgeval.loader",
+    "Walk": "tgeval.walk",
     **dict.fromkeys(("Stateful", "no_state_change"), "tgeval.state"),
     **dict.fromkeys(("load_checkpoint", "save_checkpoint"), "tgeval.training.checkpoint"),
     **dict.fromkeys(("Checkpointing", "Validation", "fit"), "tgeval.training.fitting"),

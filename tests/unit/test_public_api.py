@@ -27,7 +27,7 @@ EXPORTS = {
                   "ProtocolError", "Result", "ResultFileError", "SamplerError", "Segment", "SlowPathWarning", "Split",
                   "SplitError",
                   "Stateful", "StaticGraphError", "TGEvalError", "TemporalDataError", "TimestampBatchLoader",
-                  "UndefinedMetricWarning", "UntrainedModelWarning", "Validation"],
+                  "UndefinedMetricWarning", "UntrainedModelWarning", "Validation", "Walk"],
         "function": ["audit", "build_catalog", "chronological_split", "deterministic", "device_of", "evaluate",
                      "fit", "load_checkpoint", "no_state_change", "replay", "save_checkpoint", "sort_by_time",
                      "train_epoch", "validate", "warm_up"],
