@@ -130,7 +130,7 @@ def cuda_equals_cpu(args, device) -> None:
     for name, make, prefilter in cases:
         cpu = _evaluate(make(), data, split.test, catalog, "cpu", prefilter=prefilter)
         gpu = _evaluate(make(), data, split.test, catalog, device, prefilter=prefilter)
-        tolerance = make().tie_tolerance
+        tolerance = make().capabilities.tie_tolerance
         worst = 0.0  # in tie bands for the float32 models, absolute (must be 0) for the exact heuristics
         for key in ("score", "neg_score"):
             diff = (cpu.records[key] - gpu.records[key]).abs()

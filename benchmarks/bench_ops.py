@@ -65,7 +65,7 @@ def count(model, data, segment, catalog, k: int, breakdown: bool, history: str) 
     """Profile one ``evaluate`` of ``segment`` from the model's current state."""
     sampler = UniformSampler(catalog) if k else None
     state = model.snapshot()
-    history = history if model.exact_history else "batch"
+    history = history if model.capabilities.exact_history else "batch"
     run = lambda: evaluate(model, data, segment,  # noqa: E731
                            Protocol(num_negatives=max(k, 1), warm=False, history=history),
                            sampler=sampler, catalog=catalog)

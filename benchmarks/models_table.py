@@ -75,7 +75,7 @@ def run_one(name: str, data, split, catalog, seed: int, epochs: int, negatives: 
     reference = evaluate(model, data, split.test, Protocol(warm=False, num_negatives=1, batch_size=BATCH_SIZE,
                                                            seed=seed), sampler=sampler)
     ours = evaluate(model, data, split.test, Protocol(num_negatives=1, batch_size=BATCH_SIZE, seed=seed),
-                    sampler=sampler, catalog=catalog if model.ranks_all_entities else None)
+                    sampler=sampler, catalog=catalog if model.capabilities.ranks_all_entities else None)
     # a second rebuilt pass for K negatives: AP stays the library's own at K = 1, as in the reference column
     ranked = evaluate(model, data, split.test, Protocol(num_negatives=negatives, batch_size=BATCH_SIZE, seed=seed),
                       sampler=sampler)

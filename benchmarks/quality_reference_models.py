@@ -68,6 +68,7 @@ from tgeval import Result, build_catalog, chronological_split, evaluate
 from tgeval.data.datasets import load_dataset
 from tgeval.eval.result import json_safe
 from tgeval.models import TGN, EdgeBank, TGNConfig, registry
+from tgeval.models import Capabilities
 from tgeval.models.base import TemporalLinkModel
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
@@ -84,7 +85,7 @@ class RandomScorer(TemporalLinkModel):
 
     Scores are i.i.d.-like across pairs and do not change between calls (scoring is pure)."""
 
-    state_in_registered_tensors = True
+    capabilities = Capabilities(state_in_registered_tensors=True)
 
     def __init__(self, num_nodes: int, seed: int = 0) -> None:
         super().__init__(num_nodes)

@@ -200,7 +200,7 @@ def main() -> None:
                                  sampler=UniformSampler(everything))
             rebuilt = evaluate(model, data, split.test, Protocol(num_negatives=1, seed=seed, history=history),
                                sampler=UniformSampler(everything),
-                               catalog=catalog if model.ranks_all_entities else None)
+                               catalog=catalog if model.capabilities.ranks_all_entities else None)
             seconds = time.perf_counter() - began
             curve = [round(record["val"]["ap"], 4) for record in run["history"]]
             entry = {"best_epoch": run["best_epoch"], "epochs_run": run["epochs_run"], "val_ap_curve": curve,

@@ -488,14 +488,14 @@ def _train(args: argparse.Namespace, device: torch.device, distributed: bool, ch
     model, training = (_train_membership(args, data, split, num_nodes, sampler, distributed)
                        if registry.entry(args.model).kind == "heuristic" else
                        _train_neural(args, data, split, num_nodes, sampler, catalog, checkpoints, distributed))
-    if not model.ranks_all_entities:
+    if not model.capabilities.ranks_all_entities:
         print(f"{args.model} with these options cannot rank a whole catalog: validation measures sampled metrics only")
     history = validation_history(model, args.history or "batch")  # as fit validates
     result = _measure(model, data, split.val, Protocol(num_negatives=args.val_negatives, batch_size=args.batch_size,
                                                        seed=args.seed, history=history),
                       str(args.data), split, None,
                       sampler=default_val_sampler(model, data, split) if args.val_negatives else None,
-                      catalog=catalog if model.ranks_all_entities else None, distributed=distributed)
+                      catalog=catalog if model.capabilities.ranks_all_entities else None, distributed=distributed)
     result.manifest["training"] = training
     print(summary(result, f"{args.model} (trained)"))
     if args.out and is_main():

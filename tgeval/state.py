@@ -518,7 +518,7 @@ _OPAQUE = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType
 #: deepest container nesting, or chain of plain objects, that is fingerprinted (deeper: by identity)
 _MAX_DEPTH = 16
 #: attributes every module has (torch's bookkeeping) and the engine's own on TemporalLinkModel
-_INTERNAL = frozenset(vars(nn.Module())) | {"_initial_buffers", "_initial_parameters", "_earlier", "checkpoint_record"}
+_INTERNAL = frozenset(vars(nn.Module())) | {"_initial_buffers", "_initial_parameters", "earlier", "checkpoint_record"}
 #: packages whose objects are taken as they are: the private attributes of their modules are their
 #: own bookkeeping (PyG's attention scratch, hooks, inspectors), their other objects are compared by
 #: identity; their modules' public attributes are still watched (a user's value set on a bare ``nn.Module``).
@@ -753,7 +753,7 @@ class _Checksums:
 
 def _discovers(model: Any) -> bool:
     """Whether the model's state is what :func:`state_parts` finds (its class keeps the default state methods)."""
-    return bool(getattr(model, "state_discovery", False))
+    return bool(getattr(model, "_state_discovery", False))
 
 
 def _watch(model: Any, deep: bool = False, lazy: tuple[str, ...] = ()) -> tuple[dict, list[Part], _Fingerprints]:
@@ -810,10 +810,17 @@ def _deep_difference(before: Any, after: Any) -> Optional[str]:
 
 def _watchable(model: Any, parts: list[Part]) -> bool:
     """Whether identity and version checks cover the whole state."""
-    if getattr(model, "state_in_registered_tensors", False):
+    if _in_registered_tensors(model):
         return True
-    return _discovers(model) and all(part.kind != "stateful" or getattr(part.obj, "state_in_registered_tensors",
-                                                                        False) for part in parts)
+    return _discovers(model) and all(part.kind != "stateful" or _in_registered_tensors(part.obj) for part in parts)
+
+
+def _in_registered_tensors(obj: Any) -> bool:
+    """Whether ``obj`` declares its whole state in registered tensors: a model in its ``capabilities``,
+    a stateful part (tgeval's neighbour buffer, memory) as a class attribute ``state_in_registered_tensors``."""
+    capabilities = getattr(obj, "capabilities", None)
+    return bool(getattr(obj, "state_in_registered_tensors", False) if capabilities is None
+                else capabilities.state_in_registered_tensors)
 
 
 @contextmanager
@@ -835,7 +842,7 @@ def no_state_change(model: Stateful, what: str = "scoring", *, deep: Optional[bo
     arrays by their bytes.
 
     The deep check runs by default unless the first one covers the whole state: a model
-    declaring ``state_in_registered_tensors = True``, or a discovering model whose objects with
+    declaring ``Capabilities(state_in_registered_tensors=True)``, or a discovering model whose objects with
     their own state methods declare it (tgeval's neighbour buffer and memory do). Writes that
     bypass autograd's version counter (through ``tensor.data`` or a numpy view of a tensor) are
     only caught by the deep check (``deep=True``).

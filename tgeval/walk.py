@@ -266,7 +266,7 @@ def feed(events: TemporalData, model: Optional[nn.Module], samplers: Sequence[An
     keys = per_event_keys(events)
     model_keys = [key for key in keys if key not in BOOKKEEPING]
     participants = [] if model is None else [
-        (getattr(model, "exact_history", False), lambda a, z: checked_update(model, _slice(events, model_keys, a, z)))]
+        (model.capabilities.exact_history, lambda a, z: checked_update(model, _slice(events, model_keys, a, z)))]
     participants += [(sampler.observe_batch_invariant, lambda a, z, s=sampler: s.observe(_slice(events, keys, a, z)))
                      for sampler in samplers]
     batches = None

@@ -102,7 +102,7 @@ class ScoreWritesState(Degree):
 class WholeBatchEdgeBank(EdgeBank):
     """Exact history that sees every event of the batch, the later ones too."""
 
-    def _index_earlier(self, batch):
+    def index_earlier(self, batch):
         return Occurrences(self._key(batch.src, batch.dst), torch.full_like(batch.t, -2**62), times_sorted=True)
 
 

@@ -105,7 +105,7 @@ def test_exact_and_batch_history_on_one_merged_batch():
     assert evaluate(EdgeBank(N), data, segment, Protocol(replay="fixed"), catalog=CATALOG).manifest["history"] is None
     # a memory model is stale by design: "batch" by default, with the staleness counted, and "exact" is refused
     tgn = small_neural_model("tgn", N)
-    assert not tgn.exact_history
+    assert not tgn.capabilities.exact_history
     assert run(tgn, None).manifest["history"] == {"mode": "batch", "same_batch_events": 1,
                                                   "same_batch_fraction": 1 / 3, "stale_events": 1}
     with pytest.raises(ValueError, match="cannot score from exact per-timestamp history.*history='batch'"):
@@ -117,7 +117,7 @@ def test_exact_and_batch_history_on_one_merged_batch():
         run(EdgeBank(N), "timestamp")
     with pytest.raises(ValueError, match="applies to online replay"):
         evaluate(EdgeBank(N), data, segment, Protocol(replay="fixed", history="exact"), catalog=CATALOG)
-    assert not Popularity(N, half_life=2.0).exact_history and Popularity(N).exact_history
+    assert not Popularity(N, half_life=2.0).capabilities.exact_history and Popularity(N).capabilities.exact_history
 
 
 @settings(max_examples=40, deadline=None)
@@ -203,7 +203,7 @@ def test_query_graphmixer_exact_history_equals_one_timestamp_group_per_batch(dat
     segment = segment_from(data, min(start, data.num_events - 1))
     sampler = UniformSampler(CATALOG, replace=True)
     model = _query_graphmixer()
-    assert model.exact_history and not small_neural_model("graphmixer", N).exact_history
+    assert model.capabilities.exact_history and not small_neural_model("graphmixer", N).capabilities.exact_history
     exact = evaluate(model, data, segment, Protocol(num_negatives=3, batch_size=batch_size, seed=seed), sampler=sampler)
     reference = evaluate(model, data, segment, Protocol(num_negatives=3, batch_size=1, seed=seed, history="batch"),
                          sampler=sampler)
@@ -252,7 +252,7 @@ def test_tgn_with_query_time_gaps_reads_the_batch_as_neighbours_with_a_stale_mem
     split, sampler = chronological_split(data), UniformSampler(CATALOG)
     torch.manual_seed(0)
     model = small_neural_model("tgn", N, 2, time_gap="query").eval()
-    assert model.batch_neighbors and not model.exact_history and not model.ranks_all_entities
+    assert model.capabilities.batch_neighbors and not model.capabilities.exact_history and not model.capabilities.ranks_all_entities
 
     def run(history, batch_size=200, on=model):
         return evaluate(on, data, split.test, Protocol(num_negatives=3, batch_size=batch_size, history=history),

@@ -65,7 +65,7 @@ def test_incremental_scores_equal_full_recomputation(variant, seed, batch_size, 
         full._cache = None  # a full recomputation of every node asked for
         got, want = _scores(incremental, batch, candidates), _scores(full, batch, candidates)
         for a, b in zip(got, want):
-            _assert_within_band(a, b, incremental.tie_tolerance)
+            _assert_within_band(a, b, incremental.capabilities.tie_tolerance)
         compared += 1
         with torch.no_grad():
             incremental.update(batch)
@@ -114,7 +114,7 @@ def test_cache_is_not_state_and_is_dropped_with_it(name, stream):
         model.update(stream[120:140])  # the cache follows the update (dirty nodes recomputed)
         moved = model.score(part.src, part.dst, part.t)
     assert not torch.equal(before, moved)
-    _assert_within_band(moved, _fresh_scores(model, part.src, part.dst, part.t), model.tie_tolerance)
+    _assert_within_band(moved, _fresh_scores(model, part.src, part.dst, part.t), model.capabilities.tie_tolerance)
     model.restore(state)
     with torch.no_grad():
         again = model.score(part.src, part.dst, part.t)
@@ -144,7 +144,7 @@ def test_cache_is_dropped_when_parameters_change(name, stream):
         after = model.score(part.src, part.dst, part.t)
         block = model.candidate_scorer(part.src, part.t, torch.arange(N))(slice(None), slice(None))
     assert not torch.allclose(after, before)  # the step changed the scores: nothing stale was used
-    _assert_within_band(after, _fresh_scores(model, part.src, part.dst, part.t), model.tie_tolerance)
+    _assert_within_band(after, _fresh_scores(model, part.src, part.dst, part.t), model.capabilities.tie_tolerance)
     with torch.no_grad():
         pairwise = model.score(part.src.repeat_interleave(N), torch.arange(N).repeat(part.src.numel()),
                                part.t.repeat_interleave(N)).view(-1, N)

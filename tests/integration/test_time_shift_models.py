@@ -57,7 +57,7 @@ def run(name, data, start, offset, protocol="online", batch_size=3, model_seed=0
     catalog = Catalog("custom", torch.arange(N), None, N)
     result = evaluate(model, data, Segment("test", start, len(t), t[start], t[-1]),
                       Protocol(replay=protocol, num_negatives=3, batch_size=batch_size, seed=1),
-                      sampler=UniformSampler(catalog), catalog=catalog if model.ranks_all_entities else None)
+                      sampler=UniformSampler(catalog), catalog=catalog if model.capabilities.ranks_all_entities else None)
     return result.metrics, {key: value for key, value in result.records.items() if key != "t"}
 
 

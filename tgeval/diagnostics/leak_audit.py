@@ -198,7 +198,7 @@ def audit(build: Callable[[TemporalData], TemporalLinkModel], data: TemporalData
         model = built(data)
     except Exception as error:  # noqa: BLE001 - the model's error is the state check's finding
         return _not_run(chosen, f"build(data) raised {type(error).__name__}: {error}", {"seed": seed})
-    history = protocol.history or ("exact" if model.exact_history else "batch")
+    history = protocol.history or ("exact" if model.capabilities.exact_history else "batch")
     walk = Walk(data, segment, batch_size=protocol.batch_size)
     stream = walk.stream
     probes = _probes(walk, segment, catalog, generator)
@@ -208,7 +208,7 @@ def audit(build: Callable[[TemporalData], TemporalLinkModel], data: TemporalData
                 "probes": int(probes.event.numel()), "candidates": int(probes.candidates.numel()),
                 "cut_times": [int(c) if float(c).is_integer() else float(c) for c in cuts.tolist()],
                 "catalog": catalog.describe(), "batch_size": protocol.batch_size, "history": history,
-                "ties": protocol.ties, "tie_tolerance": float(model.tie_tolerance),
+                "ties": protocol.ties, "tie_tolerance": float(model.capabilities.tie_tolerance),
                 "checks": list(chosen), "seed": seed, "versions": versions()}
     results: dict[str, CheckResult] = {}
     try:
@@ -217,7 +217,7 @@ def audit(build: Callable[[TemporalData], TemporalLinkModel], data: TemporalData
     except Exception as error:  # noqa: BLE001 - the model's error is the state check's finding
         return _not_run(chosen, f"the reference replay failed: {type(error).__name__}: {error}", manifest)
 
-    tolerance = float(model.tie_tolerance)
+    tolerance = float(model.capabilities.tie_tolerance)
     runs: dict[str, Callable[[], str]] = {
         "no_future": lambda: _no_future(built, data, probes, cuts, reference, history, tolerance, generator),
         "candidate_independence": lambda: _candidate_independence(built(data), walk, probes,

@@ -155,7 +155,7 @@ def _seen_exhaustive(model: TemporalLinkModel, src: Tensor, t: Tensor, pos: Tens
         scores = score_of(model, src[row], item, t[row])
         check_no_nan(scores, "scores of seen candidates")
         above, equal = (a.flatten().long() for a in count_above_equal(pos[row], scores[:, None], None,
-                                                                         model.tie_tolerance))
+                                                                         model.capabilities.tie_tolerance))
         in_cat = (catalog.position(item) >= 0).long()
         for target, value in zip(out, (above, equal, above * in_cat, equal * in_cat, in_cat)):
             target.index_add_(0, row, value)
@@ -254,9 +254,9 @@ def membership_factorial(model: TemporalLinkModel, data: TemporalData, segment: 
             pos = scores[:b]
             s_seen, s_unseen = scores[b : b + b * k].view(b, k), scores[b + b * k :].view(b, k)
             rec["seen_above"], rec["seen_equal"] = count_above_equal(pos, s_seen, ds.negatives.mask,
-                                                                         model.tie_tolerance)
+                                                                         model.capabilities.tie_tolerance)
             rec["unseen_above"], rec["unseen_equal"] = count_above_equal(pos, s_unseen, du.negatives.mask,
-                                                                             model.tie_tolerance)
+                                                                             model.capabilities.tie_tolerance)
             sa, se, sca, sce, scn = _seen_exhaustive(model, src, t, pos, pools, catalog, candidate_budget)
             counts = all_entity_counts(model, src, dst, t, pos, catalog, candidate_budget=candidate_budget,
                                        directed=directed)

@@ -16,7 +16,7 @@ warm-up, timestamp batches, the update after each step); what it does at each st
 
 Under ``"fixed"`` the state stays as it was at the start of the segment. Under ``"online"``,
 ``history`` says what an event of a merged batch is scored from: ``"exact"`` (the default for
-models with :attr:`~tgeval.models.base.TemporalLinkModel.exact_history`: every event strictly
+models with :attr:`~tgeval.models.capabilities.Capabilities.exact_history`: every event strictly
 before its timestamp, inside the batch too), ``"batch"`` (the state at the batch start, as
 TGB does, and the default for memory models) or ``"neighbors"`` (a memory model's neighbour
 lists also hold the batch's earlier events, its memory stays as of the batch start: DyGLib's
@@ -206,7 +206,7 @@ def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segme
                                    f"(prefilter=None), or implement candidate_prior.")
     if num_negatives < 1 and sampler is not None:
         raise ProtocolError(f"num_negatives must be >= 1 with a sampler, got {num_negatives}.")
-    if catalog is not None and not model.ranks_all_entities:
+    if catalog is not None and not model.capabilities.ranks_all_entities:
         raise ModelCapabilityError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog (its "
                                    f"embeddings depend on the scored pair): evaluate it with catalog=None "
                                    f"(--no-all-entity), sampled metrics only.")
@@ -552,7 +552,7 @@ def _replay(model: TemporalLinkModel, walk: Walk, *, draws: _Draws, ranking: Opt
         _check_finite(out, candidate_nan, steps)
         if k:  # a pure function of the recorded scores: once per pass, not once per batch
             out["sampled_above"], out["sampled_equal"] = count_above_equal(
-                out["score"], out["neg_score"], out.get("neg_mask"), float(model.tie_tolerance))
+                out["score"], out["neg_score"], out.get("neg_mask"), float(model.capabilities.tie_tolerance))
         out["batch"] = torch.repeat_interleave(torch.arange(num_batches), walk.bounds.diff())
     return out, latencies, elapsed, records.checksum
 
@@ -574,7 +574,7 @@ def _history_mode(model: TemporalLinkModel, replay: str, history: Optional[str])
     if replay == "fixed":
         return None
     if history is None:
-        return "exact" if model.exact_history else "batch"
+        return "exact" if model.capabilities.exact_history else "batch"
     model.check_history(history)
     return history
 
@@ -796,7 +796,7 @@ def evaluate(
                     records["src"], records["dst"], records["t"], records["neg"], records.get("neg_src"),
                     records.get("neg_mask")) if keep == "all" else streamed,
                 "catalog": None if catalog is None else catalog.describe(),
-                "tie_tolerance": model.tie_tolerance,
+                "tie_tolerance": model.capabilities.tie_tolerance,
                 "aggregation": {"micro": "mean over events", "macro": "mean over sources of per-source means"},
                 "strata_reference": "events before the segment (pairs directed)" if directed
                 else "events before the segment (pairs undirected)",

@@ -300,7 +300,7 @@ def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: 
     lo, hi = shard_range(width if columns is None else columns.numel(), *shard)
     if hi == lo:  # an empty shard (more ranks than items): nothing to count here
         return above, equal, nan
-    tolerance = float(model.tie_tolerance)
+    tolerance = float(model.capabilities.tie_tolerance)
     masked = catalog.available_from is not None  # later events may see more items than earlier ones
     # where each catalog position sits among the scored columns (-1: not scored)
     slot = None if columns is None else torch.full((width,), -1, dtype=torch.long, device=device).index_copy_(
@@ -387,7 +387,7 @@ def shortcut_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score:
     if counts is None:
         return None
     above, equal = counts
-    tolerance = float(model.tie_tolerance)
+    tolerance = float(model.capabilities.tie_tolerance)
     if pairs.group is not None:
         _subtract_groups(above, equal, pairs.group, pairs.group.take(pairs.row), pair_scores, pos_score, tolerance)
     else:

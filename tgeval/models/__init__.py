@@ -13,6 +13,7 @@ from tgeval.lazy import lazy_exports
 #: public name -> the module that defines it
 _SOURCES = {
     **dict.fromkeys(("CandidateScorer", "TemporalLinkModel"), "tgeval.models.base"),
+    "Capabilities": "tgeval.models.capabilities",
     **dict.fromkeys(("DyRepConfig", "GraphMixerConfig", "ModelConfig", "TGNConfig"), "tgeval.models.config"),
     "DyRep": "tgeval.models.dyrep",
     "GraphMixer": "tgeval.models.graphmixer",

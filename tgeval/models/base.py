@@ -8,7 +8,9 @@ themselves while scoring.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, Union
 
@@ -20,10 +22,11 @@ from tgeval.compat import tensor_version
 from tgeval.data.catalog import Catalog
 from tgeval.errors import (ModelCapabilityError, ModelConfigError, ModelOutputError, ProtocolError,
                            TemporalDataError)
+from tgeval.models.capabilities import Capabilities
 from tgeval.state import State, detach_history, initial_buffers, reset_of, restore_into, snapshot_of
 
-__all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer", "scores_pair_by_pair",
-           "time_store", "check_node_ids", "check_model", "checked_scores", "score_of"]
+__all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer",
+           "scores_pair_by_pair", "time_store", "check_node_ids", "check_model", "checked_scores", "score_of"]
 
 #: ``scorer(events, candidates) -> [b, c]`` for a slice of a batch's events and a slice (or,
 #: under the approximate pre-filter, an int64 tensor of positions) of the candidate list given
@@ -39,9 +42,11 @@ class TemporalLinkModel(nn.Module):
     (:mod:`tgeval.state`): every registered buffer of every submodule, PyG's ``TGNMemory`` and
     ``LastNeighborLoader`` (found among submodules and plain attributes), tgeval's stateful
     modules, and any class with a registered state adapter; the scoring guard watches the same
-    parts. Override them only for state kept elsewhere. Subclasses may override
-    :meth:`candidate_scorer` with a faster path that gives the same scores, and
-    :meth:`catalog_counts` with an exact counting shortcut; a model with ``embed(nodes)`` and
+    parts. Override them only for state kept elsewhere. What else the engine may rely on is
+    declared in :attr:`capabilities`; the table in docs/guide/pyg-models.md ("Capabilities") says
+    which capability makes the engine call which hook (:meth:`within_batch`,
+    :meth:`index_earlier`) and which hooks are optional (:meth:`candidate_scorer`,
+    :meth:`catalog_counts`, :meth:`candidate_prior`). A model with ``embed(nodes)`` and
     ``decode(z_src, z_dst)`` gets a blockwise candidate scorer derived from them.
 
     ``model(src, dst, t)`` is :meth:`score`.
@@ -50,46 +55,17 @@ class TemporalLinkModel(nn.Module):
         num_nodes: exclusive upper bound of node ids.
     """
 
-    #: whether the class keeps the default (discovered) state methods; set per subclass
-    state_discovery: bool = True
-
-    #: ``True`` when the whole state lives in registered buffers, so the scoring guard's
-    #: tensor-version check covers it and the snapshot comparison can be skipped.
-    state_in_registered_tensors: bool = False
-
-    #: Relative half-width of the band in which the engine counts a candidate's score as
-    #: tied with the positive's (:func:`~tgeval.eval.metrics.count_above_equal`). ``0``:
-    #: exact comparison (heuristics, whose scores are exact). Float32 neural models set it
-    #: above their rounding noise: the same pair scored in differently shaped calls
-    #: (positive alone, candidates in blocks) differs in the last bits, and that noise must
-    #: not decide exact ties such as between nodes with identical embeddings.
-    tie_tolerance: float = 0.0
-
-    #: ``True`` when the model can answer "as of time ``t``" exactly: inside
-    #: :meth:`within_batch`, :meth:`score` (and :meth:`catalog_counts`) also see the events of
-    #: the batch being scored that are strictly earlier than each query's time, so every event
-    #: of a merged batch is scored from exactly the events before it (``history="exact"``). Its
-    #: state after :meth:`update` must then depend only on which events were fed, not on how
-    #: they were batched (the engine warms it up in large batches). Memory models are stale
-    #: inside a batch by design and keep ``False``.
-    exact_history: bool = False
-
-    #: ``True`` when, inside :meth:`within_batch`, the model's *neighbour lists* also hold the
-    #: batch's events strictly before each query's time while the rest of its state (a memory)
-    #: stays as of the batch start (``history="neighbors"``, DyGLib's neighbour sampler beside
-    #: its batch-start memory): TGN with ``time_gap="query"``. Not exact history: the memory is
-    #: stale inside the batch, so such a model keeps :attr:`exact_history` ``False``.
-    batch_neighbors: bool = False
-
-    #: ``False`` for a model that cannot rank a whole catalog (its node embeddings depend on the
-    #: scored pair, e.g. GraphMixer with ``time_gap="query"``): :func:`~tgeval.evaluate` then
-    #: refuses a ``catalog`` before any work, and only sampled metrics are measured.
-    ranks_all_entities: bool = True
+    #: what the engine may rely on beyond ``score`` and ``update`` (see :class:`Capabilities`);
+    #: a subclass declares its own, on the class or, when it depends on the configuration, in ``__init__``
+    capabilities: Capabilities = Capabilities()
+    #: whether the class keeps the default (discovered) state methods (computed per subclass)
+    _state_discovery: bool = True
     #: the :meth:`~tgeval.training.checkpoint.Checkpoint.describe` of the checkpoint the model was
     #: loaded from (training spec, data fingerprint, epoch, sampler counts), recorded in the manifest
     #: of every result of it; ``None`` for a model built here (and once ``fit`` trains it further)
     checkpoint_record: Optional[dict] = None
-    _earlier: Any = None  # inside within_batch: what _index_earlier made of the batch
+    #: inside :meth:`within_batch`: what :meth:`index_earlier` made of the batch; ``None`` outside
+    earlier: Any = None
 
     def __init__(self, num_nodes: int) -> None:
         super().__init__()
@@ -98,11 +74,14 @@ class TemporalLinkModel(nn.Module):
         self.num_nodes = int(num_nodes)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Record whether the subclass keeps the discovered state, and capture right after
-        construction the initial values of its buffers (what the default :meth:`reset_state`
-        returns to) and its parameters with their in-place versions (:meth:`as_built` compares with them)."""
+        """Record whether the subclass keeps the discovered state, fold a capability it still sets as a class
+        attribute of its old name (``exact_history = True``) into :attr:`capabilities` with a
+        ``DeprecationWarning``, and capture right after construction the initial values of its buffers (what
+        the default :meth:`reset_state` returns to) and its parameters with their in-place versions
+        (:meth:`as_built` compares with them)."""
         super().__init_subclass__(**kwargs)
-        cls.state_discovery = cls.snapshot is TemporalLinkModel.snapshot
+        cls._state_discovery = cls.snapshot is TemporalLinkModel.snapshot
+        _fold_capability_attributes(cls)
         init = cls.__dict__.get("__init__")
         if init is None:
             return
@@ -143,43 +122,44 @@ class TemporalLinkModel(nn.Module):
 
         Higher means more likely. Uses only the current state (history strictly before
         the batch being evaluated) and never modifies it; inside :meth:`within_batch`, a model
-        with :attr:`exact_history` also uses the batch's events strictly before ``t[i]``.
+        with ``capabilities.exact_history`` also uses the batch's events strictly before ``t[i]``.
         """
         raise NotImplementedError
 
     @contextmanager
     def within_batch(self, batch: TemporalData) -> Iterator[None]:
         """Score from the state plus the events of ``batch`` (time-sorted) strictly before each
-        query's time, for models with :attr:`exact_history` (or, in their neighbour lists,
-        :attr:`batch_neighbors`); the state does not change."""
-        if not (self.exact_history or self.batch_neighbors):
+        query's time, for models with ``capabilities.exact_history`` (or, in their neighbour lists,
+        ``batch_neighbors``): :attr:`earlier` holds :meth:`index_earlier` of ``batch`` inside; the
+        state does not change."""
+        capabilities = self.capabilities
+        if not (capabilities.exact_history or capabilities.batch_neighbors):
             raise ModelCapabilityError(f"{type(self).__name__} cannot score from exact per-timestamp history inside a "
                                        f"batch (exact_history is False): evaluate it with history='batch'.")
-        self._earlier = self._index_earlier(batch)
+        self.earlier = self.index_earlier(batch)
         try:
             yield
         finally:
-            self._earlier = None
+            self.earlier = None
 
-    def _index_earlier(self, batch: TemporalData) -> Any:
-        """What :meth:`score` needs of a batch's events inside :meth:`within_batch` (models with
-        :attr:`exact_history` or :attr:`batch_neighbors` implement it and read it back as
-        ``self._earlier``)."""
+    def index_earlier(self, batch: TemporalData) -> Any:
+        """What :meth:`score` needs of a batch's events inside :meth:`within_batch`, read back there
+        as :attr:`earlier`; required by ``capabilities.exact_history`` and ``batch_neighbors``."""
         raise NotImplementedError
 
     def check_history(self, history: str, action: str = "score") -> None:
         """Raise :class:`~tgeval.errors.ProtocolError` when the model cannot be scored (``action``: ``"score"``, ``"be
-        trained"``) under ``history``: ``"exact"`` needs :attr:`exact_history`, ``"neighbors"``
-        :attr:`batch_neighbors`; ``"batch"`` fits every model."""
-        name = type(self).__name__
-        if history == "exact" and not self.exact_history:
+        trained"``) under ``history``: ``"exact"`` needs ``capabilities.exact_history``, ``"neighbors"``
+        ``batch_neighbors``; ``"batch"`` fits every model."""
+        name, capabilities = type(self).__name__, self.capabilities
+        if history == "exact" and not capabilities.exact_history:
             raise ProtocolError(f"{name} cannot {action} from exact per-timestamp history inside a merged batch (its "
                                 f"state is as of the batch start): use history='batch' (the staleness is reported), "
                                 f"or batch_size=1 for one timestamp group per batch.")
-        if history == "neighbors" and not self.batch_neighbors:
+        if history == "neighbors" and not capabilities.batch_neighbors:
             raise ProtocolError(f"{name} has no neighbour lists that read a batch's earlier events (batch_neighbors is "
                                 f"False): history='neighbors' is for TGN with time_gap='query'; use "
-                                f"{'exact' if self.exact_history else 'batch'}.")
+                                f"{'exact' if capabilities.exact_history else 'batch'}.")
 
     def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
         """Prepare all-entity scoring of a batch against ``candidates`` (``[C]``).
@@ -266,6 +246,52 @@ class TemporalLinkModel(nn.Module):
         for tensor in list(self.parameters()) + list(self.buffers()):
             return tensor.device
         return torch.device("cpu")
+
+
+def _fold_capability_attributes(cls: type) -> None:
+    """Fold the old per-flag class attributes of ``cls`` (``exact_history = True``) into its
+    :attr:`~TemporalLinkModel.capabilities`, with a ``DeprecationWarning`` naming the one-line change;
+    a property of such a name cannot be folded and is a :class:`~tgeval.errors.ModelConfigError`."""
+    old = {name: cls.__dict__[name] for name in _CAPABILITY_NAMES if name in cls.__dict__}
+    if not old:
+        return
+    for name, value in old.items():
+        if hasattr(value, "__get__"):  # a property or method: its value is known per instance only
+            raise ModelConfigError(f"{cls.__name__}.{name} is computed, but a model now declares it in one "
+                                   f"Capabilities object: set `self.capabilities = self.capabilities.replace("
+                                   f"{name}=...)` in __init__ instead.")
+        delattr(cls, name)
+    cls.capabilities = cls.capabilities.replace(**old)
+    declared = ", ".join(f"{field.name}={getattr(cls.capabilities, field.name)!r}"
+                         for field in dataclasses.fields(Capabilities)
+                         if getattr(cls.capabilities, field.name) != field.default)
+    warnings.warn(f"{cls.__name__} sets {', '.join(old)} as class attribute(s), which is deprecated: declare "
+                  f"`capabilities = Capabilities({declared})` instead (from tgeval.models import Capabilities).",
+                  DeprecationWarning, stacklevel=3)
+
+
+#: the field names of :class:`Capabilities`, once class attributes of their own
+_CAPABILITY_NAMES = tuple(field.name for field in dataclasses.fields(Capabilities))
+
+
+def _deprecated_alias(name: str) -> property:
+    """``model.<name>``: a deprecated alias of ``model.capabilities.<name>``; assigning it (``self.exact_history =
+    True`` in ``__init__``) replaces that field of the instance's ``capabilities``. Both warn."""
+    def get(self: TemporalLinkModel) -> Any:
+        warnings.warn(f"`model.{name}` is deprecated: read `model.capabilities.{name}`.", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(self.capabilities, name)
+
+    def set_(self: TemporalLinkModel, value: Any) -> None:
+        warnings.warn(f"setting `model.{name}` is deprecated: declare it in the model's capabilities, "
+                      f"`self.capabilities = self.capabilities.replace({name}={value!r})`.", DeprecationWarning,
+                      stacklevel=2)
+        self.capabilities = self.capabilities.replace(**{name: value})
+    return property(get, set_, doc=f"Deprecated: ``capabilities.{name}``.")
+
+
+for _name in _CAPABILITY_NAMES:
+    setattr(TemporalLinkModel, _name, _deprecated_alias(_name))
 
 
 def _parameter_versions(model: nn.Module) -> list[tuple[Tensor, int]]:

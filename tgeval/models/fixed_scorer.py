@@ -17,6 +17,7 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer
+from tgeval.models.capabilities import Capabilities
 
 __all__ = ["FixedScorerModel"]
 
@@ -37,7 +38,7 @@ class FixedScorerModel(TemporalLinkModel):
         super().__init__(num_nodes)
         self.scorer = scorer
         self.description = dict(description or {})
-        self.tie_tolerance = float(tie_tolerance)
+        self.capabilities = Capabilities(tie_tolerance=tie_tolerance)
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         return self.scorer(src, dst)

@@ -59,7 +59,7 @@ class GraphMixer(NeuralLinkModel):
             node_features = torch.zeros(num_nodes, node_dim)
         super().__init__(config, config.embedding_dim)
         # an embedding at a query time can read every interaction before it, inside a batch too
-        self.exact_history = config.time_gap == "query"
+        self.capabilities = self.capabilities.replace(exact_history=config.time_gap == "query")
         self.neighbors = NeighborBuffer(num_nodes, config.num_neighbors, config.msg_dim)
         self.time_enc = FixedTimeEncoder(config.time_dim)
         self.token = nn.Linear(config.msg_dim + config.time_dim, hidden_dim)
@@ -86,7 +86,7 @@ class GraphMixer(NeuralLinkModel):
         """With ``time_gap="query"``: each node of ``ids`` embedded from its ``K`` most recent
         interactions before ``at`` (``[n]``; inside :meth:`within_batch` the batch's earlier ones
         too), gaps taken to ``at``."""
-        return self._encode(ids, *self.neighbors.recent_before(ids, at, self._earlier), at[:, None])
+        return self._encode(ids, *self.neighbors.recent_before(ids, at, self.earlier), at[:, None])
 
     def _encode(self, rows: Tensor, neighbor: Tensor, t: Tensor, msg: Tensor, valid: Tensor,
                 reference: Tensor) -> Tensor:

@@ -35,6 +35,7 @@ from tgeval.data.sorted_keys import PAD, Occurrences, merge_slots
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.errors import ModelConfigError, TemporalDataError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel, pairwise_scorer, time_store
+from tgeval.models.capabilities import Capabilities
 from tgeval.models.clock import Clock, EventClock, describe_clock, event_clock
 from tgeval.models.counting import (SourceOrder, bisect_counts, constant_thresholds, counter_at, counter_changes,
                                     distinct_pairs, key_changes, ordered_counts, source_pairs, table_counts)
@@ -101,7 +102,7 @@ class _BufferState(TemporalLinkModel):
     holds parameters only; the state travels in :meth:`snapshot`)."""
 
     _state_keys: tuple[str, ...] = ()
-    state_in_registered_tensors = True
+    capabilities = Capabilities(state_in_registered_tensors=True)
 
     def snapshot(self) -> State:
         return {key: clone_state(getattr(self, key)) for key in self._state_keys}
@@ -170,7 +171,7 @@ class EdgeBank(_BufferState):
     #: per catalog, the main array's prefix counts, rebuilt when the main keys change; the keys looked up in
     #: both arrays since the delta was last emptied (not state: they decide only where the pairs are kept)
     state_scratch = ("_held_index", "_looked_up")
-    exact_history = True
+    capabilities = Capabilities(exact_history=True, state_in_registered_tensors=True)
     keys: Tensor  # int64 [capacity]: sorted distinct pair keys of the main array, then PAD
     last_seen: Tensor  # [capacity]: last time each pair occurred (int64 or float64), then its dtype's lowest value
     delta_keys: Tensor  # int64 [delta capacity]: sorted pair keys first seen since the last merge, then PAD
@@ -300,7 +301,7 @@ class EdgeBank(_BufferState):
         latest = self.latest
         if t.is_floating_point() and not latest.is_floating_point():
             latest = latest.double()
-        earlier: Optional[Occurrences] = self._earlier
+        earlier: Optional[Occurrences] = self.earlier
         if earlier is None:
             return latest.expand_as(t)
         times = earlier.all_times  # time-sorted batch
@@ -321,7 +322,7 @@ class EdgeBank(_BufferState):
         """``M`` (bool, shape of ``src``): the pair was seen before ``t`` (within the window):
         in the stored history, or inside :meth:`within_batch` among the batch's earlier events."""
         key = self._key(src, dst)
-        earlier: Optional[Occurrences] = self._earlier
+        earlier: Optional[Occurrences] = self.earlier
         if self.window is None:
             found = self._is_stored(key)
             return found if earlier is None else found | earlier.first_before(key, t)
@@ -332,7 +333,7 @@ class EdgeBank(_BufferState):
             found = found | (earlier.count_before(key, t) > earlier.count_before(key, since))
         return found
 
-    def _index_earlier(self, batch: TemporalData) -> Occurrences:
+    def index_earlier(self, batch: TemporalData) -> Occurrences:
         return Occurrences(self._key(batch.src, batch.dst), batch.t, times_sorted=True)
 
     def _values(self) -> tuple[Union[float, Tensor], Union[float, Tensor]]:
@@ -425,7 +426,7 @@ class EdgeBank(_BufferState):
         :meth:`within_batch`, the batch's pairs first seen before ``t`` add to :math:`n_1` (plain
         catalogs without a window; otherwise ``None``).
         """
-        earlier: Optional[Occurrences] = self._earlier
+        earlier: Optional[Occurrences] = self.earlier
         available_from = catalog.available_from
         timed = self.window is not None or available_from is not None
         if not self.directed or (self.window is not None and available_from is not None) or (
@@ -558,7 +559,7 @@ def _stored_pair_counts(model: _BufferState, store: EdgeBank, src: Tensor, t: Te
     other pair never above it, and at least it for the queries where ``every_item``: a dominance count on
     ``(source, value)`` (:class:`~tgeval.models.counting.SourceOrder`), the batch's earlier pairs of the source
     scored one by one in place of what the count took for them."""
-    n, earlier = model.num_nodes, model._earlier
+    n, earlier = model.num_nodes, model.earlier
     above = at_least = torch.zeros_like(src)
     queried = torch.zeros(n, dtype=torch.bool, device=src.device).index_fill_(0, src, True)
     for keys, values in store.stored_slices():
@@ -700,7 +701,7 @@ class NodeMemory(_BufferState):
     """``1{u seen and v seen}``: both endpoints took part in an earlier event."""
 
     _state_keys = ("seen",)
-    exact_history = True
+    capabilities = Capabilities(exact_history=True, state_in_registered_tensors=True)
     seen: Tensor  # bool [N]
 
     def __init__(self, num_nodes: int) -> None:
@@ -709,12 +710,12 @@ class NodeMemory(_BufferState):
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         seen_src, seen_dst = self.seen[src], self.seen[dst]
-        earlier: Optional[Occurrences] = self._earlier
+        earlier: Optional[Occurrences] = self.earlier
         if earlier is not None:
             seen_src, seen_dst = seen_src | earlier.first_before(src, t), seen_dst | earlier.first_before(dst, t)
         return (seen_src & seen_dst).double()
 
-    def _index_earlier(self, batch: TemporalData) -> Occurrences:
+    def index_earlier(self, batch: TemporalData) -> Occurrences:
         return _endpoints(batch)
 
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
@@ -723,7 +724,7 @@ class NodeMemory(_BufferState):
         was seen; ``None`` for a catalog with availability times."""
         if catalog.available_from is not None:
             return None
-        earlier: Optional[Occurrences] = self._earlier
+        earlier: Optional[Occurrences] = self.earlier
         stored, p = self.seen.long(), pos_score.long()
         seen_src = counter_at(earlier, stored, src, t, cap=1) > 0
         none, every = torch.full_like(p, 2), torch.full_like(p, -1)  # an unseen source scores 0 everywhere
@@ -745,7 +746,7 @@ class PreferentialAttachment(_BufferState):
     """Degree product ``k_u * k_v``; ``k`` counts past events touching a node (as source or destination)."""
 
     _state_keys = ("degree",)
-    exact_history = True
+    capabilities = Capabilities(exact_history=True, state_in_registered_tensors=True)
     degree: Tensor  # float64 [N]
 
     def __init__(self, num_nodes: int) -> None:
@@ -754,12 +755,12 @@ class PreferentialAttachment(_BufferState):
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         k_src, k_dst = self.degree[src], self.degree[dst]
-        earlier: Optional[Occurrences] = self._earlier
+        earlier: Optional[Occurrences] = self.earlier
         if earlier is not None:
             k_src, k_dst = k_src + earlier.count_before(src, t), k_dst + earlier.count_before(dst, t)
         return k_src * k_dst
 
-    def _index_earlier(self, batch: TemporalData) -> Occurrences:
+    def index_earlier(self, batch: TemporalData) -> Occurrences:
         return _endpoints(batch)
 
     def catalog_counts(self, src: Tensor, t: Tensor, pos_score: Tensor,
@@ -770,7 +771,7 @@ class PreferentialAttachment(_BufferState):
         availability times."""
         if catalog.available_from is not None:
             return None
-        earlier: Optional[Occurrences] = self._earlier
+        earlier: Optional[Occurrences] = self.earlier
         stored, p = self.degree.long(), pos_score.long()
         k_src = counter_at(earlier, stored, src, t)
         divisor = k_src.clamp(min=1)
@@ -805,7 +806,7 @@ class Popularity(_BufferState):
     vectorised and scalar code paths, making a score depend on the length of the tensor it
     was computed in (i.e. on the other events of its batch). ``-inf`` for ``c_v = 0``.
 
-    Without ``half_life`` it scores from exact per-timestamp history (:attr:`exact_history`);
+    Without ``half_life`` it scores from exact per-timestamp history (``capabilities.exact_history``);
     the decayed counts are kept as of the batch start.
 
     With ``clock=EventClock(tau, origins)`` (:class:`~tgeval.models.clock.EventClock`) ages are
@@ -832,7 +833,7 @@ class Popularity(_BufferState):
         if self.clock is not None and half_life is None:
             raise ModelConfigError("an event clock ages events for a half-life: give half_life (in ticks) too.")
         self.half_life = half_life
-        self.exact_history = half_life is None or self.clock is not None
+        self.capabilities = self.capabilities.replace(exact_history=half_life is None or self.clock is not None)
         self.register_buffer("in_degree", torch.zeros(num_nodes, dtype=torch.float64), persistent=False)
         # in_degree holds the decayed counts as of reference_time.
         self.register_buffer("reference_time", torch.zeros((), dtype=torch.long), persistent=False)
@@ -855,18 +856,18 @@ class Popularity(_BufferState):
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         if self.clock is not None:
-            earlier: Optional[_TickIndex] = self._earlier
+            earlier: Optional[_TickIndex] = self.earlier
             if earlier is None:
                 return torch.log2(self.in_degree)[dst] + torch.zeros_like(t, dtype=torch.float64)
             return earlier.tables[earlier.offset(t), dst]
         if self.half_life is None:
-            earlier_events: Optional[Occurrences] = self._earlier
+            earlier_events: Optional[Occurrences] = self.earlier
             return self.in_degree[dst] if earlier_events is None else (
                 self.in_degree[dst] + earlier_events.count_before(dst, t))
         # log2 over the whole [N] table: the same code path whatever the batch.
         return torch.log2(self.in_degree)[dst] - (t - self.reference_time).double() / self.half_life
 
-    def _index_earlier(self, batch: TemporalData) -> Union[Occurrences, "_TickIndex"]:
+    def index_earlier(self, batch: TemporalData) -> Union[Occurrences, "_TickIndex"]:
         if self.clock is None:
             return Occurrences(batch.dst, batch.t, times_sorted=True)
         # one table per tick a query of the batch can have: the counts of the ticks before it, decayed to it
@@ -898,7 +899,7 @@ class Popularity(_BufferState):
         if catalog.available_from is not None:
             return None
         if self.clock is not None:
-            earlier: Optional[_TickIndex] = self._earlier
+            earlier: Optional[_TickIndex] = self.earlier
             if earlier is None:
                 return table_counts(torch.log2(self.in_degree)[None, :], catalog, torch.zeros_like(src), pos_score)
             return table_counts(earlier.tables, catalog, earlier.offset(t), pos_score)
@@ -907,7 +908,7 @@ class Popularity(_BufferState):
             logs = torch.sort(torch.log2(self.in_degree).take(catalog.items)).values
             return bisect_counts(logs, lambda log_count: log_count - age, pos_score)
         p = pos_score.long()
-        return _counted(self, src, t, pos_score, catalog, self.in_degree.long(), p, p, self._earlier)
+        return _counted(self, src, t, pos_score, catalog, self.in_degree.long(), p, p, self.earlier)
 
     def update(self, batch: TemporalData) -> None:
         if self.clock is not None:
@@ -986,7 +987,7 @@ class _Recency(EdgeBank):
         """Whether each key occurred before ``t`` and its last time (arbitrary where not): the stored one or,
         inside :meth:`within_batch`, the batch's latest before ``t``."""
         found, last = self._lookup(key)
-        earlier: Optional[Occurrences] = self._earlier
+        earlier: Optional[Occurrences] = self.earlier
         if earlier is not None:  # the key's latest occurrence in the batch before t
             count = earlier.count_before(key, t)
             start = torch.searchsorted(earlier.keys, key.contiguous())
@@ -1010,7 +1011,7 @@ class _Recency(EdgeBank):
         the stored pairs of each query's source and its batch pairs before ``t`` scored one by one
         (:func:`~tgeval.models.counting.ordered_counts`; their numbers are read from the device), a
         catalog with no availability times."""
-        n, earlier = self.num_nodes, self._earlier
+        n, earlier = self.num_nodes, self.earlier
         parts = [source_pairs(self.keys, src, n), source_pairs(self.delta_keys, src, n)]
         if earlier is not None:
             parts.append(source_pairs(earlier.keys, src, n, earlier, t))
@@ -1045,7 +1046,7 @@ class _Recency(EdgeBank):
                                        torch.maximum(threshold, since), ~finite)
         if self.window is not None or not exact:
             return None
-        n, earlier = self.num_nodes, self._earlier
+        n, earlier = self.num_nodes, self.earlier
         found, last = self._lookup(torch.arange(n, device=src.device))
         stored = torch.where(found, last, lowest)
 
@@ -1125,7 +1126,7 @@ class _EventCounts(_BufferState, ApplyHookModule):
         if self.clock is not None and half_life is None:
             raise ModelConfigError("an event clock ages events for a half-life: give half_life (in ticks) too.")
         self.half_life = half_life
-        self.exact_history = half_life is None or self.clock is not None
+        self.capabilities = self.capabilities.replace(exact_history=half_life is None or self.clock is not None)
         #: plain counts (no window, half-life nor clock): one running count per key instead of the event log
         self.plain = self.window is None and half_life is None
         self.pairs = EdgeBank(num_nodes) if self.plain and self.scope == "local" else None  # its "time": the count
@@ -1170,7 +1171,7 @@ class _EventCounts(_BufferState, ApplyHookModule):
 
     def score(self, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         key = self._key(src, dst)
-        earlier: Optional[Occurrences] = self._earlier
+        earlier: Optional[Occurrences] = self.earlier
         # every stored event precedes every query (the engine feeds a batch after scoring it)
         if self.plain:  # the stored count (a destination key: one lookup per candidate of a block, not per pair)
             key = key.contiguous()
@@ -1178,7 +1179,7 @@ class _EventCounts(_BufferState, ApplyHookModule):
             return (count if earlier is None else count + earlier.count_before(key, t)).double()
         log = self._log
         if self.clock is not None:
-            ticks: Optional[_TickIndex] = self._earlier
+            ticks: Optional[_TickIndex] = self.earlier
             if ticks is None:
                 now = torch.full_like(t, self.clock.tick_of(self.keys.numel()), dtype=torch.long)
                 return self._decayed_score(key, now, log, self._log_sum, self._last)
@@ -1198,7 +1199,7 @@ class _EventCounts(_BufferState, ApplyHookModule):
         sources = (log,) if earlier is None else (log, earlier)
         return (count - sum(occurrences.count_before(key, since) for occurrences in sources)).double()
 
-    def _index_earlier(self, batch: TemporalData) -> Union[Occurrences, _TickIndex]:
+    def index_earlier(self, batch: TemporalData) -> Union[Occurrences, _TickIndex]:
         if self.clock is None:
             return Occurrences(self._key(batch.src, batch.dst), batch.t, times_sorted=True)
         # per tick a query of the batch can have, the decayed index of the events of the ticks before it
@@ -1227,7 +1228,7 @@ class _EventCounts(_BufferState, ApplyHookModule):
         with an event clock or for a catalog with availability times."""
         if catalog.available_from is not None or self.clock is not None:
             return None
-        n, earlier = self.num_nodes, self._earlier
+        n, earlier = self.num_nodes, self.earlier
         if self.pairs is not None:  # a count above p: at least p + 1; every item scores at least 0
             p = pos_score.long()
             return _stored_pair_counts(self, self.pairs, src, t, pos_score, catalog, p + 1, p, p <= 0)

@@ -27,6 +27,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import Occurrences
 from tgeval.errors import ModelCapabilityError, ModelConfigError
 from tgeval.models.base import CandidateScorer, time_store
+from tgeval.models.capabilities import Capabilities
 from tgeval.models.counting import SourceOrder, distinct_pairs, key_changes, ordered_counts, source_pairs
 from tgeval.models.heuristics import EdgeBank, _BufferState, _counted_pairs, _lowest
 from tgeval.state import State, clone_state
@@ -78,7 +79,7 @@ class Lexicographic(_BufferState):
         keys: two distinct names of :data:`KEYS`, the first one first.
     """
 
-    exact_history = True
+    capabilities = Capabilities(exact_history=True, state_in_registered_tensors=True)
     #: the name :meth:`describe` records (a registered combination's registry name)
     name = "lexicographic"
     _state_keys = ("clock", "latest", "node_last", "node_count")
@@ -123,7 +124,7 @@ class Lexicographic(_BufferState):
     def _key_code(self, key: str, src: Tensor, dst: Tensor, t: Tensor) -> Tensor:
         """int64, the broadcast shape: the code of ``key`` for the pairs, from the state and, inside
         :meth:`within_batch`, the batch's events strictly before ``t``."""
-        earlier: Optional[_Batch] = self._earlier
+        earlier: Optional[_Batch] = self.earlier
         local = key.endswith("local")
         if local:
             pair = self._pair(src, dst)
@@ -147,7 +148,7 @@ class Lexicographic(_BufferState):
     def candidate_scorer(self, src: Tensor, t: Tensor, candidates: Tensor) -> CandidateScorer:
         return self._blocks(src, t, candidates)
 
-    def _index_earlier(self, batch: TemporalData) -> _Batch:
+    def index_earlier(self, batch: TemporalData) -> _Batch:
         return _Batch(self, batch)
 
     def _global_code(self, dst: Tensor, t: Optional[Tensor] = None) -> Tensor:
@@ -191,7 +192,7 @@ class Lexicographic(_BufferState):
         """
         if catalog.available_from is not None:
             return None
-        n, earlier = self.num_nodes, self._earlier
+        n, earlier = self.num_nodes, self.earlier
         p = pos_score.long()  # an integer below 2^53: exact
         stored = self._global_code(torch.arange(n, device=src.device))
         changes = None if earlier is None else self._changes(earlier, t, catalog, stored)

@@ -37,6 +37,7 @@ from tgeval.compat import ApplyHookModule, tensor_version, view_base
 from tgeval.device import host_ints, positions
 from tgeval.errors import DataFormatError, ModelCapabilityError, ModelConfigError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel
+from tgeval.models.capabilities import Capabilities
 from tgeval.models.layers import LinkDecoder
 from tgeval.models.memory import TensorMemory
 from tgeval.models.neighbors import BatchInteractions
@@ -79,11 +80,10 @@ class NeuralLinkModel(TemporalLinkModel, ApplyHookModule):
 
     #: Memory, last updates, pending messages, neighbour slots and the event store are all
     #: registered buffers (written in place or reassigned by name), so the scoring guard's
-    #: tensor-version check covers the state without copying it twice per batch.
-    state_in_registered_tensors = True
-
-    #: float32 rounding differs across call shapes by ~1e-7 relative; ties within 1e-5
-    tie_tolerance = 1e-5
+    #: tensor-version check covers the state without copying it twice per batch; float32 rounding
+    #: differs across call shapes by ~1e-7 relative, so ties are counted within 1e-5. A node embedded
+    #: at a query time (``config.time_gap == "query"``) is embedded per scored pair: no all-entity ranking.
+    capabilities = Capabilities(state_in_registered_tensors=True, tie_tolerance=1e-5)
     #: most nodes embedded in one call (bounds peak memory when many nodes are asked for)
     embed_chunk = 8192
     #: keep embeddings across batches in evaluation (memory: one ``[num_nodes, D]`` float array
@@ -99,6 +99,8 @@ class NeuralLinkModel(TemporalLinkModel, ApplyHookModule):
             raise ModelConfigError(f"msg_dim must be >= 1 (use 1, a zero column, for data without features), got "
                                    f"{config.msg_dim}.")
         self.config = config
+        self.capabilities = self.capabilities.replace(
+            ranks_all_entities=getattr(config, "time_gap", "latest") == "latest")
         self.msg_dim = config.msg_dim
         self.decoder = LinkDecoder(embedding_dim)
         self._cache: Optional[_Cache] = None
@@ -135,11 +137,6 @@ class NeuralLinkModel(TemporalLinkModel, ApplyHookModule):
         whose embeddings depend on the query time (``config.time_gap == "query"``)."""
         raise NotImplementedError
 
-    @property
-    def ranks_all_entities(self) -> bool:  # type: ignore[override]
-        """``False`` with ``config.time_gap == "query"``: a node is then embedded per scored pair."""
-        return getattr(self.config, "time_gap", "latest") == "latest"
-
     # -- embeddings ---------------------------------------------------------------------
     def _mask(self, ids: Tensor) -> Tensor:
         mask = torch.zeros(self.num_nodes, dtype=torch.bool, device=ids.device)
@@ -158,7 +155,7 @@ class NeuralLinkModel(TemporalLinkModel, ApplyHookModule):
     def _embed_mask(self, mask: Tensor, sizes: Optional[list[int]] = None) -> tuple[Tensor, Tensor]:
         """``(rows, z)``: the sorted nodes of a bool mask and their embeddings, in calls of at most
         :attr:`embed_chunk` nodes; ``sizes`` (its count, then :meth:`row_sizes`) if already read."""
-        if not self.ranks_all_entities:
+        if not self.capabilities.ranks_all_entities:
             raise ModelCapabilityError(f"{type(self).__name__} with time_gap='query' embeds a node at a query time, "
                                        f"not once per batch: it scores pairs (sampled metrics, training) but has no "
                                        f"all-entity ranking; evaluate it with catalog=None (--no-all-entity), or use "
@@ -260,7 +257,7 @@ class NeuralLinkModel(TemporalLinkModel, ApplyHookModule):
         without all-entity ranking, every distinct (node, time) of the call at that time
         (:meth:`embed_at`, in chunks of :attr:`embed_chunk`)."""
         ids = torch.cat([src, dst])
-        if self.ranks_all_entities:
+        if self.capabilities.ranks_all_entities:
             z = self.embed(ids)
         else:
             pairs, inverse = torch.unique(torch.stack([ids, torch.cat([t, t])]), dim=1, return_inverse=True)
@@ -351,7 +348,7 @@ class NeuralLinkModel(TemporalLinkModel, ApplyHookModule):
             order = order[torch.argsort(key[order], stable=True)]
         return order
 
-    def _index_earlier(self, batch: TemporalData) -> BatchInteractions:
+    def index_earlier(self, batch: TemporalData) -> BatchInteractions:
         src, dst, t, msg = batch.src, batch.dst, batch.t, self.messages(batch)
         order = self._canonical_order(src, dst, t, msg if getattr(batch, "msg", None) is not None else None)
         return BatchInteractions.of(src[order], dst[order], t[order], msg[order])

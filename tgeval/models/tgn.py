@@ -54,7 +54,7 @@ class TGN(NeuralLinkModel):
                                    IdentityMessage(c.msg_dim, c.memory_dim, c.time_dim), time_origin=c.time_origin)
         self.neighbors = NeighborBuffer(c.num_nodes, c.num_neighbors, c.msg_dim)
         # an embedding at a query time reads the batch's earlier events as neighbours (memory stays stale)
-        self.batch_neighbors = c.time_gap == "query"
+        self.capabilities = self.capabilities.replace(batch_neighbors=c.time_gap == "query")
         self.gnn = GraphAttentionEmbedding(c.memory_dim, c.embedding_dim, c.msg_dim, self.memory.time_enc, c.dropout)
 
     @property
@@ -77,7 +77,7 @@ class TGN(NeuralLinkModel):
         of ``ids`` before ``at`` (``[n]``; inside :meth:`within_batch` the batch's earlier ones too),
         time gaps ``at - t_e``, with the memories (as of the batch start) of the nodes and their
         neighbours."""
-        neighbor, t, msg, valid = self.neighbors.recent_before(ids, at, self._earlier)
+        neighbor, t, msg, valid = self.neighbors.recent_before(ids, at, self.earlier)
         mask = self._mask(ids)
         mask[torch.where(valid, neighbor, ids[:, None])] = True
         count, *sizes = host_ints(mask.sum(), *self.memory.message_sizes(mask))

@@ -163,7 +163,7 @@ def default_val_sampler(model: TemporalLinkModel, data: TemporalData, split: Spl
 def validation_history(model: TemporalLinkModel, history: str) -> HistoryMode:
     """The ``history`` validation scores with after training under ``history``: ``"neighbors"``
     when training used it, else ``evaluate``'s default (``"exact"`` for models that allow it)."""
-    return "neighbors" if history == "neighbors" else "exact" if model.exact_history else "batch"
+    return "neighbors" if history == "neighbors" else "exact" if model.capabilities.exact_history else "batch"
 
 
 @dataclass(frozen=True)
@@ -483,7 +483,7 @@ def fit(
             whole run); checked before the first epoch.
         LeakageError: another thread is in a pass on the same model object (:func:`~tgeval.state.exclusive`).
     """
-    if validation.catalog is not None and not model.ranks_all_entities:
+    if validation.catalog is not None and not model.capabilities.ranks_all_entities:
         raise ModelCapabilityError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog: validate "
                                    f"it with Validation(catalog=None) and a sampled Validation.metric.")
     if epochs < 1 or (patience is not None and patience < 1):

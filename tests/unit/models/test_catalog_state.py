@@ -104,7 +104,7 @@ class _ListState(EdgeBank):
     """State partly outside registered tensors (a Python list): the guard's attribute fingerprints
     see it, and so does the comparison of snapshots."""
 
-    state_in_registered_tensors = False
+    capabilities = EdgeBank.capabilities.replace(state_in_registered_tensors=False)
 
     def __init__(self):
         super().__init__(10)

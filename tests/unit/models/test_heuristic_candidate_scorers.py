@@ -68,7 +68,7 @@ def test_fast_all_entity_ranks_equal_pair_by_pair(data, variant, start, batch_si
     segment = segment_from(data, min(start, data.num_events - 1))
     catalog = build_catalog(data, kind, num_nodes=N)
     make = lambda: registry.build(name, num_nodes=N, **options)  # noqa: E731
-    if replay == "fixed" or not make().exact_history:
+    if replay == "fixed" or not make().capabilities.exact_history:
         history = None if replay == "fixed" else "batch"
     protocol = Protocol(num_negatives=2, batch_size=batch_size, seed=3, ties=ties, replay=replay, history=history)
     run = lambda model: evaluate(model, data, segment, protocol, sampler=SAMPLER,  # noqa: E731
@@ -125,7 +125,7 @@ def test_counted_all_entity_ranks_equal_scored(data, variant, start, batch_size,
     catalog = (Catalog("custom", torch.tensor([0, 2, 3, 5, 8]), None, N) if kind == "custom"
                else build_catalog(data, kind, num_nodes=N))
     make = lambda: registry.build(name, num_nodes=N, **options)  # noqa: E731
-    if replay == "fixed" or not make().exact_history:
+    if replay == "fixed" or not make().capabilities.exact_history:
         history = None if replay == "fixed" else "batch"
     protocol = Protocol(num_negatives=2, batch_size=batch_size, seed=3, replay=replay, history=history)
     run = lambda model, shortcut: evaluate(model, data, segment, protocol, sampler=SAMPLER,  # noqa: E731

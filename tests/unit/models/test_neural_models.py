@@ -146,7 +146,7 @@ def test_guard_catches_a_leaky_subclass(name, stream):
     model = make(name, cls=leaky)
     feed(model, stream[:150])
     src, dst, t = queries(stream)
-    assert model.state_in_registered_tensors  # the version check alone covers the whole state
+    assert model.capabilities.state_in_registered_tensors  # the version check alone covers the whole state
     for deep in (False, True):
         with pytest.raises(LeakageError, match=f"{leaky.__name__} changed"):
             with no_state_change(model, deep=deep):
@@ -563,7 +563,7 @@ def test_graphmixer_query_time_gaps(stream):
         one = torch.stack([query.score(src[i:i + 1], dst[i:i + 1], later[i:i + 1]) for i in range(len(pairs))])
         torch.testing.assert_close(one.flatten(), query.score(src, dst, later), rtol=1e-6, atol=1e-6)
     catalog, test = Catalog("custom", torch.arange(N), None, N), chronological_split(stream).test
-    assert latest.ranks_all_entities and not query.ranks_all_entities
+    assert latest.capabilities.ranks_all_entities and not query.capabilities.ranks_all_entities
     with pytest.raises(ModelCapabilityError, match="cannot rank a whole catalog.*catalog=None"):
         evaluate(query, stream, test, catalog=catalog)  # refused before any work
     with pytest.raises(ModelCapabilityError, match="time_gap='query'.*catalog=None"):
@@ -622,6 +622,6 @@ def test_tgn_query_time_gaps_attend_to_the_interactions_before_the_query_time():
             whole = model.score(src, dst, t)
             one = torch.cat([model.score(src[i:i + 1], dst[i:i + 1], t[i:i + 1]) for i in range(src.numel())])
         torch.testing.assert_close(one, whole, rtol=1e-5, atol=1e-6)
-    assert model.batch_neighbors and not model.exact_history and not model.ranks_all_entities
+    assert model.capabilities.batch_neighbors and not model.capabilities.exact_history and not model.capabilities.ranks_all_entities
     with pytest.raises(ModelCapabilityError, match="time_gap='query'.*catalog=None"):
         model.embed(torch.arange(N))

@@ -132,7 +132,7 @@ def test_future_perturbation_never_changes_past_scores(data, name, start, cut, b
 def test_decayed_popularity_matches_reference_under_online_updates(scope, data, batch_size, half_life):
     """As of the batch start (no exact history): the log of the decayed count of the earlier batches' events."""
     model = (LocalPopularity if scope == "local" else GlobalPopularity)(8, half_life=half_life)
-    assert not model.exact_history
+    assert not model.capabilities.exact_history
     reference, history = popularity(scope, half_life=half_life), []
     us, vs = torch.arange(8).repeat_interleave(8), torch.arange(8).repeat(8)
     for batch in TimestampBatchLoader(data, batch_size):

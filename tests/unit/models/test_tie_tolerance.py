@@ -59,6 +59,6 @@ def test_tgn_from_empty_history_ties_every_candidate_whatever_the_batch_size():
         assert int(result.records["above"].sum()) == 0
         assert int(result.records["sampled_above"].sum()) == 0
         assert torch.equal(result.records["equal"], result.records["candidates"])
-        assert result.manifest["tie_tolerance"] == model.tie_tolerance
+        assert result.manifest["tie_tolerance"] == model.capabilities.tie_tolerance
         mrrs.append(result.metrics["all_entity"]["mrr"]["micro"])
     assert mrrs[0] == mrrs[1] == mrrs[2]
