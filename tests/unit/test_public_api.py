@@ -67,7 +67,7 @@ EXPORTS = {
     },
     "tgeval.models": {
         "type alias": ["CandidateScorer"],
-        "class": ["DyRep", "DyRepConfig", "EdgeBank", "GlobalPopularity", "GlobalRecency", "GraphMixer",
+        "class": ["Capabilities", "DyRep", "DyRepConfig", "EdgeBank", "GlobalPopularity", "GlobalRecency", "GraphMixer",
                   "GraphMixerConfig", "LocalPopularity", "LocalRecency", "ModelConfig", "NeuralLinkModel", "NodeMemory",
                   "PairMembership", "Popularity", "PreferentialAttachment", "TGN", "TGNConfig", "TemporalLinkModel"],
         "function": ["message_dim"],
