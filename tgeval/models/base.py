@@ -251,7 +251,12 @@ class TemporalLinkModel(nn.Module):
 def _fold_capability_attributes(cls: type) -> None:
     """Fold the old per-flag class attributes of ``cls`` (``exact_history = True``) into its
     :attr:`~TemporalLinkModel.capabilities`, with a ``DeprecationWarning`` naming the one-line change;
-    a property of such a name cannot be folded and is a :class:`~tgeval.errors.ModelConfigError`."""
+    a property of such a name cannot be folded and is a :class:`~tgeval.errors.ModelConfigError`. The hook's old
+    name, ``_index_earlier``, becomes :meth:`~TemporalLinkModel.index_earlier` the same way."""
+    if "_index_earlier" in cls.__dict__ and "index_earlier" not in cls.__dict__:
+        cls.index_earlier = cls.__dict__["_index_earlier"]
+        warnings.warn(f"{cls.__name__}._index_earlier is deprecated: rename it `index_earlier` (and read "
+                      f"`self.earlier` for `self._earlier`).", DeprecationWarning, stacklevel=3)
     old = {name: cls.__dict__[name] for name in _CAPABILITY_NAMES if name in cls.__dict__}
     if not old:
         return
@@ -292,6 +297,14 @@ def _deprecated_alias(name: str) -> property:
 
 for _name in _CAPABILITY_NAMES:
     setattr(TemporalLinkModel, _name, _deprecated_alias(_name))
+
+
+def _old_earlier(self: TemporalLinkModel) -> Any:
+    warnings.warn("`self._earlier` is deprecated: read `self.earlier`.", DeprecationWarning, stacklevel=2)
+    return self.earlier
+
+
+TemporalLinkModel._earlier = property(_old_earlier, doc="Deprecated: :attr:`earlier`.")  # type: ignore[attr-defined]
 
 
 def _parameter_versions(model: nn.Module) -> list[tuple[Tensor, int]]:

@@ -3,12 +3,14 @@
 import math
 
 import pytest
+import torch
+from torch_geometric.data import TemporalData
 
 import tgeval
-from tgeval.errors import ModelConfigError
-from tgeval.models import Capabilities, EdgeBank, Popularity, TemporalLinkModel
+from tgeval.data.sorted_keys import Occurrences
 from tgeval.data.synthetic import generate_events
-from tgeval.errors import ModelCapabilityError
+from tgeval.errors import ModelCapabilityError, ModelConfigError
+from tgeval.models import Capabilities, EdgeBank, Popularity, TemporalLinkModel
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.helpers import small_neural_model
@@ -97,3 +99,22 @@ def test_old_instance_attribute_is_folded_and_old_read_still_answers():
     assert Configured.capabilities == EdgeBank.capabilities  # the class's declaration is untouched
     with pytest.warns(DeprecationWarning, match=r"read `model.capabilities.exact_history`"):
         assert model.exact_history is True
+
+
+def test_old_exact_history_hook_name_still_serves_within_batch():
+    with pytest.warns(DeprecationWarning) as caught:
+        class OldHook(EdgeBank):
+            exact_history = True
+
+            def _index_earlier(self, batch):  # every event one time unit early: EdgeBank's own hook differs
+                return Occurrences(self._key(batch.src, batch.dst), batch.t - 1, times_sorted=True)
+    assert any("rename it `index_earlier`" in str(w.message) for w in caught)
+    batch = TemporalData(src=torch.tensor([0, 1]), dst=torch.tensor([1, 2]), t=torch.tensor([1, 2]))
+    model = OldHook(4)
+    with model.within_batch(batch):
+        assert model.earlier is not None
+        with pytest.warns(DeprecationWarning, match="read `self.earlier`"):
+            assert model._earlier is model.earlier
+        # the old hook serves: pair (1, 2) of t=2 counts as of t=1, before the scored time 2
+        assert model.score(torch.tensor([0, 1]), torch.tensor([1, 2]), torch.tensor([2, 2])).tolist() == [1.0, 1.0]
+    assert model.earlier is None
