@@ -1,6 +1,7 @@
 """Atomic file writes (a reader sees the old file or the complete new one, never a partial one),
 checks that an output can be written, made before the work that produces it, the lock of a folder for its
-writer, the clean-up of what a failed command left, and the check that an input file is there."""
+writer, the clean-up of what a failed command left, the check that an input file is there, the path type
+(:data:`PathLike`) and the JSON-safe copy of a value (:func:`json_safe`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import fcntl
 import glob
 import hashlib
 import json
+import math
 import os
 import re
 import shlex
@@ -20,24 +22,39 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from tgeval.errors import InputPathError, OutputPathError
 
 __all__ = ["write_atomic", "write_atomic_group", "check_writable", "check_input_file", "check_distinct", "same_file",
            "fresh_sibling", "replace_folder", "file_sha256", "sha256_of", "folder_lock", "full_disk_refused",
-           "writing_outputs", "existing_output", "CHECKPOINT_MAGIC"]
+           "writing_outputs", "existing_output", "CHECKPOINT_MAGIC", "PathLike", "json_safe"]
 
-PathArg = Union[str, os.PathLike]
+#: a file path: text or an ``os.PathLike`` (``pathlib.Path``)
+PathLike = Union[str, "os.PathLike[str]"]
 
 
-def write_atomic(path: Union[str, os.PathLike], content: Union[str, bytes]) -> None:
+def json_safe(value: Any) -> Any:
+    """JSON-safe copy: tensors to lists/numbers, NaN/inf to ``None``."""
+    torch = sys.modules.get("torch")  # a tensor exists only once torch is imported: this module never imports it
+    if torch is not None and isinstance(value, torch.Tensor):
+        value = value.tolist()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def write_atomic(path: PathLike, content: Union[str, bytes]) -> None:
     """Write ``content`` (text as UTF-8, or bytes) to ``path`` via a temporary file in the same
     folder, ``fsync`` and ``os.replace``; on any failure the old file is left untouched."""
     write_atomic_group([(path, content)])
 
 
-def write_atomic_group(files: Sequence[tuple[Union[str, os.PathLike], Union[str, bytes]]]) -> None:
+def write_atomic_group(files: Sequence[tuple[PathLike, Union[str, bytes]]]) -> None:
     """Write several files that belong together (a result and its per-event file), all or none.
 
     Every file is first written to a temporary name in its folder and ``fsync``-ed; only then
@@ -154,7 +171,7 @@ def sha256_of(payload: bytes) -> str:
     return f"sha256:{hashlib.sha256(payload).hexdigest()}"
 
 
-def file_sha256(path: Union[str, os.PathLike]) -> str:
+def file_sha256(path: PathLike) -> str:
     """``"sha256:<hex>"`` of a file's bytes (read in blocks)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -163,7 +180,7 @@ def file_sha256(path: Union[str, os.PathLike]) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
-def check_writable(path: Union[str, os.PathLike], *, folder: bool = False, what: str = "output") -> None:
+def check_writable(path: PathLike, *, folder: bool = False, what: str = "output") -> None:
     """Raise :class:`~tgeval.errors.OutputPathError` unless ``path`` can be written: a file path
     (``folder=False``) must not be a folder, a folder path must not be a file, and the nearest
     existing folder on the way must accept a new file (probed with a temporary file that is
@@ -189,7 +206,7 @@ def check_writable(path: Union[str, os.PathLike], *, folder: bool = False, what:
                               f"({exc.strerror}). Choose a writable location.") from None
 
 
-def check_input_file(path: PathArg, *, what: str = "input file", fix: Optional[str] = None) -> None:
+def check_input_file(path: PathLike, *, what: str = "input file", fix: Optional[str] = None) -> None:
     """Raise :class:`~tgeval.errors.InputPathError` unless ``path`` (named ``what`` in the message) is a regular file
     (or a link to one), checked before any reader opens it: an empty path, a path that does not exist (the message
     says where a relative path was looked for, and ``fix`` when given, else to check the path), a link that leads
@@ -252,7 +269,7 @@ _SPECIAL_FILES = (
     (lambda mode: True, "a special file", "it holds no bytes of its own", False))
 
 
-def same_file(a: PathArg, b: PathArg) -> bool:
+def same_file(a: PathLike, b: PathLike) -> bool:
     """Whether ``a`` and ``b`` are one file: the same resolved path (symlinks followed; also for paths that do
     not exist yet), or, where both exist, the same ``(st_dev, st_ino)`` (a hard link)."""
     if os.path.realpath(a) == os.path.realpath(b):
@@ -264,8 +281,8 @@ def same_file(a: PathArg, b: PathArg) -> bool:
     return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
 
 
-def check_distinct(inputs: Mapping[str, Optional[PathArg]], outputs: Mapping[str, Optional[PathArg]],
-                   replaced: Optional[Mapping[str, PathArg]] = None,
+def check_distinct(inputs: Mapping[str, Optional[PathLike]], outputs: Mapping[str, Optional[PathLike]],
+                   replaced: Optional[Mapping[str, PathLike]] = None,
                    writes: Optional[Mapping[str, str]] = None) -> None:
     """Raise :class:`~tgeval.errors.OutputPathError` if an output of a command could destroy an input or
     another output; called once per command, before any work, with its paths keyed by how the user named
@@ -306,7 +323,7 @@ CHECKPOINT_MAGIC = b"TGEVAL-CHECKPOINT"
 _RESULT_BYTES = 1 << 26
 
 
-def existing_output(path: PathArg) -> Optional[str]:
+def existing_output(path: PathLike) -> Optional[str]:
     """The kind of costly tgeval output the file at ``path`` holds: ``"checkpoint"`` (its header) or ``"result"``
     (a JSON object with ``manifest`` and ``metrics``, as :meth:`~tgeval.eval.result.Result.save` writes it);
     ``None`` for anything else, or no regular file."""
@@ -325,7 +342,7 @@ def existing_output(path: PathArg) -> Optional[str]:
     return "result" if isinstance(payload, dict) and {"manifest", "metrics"} <= payload.keys() else None
 
 
-def fresh_sibling(folder: PathArg) -> Path:
+def fresh_sibling(folder: PathLike) -> Path:
     """A new empty folder beside ``folder`` (its parent created if missing), hidden and named after it, with
     the usual permissions: where a command writes before :func:`replace_folder` swaps it in. Called holding the
     folder's lock (:func:`folder_lock`), whose next holder deletes it if this writer is killed."""
@@ -338,7 +355,7 @@ def fresh_sibling(folder: PathArg) -> Path:
     return fresh
 
 
-def replace_folder(fresh: PathArg, folder: PathArg) -> None:
+def replace_folder(fresh: PathLike, folder: PathLike) -> None:
     """Swap the complete folder ``fresh`` in as ``folder`` and delete the old one: two renames (the old folder
     aside, ``fresh`` in) and the deletion with ``SIGINT`` / ``SIGTERM`` held back, so a termination request lands
     after them; until then ``folder`` is untouched. (A ``SIGKILL`` between the renames leaves the old folder as
@@ -358,7 +375,7 @@ def replace_folder(fresh: PathArg, folder: PathArg) -> None:
 _HELD: set[tuple[str, int]] = set()
 
 
-def _lock_file(folder: PathArg) -> Path:
+def _lock_file(folder: PathLike) -> Path:
     """The lock of ``folder``: the hidden file ``.NAME.lock`` beside it (its resolved path), so that it stays
     while the folder is swapped whole (:func:`replace_folder`) and every spelling of the folder shares it."""
     real = Path(os.path.realpath(folder))
@@ -366,7 +383,7 @@ def _lock_file(folder: PathArg) -> Path:
 
 
 @contextmanager
-def folder_lock(folder: PathArg, *, what: str, command: Optional[str] = None) -> Iterator[None]:
+def folder_lock(folder: PathLike, *, what: str, command: Optional[str] = None) -> Iterator[None]:
     """Hold ``folder`` (a run or checkpoint folder) for this writer during the block; a second writer is refused
     at once with an :class:`~tgeval.errors.OutputPathError` naming the holder (its process id and ``command``,
     default this process's command line, recorded in the lock file) and ``what`` the folder is.
@@ -411,7 +428,7 @@ def folder_lock(folder: PathArg, *, what: str, command: Optional[str] = None) ->
         _remove_empty(made)
 
 
-def _acquire(lock: Path, folder: PathArg, what: str) -> int:
+def _acquire(lock: Path, folder: PathLike, what: str) -> int:
     """The open, exclusively locked lock file ``lock`` of ``folder``; a held one is refused, naming its holder."""
     while True:
         try:
@@ -464,7 +481,7 @@ def _remove_stale_work_folders(folder: Path) -> None:
         shutil.rmtree(path)
 
 
-def _missing_folders(path: PathArg) -> list[Path]:
+def _missing_folders(path: PathLike) -> list[Path]:
     """``path`` and its ancestors that do not exist, deepest first: what writing into ``path`` creates."""
     missing, folder = [], Path(os.path.abspath(path))
     while not folder.exists() and folder != folder.parent:
@@ -487,7 +504,7 @@ def _remove_empty(folders: Sequence[Path]) -> None:
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
-def _no_space(path: PathArg, error: OSError, fix: str) -> OutputPathError:
+def _no_space(path: PathLike, error: OSError, fix: str) -> OutputPathError:
     """The error of a full disk met writing ``path`` (atomically: the previous file is unchanged)."""
     folder = Path(path).absolute().parent
     while not folder.exists():
@@ -499,7 +516,7 @@ def _no_space(path: PathArg, error: OSError, fix: str) -> OutputPathError:
 
 
 @contextmanager
-def full_disk_refused(path: PathArg, fix: str) -> Iterator[None]:
+def full_disk_refused(path: PathLike, fix: str) -> Iterator[None]:
     """Turn a full disk (``ENOSPC``, ``EDQUOT``) while the block writes ``path`` atomically into an
     :class:`~tgeval.errors.OutputPathError` naming the path, the space left and ``fix``."""
     try:
@@ -511,8 +528,8 @@ def full_disk_refused(path: PathArg, fix: str) -> Iterator[None]:
 
 
 @contextmanager
-def writing_outputs(outputs: Mapping[str, Optional[PathArg]],
-                    folders: Optional[Mapping[str, Optional[PathArg]]] = None) -> Iterator[None]:
+def writing_outputs(outputs: Mapping[str, Optional[PathLike]],
+                    folders: Optional[Mapping[str, Optional[PathLike]]] = None) -> Iterator[None]:
     """The block of a command that writes its ``outputs`` (files) and ``folders`` (written whole), keyed by how
     the user named them as for :func:`check_distinct`; the command line runs every command in it.
 
@@ -537,7 +554,7 @@ def writing_outputs(outputs: Mapping[str, Optional[PathArg]],
         raise
 
 
-def _owner(filename: Optional[PathArg], paths: Sequence[tuple[str, Path]]) -> Optional[str]:
+def _owner(filename: Optional[PathLike], paths: Sequence[tuple[str, Path]]) -> Optional[str]:
     """The flag of the output that ``filename`` is, lies in, or lies in a work folder of (:func:`fresh_sibling`)."""
     if filename is None:
         return None

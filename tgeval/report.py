@@ -26,15 +26,14 @@ import html
 import io
 import json
 import math
-import os
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence
 
 import torch
 from torch import Tensor
 
-from tgeval.atomic import write_atomic
+from tgeval.atomic import PathLike, write_atomic
 from tgeval.choices import DEFAULT_BLOCK
 from tgeval.diagnostics.comparison import compare, events_file_of, fitting_block, k_label, load_events
 from tgeval.diagnostics.plots import duration_unit, legend_outside, rank_axis, short_name, time_axis
@@ -46,7 +45,6 @@ from tgeval.eval.stats import block_bootstrap_difference
 
 __all__ = ["build_report", "write_report", "report_command"]
 
-PathLike = Union[str, "os.PathLike[str]"]
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em; max-width: 1100px; color: #222; }
@@ -152,7 +150,6 @@ def _check_cell(check: Any) -> str:
     passed = check.get("passed")
     return "pass" if passed is True else "FAIL" if passed is False else "reported" if "value" in check and \
         check["value"] is not None else "not run"
-
 
 
 def _interval(table: dict[str, Tensor], uncovered: str) -> str:

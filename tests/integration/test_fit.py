@@ -11,7 +11,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, DyRep, GraphMixer, message_dim
 from tgeval.errors import ProtocolError
 from tgeval.eval.engine import evaluate
-from tgeval.eval.result import json_safe
+from tgeval.atomic import json_safe
 from tgeval.loader import TimestampBatchLoader
 from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol
 from tgeval.samplers import HistoricalSampler, UniformSampler

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import check_writable, write_atomic
+from tgeval.atomic import PathLike, check_writable, json_safe, write_atomic
 from tgeval.cli import DIAGNOSE_FILES, read_event_file
 from tgeval.data.split import chronological_split
 from tgeval.diagnostics.lifetimes import SURPRISE_RATIOS, lifetime_summary, surprise_table
@@ -24,11 +23,8 @@ from tgeval.errors import SplitError
 from tgeval.diagnostics.plots import (birth_death_panels, is_bipartite, plot_birth_death, plot_novelty, short_name,
                                      time_axis)
 from tgeval.samplers.lifespans import split_time
-from tgeval.eval.result import json_safe
 
 __all__ = ["diagnose", "format_summary", "diagnose_command"]
-
-PathLike = Union[str, "os.PathLike[str]"]
 
 
 def diagnose(data: TemporalData, out: PathLike, *, test_ratio: float = 0.15, directed: bool = True,

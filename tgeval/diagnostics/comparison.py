@@ -23,26 +23,24 @@ import argparse
 import csv
 import json
 import math
-import os
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence
 
 import torch
 from torch import Tensor
 
-from tgeval.atomic import check_input_file, file_sha256, write_atomic
+from tgeval.atomic import PathLike, check_input_file, file_sha256, json_safe, write_atomic
 from tgeval.choices import DEFAULT_BLOCK
 from tgeval.errors import EventSetMismatchError, EventsFileError, LeakageError, MetricInputError
 from tgeval.eval.expected import DEFAULT_SWEEP, k_sweep
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.result import STRATA, Result
 from tgeval.eval.stats import block_bootstrap_difference
-from tgeval.eval.result import json_safe, trained_events
+from tgeval.eval.result import trained_events
 
 __all__ = ["fitting_block", "events_file_of", "load_events", "compare", "format_compare",
            "compare_command", "k_label"]
 
-PathLike = Union[str, "os.PathLike[str]"]
 _REQUIRED = ("event", "t", "above", "equal", "candidates")
 
 

@@ -20,7 +20,6 @@ matplotlib is imported lazily, through its object-oriented API with the Agg canv
 from __future__ import annotations
 
 import io
-import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -30,7 +29,7 @@ import numpy as np
 import torch
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import write_atomic
+from tgeval.atomic import PathLike, write_atomic
 from tgeval.diagnostics.novelty import NoveltySeries
 from tgeval.errors import DiagnosticError, ProtocolError
 from tgeval.samplers.lifespans import CLASSES, Lifetimes, node_lifetimes, pair_lifetimes
@@ -39,7 +38,6 @@ __all__ = ["is_bipartite", "birth_death_panels", "plot_birth_death", "plot_novel
            "duration_unit", "legend_outside", "short_name", "rank_axis", "new_figure", "save_png"]
 
 Number = Union[int, float]
-PathLike = Union[str, "os.PathLike[str]"]
 
 _COLOURS = {"H": "#1f77b4", "O": "#2ca02c", "I": "#d62728"}
 _NAMES = {"H": "historical", "O": "overlap", "I": "inductive"}

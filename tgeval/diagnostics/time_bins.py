@@ -43,14 +43,13 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Union
 
 import torch
 from torch import Tensor
 
-from tgeval.atomic import write_atomic
+from tgeval.atomic import PathLike, write_atomic
 from tgeval.errors import EventSetMismatchError, EventsFileError, MetricInputError, ProtocolError
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.result import Result
@@ -58,7 +57,6 @@ from tgeval.eval.result import Result
 __all__ = ["TimeProfile", "time_profile", "negative_ranks", "time_profile_rows", "write_time_profile_csv",
            "plot_time_profile"]
 
-PathLike = Union[str, "os.PathLike[str]"]
 Records = Mapping[str, Tensor]
 RecordsLike = Union[Result, Records]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any, Mapping, Optional, Sequence
 import torch
 from torch import Tensor
 
-from tgeval.atomic import check_input_file, sha256_of, write_atomic, write_atomic_group
+from tgeval.atomic import check_input_file, json_safe, sha256_of, write_atomic, write_atomic_group
 from tgeval.errors import EventsFileError, ResultFileError
 from tgeval.progress import Timeline
 from tgeval.protocol import metric_name
@@ -38,19 +37,6 @@ __all__ = ["Result", "STRATA", "summarize", "json_safe", "trained_events"]
 #: ``repeated`` — the pair occurred before; ``new_pair`` — both nodes occurred before but not
 #: the pair; ``new_node`` — the source or the destination never occurred before.
 STRATA = ("repeated", "new_pair", "new_node")
-
-
-def json_safe(value: Any) -> Any:
-    """JSON-safe copy: tensors to lists/numbers, NaN/inf to ``None``."""
-    if isinstance(value, Tensor):
-        value = value.tolist()
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def trained_events(manifest: Mapping[str, Any]) -> Optional[str]:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,7 +41,7 @@ from typing import Any, Optional, Sequence, Union, cast
 import torch
 from torch import Tensor
 
-from tgeval.atomic import write_atomic_group
+from tgeval.atomic import PathLike, write_atomic_group
 from tgeval.data.hashing import tensor_checksum
 from tgeval.eval.metrics import auroc, average_precision
 from tgeval.rng import derived_seed
@@ -61,7 +60,6 @@ from tgeval.static.shift import ShiftSplit
 __all__ = ["BENCHMARKS", "StaticBenchmark", "benchmark_of", "build_benchmark", "with_gnns", "static_report",
            "heart_report", "plot_degree_ccdf", "run_static"]
 
-PathLike = Union[str, "os.PathLike[str]"]
 
 #: benchmark name -> the PairSampler weighting of its negatives
 BENCHMARKS: dict[str, Weighting] = {"uniform": "uniform", "degree_corrected": "degree"}

@@ -40,13 +40,13 @@ import torch
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import (CHECKPOINT_MAGIC, check_input_file, full_disk_refused, refused_payload, sha256_of,
-                           write_atomic)
+from tgeval.atomic import (CHECKPOINT_MAGIC, check_input_file, full_disk_refused, json_safe, refused_payload,
+                           sha256_of, write_atomic)
 from tgeval.data.hashing import fingerprint
 from tgeval.data.split import Segment
 from tgeval.distributed import rank_and_world
 from tgeval.errors import CheckpointError
-from tgeval.eval.result import Nullable, json_safe, schema_mismatch
+from tgeval.eval.result import Nullable, schema_mismatch
 from tgeval.models import registry
 from tgeval.models.neural import NeuralLinkModel
 from tgeval.provenance import versions

@@ -28,7 +28,7 @@ from typing import Callable, ContextManager, Optional, Sequence, Union, cast
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import check_writable, folder_lock, full_disk_refused, same_file, write_atomic
+from tgeval.atomic import check_writable, folder_lock, full_disk_refused, json_safe, same_file, write_atomic
 from tgeval.choices import VAL_METRICS, VAL_STATES, HistoryMode, ValState
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.hashing import fingerprint
@@ -36,7 +36,7 @@ from tgeval.data.split import Split
 from tgeval.distributed import gather_objects, is_main, require_group
 from tgeval.errors import CheckpointError, ModelCapabilityError, OutputPathError, ProtocolError
 from tgeval.eval.engine import evaluate
-from tgeval.eval.result import Result, json_safe
+from tgeval.eval.result import Result
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.neural import NeuralLinkModel
 from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol, metric_name

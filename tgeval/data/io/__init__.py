@@ -75,7 +75,7 @@ _SOURCES = {
     "read_tgb": "tgeval.data.io.tgb",
     "read_csv_events": "tgeval.data.io.delimited",
     **dict.fromkeys(("SPARSE_ID_FACTOR", "SPARSE_ID_SLACK"), "tgeval.data.io._events"),
-    "PathLike": "tgeval.data.io._text",
+    "PathLike": "tgeval.atomic",
     "Column": "tgeval.data.io._columns",
 }
 

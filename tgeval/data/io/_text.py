@@ -15,13 +15,12 @@ import re
 import zlib
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import BinaryIO, Iterator, Optional, Union
+from typing import BinaryIO, Iterator, Optional
 
 from tgeval import progress
-from tgeval.atomic import check_input_file
+from tgeval.atomic import PathLike, check_input_file
 from tgeval.errors import DataFormatError
 
-PathLike = Union[str, os.PathLike]
 
 #: the first bytes the fast path parses exactly (header, column names, column count)
 HEAD_BYTES = 1 << 16
