@@ -12,7 +12,8 @@ import pytest
 from tgeval.atomic import check_input_file
 from tgeval.data import read_events
 from tgeval.errors import InputPathError
-from tgeval.samplers.fixed import load_negatives, load_tgb_pickle, read_tgb_negatives
+from tgeval.data.io.tgb_negatives import load_tgb_pickle
+from tgeval.samplers.fixed import load_negatives, read_tgb_negatives
 from tgeval.training.checkpoint import load_checkpoint
 from tests.conftest import make_stream
 

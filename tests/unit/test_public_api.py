@@ -42,11 +42,11 @@ EXPORTS = {
                      "read_sociopatterns", "read_tgb", "sort_by_time", "tensor_checksum", "validate"],
     },
     "tgeval.data.io": {
-        "constant": ["SPARSE_ID_FACTOR", "SPARSE_ID_SLACK"],
+        "constant": ["SPARSE_ID_FACTOR", "SPARSE_ID_SLACK", "TGB_PICKLE_GLOBALS"],
         "type alias": ["Column", "PathLike"],
-        "class": ["ReadInfo"],
-        "function": ["read_csv_events", "read_dgb", "read_events", "read_jodie", "read_snap", "read_sociopatterns",
-                     "read_tgb"],
+        "class": ["ReadInfo", "TGBRows"],
+        "function": ["load_tgb_pickle", "read_csv_events", "read_dgb", "read_events", "read_jodie", "read_snap",
+                     "read_sociopatterns", "read_tgb", "read_tgb_rows", "write_tgb_negatives"],
     },
     "tgeval.diagnostics": {
         "constant": ["PRIOR_SHIFT_WARNING", "SURPRISE_RATIOS"],

@@ -12,7 +12,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.errors import DataMismatchError
 
-__all__ = ["fingerprint", "tensor_checksum", "BuiltFrom", "recorded_origins", "check_built_for"]
+__all__ = ["fingerprint", "tensor_checksum", "NegativesDigest", "BuiltFrom", "recorded_origins", "check_built_for"]
 
 
 #: how :func:`tensor_checksum`'s digest starts
@@ -35,6 +35,48 @@ def tensor_checksum(*tensors: Tensor) -> str:
     for i, value in enumerate(tensors):
         hash_tensor(digest, value, str(i))
     return f"sha256:{digest.hexdigest()}"
+
+
+class NegativesDigest:
+    """``negatives_checksum(src, dst, t, neg, neg_src, neg_mask)`` with ``neg`` ``[E, K]`` given in
+    consecutive row blocks (:meth:`add`), ``neg_src`` / ``neg_mask`` whole at the end (:meth:`hexdigest`): the
+    bytes of ``neg`` are those of its row blocks in order, so the negatives are hashed as they come, never all
+    held.
+
+    Example:
+        >>> import torch
+        >>> from tgeval.samplers.base import negatives_checksum
+        >>> src, dst, t = torch.arange(3), torch.arange(3), torch.arange(3)
+        >>> neg = torch.arange(6).view(3, 2)
+        >>> digest = NegativesDigest(src, dst, t)
+        >>> digest.add(neg[:2]); digest.add(neg[2:])
+        >>> digest.hexdigest() == negatives_checksum(src, dst, t, neg)
+        True
+    """
+
+    def __init__(self, src: Tensor, dst: Tensor, t: Tensor) -> None:
+        self.num_rows, self.rows = src.numel(), 0
+        self._digest = hashlib.sha256(TENSORS_PREFIX)
+        for i, value in enumerate((src, dst, t)):
+            hash_tensor(self._digest, value, str(i))
+
+    def add(self, neg: Tensor) -> None:
+        """The next rows ``[n, K]`` of the negative ids."""
+        if self.rows + neg.size(0) > self.num_rows:
+            raise ValueError(f"{self.rows + neg.size(0)} rows of negatives for {self.num_rows} events.")
+        if self.rows == 0:
+            hash_tensor(self._digest, neg[:0], "3", shape=(self.num_rows, *neg.shape[1:]))
+        hash_tensor(self._digest, neg)
+        self.rows += neg.size(0)
+
+    def hexdigest(self, neg_src: Optional[Tensor] = None, neg_mask: Optional[Tensor] = None) -> str:
+        """``"sha256:<hex>"`` once every row was added (the digest itself stays open)."""
+        if self.rows != self.num_rows:
+            raise ValueError(f"negatives of {self.rows} of {self.num_rows} events were added.")
+        digest = self._digest.copy()
+        for i, value in enumerate(value for value in (neg_src, neg_mask) if value is not None):
+            hash_tensor(digest, value, str(4 + i))
+        return f"sha256:{digest.hexdigest()}"
 
 
 def fingerprint(data: TemporalData) -> str:

@@ -44,14 +44,13 @@ from torch_geometric.data import TemporalData
 
 from tgeval import progress, provenance
 from tgeval.data.catalog import Catalog
-from tgeval.data.hashing import check_built_for, fingerprint
+from tgeval.data.hashing import NegativesDigest, check_built_for, fingerprint
 from tgeval.data.split import Segment, Split, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.validation import validate
 from tgeval.distributed import check_same, rank_and_world, require_group, state_digest
 from tgeval.errors import (CatalogError, DeviceError, LeakageError, ModelCapabilityError, ModelOutputError,
                            ProtocolError, SplitError, UntrainedModelWarning)
-from tgeval.eval.checksum import NegativesDigest
 from tgeval.eval.metrics import count_above_equal
 from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_candidate_budget, check_no_nan,
                                  chunked_counts, plan_candidates, shortcut_counts)

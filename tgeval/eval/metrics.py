@@ -42,6 +42,7 @@ import torch
 from torch import Tensor
 
 from tgeval.choices import TIE_POLICIES, TiePolicy
+from tgeval.chunks import CHUNK_SCORES
 from tgeval.errors import MetricInputError, ProtocolError, UndefinedMetricWarning
 
 __all__ = [
@@ -49,7 +50,6 @@ __all__ = [
     "TIE_POLICIES",
     "check_ties",
     "count_above_equal",
-    "count_true",
     "tie_band",
     "rank_from_counts",
     "reciprocal_rank",
@@ -64,10 +64,6 @@ __all__ = [
     "macro_mean",
 ]
 
-
-#: most scores compared or binned at once: :func:`count_above_equal` and AUROC / AP work in row chunks
-#: of about this many scores, so their temporaries do not grow with ``E x K``
-CHUNK_SCORES = 2**20
 
 # --------------------------------------------------------------------------- validation
 
@@ -238,15 +234,6 @@ def count_above_equal(pos: Tensor, neg: Tensor, mask: Optional[Tensor] = None,
     return above.sum(dim=1, dtype=torch.long), equal.sum(dim=1, dtype=torch.long)
 
 
-def count_true(mask: Tensor) -> Tensor:
-    """``True`` entries of each row of a bool ``[R, K]`` matrix, int64 ``[R]``, in row chunks of about
-    :data:`CHUNK_SCORES` entries (a row reduction over a whole large matrix is several times slower)."""
-    rows = max(1, CHUNK_SCORES // max(mask.size(1), 1))
-    if mask.size(0) <= rows:
-        return torch.count_nonzero(mask, dim=1)
-    return torch.cat([torch.count_nonzero(mask[a:a + rows], dim=1) for a in range(0, mask.size(0), rows)])
-
-
 def rank_from_counts(above: Tensor, equal: Tensor, *, ties: TiePolicy) -> Tensor:
     r"""Rank of a positive (1 = best) from its counts of negatives above / equal.
 
@@ -413,7 +400,7 @@ def _histograms(pos: Tensor, pos_group: Tensor, neg: Tensor, mask: Optional[Tens
     group, the bins are ``(group, level)`` (dense, if ``G (2U + 1) <= DENSE_BINS``) or the
     levels among the group's own distinct positive levels (a search over the ``Q <= P``
     distinct ``(group, level)`` keys; group ``g`` takes the ``2 Q_g + 2`` bins from
-    ``2 (Q_{<g} + g)``). Negatives go in row chunks of about :data:`CHUNK_SCORES` scores:
+    ``2 (Q_{<g} + g)``). Negatives go in row chunks of about :data:`~tgeval.chunks.CHUNK_SCORES` scores:
     no ``[R, K]`` temporary. NaN scores are counted, then binned as 0 (their groups are NaN).
     """
     device = pos.device

@@ -16,8 +16,9 @@ from tgeval.lazy import lazy_exports
 _SOURCES = {
     **dict.fromkeys(("NegativeSampler", "Negatives"), "tgeval.samplers.base"),
     **dict.fromkeys(("DegreeSampler", "TimeDegreeSampler"), "tgeval.samplers.degree"),
-    **dict.fromkeys(("FixedNegativeSampler", "load_negatives", "read_tgb_negatives", "save_negatives",
-                     "write_tgb_negatives"), "tgeval.samplers.fixed"),
+    **dict.fromkeys(("FixedNegativeSampler", "load_negatives", "read_tgb_negatives", "save_negatives"),
+                    "tgeval.samplers.fixed"),
+    "write_tgb_negatives": "tgeval.data.io.tgb_negatives",
     "HistoricalSampler": "tgeval.samplers.historical",
     "InductiveSampler": "tgeval.samplers.inductive",
     **dict.fromkeys(("BirthDeathEdgeSampler", "BirthDeathNodeSampler", "birth_death", "node_lifetimes",

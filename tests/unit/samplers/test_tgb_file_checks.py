@@ -11,7 +11,8 @@ from tgeval.eval.metrics import count_above_equal
 from tgeval.protocol import Protocol
 from tgeval.eval.display import protocol_line
 from tgeval.samplers import UniformSampler, from_spec
-from tgeval.samplers.fixed import FixedNegativeSampler, read_tgb_negatives, save_negatives, write_tgb_negatives
+from tgeval.data.io.tgb_negatives import write_tgb_negatives
+from tgeval.samplers.fixed import FixedNegativeSampler, read_tgb_negatives, save_negatives
 from tests.conftest import make_stream
 from tests.helpers import TableModel
 

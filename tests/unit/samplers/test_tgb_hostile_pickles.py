@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from tgeval import NegativesFileError
-from tgeval.samplers.fixed import load_tgb_pickle, read_tgb_negatives, write_tgb_negatives
+from tgeval.data.io.tgb_negatives import load_tgb_pickle, write_tgb_negatives
+from tgeval.samplers.fixed import read_tgb_negatives
 from tests.conftest import make_stream
 
 try:
@@ -86,7 +87,7 @@ def test_an_object_array_state_is_refused_before_numpy_reads_it(tmp_path):
                                   protocol=4))
     script = textwrap.dedent(f"""
         from tgeval import NegativesFileError
-        from tgeval.samplers.fixed import load_tgb_pickle
+        from tgeval.data.io.tgb_negatives import load_tgb_pickle
         try:
             load_tgb_pickle({str(path)!r})
         except NegativesFileError as error:

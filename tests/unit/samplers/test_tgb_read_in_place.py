@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+import tgeval.data.io.tgb_negatives as tgb_negatives
 import tgeval.samplers.fixed as fixed
 from tests.conftest import make_stream
 from tgeval.samplers import read_tgb_negatives, write_tgb_negatives
@@ -29,7 +30,8 @@ def expected(rows):
 @pytest.mark.parametrize("chunk", [4, 8, 2**20])  # scores per chunk: 1 or 2 rows of width 4, or all rows
 @pytest.mark.parametrize("order", ["events", "reversed"])
 def test_padding_equals_a_plain_construction(tmp_path, monkeypatch, chunk, order):
-    monkeypatch.setattr(fixed, "CHUNK_SCORES", chunk)
+    monkeypatch.setattr(tgb_negatives, "CHUNK_SCORES", chunk)  # the padding
+    monkeypatch.setattr(fixed, "CHUNK_SCORES", chunk)  # the checksum
     rows = [[30 + (3 * i + j) % 40 for j in range(n)] for i, n in enumerate(LENGTHS)]
     path = tmp_path / "neg.pkl"
     index = list(range(15)) if order == "events" else list(reversed(range(15)))

@@ -58,6 +58,10 @@ Parsing needs only numpy, on two paths that give the same arrays, ``info`` and e
 
 :func:`read_events` with ``cache_dir`` (or ``$TGEVAL_CACHE_DIR``) caches the validated arrays
 (:mod:`tgeval.data.cache`).
+
+TGB's negatives files (pickled dicts keyed by ``(src, dst, t)``) are read without running code from them
+(:func:`load_tgb_pickle`, :func:`read_tgb_rows`; :mod:`tgeval.data.io.tgb_negatives`) and written by
+:func:`write_tgb_negatives`; :func:`tgeval.samplers.read_tgb_negatives` serves them as a sampler.
 """
 
 from __future__ import annotations
@@ -74,6 +78,8 @@ _SOURCES = {
     "read_jodie": "tgeval.data.io.jodie",
     "read_tgb": "tgeval.data.io.tgb",
     "read_csv_events": "tgeval.data.io.delimited",
+    **dict.fromkeys(("TGB_PICKLE_GLOBALS", "TGBRows", "load_tgb_pickle", "read_tgb_rows", "write_tgb_negatives"),
+                    "tgeval.data.io.tgb_negatives"),
     **dict.fromkeys(("SPARSE_ID_FACTOR", "SPARSE_ID_SLACK"), "tgeval.data.io._events"),
     "PathLike": "tgeval.atomic",
     "Column": "tgeval.data.io._columns",
