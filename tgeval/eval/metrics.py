@@ -36,7 +36,7 @@ to the host to decide, which is inherent to warning.
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple, Optional, cast
+from typing import Literal, NamedTuple, Optional, cast
 
 import torch
 from torch import Tensor
@@ -494,7 +494,7 @@ def _exclusive_cumsum(x: Tensor) -> Tensor:
     return torch.cumsum(x, 0) - x
 
 
-def _warn_groups(metric: str, rule: str, undefined: Tensor, has_nan: Tensor) -> None:
+def _warn_groups(metric: str, rule: str, undefined: Tensor, has_nan: Tensor, stacklevel: int = 3) -> None:
     """Warn once if any group is undefined (one host sync)."""
     counts = torch.stack([undefined.sum(), (has_nan & ~undefined).sum()])
     if not bool(counts.any()):
@@ -509,23 +509,23 @@ def _warn_groups(metric: str, rule: str, undefined: Tensor, has_nan: Tensor) -> 
     warnings.warn(
         f"{metric} is undefined for some groups: {'; '.join(parts)}. Their values are nan.",
         UndefinedMetricWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
 
 
 def _warn_whole(auc: Optional[Tensor], ap: Optional[Tensor], one_class: Tensor, no_pos: Tensor, nan_g: Tensor,
-                pos_g: Tensor, neg_g: Tensor) -> None:
+                pos_g: Tensor, neg_g: Tensor, stacklevel: int = 3) -> None:
     """Warn if the overall AUROC (``auc`` given) or AP (``ap`` given) is undefined (one host sync)."""
     n_pos, n_neg, n_nan, lone, empty = torch.stack([pos_g[0], neg_g[0], nan_g[0], one_class[0].long(),
                                                     no_pos[0].long()]).tolist()
     if auc is not None and (lone or n_nan):
         why = "`scores` contains NaN" if n_nan else \
             f"only one class is present ({n_pos} positives, {n_neg} negatives)"
-        warnings.warn(f"AUROC is undefined: {why}. Returning nan.", UndefinedMetricWarning, stacklevel=3)
+        warnings.warn(f"AUROC is undefined: {why}. Returning nan.", UndefinedMetricWarning, stacklevel=stacklevel)
     if ap is not None and (empty or n_nan):
         why = "no positive label is present" if empty else "`scores` contains NaN"
         warnings.warn(f"Average precision is undefined: {why}. Returning nan.", UndefinedMetricWarning,
-                      stacklevel=3)
+                      stacklevel=stacklevel)
 
 
 def _flat(scores: Tensor, labels: Tensor, groups: Optional[Tensor], num_groups: Optional[int]
@@ -565,11 +565,7 @@ def auroc(scores: Tensor, labels: Tensor) -> Tensor:
         >>> auroc(torch.tensor([1.0, 1.0]), torch.tensor([True, False]))  # a tie: 1/2
         tensor(0.5000, dtype=torch.float64)
     """
-    pos, pos_group, neg, row_group, _ = _flat(scores, labels, None, None)
-    whole, _, nan_g = _histograms(pos, pos_group, neg, None, row_group, 1, grouped=False)
-    auc, _, one_class, no_pos, pos_g, neg_g = _auroc_ap(whole, 1, nan_g)
-    _warn_whole(auc, None, one_class, no_pos, nan_g, pos_g, neg_g)
-    return auc[0]
+    return _whole_metric(scores, labels, "auroc")
 
 
 def average_precision(scores: Tensor, labels: Tensor) -> Tensor:
@@ -598,11 +594,18 @@ def average_precision(scores: Tensor, labels: Tensor) -> Tensor:
         >>> average_precision(s, torch.tensor([0, 0, 1, 1]))  # (1/1 + 2/3) / 2
         tensor(0.8333, dtype=torch.float64)
     """
+    return _whole_metric(scores, labels, "ap")
+
+
+def _whole_metric(scores: Tensor, labels: Tensor, metric: Literal["auroc", "ap"]) -> Tensor:
+    """0-dim float64 :func:`auroc` or :func:`average_precision` of ``scores`` ``[N]`` against ``labels`` ``[N]``
+    (one group), warned when undefined."""
     pos, pos_group, neg, row_group, _ = _flat(scores, labels, None, None)
     whole, _, nan_g = _histograms(pos, pos_group, neg, None, row_group, 1, grouped=False)
-    _, ap, one_class, no_pos, pos_g, neg_g = _auroc_ap(whole, 1, nan_g)
-    _warn_whole(None, ap, one_class, no_pos, nan_g, pos_g, neg_g)
-    return ap[0]
+    auc, ap, one_class, no_pos, pos_g, neg_g = _auroc_ap(whole, 1, nan_g)
+    auc, ap = (auc, None) if metric == "auroc" else (None, ap)
+    _warn_whole(auc, ap, one_class, no_pos, nan_g, pos_g, neg_g, stacklevel=4)  # the caller of auroc / AP
+    return (auc if ap is None else ap)[0]
 
 
 def grouped_auroc(scores: Tensor, labels: Tensor, groups: Tensor, *, num_groups: Optional[int] = None) -> Tensor:
@@ -629,11 +632,7 @@ def grouped_auroc(scores: Tensor, labels: Tensor, groups: Tensor, *, num_groups:
         >>> grouped_auroc(s, y, g)
         tensor([1.0000, 0.5000, 1.0000], dtype=torch.float64)
     """
-    pos, pos_group, neg, row_group, num = _flat(scores, labels, groups, num_groups)
-    _, bins, nan_g = _histograms(pos, pos_group, neg, None, row_group, num, grouped=True)
-    auc, _, one_class, _, _, _ = _auroc_ap(bins, num, nan_g)  # type: ignore[arg-type]
-    _warn_groups("AUROC", "only one class (or no members)", one_class, nan_g > 0)
-    return auc
+    return _grouped_metric(scores, labels, groups, num_groups, "auroc")
 
 
 def grouped_average_precision(
@@ -661,10 +660,20 @@ def grouped_average_precision(
         >>> grouped_average_precision(s, y, g)  # group 1: one threshold, precision 1/2
         tensor([1.0000, 0.5000, 1.0000], dtype=torch.float64)
     """
+    return _grouped_metric(scores, labels, groups, num_groups, "ap")
+
+
+def _grouped_metric(scores: Tensor, labels: Tensor, groups: Tensor, num_groups: Optional[int],
+                    metric: Literal["auroc", "ap"]) -> Tensor:
+    """float64 ``[G]`` :func:`grouped_auroc` or :func:`grouped_average_precision`, one warning for the undefined
+    groups."""
     pos, pos_group, neg, row_group, num = _flat(scores, labels, groups, num_groups)
     _, bins, nan_g = _histograms(pos, pos_group, neg, None, row_group, num, grouped=True)
-    _, ap, _, no_pos, _, _ = _auroc_ap(bins, num, nan_g)  # type: ignore[arg-type]
-    _warn_groups("Average precision", "no positive label (or no members)", no_pos, nan_g > 0)
+    auc, ap, one_class, no_pos, _, _ = _auroc_ap(bins, num, nan_g)  # type: ignore[arg-type]
+    if metric == "auroc":
+        _warn_groups("AUROC", "only one class (or no members)", one_class, nan_g > 0, stacklevel=4)
+        return auc
+    _warn_groups("Average precision", "no positive label (or no members)", no_pos, nan_g > 0, stacklevel=4)
     return ap
 
 

@@ -255,12 +255,14 @@ def test_undefined_auroc_ap_warn_and_return_nan(device: torch.device) -> None:
         assert math.isnan(average_precision(nan_scores, y))
 
 
-def test_warning_points_at_caller() -> None:
+@pytest.mark.parametrize("metric", [auroc, average_precision])
+def test_warning_points_at_caller(metric) -> None:
     with pytest.warns(UndefinedMetricWarning) as record:
-        auroc(torch.tensor([1.0]), torch.tensor([True]))
+        metric(torch.tensor([1.0]), torch.tensor([False]))
     assert record[0].filename == __file__
+    grouped = grouped_auroc if metric is auroc else grouped_average_precision
     with pytest.warns(UndefinedMetricWarning) as record:
-        grouped_auroc(torch.tensor([1.0]), torch.tensor([True]), torch.tensor([0]))
+        grouped(torch.tensor([1.0]), torch.tensor([False]), torch.tensor([0]))
     assert record[0].filename == __file__
 
 
