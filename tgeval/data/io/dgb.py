@@ -11,6 +11,7 @@ from tgeval.data.io._columns import Roles
 from tgeval.data.io._events import Reading, read_file
 from tgeval.data.io._headers import refuse_other_format
 from tgeval.data.io._table import Layout, Table
+from tgeval.data.io._reader import documented
 from tgeval.data.io._text import PathLike
 from tgeval.data.io.info import ReadInfo
 from tgeval.errors import DataFormatError
@@ -32,14 +33,10 @@ def _dgb_roles(table: Table) -> Roles:
                  y=lowered.index("label") if "label" in lowered else None)
 
 
-def read_dgb(
-    path: PathLike,
-    *,
-    remap: Optional[bool] = None,
-    bipartite: bool = False,
-    sort: bool = False,
-    directed: bool = True,
-) -> tuple[TemporalData, ReadInfo]:
+@documented(returns="tuple: ``(data, info)``; ``data.y`` int64 ``[E]`` when the file has ``label``.",
+            raises="DataFormatError: missing header columns or a malformed line.")
+def read_dgb(path: PathLike, *, remap: Optional[bool] = None, bipartite: bool = False, sort: bool = False,
+             directed: bool = True) -> tuple[TemporalData, ReadInfo]:
     """Read a DGB / DyGLib ``ml_<name>.csv`` file.
 
     Layout: a header ``,u,i,ts,label,idx`` (the unnamed first column is a row index),
@@ -47,20 +44,6 @@ def read_dgb(
     (case-insensitive): ``u`` -> ``src``, ``i`` -> ``dst``, ``ts`` -> ``t``, ``label``
     (optional) -> ``y``; the row index and ``idx`` are ignored. Edge features, which DGB
     keeps in a separate ``.npy`` file, are not read.
-
-    Args:
-        path: the file (plain or gzip).
-        remap: renumber ids to ``0..n-1`` (default: only when ``bipartite``).
-        bipartite: keep sources and destinations in disjoint id ranges.
-        sort: stable-sort unsorted events instead of raising.
-        directed: recorded in ``info.directed``.
-
-    Returns:
-        tuple: ``(data, info)``; ``data.y`` int64 ``[E]`` when the file has ``label``.
-
-    Raises:
-        DataFormatError: missing header columns or a malformed line.
-        TemporalDataError: unsorted events with ``sort=False``.
     """
     return read_file(path, Reading.of("dgb", _DGB, _dgb_roles, remap=remap, bipartite=bipartite, sort=sort,
                                       directed=directed))

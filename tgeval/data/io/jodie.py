@@ -11,6 +11,7 @@ from tgeval.data.io._columns import Roles
 from tgeval.data.io._events import Reading, read_file
 from tgeval.data.io._headers import refuse_other_format
 from tgeval.data.io._table import Layout, Table, column_names
+from tgeval.data.io._reader import documented
 from tgeval.data.io._text import PathLike
 from tgeval.data.io.info import ReadInfo
 
@@ -31,14 +32,12 @@ def _checked_jodie_roles(table: Table) -> Roles:
     return jodie_roles(table)
 
 
-def read_jodie(
-    path: PathLike,
-    *,
-    remap: Optional[bool] = None,
-    bipartite: bool = True,
-    sort: bool = False,
-    directed: bool = True,
-) -> tuple[TemporalData, ReadInfo]:
+@documented(returns="tuple: ``(data, info)``; ``info.header`` holds the header as written, the feature columns are "
+                    "named ``f0 .. f{d-1}`` in ``info.msg_columns``.",
+            raises="DataFormatError: a malformed line, a first line that is data, not a header, or another known "
+                   "format's header.")
+def read_jodie(path: PathLike, *, remap: Optional[bool] = None, bipartite: bool = True, sort: bool = False,
+               directed: bool = True) -> tuple[TemporalData, ReadInfo]:
     """Read a JODIE CSV: ``user_id,item_id,timestamp,state_label,f_1,...,f_d``.
 
     One header line (skipped; its text varies between releases and it names the
@@ -49,22 +48,6 @@ def read_jodie(
     JODIE numbers users and items separately from 0, so the default
     ``bipartite=True`` (with remap) places users in ``[0, n_users)`` and items in
     ``[n_users, n_users + n_items)``.
-
-    Args:
-        path: the file (plain or gzip).
-        remap: renumber ids (default: only when ``bipartite``).
-        bipartite: keep users and items in disjoint id ranges.
-        sort: stable-sort unsorted events instead of raising.
-        directed: recorded in ``info.directed``.
-
-    Returns:
-        tuple: ``(data, info)``; ``info.header`` holds the header as written, the
-        feature columns are named ``f0 .. f{d-1}`` in ``info.msg_columns``.
-
-    Raises:
-        DataFormatError: a malformed line, a first line that is data, not a header, or another known
-            format's header.
-        TemporalDataError: unsorted events with ``sort=False``.
     """
     return read_file(path, Reading.of("jodie", JODIE, _checked_jodie_roles, remap=remap, bipartite=bipartite,
                                       sort=sort, directed=directed))

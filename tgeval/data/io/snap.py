@@ -9,6 +9,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.io._columns import Roles
 from tgeval.data.io._events import Reading, read_file
 from tgeval.data.io._table import Layout, Table, column_names, looks_numeric
+from tgeval.data.io._reader import documented
 from tgeval.data.io._text import PathLike
 from tgeval.data.io.info import ReadInfo
 from tgeval.errors import DataFormatError
@@ -28,33 +29,15 @@ def _snap_roles(table: Table) -> Roles:
     return Roles(src=0, dst=1, t=2)
 
 
-def read_snap(
-    path: PathLike,
-    *,
-    remap: Optional[bool] = None,
-    bipartite: bool = False,
-    sort: bool = False,
-    directed: bool = True,
-) -> tuple[TemporalData, ReadInfo]:
+@documented(returns="tuple: ``(data, info)`` with ``src``, ``dst``, ``t`` ``[E]``.",
+            raises="DataFormatError: a malformed line, or a SocioPatterns file (the message names that format).")
+def read_snap(path: PathLike, *, remap: Optional[bool] = None, bipartite: bool = False, sort: bool = False,
+              directed: bool = True) -> tuple[TemporalData, ReadInfo]:
     """Read a SNAP temporal edge list: ``SRC DST TIME`` separated by whitespace.
 
     No header; lines starting with ``#`` or ``%`` are comments. Every line must have the
     same number of fields (at least 3); fields after the third are ignored (listed in
     ``info.ignored_columns``). Also reads ``ml_wikipedia.txt`` (``u i ts``).
-
-    Args:
-        path: the file (plain or gzip).
-        remap: renumber ids to ``0..n-1`` (default: only when ``bipartite``).
-        bipartite: keep sources and destinations in disjoint id ranges.
-        sort: stable-sort unsorted events instead of raising.
-        directed: recorded in ``info.directed``.
-
-    Returns:
-        tuple: ``(data, info)`` with ``src``, ``dst``, ``t`` ``[E]``.
-
-    Raises:
-        DataFormatError: a malformed line, or a SocioPatterns file (the message names that format).
-        TemporalDataError: unsorted events with ``sort=False``.
     """
     return read_file(path, Reading.of("snap", _SNAP, _snap_roles, remap=remap, bipartite=bipartite, sort=sort,
                                       directed=directed))

@@ -9,6 +9,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.io._columns import Roles
 from tgeval.data.io._events import Reading, read_file
 from tgeval.data.io._table import Layout, Table, column_names
+from tgeval.data.io._reader import documented
 from tgeval.data.io._text import PathLike
 from tgeval.data.io.info import ReadInfo
 
@@ -20,33 +21,15 @@ def _sociopatterns_roles(table: Table) -> Roles:
     return Roles(src=1, dst=2, t=0)
 
 
-def read_sociopatterns(
-    path: PathLike,
-    *,
-    remap: Optional[bool] = None,
-    bipartite: bool = False,
-    sort: bool = False,
-    directed: bool = True,
-) -> tuple[TemporalData, ReadInfo]:
+@documented(returns="tuple: ``(data, info)`` with ``src``, ``dst``, ``t`` ``[E]``.",
+            raises="DataFormatError: a malformed line.")
+def read_sociopatterns(path: PathLike, *, remap: Optional[bool] = None, bipartite: bool = False, sort: bool = False,
+                       directed: bool = True) -> tuple[TemporalData, ReadInfo]:
     """Read a SocioPatterns contact list: ``TIME<TAB>i<TAB>j[<TAB>class_i<TAB>class_j]``.
 
     No header. ``i`` -> ``src``, ``j`` -> ``dst``, ``TIME`` -> ``t``; the class columns
     (node attributes, not event features) are ignored. Contacts are undirected by
     nature: pass ``directed=False`` to record that (the endpoints are kept as written).
-
-    Args:
-        path: the file (plain or gzip).
-        remap: renumber ids to ``0..n-1`` (default: only when ``bipartite``).
-        bipartite: keep sources and destinations in disjoint id ranges.
-        sort: stable-sort unsorted events instead of raising.
-        directed: recorded in ``info.directed``.
-
-    Returns:
-        tuple: ``(data, info)`` with ``src``, ``dst``, ``t`` ``[E]``.
-
-    Raises:
-        DataFormatError: a malformed line.
-        TemporalDataError: unsorted events with ``sort=False``.
     """
     return read_file(path, Reading.of("sociopatterns", _SOCIOPATTERNS, _sociopatterns_roles, remap=remap,
                                       bipartite=bipartite, sort=sort, directed=directed))

@@ -13,6 +13,7 @@ from tgeval.data.io._events import Reading, read_file
 from tgeval.data.io._exact import first_failure
 from tgeval.data.io._headers import looks_like, refuse_other_format
 from tgeval.data.io._table import Layout, Table
+from tgeval.data.io._reader import documented
 from tgeval.data.io._text import PathLike, check_event_file, first_line
 from tgeval.data.io.info import ReadInfo
 from tgeval.data.io.jodie import JODIE, jodie_roles
@@ -54,6 +55,11 @@ def _tgb_roles(table: Table, time_format: Optional[str]) -> Roles:
                  time_format=time_format)
 
 
+@documented(returns="tuple: ``(data, info)``; ``msg`` float32 ``[E, d]`` when ``d > 0`` extra numeric columns "
+                    "exist.",
+            raises="DataFormatError: a role found in no column or in several, a malformed line, or ``remap`` with a "
+                   "file in JODIE's layout.",
+            options='time_format: strptime format for textual timestamps (e.g. ``"%Y-%m-%d"``).')
 def read_tgb(
     path: PathLike,
     *,
@@ -82,23 +88,6 @@ def read_tgb(
     timestamp,state_label,...``); such a file is read as TGB reads it: users keep their ids, items
     are numbered after them (``item_id + max(user_id) + 1``), the state label is ``y`` and the
     features are ``msg``, so ids, keys of TGB's negatives files and TGB's results match.
-
-    Args:
-        path: the file (plain or gzip).
-        remap: renumber ids to ``0..n-1`` (default: only when ``bipartite``).
-        bipartite: keep sources and destinations in disjoint id ranges.
-        sort: stable-sort unsorted events instead of raising.
-        directed: recorded in ``info.directed``.
-        time_format: strptime format for textual timestamps (e.g. ``"%Y-%m-%d"``).
-
-    Returns:
-        tuple: ``(data, info)``; ``msg`` float32 ``[E, d]`` when ``d > 0`` extra numeric
-        columns exist.
-
-    Raises:
-        DataFormatError: a role found in no column or in several, a malformed line, or ``remap`` with a
-            file in JODIE's layout.
-        TemporalDataError: unsorted events with ``sort=False``.
     """
     check_event_file(path)  # before its first line is read
     if looks_like(first_line(path).split(",")) == "jodie":
