@@ -4,6 +4,7 @@ reachable from a model's plain attributes changes them, and nothing else does.""
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 from torch import nn
@@ -156,8 +157,6 @@ def test_cycles_and_shared_objects_are_walked_once():
 def test_default_guard_of_a_model_with_its_own_snapshot_and_a_plain_tensor():
     """The default guard (``deep=None``) of a model whose own snapshot makes it compare deeply fingerprints its
     plain tensors the same way before and after: pure scoring passes, an in-place change is named."""
-    import torch
-
     from tgeval.errors import LeakageError
     from tgeval.models.base import TemporalLinkModel
     from tgeval.state import no_state_change
