@@ -51,7 +51,7 @@ from tgeval.models.memory import LatestMeanAggregator
 from tgeval.models.tgn import TGN
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 
 
 class NoEmptyStepMemory(TGNMemory):
@@ -114,8 +114,10 @@ def main() -> None:
                                       num_neighbors=NUM_NEIGHBORS))
                 optimizer = torch.optim.Adam(model.parameters(), lr=LR)
                 for epoch in range(args.epochs):
-                    train_epoch(model, data, split.train, sampler=UniformSampler(pools["train"]), loss="bce",
-                                optimizer=optimizer, batch_size=BATCH_SIZE, num_negatives=1, seed=seed, epoch=epoch)
+                    train_epoch(model, data, split.train,
+                                recipe=Recipe(UniformSampler(pools["train"]), "bce", num_negatives=1,
+                                              batch_size=BATCH_SIZE, seed=seed),
+                                optimizer=optimizer, epoch=epoch)
                 for protocol, warm in (("continued", False), ("rebuilt", True)):
                     evaluate(model, data, split.val, Protocol(num_negatives=1, batch_size=BATCH_SIZE, warm=warm),
                              sampler=UniformSampler(pools["val"]))

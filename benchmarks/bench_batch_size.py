@@ -29,7 +29,7 @@ from tgeval.models.heuristics import EdgeBank
 from tgeval.models.tgn import TGN
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 
 BATCH_SIZES = (1, 50, 200, 1000)
 TRAIN_BATCH = 200
@@ -43,8 +43,9 @@ def rows_for(name: str, epochs: int, seed: int, lr: float) -> list[list[str]]:
     model = TGN(TGNConfig(info.num_nodes))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     for epoch in range(epochs):
-        fit = train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
-                          batch_size=TRAIN_BATCH, seed=seed, epoch=epoch)
+        fit = train_epoch(model, data, split.train,
+                          recipe=Recipe(UniformSampler(catalog), "bce", batch_size=TRAIN_BATCH, seed=seed),
+                          optimizer=optimizer, epoch=epoch)
         print(f"{name}: TGN epoch {epoch + 1}, loss {fit['loss']:.4f}, {fit['events_per_second']:,.0f} events/s",
               flush=True)
     model.eval()

@@ -25,6 +25,7 @@ from _common import (add_common_args, apply_common_args, best, group_end, load_w
 from bench_tgn_train import BATCH_SIZE, LR, NUM_NEIGHBORS, WIDTH, num_nodes_of, range_catalog, with_zero_message
 
 import tgeval.training.train
+from tgeval.training.train import Recipe
 from tgeval import chronological_split
 from tgeval.models.tgn import TGN
 from tgeval.models.config import TGNConfig
@@ -35,8 +36,9 @@ def train_once(data, segment, num_nodes: int, catalog) -> tuple[float, dict]:
     torch.manual_seed(0)
     model = TGN(TGNConfig(num_nodes, 1, memory_dim=WIDTH, time_dim=WIDTH, embedding_dim=WIDTH,
                           num_neighbors=NUM_NEIGHBORS))
-    stats = tgeval.training.train.train_epoch(model, data, segment, sampler=UniformSampler(catalog), loss="bce",
-                                     optimizer=torch.optim.Adam(model.parameters(), lr=LR), batch_size=BATCH_SIZE)
+    stats = tgeval.training.train.train_epoch(model, data, segment,
+                                              recipe=Recipe(UniformSampler(catalog), "bce", batch_size=BATCH_SIZE),
+                                              optimizer=torch.optim.Adam(model.parameters(), lr=LR))
     return stats["events_per_second"], {k: v.detach().clone() for k, v in model.named_parameters()}
 
 

@@ -33,6 +33,7 @@ import torch
 from _common import (add_common_args, best, head_segment, load_wikipedia, median, print_header, print_table,
                     save_results, timed)
 
+from tgeval.eval.tuning import Tuning
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.models.heuristics import EdgeBank
 from tgeval.protocol import Protocol
@@ -100,7 +101,7 @@ def main() -> None:
         # as the reference: history at the batch start (bench_history.py: exact)
         return evaluate(EdgeBank(num_nodes), data, segment,
                         Protocol(replay="online", batch_size=BATCH_SIZE, history="batch"), catalog=catalog,
-                        sampler=None, use_shortcut=shortcut, check_state=guard)
+                        sampler=None, tuning=Tuning(use_shortcut=shortcut, check_state=guard))
 
     first = run_tgeval(seg, True)  # untimed warm-up run (first-call costs); fixes the reference counts
     ref = first.records

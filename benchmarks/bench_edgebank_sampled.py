@@ -26,6 +26,7 @@ import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 from _common import add_common_args, best, load_wikipedia, median, print_header, print_table, save_results, timed
 
+from tgeval.eval.tuning import Tuning
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.models.heuristics import EdgeBank
 from tgeval.protocol import Protocol
@@ -174,7 +175,7 @@ def main() -> None:
         # as the peers: history at the batch start (bench_history.py: exact)
         return evaluate(EdgeBank(num_nodes), data, test,
                         Protocol(replay="online", num_negatives=K, batch_size=BATCH_SIZE, seed=0, history="batch"),
-                        sampler=sampler, check_state=check_state)
+                        sampler=sampler, tuning=Tuning(check_state=check_state))
 
     # 1. tgeval's full path draws the negatives once; every other method gets exactly those.
     first = run_tgeval(UniformSampler(catalog), True)  # also the untimed warm-up run

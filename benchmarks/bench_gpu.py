@@ -55,7 +55,7 @@ from tgeval.loader import timestamp_batch_boundaries
 from tgeval.models import (TGN, DyRep, DyRepConfig, EdgeBank, GraphMixer, GraphMixerConfig, Popularity,
                            PreferentialAttachment, TGNConfig)
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 from tgeval.protocol import Protocol
 
 K = 20
@@ -209,8 +209,9 @@ def training(args, device) -> None:
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
         _synchronize(device)
         began = time.perf_counter()
-        train_epoch(model, data, (0, split.train.end), sampler=UniformSampler(catalog), loss="bce",
-                    optimizer=optimizer, batch_size=BATCH, num_negatives=1, epoch=0)
+        train_epoch(model, data, (0, split.train.end),
+                    recipe=Recipe(UniformSampler(catalog), "bce", num_negatives=1, batch_size=BATCH),
+                    optimizer=optimizer, epoch=0)
         _synchronize(device)
         return train.num_events / (time.perf_counter() - began)
 

@@ -30,7 +30,7 @@ from tgeval import Protocol, Segment, evaluate, no_state_change, replay
 from tgeval.models import TGN, TGNConfig
 from tgeval.samplers import UniformSampler
 from tgeval.state import _hidden
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import readme_pyg_tgn
 
 BATCH_SIZE = 200
@@ -73,8 +73,8 @@ def main() -> None:
         epochs = {True: [], False: []}
         for repeat in range(args.repeat + 1):  # the first round warms up, untimed
             for check in (True, False):
-                stats = train_epoch(model, data, train, sampler=sampler, loss="bce", optimizer=optimizer,
-                                    batch_size=BATCH_SIZE, epoch=repeat, check_state=check)
+                stats = train_epoch(model, data, train, recipe=Recipe(sampler, "bce", batch_size=BATCH_SIZE),
+                                    optimizer=optimizer, epoch=repeat, check_state=check)
                 if repeat:
                     epochs[check].append(stats["seconds"])
         num_batches = stats["num_batches"]

@@ -42,7 +42,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from tgeval.models import DyRep, GraphMixer, TGN, DyRepConfig, GraphMixerConfig, TGNConfig
 from tgeval.models.layers import BitDropout
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 
 BATCH_SIZE = 200
 LR = 1e-4
@@ -91,8 +91,9 @@ def main() -> None:
         model = builders[name]()
         optimizer = torch.optim.Adam(model.parameters(), lr=LR)
         began = time.perf_counter()
-        out = train_epoch(model, data, (0, stop), sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
-                          batch_size=BATCH_SIZE, num_negatives=1, epoch=0)
+        out = train_epoch(model, data, (0, stop),
+                          recipe=Recipe(UniformSampler(catalog), "bce", num_negatives=1, batch_size=BATCH_SIZE),
+                          optimizer=optimizer, epoch=0)
         return {**out, "events_per_second": out["num_events"] / (time.perf_counter() - began)}
 
     warm_end = group_end(data.t, 0, 1_000, end)
@@ -121,8 +122,9 @@ def main() -> None:
     model = GraphMixer(GraphMixerConfig(num_nodes, msg_dim=1))
     optimizer = torch.optim.Adam(model.parameters(), lr=LR)
     with FlopCounterMode(display=False) as counter:
-        train_epoch(model, data, (0, end), sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
-                    batch_size=BATCH_SIZE, num_negatives=1, epoch=0)
+        train_epoch(model, data, (0, end),
+                    recipe=Recipe(UniformSampler(catalog), "bce", num_negatives=1, batch_size=BATCH_SIZE),
+                    optimizer=optimizer, epoch=0)
     flops = counter.get_total_flops()
     rate = matmul_rate(265 * model.config.num_neighbors, model.config.hidden_dim)
     floor = end / (flops / rate)

@@ -39,6 +39,7 @@ from _common import (add_common_args, apply_common_args, head_segment, load_sett
 from torch_geometric.data import TemporalData
 from torch_geometric.loader import TemporalDataLoader
 
+from tgeval.eval.tuning import Tuning
 from tgeval import Segment, TimestampBatchLoader, evaluate, no_state_change, replay
 from tgeval.models import TGN, TGNConfig
 from tgeval.models.base import TemporalLinkModel, pairwise_scorer
@@ -108,7 +109,7 @@ def main() -> None:
         model.restore(snapshots[name])
         began = time.process_time()
         result = evaluate(model, data, segment, Protocol(replay="online", batch_size=BATCH_SIZE, warm=False),
-                          sampler=None, catalog=catalog, check_state=guard)
+                          sampler=None, catalog=catalog, tuning=Tuning(check_state=guard))
         cpu.setdefault((name, guard), []).append(time.process_time() - began)
         return result
 

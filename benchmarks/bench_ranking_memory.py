@@ -15,7 +15,7 @@ Linux) and its current RSS taken as the baseline; the reported delta is
 Modes:
 * ``ranking``: ``tgeval.eval.ranking.all_entity_counts`` on each timestamp batch of the
   segment (the ranking itself);
-* ``evaluate``: ``tgeval.evaluate(..., Protocol(replay="fixed", warm=False), check_state=False)``
+* ``evaluate``: ``tgeval.evaluate(..., Protocol(replay="fixed", warm=False), tuning=Tuning(check_state=False))``
   end to end, which also holds O(stream length) arrays (canonical order, strata, records);
   here the stream length equals C, so this part grows linearly with C as well.
 
@@ -69,7 +69,7 @@ def peak_rss() -> int:
 def child(size: int, num_events: int, budget: int, mode: str) -> dict:
     from torch_geometric.data import TemporalData
 
-    from tgeval import Protocol, Segment, TimestampBatchLoader, build_catalog, evaluate, validate
+    from tgeval import Protocol, Segment, TimestampBatchLoader, Tuning, build_catalog, evaluate, validate
     from tgeval.eval.ranking import all_entity_counts
     from tgeval.models.heuristics import EdgeBank
 
@@ -93,7 +93,7 @@ def child(size: int, num_events: int, budget: int, mode: str) -> dict:
     def run(seg):
         if mode == "evaluate":
             evaluate(model, data, seg, Protocol(replay="fixed", warm=False), catalog=catalog, sampler=None,
-                     check_state=False, use_shortcut=False, candidate_budget=budget)
+                     tuning=Tuning(check_state=False, use_shortcut=False, candidate_budget=budget))
             return
         events = seg.select(data)
         with torch.no_grad():

@@ -41,6 +41,7 @@ import torch
 from _common import bytes_per_event, command_line, print_header, print_table
 from torch_geometric.data import TemporalData
 
+from tgeval.eval.tuning import Tuning
 from tgeval.atomic import write_atomic
 from tgeval.data.groups import canonical_order
 
@@ -98,11 +99,11 @@ def one_run(events: int, setting: str, threads: int, order: str = "file") -> dic
     start = time.perf_counter()
     if setting == "sampled":
         result = evaluate(EdgeBank(NODES), data, split.test, Protocol(num_negatives=20),
-                          sampler=UniformSampler(catalog), records="none")
+                          sampler=UniformSampler(catalog), tuning=Tuning(records="none"))
         mrr = result.metrics["sampled"]["mrr"]["micro"]
     else:
         result = evaluate(EdgeBank(NODES), data, split.test, Protocol(num_negatives=0), catalog=catalog,
-                          records="none")
+                          tuning=Tuning(records="none"))
         mrr = result.metrics["all_entity"]["mrr"]["micro"]
     seconds = time.perf_counter() - start
     return {"events": events, "test_events": split.test.num_events, "setting": setting, "threads": threads,

@@ -42,6 +42,7 @@ import torch
 from _common import add_common_args, head_segment, load_wikipedia, median, print_header, print_table, save_results
 from torch import Tensor
 
+from tgeval.eval.tuning import Tuning
 from tgeval import (
     Segment,
     TimestampBatchLoader,
@@ -148,7 +149,7 @@ def main() -> None:
         model.restore(start_state)
         model.incremental = incremental
         r = evaluate(model, data, segment, Protocol(replay="online", batch_size=BATCH_SIZE, warm=False), sampler=None,
-                     catalog=catalog, check_state=guard)
+                     catalog=catalog, tuning=Tuning(check_state=guard))
         return r.performance["seconds"]
 
     run_engine(first, True, True)

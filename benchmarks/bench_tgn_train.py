@@ -52,7 +52,7 @@ from tgeval.data.exclusions import build_exclusions
 from tgeval.models.tgn import TGN
 from tgeval.models.config import TGNConfig
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 
 BATCH_SIZE = 200
 WIDTH = 100  # memory, time encoding and embedding width
@@ -304,8 +304,8 @@ def main() -> None:
         optimizer = torch.optim.Adam(model.parameters(), lr=LR)
         sampler = UniformSampler(catalog)
         began = time.perf_counter()
-        out = train_epoch(model, data, (0, stop), sampler=sampler, loss="bce", optimizer=optimizer,
-                          batch_size=BATCH_SIZE, num_negatives=1, epoch=0)
+        out = train_epoch(model, data, (0, stop), recipe=Recipe(sampler, "bce", num_negatives=1, batch_size=BATCH_SIZE),
+                          optimizer=optimizer, epoch=0)
         seconds = time.perf_counter() - began
         return {**out, "loop_events_per_second": out["events_per_second"], "seconds": seconds,
                 "events_per_second": out["num_events"] / seconds}

@@ -23,6 +23,7 @@ import torch
 from _common import add_run_args, apply_common_args, print_header, print_table, save_results
 from reproduce_tgb import tgb_numbered
 
+from tgeval.eval.tuning import Tuning
 from tgeval import evaluate
 from tgeval.models.clock import EventClock
 from tgeval.models.poptrack import POPTRACK_DECAY, POPTRACK_TICK, PopTrack
@@ -92,7 +93,7 @@ def main() -> None:
     catalog = TGB.catalog(data, num_nodes)
     clock = EventClock(POPTRACK_TICK, (split.val.start, split.test.start))
     result = evaluate(PopTrack(num_nodes, clock=clock), data, split.test, TGB.protocol(history="exact"),
-                      catalog=catalog, records="events")
+                      catalog=catalog, tuning=Tuning(records="events"))
     ours = result.event_table()["rank"].double()
     order = canonical(data, split.test, num_nodes)
     rows, equality = [], []

@@ -32,7 +32,7 @@ from tgeval import evaluate
 from tgeval.eval.engine import warm_up
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 
 
 def run(lr: float, epochs: int) -> list[list]:
@@ -42,8 +42,9 @@ def run(lr: float, epochs: int) -> list[list]:
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     rows = []
     for epoch in range(epochs):
-        stats = train_epoch(model, data, split.train, sampler=UniformSampler(train_dst), loss="bce",
-                            optimizer=optimizer, batch_size=200, num_negatives=1, seed=0, epoch=epoch)
+        stats = train_epoch(model, data, split.train,
+                            recipe=Recipe(UniformSampler(train_dst), "bce", num_negatives=1, batch_size=200, seed=0),
+                            optimizer=optimizer, epoch=epoch)
         model.eval()
         trained = model.snapshot()
         memory, active = model.memory.memory.clone(), model.memory.last_update > 0

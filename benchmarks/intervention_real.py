@@ -33,7 +33,7 @@ from tgeval.data.datasets import load_dataset
 from tgeval.diagnostics import membership_intervention
 from tgeval.models import registry
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 
 
 def summary_row(dataset: str, model: str, result) -> list[str]:
@@ -71,8 +71,10 @@ def main() -> None:
             optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
             began = time.perf_counter()
             for epoch in range(args.epochs):
-                stats = train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce",
-                                    optimizer=optimizer, batch_size=200, num_negatives=1, seed=0, epoch=epoch)
+                stats = train_epoch(model, data, split.train,
+                                    recipe=Recipe(UniformSampler(catalog), "bce", num_negatives=1, batch_size=200,
+                                                  seed=0),
+                                    optimizer=optimizer, epoch=epoch)
             trained = time.perf_counter() - began
             began = time.perf_counter()
             result = membership_intervention(model, data, split.train, split.test, catalog, num_negatives=20)

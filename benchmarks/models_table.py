@@ -40,7 +40,7 @@ from tgeval.data.datasets import load_dataset
 from tgeval.models import registry
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 
 
 def prepared(dataset: str):
@@ -60,8 +60,10 @@ def trained(name: str, data, split, catalog, seed: int, epochs: int):
     optimizer = torch.optim.Adam(model.parameters(), lr=LR)
     seconds, losses = 0.0, []
     for epoch in range(epochs):
-        fit = train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
-                          batch_size=BATCH_SIZE, num_negatives=1, seed=seed, epoch=epoch)
+        fit = train_epoch(model, data, split.train,
+                          recipe=Recipe(UniformSampler(catalog), "bce", num_negatives=1, batch_size=BATCH_SIZE,
+                                        seed=seed),
+                          optimizer=optimizer, epoch=epoch)
         seconds += fit["seconds"]
         losses.append(fit["loss"])
     return model, seconds, losses

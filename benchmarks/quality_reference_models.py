@@ -72,7 +72,7 @@ from tgeval.models import Capabilities
 from tgeval.models.base import TemporalLinkModel
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 
 #: Published test AP of PyG's recipe on Wikipedia without features (issue 4), by epoch.
 REFERENCE_AP = {1: 0.79, 2: 0.89, 3: 0.90}
@@ -212,8 +212,9 @@ def tgn_part(args: argparse.Namespace, report: Report) -> None:
 
     for epoch in range(1, args.epochs + 1):
         began = time.perf_counter()
-        fit = train_epoch(model, data, train, sampler=train_sampler, loss="bce", optimizer=optimizer,
-                          batch_size=BATCH_SIZE, num_negatives=1, seed=args.seed, epoch=epoch - 1)
+        fit = train_epoch(model, data, train,
+                          recipe=Recipe(train_sampler, "bce", num_negatives=1, batch_size=BATCH_SIZE, seed=args.seed),
+                          optimizer=optimizer, epoch=epoch - 1)
         entry: dict[str, Any] = {"train": fit}
         # 'continued': validation then test replayed from the state left by training (the recipe's protocol);
         # 'rebuilt': Protocol(warm=True) resets the state and replays the training events with the final weights.
@@ -335,8 +336,10 @@ def others_part(args: argparse.Namespace, report: Report) -> None:
             began = time.perf_counter()
             fits = []
             for epoch in range(args.other_epochs):
-                fits.append(train_epoch(model, data, split.train, sampler=sampler, loss="bce", optimizer=optimizer,
-                                        batch_size=BATCH_SIZE, num_negatives=1, seed=args.seed, epoch=epoch))
+                fits.append(train_epoch(model, data, split.train,
+                                        recipe=Recipe(sampler, "bce", num_negatives=1, batch_size=BATCH_SIZE,
+                                                      seed=args.seed),
+                                        optimizer=optimizer, epoch=epoch))
                 print(f"  {label} epoch {epoch + 1}: loss {fits[-1]['loss']:.4f}, "
                       f"{fits[-1]['events_per_second']:,.0f} events/s", flush=True)
             result: dict[str, Any] = {"train": fits}

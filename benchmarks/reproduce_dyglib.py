@@ -85,6 +85,7 @@ import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 from _common import print_header, print_table
 
+from tgeval.training.train import Recipe
 from tgeval import build_catalog, chronological_split, evaluate, load_checkpoint, replay
 from tgeval.atomic import write_atomic
 from tgeval.choices import VAL_STATES
@@ -182,13 +183,13 @@ def main() -> None:
             model = build(name, num_nodes)
             began = time.perf_counter()
             with tempfile.TemporaryDirectory() as folder:
-                run = fit(model, data, split, sampler=UniformSampler(train_dst), loss="bce",
+                run = fit(model, data, split,
+                          recipe=Recipe(UniformSampler(train_dst), "bce", num_negatives=1, batch_size=200, seed=seed,
+                                        history=HISTORY.get(name, "batch")),
                           optimizer=torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-4),
                           epochs=args.epochs,
-                          patience=args.patience, batch_size=200, num_negatives=1, seed=seed,
-                          history=HISTORY.get(name, "batch"),
                           validation=Validation("ap", sampler=UniformSampler(everything), negatives=1,
-                                                state=args.val_state),
+                                                state=args.val_state, patience=args.patience),
                           checkpoints=Checkpointing(folder),
                           on_epoch=lambda record: print(f"    {name}, seed {seed}, epoch {record['epoch']}: validation "
                                                         f"AP {record['val']['ap']:.4f}", flush=True))

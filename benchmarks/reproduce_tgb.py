@@ -38,6 +38,7 @@ import torch
 from _common import add_common_args, apply_common_args, print_header, required_dataset, print_table, save_results
 from torch_geometric.data import TemporalData
 
+from tgeval.eval.tuning import Tuning
 from tgeval import evaluate
 from tgeval.atomic import write_atomic
 from tgeval.data.datasets import load_dataset
@@ -91,12 +92,13 @@ def tgeval_runs(data: TemporalData, split, files: dict[str, Path]) -> tuple[list
             start = time.perf_counter()
             if how == "range catalog":
                 result = evaluate(edgebank(num_nodes, window, data, split), data, split.test, TGB.protocol(),
-                                  catalog=TGB.catalog(data, num_nodes), records="events")
+                                  catalog=TGB.catalog(data, num_nodes), tuning=Tuning(records="events"))
                 part = "all_entity"
             else:
                 sampler = TGB.tgb_negatives(files["test"], data[split.test.start:split.test.end], num_nodes=num_nodes)
                 result = evaluate(edgebank(num_nodes, window, data, split), data, split.test,
-                                  TGB.protocol(num_negatives=sampler.num_negatives), sampler=sampler, records="events")
+                                  TGB.protocol(num_negatives=sampler.num_negatives), sampler=sampler,
+                                  tuning=Tuning(records="events"))
                 part = "sampled"
             seconds = time.perf_counter() - start
             value = result.metrics[part]["mrr"]["micro"]

@@ -47,7 +47,7 @@ from tgeval.data.split import Segment
 from tgeval.models import registry
 from tgeval.presets import TGB
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 
 
 @torch.no_grad()
@@ -93,8 +93,10 @@ def tgeval_epoch(data: TemporalData, split, val: Segment, seed: int) -> dict:
     torch.manual_seed(seed)
     model = registry.build("tgn", num_nodes=num_nodes, msg_dim=1, **RECIPES["tgn"]["config"])
     optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
-    fit = train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
-                      batch_size=BATCH_SIZE, num_negatives=1, seed=seed, history="batch")
+    fit = train_epoch(model, data, split.train,
+                      recipe=Recipe(UniformSampler(catalog), "bce", num_negatives=1, batch_size=BATCH_SIZE, seed=seed,
+                                    history="batch"),
+                      optimizer=optimizer)
     began = time.perf_counter()
     result = evaluate(model, data, val, TGB.protocol(warm=False), catalog=catalog)
     return {"train_seconds": fit["seconds"], "val_mrr": result.metrics["all_entity"]["mrr"]["micro"],

@@ -69,6 +69,7 @@ from _common import apply_common_args, command_line, print_header, print_table
 from reproduce_tgb import tgb_numbered
 from torch_geometric.data import TemporalData
 
+from tgeval.training.train import Recipe
 from tgeval import build_catalog, evaluate
 from tgeval.atomic import write_atomic
 from tgeval.models import registry
@@ -154,11 +155,12 @@ def run_one(name: str, seed: int, data: TemporalData, split, num_nodes: int, cat
 
     folder = None if args.checkpoint_dir is None else Path(args.checkpoint_dir) / f"{name}-seed{seed}"
     resume = folder / "last.pt" if args.resume and folder is not None and (folder / "last.pt").exists() else None
-    run = fit(model, data, split, sampler=UniformSampler(catalogs[recipe["train_negatives"]]), loss="bce",
-              optimizer=torch.optim.Adam(model.parameters(), lr=LEARNING_RATE), epochs=epochs, patience=patience,
-              batch_size=BATCH_SIZE, num_negatives=1, seed=seed, history="batch",
+    run = fit(model, data, split,
+              recipe=Recipe(UniformSampler(catalogs[recipe["train_negatives"]]), "bce", num_negatives=1,
+                            batch_size=BATCH_SIZE, seed=seed, history="batch"),
+              optimizer=torch.optim.Adam(model.parameters(), lr=LEARNING_RATE), epochs=epochs,
               validation=Validation("all_entity_mrr", sampler=UniformSampler(catalogs["range"]), negatives=1,
-                                    catalog=catalogs["range"], state="training"),
+                                    catalog=catalogs["range"], state="training", patience=patience),
               checkpoints=Checkpointing(folder, resume=resume, overwrite=folder is not None and resume is None),
               on_epoch=on_epoch)
     entry["history"] = [epoch_line(record, num_val_events) for record in run["history"]]  # a resumed run's earlier ones

@@ -27,13 +27,14 @@ _SOURCES = {
     **dict.fromkeys(("evaluate", "replay", "warm_up"), "tgeval.eval.engine"),
     **dict.fromkeys(("audit", "AuditReport"), "tgeval.diagnostics.leak_audit"),
     "Protocol": "tgeval.protocol",
+    "Tuning": "tgeval.eval.tuning",
     "Result": "tgeval.eval.result",
     "TimestampBatchLoader": "tgeval.loader",
     "Walk": "tgeval.walk",
     **dict.fromkeys(("Stateful", "no_state_change"), "tgeval.state"),
     **dict.fromkeys(("load_checkpoint", "save_checkpoint"), "tgeval.training.checkpoint"),
     **dict.fromkeys(("Checkpointing", "Validation", "fit"), "tgeval.training.fitting"),
-    "train_epoch": "tgeval.training.train",
+    **dict.fromkeys(("Recipe", "train_epoch"), "tgeval.training.train"),
 }
 
 __all__ = ["__version__", *_SOURCES]

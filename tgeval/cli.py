@@ -656,10 +656,12 @@ def _set_threads(given: Optional[int]) -> None:
 
 #: the library's names of options whose flag is named otherwise (every other flag is its option's name)
 API_NAMES = {"num_negatives": "negatives", "replay": "protocol", "checkpoint_folder": "checkpoint_dir",
-             "checkpoint_resume": "resume", "checkpoint_overwrite": "overwrite", "num_resamples": "resamples"}
+             "checkpoint_resume": "resume", "checkpoint_overwrite": "overwrite", "num_resamples": "resamples",
+             "val_patience": "patience"}
 #: the library's value objects whose fields are flags, with the prefix of their names in :data:`API_NAMES` or as
-#: flags (``Validation.metric`` is ``--val-metric``, ``Checkpointing.folder`` is ``--checkpoint-dir``)
-API_OBJECTS = {"Protocol": "", "Validation": "val_", "Checkpointing": "checkpoint_"}
+#: flags (``Validation.metric`` is ``--val-metric``, ``Checkpointing.folder`` is ``--checkpoint-dir``,
+#: ``Recipe.batch_size`` is ``--batch-size``)
+API_OBJECTS = {"Protocol": "", "Tuning": "", "Recipe": "", "Validation": "val_", "Checkpointing": "checkpoint_"}
 #: an option's value in a message: quoted, or one word / number / path
 _VALUE = r"'[^']*'|\"[^\"]*\"|[\w.+/-]*[\w/]"
 

@@ -39,6 +39,7 @@ from tgeval.eval.display import format_number, format_table, metric_names, proto
 from tgeval.eval.engine import evaluate
 from tgeval.eval.result import Result
 from tgeval.eval.selection import segment_duration, select_window
+from tgeval.eval.tuning import Tuning
 from tgeval.models import registry
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.clock import Clock, EventClock
@@ -56,7 +57,7 @@ from tgeval.static.graph import static_graph
 from tgeval.training.checkpoint import load_checkpoint, seed_all
 from tgeval.training.fitting import (Checkpointing, Validation, check_new_run, checkpoint_lock, default_val_sampler,
                                      epoch_line, fit, validation_history)
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 
 __all__ = ["evaluate_command", "train_command", "run_command"]
 
@@ -252,8 +253,10 @@ def _evaluate(args: argparse.Namespace, timeline: progress.Timeline) -> int:
     bar = progress.StderrProgress(label, enabled=main)
     result = _measure(model, data, segment, protocol, str(args.data), split, bar,
                       sampler=sampler, catalog=catalog if args.all_entity else None,
-                      candidate_budget=args.candidate_budget, distributed=distributed,
-                      records="events" if args.save_events else "none",  # never the [E, K] scores: nothing reads them
+                      distributed=distributed,
+                      # never the [E, K] scores: nothing reads them
+                      tuning=Tuning(candidate_budget=args.candidate_budget,
+                                    records="events" if args.save_events else "none"),
                       allow_trained_events=args.allow_trained_events)
     if not main:  # rank 0 alone prints and writes
         return 0
@@ -401,9 +404,8 @@ def _run_tgn(args: argparse.Namespace, data: TemporalData, split: Split, catalog
     seed_all(args.seed)
     model = registry.build("tgn", num_nodes=num_nodes, msg_dim=message_dim(data)).to(data.src.device)
     print(f"training TGN for {args.tgn_epochs} epoch(s) on the training segment ...", file=sys.stderr)
-    fit(model, data, split, sampler=UniformSampler(catalog), loss="bce",
-        optimizer=torch.optim.Adam(model.parameters(), lr=1e-4), epochs=args.tgn_epochs, batch_size=args.batch_size,
-        seed=args.seed, verbose=False,
+    fit(model, data, split, recipe=Recipe(UniformSampler(catalog), "bce", batch_size=args.batch_size, seed=args.seed),
+        optimizer=torch.optim.Adam(model.parameters(), lr=1e-4), epochs=args.tgn_epochs, verbose=False,
         on_epoch=lambda record: print(f"  {epoch_line(record, ('ap',))}", file=sys.stderr))
     result = _measure(model, data, split.test, protocol, description, split, progress.StderrProgress("tgn"),
                       sampler=UniformSampler(catalog), catalog=catalog)
@@ -417,11 +419,12 @@ def _train_membership(args: argparse.Namespace, data: TemporalData, split: Split
     lr = 0.1 if args.lr is None else args.lr
     model = PairMembership(num_nodes, beta=0.0, bias=0.0).to(data.src.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    recipe = Recipe(sampler, args.loss, num_negatives=args.negatives, batch_size=args.batch_size, seed=args.seed,
+                    allow_whole_stream=args.allow_whole_stream)
     history = []
     for epoch in range(args.epochs):
-        stats = train_epoch(model, data, split.train, sampler=sampler, loss=args.loss, optimizer=optimizer,
-                            batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed, epoch=epoch,
-                            distributed=distributed, allow_whole_stream=args.allow_whole_stream)
+        stats = train_epoch(model, data, split.train, recipe=recipe, optimizer=optimizer, epoch=epoch,
+                            distributed=distributed)
         history.append({"epoch": epoch, **stats, **model.describe(), "sampler": split_counters(sampler.describe())[1]})
         print(f"epoch {epoch}: loss {stats['loss']:.4f}  beta {float(model.beta.detach()):+.4f}  "
               f"bias {float(model.bias.detach()):+.4f}  ({stats['events_per_second']:.0f} events/s)")
@@ -443,13 +446,13 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
     all_entity = VAL_METRICS[args.val_metric][0] == "all_entity"
 
     validation = Validation(metric=args.val_metric, negatives=args.val_negatives,
-                            catalog=catalog if all_entity else None, state=args.val_state or "rebuilt")
-    training = fit(model, data, split, sampler=sampler, loss=args.loss,
-                   optimizer=torch.optim.Adam(model.parameters(), lr=lr), epochs=args.epochs, patience=args.patience,
-                   batch_size=args.batch_size, num_negatives=args.negatives, seed=args.seed,
-                   history=args.history or "batch", validation=validation, checkpoints=checkpoints,
-                   spec={"sampler_spec": args.sampler}, distributed=distributed,
-                   allow_whole_stream=args.allow_whole_stream)
+                            catalog=catalog if all_entity else None, state=args.val_state or "rebuilt",
+                            patience=args.patience)
+    recipe = Recipe(sampler, args.loss, num_negatives=args.negatives, batch_size=args.batch_size, seed=args.seed,
+                    history=args.history or "batch", allow_whole_stream=args.allow_whole_stream)
+    training = fit(model, data, split, recipe=recipe, optimizer=torch.optim.Adam(model.parameters(), lr=lr),
+                   epochs=args.epochs, validation=validation, checkpoints=checkpoints,
+                   spec={"sampler_spec": args.sampler}, distributed=distributed)
     for kind, entry in (training["checkpoints"] or {}).items():
         print(f"wrote {entry['path']} ({kind})")
     name = training["training"]["validation"]["names"][args.val_metric]

@@ -3,6 +3,7 @@ import json
 import pytest
 import torch
 
+from tgeval.training.train import Recipe
 from tgeval.data import read_events
 from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
@@ -173,8 +174,8 @@ def test_train_and_fit_share_the_default_validation(files, tmp_path):
     sampler = HistoricalSampler(info.num_nodes, catalog=catalog)
     model = registry.build("tgn", num_nodes=info.num_nodes, msg_dim=message_dim(data),
                            **registry.entry("tgn").test_config)
-    api = fit(model, data, split, sampler=sampler, loss="bce", optimizer=torch.optim.Adam(model.parameters(), lr=0.01),
-              epochs=1, batch_size=100)
+    api = fit(model, data, split, recipe=Recipe(sampler, "bce", batch_size=100),
+              optimizer=torch.optim.Adam(model.parameters(), lr=0.01), epochs=1)
     assert api["training"]["validation"] == cli["training"]["validation"]
     assert api["training"]["validation"]["names"]["ap"] == f"AP (K={DEFAULT_VAL_NEGATIVES}, uniform)"
     assert api["history"][0]["val"] == cli["history"][0]["val"]

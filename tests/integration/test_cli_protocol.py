@@ -59,8 +59,8 @@ def test_a_negatives_file_is_scored_whole_unless_k_is_chosen(files, tmp_path, ca
     (["evaluate", "{unsorted}", "--model", "edgebank"], "pass --sort.", "sort=True"),
     (["evaluate", "{snap}", "--model", "edgebank", "--prefilter", "0"], "--prefilter must be", "Protocol."),
     (["evaluate", "{snap}", "--model", "edgebank", "--batch-size", "0"], "--batch-size >= 1", "batch_size"),
-    (["train", "{snap}", "--model", "membership", "--negatives", "0"], "--negatives must be >= 1 for training",
-     "num_negatives"),
+    (["train", "{snap}", "--model", "membership", "--negatives", "0"],
+     "--negatives must be an integer >= 1 for training", "num_negatives"),
     (["train", "{snap}", "--model", "membership", "--overwrite"],
      "--overwrite replaces the run in --checkpoint-dir, and no folder is given", "Checkpointing"),
 ])
@@ -83,6 +83,12 @@ def test_cli_message_translates_only_the_commands_own_options():
         "--val-negatives 0 needs an all-entity --val-metric; or --val-state rebuilt; Validation.sampler"
     assert cli_message("or pass allow_whole_stream=True to do it on purpose.", train) == \
         "or pass --allow-whole-stream to do it on purpose."
+    # the fields of the grouped options are their flags
+    assert cli_message("Validation.patience must be None; Recipe.batch_size and Recipe(history='exact')", train) == \
+        "--patience must be None; --batch-size and --history exact"
+    evaluate = _subparser(build_parser(), "evaluate")
+    assert cli_message("Tuning.candidate_budget must be >= 1; Tuning(records='all')", evaluate) == \
+        "--candidate-budget must be >= 1; Tuning(records='all')"
     untouched = ("call `validate(data, sort=True)`, pass strict=True, read /data/batch_size/x.txt, "
                  "keep prefilter=None, info.node_ids, --sampler 'historical:num_negatives=3'")
     assert cli_message(untouched, train) == untouched

@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from tgeval.eval.tuning import Tuning
 from tgeval import build_catalog, chronological_split, evaluate
 from tgeval.cli import build_parser
 from tgeval.data.synthetic import generate_events
@@ -36,7 +37,7 @@ def saved(tmp_path_factory):
     for name, model in (("edgebank", EdgeBank(num_nodes)), ("pa", PreferentialAttachment(num_nodes)),
                         ("popularity", Popularity(num_nodes))):
         result = evaluate(model, data, split.test, Protocol(num_negatives=10, ties="average"),
-                          sampler=UniformSampler(catalog), catalog=catalog, check_state=False)
+                          sampler=UniformSampler(catalog), catalog=catalog, tuning=Tuning(check_state=False))
         results[name] = result
         paths[name] = folder / f"{name}.csv"
         result.save_events(paths[name])

@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from tgeval import Protocol, evaluate
+from tgeval import Protocol, Tuning, evaluate
 from tgeval.cli import main
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.split import chronological_split
@@ -47,15 +47,18 @@ def _case(name):
     tiny = Catalog("custom", fixed.items[:2].clone(), None, NUM_NODES)
     edgebank, tgn = EdgeBank(NUM_NODES), small_neural_model("tgn", NUM_NODES)
     cases = {
-        "edgebank-chunked": (edgebank, dict(protocol=Protocol(num_negatives=4), catalog=fixed, use_shortcut=False,
-                                            candidate_budget=5, sampler=UniformSampler(fixed))),
+        "edgebank-chunked": (edgebank, dict(protocol=Protocol(num_negatives=4), catalog=fixed,
+                                            tuning=Tuning(use_shortcut=False, candidate_budget=5),
+                                            sampler=UniformSampler(fixed))),
         "edgebank-shortcut": (edgebank, dict(protocol=Protocol(num_negatives=4), catalog=grown,
                                              sampler=UniformSampler(fixed))),
-        "edgebank-grown": (edgebank, dict(protocol=Protocol(batch_size=7), catalog=grown, use_shortcut=False)),
-        "edgebank-tiny": (edgebank, dict(catalog=tiny, use_shortcut=False, candidate_budget=1)),
+        "edgebank-grown": (edgebank, dict(protocol=Protocol(batch_size=7), catalog=grown,
+                                          tuning=Tuning(use_shortcut=False))),
+        "edgebank-tiny": (edgebank, dict(catalog=tiny, tuning=Tuning(use_shortcut=False, candidate_budget=1))),
         "tgn": (tgn, dict(protocol=Protocol(num_negatives=5, batch_size=20), catalog=fixed,
                           sampler=UniformSampler(fixed))),
-        "tgn-grown": (tgn, dict(protocol=Protocol(replay="fixed"), catalog=grown, candidate_budget=2**22)),
+        "tgn-grown": (tgn, dict(protocol=Protocol(replay="fixed"), catalog=grown,
+                               tuning=Tuning(candidate_budget=2**22))),
     }
     model, options = cases[name]
     return model, data, split.test, options

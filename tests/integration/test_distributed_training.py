@@ -25,7 +25,7 @@ from tgeval.samplers import UniformSampler
 from tgeval.data.catalog import build_catalog
 from tgeval.training.checkpoint import load_checkpoint
 from tgeval.training.fitting import Checkpointing, Validation, fit
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import free_port, small_neural_model
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
@@ -44,8 +44,9 @@ def _train(name, loss, distributed=False):
     model = small_neural_model(name, NUM_NODES, dropout=0.0)
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
     optimizer = torch.optim.SGD(model.parameters(), lr=0.02)
-    out = train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss=loss, optimizer=optimizer,
-                      batch_size=20, num_negatives=3, distributed=distributed)
+    out = train_epoch(model, data, split.train,
+                      recipe=Recipe(UniformSampler(catalog), loss, num_negatives=3, batch_size=20), optimizer=optimizer,
+                      distributed=distributed)
     return {k: v.detach().clone() for k, v in model.named_parameters()}, out["loss"], before
 
 
@@ -56,8 +57,8 @@ def _fit(folder, distributed=False):
     split = chronological_split(data)
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=NUM_NODES)
     model = small_neural_model("tgn", NUM_NODES, dropout=0.0)
-    return fit(model, data, split, sampler=UniformSampler(catalog), loss="bce", epochs=2, batch_size=20,
-               optimizer=torch.optim.SGD(model.parameters(), lr=0.02), num_negatives=3,
+    return fit(model, data, split, recipe=Recipe(UniformSampler(catalog), "bce", num_negatives=3, batch_size=20),
+               epochs=2, optimizer=torch.optim.SGD(model.parameters(), lr=0.02),
                validation=Validation("all_entity_mrr", catalog=catalog), checkpoints=Checkpointing(folder),
                distributed=distributed)
 
@@ -81,8 +82,9 @@ def _worker(rank, world, port, folder):
         model = small_neural_model("tgn", NUM_NODES)
         data = generate_events(400, NUM_NODES, seed=5)
         with pytest.raises(DistributedError, match="ranks disagree on the training"):
-            train_epoch(model, data, None, sampler=UniformSampler(build_catalog(data, "all", num_nodes=NUM_NODES)),
-                        loss="bce", optimizer=torch.optim.SGD(model.parameters(), lr=0.1), distributed=True)
+            train_epoch(model, data, None,
+                        recipe=Recipe(UniformSampler(build_catalog(data, "all", num_nodes=NUM_NODES)), "bce"),
+                        optimizer=torch.optim.SGD(model.parameters(), lr=0.1), distributed=True)
         torch.save(out, f"{folder}/rank{rank}.pt")
     finally:
         dist.destroy_process_group()

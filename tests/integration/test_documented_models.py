@@ -20,6 +20,7 @@ import pytest
 import torch
 
 import tgeval
+from tgeval.training.train import Recipe
 from tgeval.data.synthetic import generate_events
 from tgeval.models import registry
 from tgeval.samplers import UniformSampler
@@ -57,7 +58,7 @@ def train(name: str, folder: Path, resume=None, seed: int = 0, on_epoch=None, ve
     data, split, catalog = stream()
     seed_all(seed)
     model = registry.build(name, num_nodes=NUM_NODES, msg_dim=data.msg.size(1))
-    history = fit(model, data, split, sampler=UniformSampler(catalog), loss="bce",
+    history = fit(model, data, split, recipe=Recipe(UniformSampler(catalog), "bce"),
                   optimizer=torch.optim.Adam(model.parameters(), lr=1e-3), epochs=EPOCHS,
                   checkpoints=Checkpointing(folder, resume=resume), on_epoch=on_epoch, verbose=verbose)
     return model, history

@@ -10,6 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tgeval.eval.tuning import Tuning
+from tgeval.training.train import Recipe
 from tgeval import chronological_split, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
@@ -63,7 +65,8 @@ def test_exact_scores_equal_a_per_timestamp_brute_force(data, name, start, batch
     segment = segment_from(data, min(start, data.num_events - 1))
     with mock.patch.object(engine, "EXACT_STEP_EVENTS", step_events):
         result = evaluate(make(), data, segment, Protocol(num_negatives=3, batch_size=batch_size, seed=seed),
-                          sampler=UniformSampler(CATALOG, replace=True), catalog=CATALOG, candidate_budget=7)
+                          sampler=UniformSampler(CATALOG, replace=True), catalog=CATALOG,
+                          tuning=Tuning(candidate_budget=7))
     assert result.manifest["history"]["mode"] == "exact"
     if step_events == 0:
         assert result.performance["num_steps"] == result.performance["num_batches"]
@@ -231,13 +234,13 @@ def test_query_graphmixer_warms_up_in_one_batch_and_trains_from_exact_history():
     trained = {}
     for history in ("exact", "batch"):
         model = _query_graphmixer(msg_dim=2).train()
-        train_epoch(model, data, split.train, sampler=sampler, loss="bce", history=history, batch_size=100,
+        train_epoch(model, data, split.train, recipe=Recipe(sampler, "bce", batch_size=100, history=history),
                     optimizer=torch.optim.SGD(model.parameters(), lr=0.5))
         trained[history] = torch.cat([p.detach().flatten() for p in model.parameters()])
     assert not torch.equal(trained["exact"], trained["batch"])  # the batch's earlier events were read
     with pytest.raises(ValueError, match="cannot be trained from exact per-timestamp history"):
         tgn = small_neural_model("tgn", N)
-        train_epoch(tgn, data, split.train, sampler=sampler, loss="bce", history="exact",
+        train_epoch(tgn, data, split.train, recipe=Recipe(sampler, "bce", history="exact"),
                     optimizer=torch.optim.SGD(tgn.parameters(), lr=0.1))
 
 
@@ -277,11 +280,11 @@ def test_tgn_with_query_time_gaps_reads_the_batch_as_neighbours_with_a_stale_mem
     for history in ("neighbors", "batch"):
         torch.manual_seed(0)
         tgn = small_neural_model("tgn", N, 2, time_gap="query")
-        train_epoch(tgn, data, split.train, sampler=sampler, loss="bce", history=history, batch_size=100,
+        train_epoch(tgn, data, split.train, recipe=Recipe(sampler, "bce", batch_size=100, history=history),
                     optimizer=torch.optim.SGD(tgn.parameters(), lr=0.5))
         trained[history] = torch.cat([p.detach().flatten() for p in tgn.parameters()])
     assert not torch.equal(trained["neighbors"], trained["batch"])
     mixer = _query_graphmixer(msg_dim=2)
     with pytest.raises(ValueError, match="batch_neighbors is False"):
-        train_epoch(mixer, data, split.train, sampler=sampler, loss="bce", history="neighbors",
+        train_epoch(mixer, data, split.train, recipe=Recipe(sampler, "bce", history="neighbors"),
                     optimizer=torch.optim.SGD(mixer.parameters(), lr=0.1))

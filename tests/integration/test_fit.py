@@ -19,7 +19,7 @@ from tgeval.samplers.base import split_counters
 from tgeval.state import clone_state, first_difference
 from tgeval.training.checkpoint import CheckpointError, load_checkpoint
 from tgeval.training.fitting import TIMING_KEYS, Checkpointing, Validation, fit
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import StatelessModel, small_neural_model
 from tests.strategies import shuffle_within_groups
 
@@ -36,7 +36,7 @@ class Interrupted(Exception):
 
 
 def run(cls, data, *, epochs=4, seed=0, lr=0.01, num_negatives=2, stop_after=None, log=None, sampler=None,
-        on_epoch=None, **kwargs):
+        on_epoch=None, allow_whole_stream=False, **kwargs):
     """Build a small model (seeded) and fit it (training negatives: ``sampler``, default uniform); ``stop_after``
     simulates a crash after that epoch, ``log`` collects the parameters (not the state buffers) after every epoch,
     ``on_epoch`` is called with each record."""
@@ -54,9 +54,10 @@ def run(cls, data, *, epochs=4, seed=0, lr=0.01, num_negatives=2, stop_after=Non
         if record["epoch"] == stop_after:
             raise Interrupted
 
-    history = fit(model, data, split, sampler=sampler, loss="bce",
-                  optimizer=torch.optim.Adam(model.parameters(), lr=lr), epochs=epochs, batch_size=100,
-                  num_negatives=num_negatives, seed=seed, on_epoch=on_epoch, **kwargs)
+    history = fit(model, data, split,
+                  recipe=Recipe(sampler, "bce", num_negatives=num_negatives, batch_size=100, seed=seed,
+                                allow_whole_stream=allow_whole_stream),
+                  optimizer=torch.optim.Adam(model.parameters(), lr=lr), epochs=epochs, on_epoch=on_epoch, **kwargs)
     return model, history
 
 
@@ -132,8 +133,8 @@ def test_early_stopping_stops_and_keeps_the_best_epoch(data, tmp_path, monkeypat
     monkeypatch.setattr(tgeval.training.fitting, "val_metrics",
                         lambda result: {**measure(result), "ap": next(scripted)})
     params = []
-    model, history = run(TGN, data, epochs=10, lr=0.05, patience=3, checkpoints=Checkpointing(tmp_path),
-                         log=params)
+    model, history = run(TGN, data, epochs=10, lr=0.05, validation=Validation(patience=3),
+                         checkpoints=Checkpointing(tmp_path), log=params)
     assert history["epochs_run"] == 5 and history["stopped_early"]
     assert history["best_epoch"] == 1 and history["best_value"] == 0.7
     assert [r["improved"] for r in history["history"]] == [True, True, False, False, False]
@@ -147,7 +148,7 @@ def test_early_stopping_stops_and_keeps_the_best_epoch(data, tmp_path, monkeypat
     assert first_difference(parameters(best.model), params[1]) is None
     assert first_difference({key: last.best_parameters[key] for key in params[1]}, params[1]) is None
     # resuming a run that stopped trains no further and ends with the best epoch too
-    model, resumed = run(TGN, data, epochs=10, lr=0.05, patience=3,
+    model, resumed = run(TGN, data, epochs=10, lr=0.05, validation=Validation(patience=3),
                          checkpoints=Checkpointing(resume=tmp_path / "last.pt"))
     assert without_timing(resumed) == without_timing(history) and resumed["checkpoints"] is None
     assert first_difference(parameters(model), params[1]) is None
@@ -170,15 +171,17 @@ def test_resume_refuses_other_data_specification_or_model(data, tmp_path):
 
 
 def test_bad_arguments(data):
-    """A Validation checks itself when built (ProtocolError, a ValueError); fit checks epochs and patience."""
+    """A Validation checks itself when built (ProtocolError, a ValueError); fit checks epochs."""
     with pytest.raises(ProtocolError, match="unknown Validation.metric"):
         Validation(metric="f1")
     with pytest.raises(ProtocolError, match=r"pass Validation.catalog"):
         Validation(metric="all_entity_mrr")
     with pytest.raises(ValueError, match="Validation.negatives must be >= 0"):
         Validation(negatives=-1)
-    with pytest.raises(ProtocolError, match="patience"):
-        run(TGN, data, patience=0)
+    with pytest.raises(ProtocolError, match="Validation.patience must be None"):
+        Validation(patience=0)
+    with pytest.raises(ProtocolError, match="epochs must be >= 1"):
+        run(TGN, data, epochs=0)
     with pytest.raises(ValueError, match="Validation.state must be one of"):
         Validation(state="continued")
     with pytest.raises(ProtocolError, match=r"Checkpointing\(overwrite=True\) replaces the run in Checkpointing"):
@@ -206,8 +209,8 @@ def test_validation_from_the_training_state_is_evaluate_without_warm_up(data, tm
     by_hand = []
     for epoch in range(2):
         again.train()
-        train_epoch(again, data, split.train, sampler=sampler, loss="bce", optimizer=optimizer, batch_size=100,
-                    num_negatives=2, seed=0, epoch=epoch)
+        train_epoch(again, data, split.train, recipe=Recipe(sampler, "bce", num_negatives=2, batch_size=100, seed=0),
+                    optimizer=optimizer, epoch=epoch)
         again.eval()
         result = evaluate(again, data, split.val, Protocol(num_negatives=DEFAULT_VAL_NEGATIVES, batch_size=100, seed=0,
                                                            warm=False), sampler=sampler)  # fit's default protocol
@@ -263,8 +266,8 @@ def test_training_is_bit_identical_with_two_threads(data):
             model = PairEmbedding(NUM_NODES)
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             for epoch in range(3):
-                train_epoch(model, data, split.train, sampler=sampler, loss="bce", optimizer=optimizer,
-                            batch_size=400, num_negatives=4, epoch=epoch)
+                train_epoch(model, data, split.train, recipe=Recipe(sampler, "bce", num_negatives=4, batch_size=400),
+                            optimizer=optimizer, epoch=epoch)
             runs.append(model.embedding.detach().clone())
         assert not torch.are_deterministic_algorithms_enabled()  # restored after each epoch
     finally:
@@ -373,7 +376,7 @@ def test_checkpoints_record_the_training_samplers_real_counts(data, tmp_path):
     # a loaded checkpoint's model says what trained it, until training changes its parameters
     model = ckpt.model
     assert model.checkpoint_record["training"] == ckpt.training and model.checkpoint_record["epoch"] == 1
-    fit(model, data, split, sampler=UniformSampler(catalog), loss="bce", epochs=1, batch_size=100,
+    fit(model, data, split, recipe=Recipe(UniformSampler(catalog), "bce", batch_size=100), epochs=1,
         optimizer=torch.optim.Adam(model.parameters(), lr=0.01))
     assert model.checkpoint_record is None
 
@@ -385,8 +388,9 @@ def test_the_training_specification_is_unchanged(data):
     catalog = build_catalog(data, "train", train_end=split.train.end, num_nodes=NUM_NODES)
     sampler = HistoricalSampler(NUM_NODES, catalog=catalog)
     _, default = run(TGN, data, epochs=1, seed=3, sampler=sampler)
-    _, chosen = run(TGN, data, epochs=1, seed=3, sampler=sampler, patience=2, spec={"sampler_spec": "historical"},
-                    allow_whole_stream=True, validation=Validation("all_entity_mrr", negatives=0, catalog=catalog))
+    _, chosen = run(TGN, data, epochs=1, seed=3, sampler=sampler, spec={"sampler_spec": "historical"},
+                    allow_whole_stream=True,
+                    validation=Validation("all_entity_mrr", negatives=0, catalog=catalog, patience=2))
     uniform = {"ap": "AP (K=1, uniform)", "auroc": "AUROC (K=1, uniform)", "mrr": "MRR (K=1, uniform)"}
     cases = [(default, None, {"metric": "ap", "aggregation": "global", "protocol": "online",
                               "state": "rebuilt (Protocol(warm=True))", "history": "batch",

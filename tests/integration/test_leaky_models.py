@@ -16,6 +16,7 @@ from torch import nn
 from torch_geometric.data import TemporalData
 from torch_geometric.nn.models.tgn import LastNeighborLoader
 
+from tgeval.eval.tuning import Tuning
 from tgeval import HiddenStateError, LeakageError, Protocol, SplitError, chronological_split, evaluate
 from tgeval.data.catalog import build_catalog
 from tgeval.data.synthetic import generate_events
@@ -26,7 +27,7 @@ from tgeval.samplers import UniformSampler
 from tgeval.cli import main
 from tgeval.samplers.inductive import InductiveSampler
 from tgeval.training.fitting import Validation, fit
-from tgeval.training.train import check_training_sampler, train_epoch
+from tgeval.training.train import Recipe, check_training_sampler, train_epoch
 from tests.helpers import registered_adapter, small_neural_model, snap_text
 
 NUM_NODES = 30
@@ -157,8 +158,8 @@ def fresh(store, leak="update"):
 
 
 def train_once(model, data, split):
-    train_epoch(model, data, split.train, sampler=sampler_for(data, split), loss="bce",
-                optimizer=torch.optim.SGD(model.parameters(), lr=0.1), batch_size=50)
+    train_epoch(model, data, split.train, recipe=Recipe(sampler_for(data, split), "bce", batch_size=50),
+                optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
 
 
 @pytest.mark.parametrize("store", sorted(STORES))
@@ -184,7 +185,7 @@ def test_writes_while_scoring_are_refused_in_evaluation(data, split, store, chec
     model = fresh(store, leak="score")
     with pytest.raises(LeakageError, match=rf"PairModel changed `{STORES[store][0]}` while scoring"):
         evaluate(model, data, split.test, Protocol(replay="fixed", num_negatives=5), sampler=sampler_for(data, split),
-                 check_state=check)
+                 tuning=Tuning(check_state=check))
 
 
 @pytest.mark.parametrize("store", sorted(STORES))
@@ -287,7 +288,7 @@ def test_declared_scratch_is_not_state(data, split, registered):
     model = AssocModel(registered, declared=True)
     assert "assoc" not in model.snapshot().get("", {})
     for check in (True, "deep"):
-        evaluate(model, data, split.test, K5, sampler=sampler_for(data, split), check_state=check)
+        evaluate(model, data, split.test, K5, sampler=sampler_for(data, split), tuning=Tuning(check_state=check))
     with pytest.raises(LeakageError, match=r"AssocModel changed `assoc` while scoring.*state_scratch = \('assoc',\)"):
         evaluate(AssocModel(registered, declared=False), data, split.test, K5, sampler=sampler_for(data, split))
 
@@ -315,8 +316,8 @@ def test_memory_written_while_scoring_stops_training_with_a_named_leak(data, spl
     # unguarded, PyTorch's own error names neither the cause nor the fix
     model = MemoryInScore()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
-        train_epoch(model, data, split.train, sampler=sampler_for(data, split), loss="bce",
-                    optimizer=torch.optim.SGD(model.parameters(), lr=0.1), batch_size=50, check_state=False)
+        train_epoch(model, data, split.train, recipe=Recipe(sampler_for(data, split), "bce", batch_size=50),
+                    optimizer=torch.optim.SGD(model.parameters(), lr=0.1), check_state=False)
 
 
 class Normalised(TemporalLinkModel):
@@ -343,7 +344,7 @@ def test_normalisation_statistics_are_trained_not_state(data, split):
     assert "norm" not in model.snapshot()
     model.reset_state()
     assert torch.equal(model.norm.running_mean, trained) and model.degree.sum() == 0
-    evaluate(model, data, split.test, K5, sampler=sampler_for(data, split), check_state="deep")
+    evaluate(model, data, split.test, K5, sampler=sampler_for(data, split), tuning=Tuning(check_state="deep"))
     assert torch.equal(model.norm.running_mean, trained)
 
 
@@ -375,12 +376,12 @@ def test_training_with_a_whole_stream_sampler_is_refused_everywhere_and_allowed_
                                  catalog=build_catalog(data, "train", train_end=split.train.end))
     with pytest.raises(LeakageError, match="allow_whole_stream=True"):
         check_training_sampler(inductive)  # the hand-written loop's check
+    with pytest.raises(LeakageError, match="allow_whole_stream=True"):
+        Recipe(inductive, "bce")  # the recipe of fit and train_epoch, when built
     model = Normalised()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    with pytest.raises(LeakageError, match="allow_whole_stream=True"):
-        fit(model, data, split, sampler=inductive, loss="bce", optimizer=optimizer, epochs=1)
-    done = fit(model, data, split, sampler=inductive, loss="bce", optimizer=optimizer, epochs=1,
-               allow_whole_stream=True)  # the suggested fix works where it is suggested
+    done = fit(model, data, split, recipe=Recipe(inductive, "bce", allow_whole_stream=True), optimizer=optimizer,
+               epochs=1)  # the suggested fix works where it is suggested
     assert done["training"]["allow_whole_stream"] is True and done["epochs_run"] == 1
     path = tmp_path / "events.txt"
     path.write_text(snap_text(data))
@@ -393,7 +394,7 @@ def test_training_with_a_whole_stream_sampler_is_refused_everywhere_and_allowed_
 def test_fit_refuses_all_entity_validation_of_a_pair_dependent_model_with_a_typed_error(data, split):
     model = small_neural_model(GraphMixer, NUM_NODES, time_gap="query")
     with pytest.raises(ModelCapabilityError, match="cannot rank a whole catalog"):
-        fit(model, data, split, sampler=sampler_for(data, split), loss="bce", epochs=1,
+        fit(model, data, split, recipe=Recipe(sampler_for(data, split), "bce"), epochs=1,
             optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
             validation=Validation("all_entity_mrr", catalog=build_catalog(data, "train", train_end=split.train.end)))
 
@@ -438,7 +439,7 @@ def test_harmless_attributes_are_not_refused(data, split):
     train_once(model, data, split)
     assert "spectral" not in str(sorted(model.snapshot()))  # trained buffers are not state
     for check in (True, "deep"):
-        evaluate(model, data, split.test, K5, sampler=sampler_for(data, split), check_state=check)
+        evaluate(model, data, split.test, K5, sampler=sampler_for(data, split), tuning=Tuning(check_state=check))
 
 
 def test_scratch_names_are_a_tuple(data, split):

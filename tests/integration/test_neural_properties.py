@@ -10,6 +10,7 @@ import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from tgeval.eval.tuning import Tuning
 from tgeval import build_catalog, chronological_split, deterministic, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.groups import canonical_order
@@ -23,7 +24,7 @@ from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import small_neural_model
 from tests.strategies import segment_from, shuffle_within_groups, streams
 
@@ -45,7 +46,8 @@ def _run(name, data, segment, protocol, batch_size, seed=3, catalog_kind="time-a
     catalog = build_catalog(data, catalog_kind, num_nodes=N) if catalog_kind == "time-available" else full
     return evaluate(make(name, seed=model_seed).to(device), data.to(device), segment,
                     Protocol(replay=protocol, num_negatives=3, batch_size=batch_size, seed=seed),
-                    sampler=UniformSampler(full.to(device)), catalog=catalog.to(device), candidate_budget=7)
+                    sampler=UniformSampler(full.to(device)), catalog=catalog.to(device),
+                    tuning=Tuning(candidate_budget=7))
 
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -210,7 +212,7 @@ def test_shuffling_events_with_features_inside_groups_changes_nothing(data, name
         model = make(name, msg_dim=2)
         return evaluate(model, stream, segment,
                         Protocol(replay=protocol, num_negatives=3, batch_size=batch_size, seed=3),
-                        sampler=UniformSampler(full), catalog=full, candidate_budget=7)
+                        sampler=UniformSampler(full), catalog=full, tuning=Tuning(candidate_budget=7))
 
     a, b = run(data), run(shuffled)
     # Records come in replay order, (t, src, dst): position i is the same (t, src, dst) in both
@@ -239,7 +241,7 @@ def test_all_entity_ranks_match_brute_force(name, protocol, catalog_kind):
     catalog = (build_catalog(data[:end], "time-available", num_nodes=num_nodes) if catalog_kind == "time-available"
                else Catalog("custom", torch.arange(num_nodes), None, num_nodes))
     result = evaluate(make(name, num_nodes), data[:end], segment, Protocol(replay=protocol, batch_size=batch_size),
-                      catalog=catalog, candidate_budget=11)
+                      catalog=catalog, tuning=Tuning(candidate_budget=11))
     rec = result.records
 
     model = make(name, num_nodes).eval()
@@ -285,8 +287,8 @@ def _train_and_evaluate(name, data, split, catalog, model_seed):
     model = make(name, 30, seed=model_seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     for epoch in range(2):
-        train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
-                    batch_size=25, seed=5, epoch=epoch)
+        train_epoch(model, data, split.train, recipe=Recipe(UniformSampler(catalog), "bce", batch_size=25, seed=5),
+                    optimizer=optimizer, epoch=epoch)
     result = evaluate(model, data, split.val, Protocol(num_negatives=5, batch_size=25, seed=1),
                       sampler=UniformSampler(catalog), catalog=catalog)
     return model, optimizer, result
@@ -330,8 +332,8 @@ def test_tgn_training_improves_validation_ap():
     untrained = validation_ap(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
     for epoch in range(2):
-        train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
-                    batch_size=50, epoch=epoch)
+        train_epoch(model, data, split.train, recipe=Recipe(UniformSampler(catalog), "bce", batch_size=50),
+                    optimizer=optimizer, epoch=epoch)
     trained = validation_ap(model)
     assert untrained < 0.6 and trained > untrained + 0.1, (untrained, trained)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tgeval.training.train import Recipe
 from tgeval.atomic import check_distinct, folder_lock, writing_outputs
 from tgeval.cli import main
 from tgeval.data.catalog import build_catalog
@@ -126,8 +127,9 @@ def test_fit_holds_its_checkpoint_folder(tmp_path):
     with held_by_another_process(folder, "a notebook") as holder:
         with pytest.raises(OutputPathError, match=rf"checkpoint folder \(Checkpointing.folder\) .* is being written "
                                                   rf"by process {holder.pid} \(a notebook\)"):
-            fit(model, data, split, sampler=UniformSampler(build_catalog(data, "train", train_end=split.train.end)),
-                loss="bce", optimizer=torch.optim.Adam(model.parameters()), epochs=1, verbose=False,
+            fit(model, data, split,
+                recipe=Recipe(UniformSampler(build_catalog(data, "train", train_end=split.train.end)), "bce"),
+                optimizer=torch.optim.Adam(model.parameters()), epochs=1, verbose=False,
                 checkpoints=Checkpointing(folder))
     assert not folder.exists()
 
@@ -144,8 +146,9 @@ def test_overwrite_leaves_no_file_of_the_replaced_run(tmp_path, monkeypatch):
     monkeypatch.setattr(fitting, "val_metrics", lambda result: {})  # no validation metric: no epoch improves
     torch.manual_seed(0)
     model = small_neural_model(TGN, 30, message_dim(data))
-    fit(model, data, split, sampler=UniformSampler(build_catalog(data, "train", train_end=split.train.end)),
-        loss="bce", optimizer=torch.optim.Adam(model.parameters()), epochs=1, verbose=False,
+    fit(model, data, split,
+        recipe=Recipe(UniformSampler(build_catalog(data, "train", train_end=split.train.end)), "bce"),
+        optimizer=torch.optim.Adam(model.parameters()), epochs=1, verbose=False,
         checkpoints=Checkpointing(folder, overwrite=True))
     assert names(folder) == ["last.pt", "timings.json"] and (folder / "timings.json").read_text() != "the replaced run"
     assert load_checkpoint(folder / "last.pt", data=data).epoch == 0

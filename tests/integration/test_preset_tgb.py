@@ -13,6 +13,7 @@ import pytest
 import torch
 from torch_geometric.data import TemporalData
 
+from tgeval.eval.tuning import Tuning
 from tgeval import evaluate
 from tgeval.cli import main
 from tgeval.data.datasets import load_dataset
@@ -253,12 +254,12 @@ def test_tgbs_own_files_of_both_segments(tgbl_wiki, mode):
     assert (effective["min"], effective["max"], effective["num_rows_without"]) == (998, 999, 0)
     assert effective["num_short_rows"] > 0
     result = evaluate(EdgeBank(num_nodes), data, segment, TGB.protocol(num_negatives=sampler.num_negatives),
-                      sampler=sampler, catalog=TGB.catalog(data, num_nodes), records="events")
+                      sampler=sampler, catalog=TGB.catalog(data, num_nodes), tuning=Tuning(records="events"))
     events = result.event_table()
     assert result.metrics["sampled"]["num_events"] == segment.num_events
     assert torch.equal(events["sampled_rank"], events["rank"])
     static = evaluate(ResidueModel(num_nodes), data, segment, TGB.protocol(num_negatives=sampler.num_negatives),
-                      sampler=sampler, records="events").event_table()
+                      sampler=sampler, tuning=Tuning(records="events")).event_table()
     table = pickle.loads(path.read_bytes())  # written by py-tgb in this test, so a plain load is safe
     src, dst, t = static["src"].numpy(), static["dst"].numpy(), static["t"].numpy()
     own = [table[key] for key in zip(src.tolist(), dst.tolist(), t.tolist())]  # each event's row

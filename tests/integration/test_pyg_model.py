@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import tgeval
+from tgeval.eval.tuning import Tuning
 from tgeval import LeakageError, Segment, TimestampBatchLoader, no_state_change
 from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, registry
@@ -87,7 +88,7 @@ def test_evaluate_with_the_guard_and_fixed_protocol_is_repeatable(stream):
         model.restore(saved)
         result = tgeval.evaluate(model, data, split.test,
                                  tgeval.Protocol(replay="fixed", warm=False, num_negatives=5, batch_size=50),
-                                 sampler=UniformSampler(catalog), catalog=catalog, check_state=True)
+                                 sampler=UniformSampler(catalog), catalog=catalog, tuning=Tuning(check_state=True))
         runs.append(result.metrics)
     assert runs[0] == runs[1]
     assert first_difference(model.snapshot(), saved) is None  # fixed protocol: nothing was added

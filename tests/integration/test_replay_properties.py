@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from unittest import mock
 
+from tgeval.eval.tuning import Tuning
 from tgeval import LeakageError, SplitError, build_catalog, evaluate
 from tgeval import samplers
 from tgeval.data.catalog import Catalog
@@ -41,7 +42,7 @@ def _run(model, data, segment, protocol="online", batch_size=4, seed=3, catalog_
     return evaluate(model, data, segment,
                     Protocol(replay=protocol, num_negatives=3 if replace else 2, batch_size=batch_size, seed=seed,
                              directed=directed, history=history),
-                    sampler=sampler, catalog=catalog, candidate_budget=7)
+                    sampler=sampler, catalog=catalog, tuning=Tuning(candidate_budget=7))
 
 
 PER_EVENT = ("score", "neg", "neg_score", "sampled_above", "sampled_equal", "above", "equal", "candidates",

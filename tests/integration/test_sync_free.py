@@ -21,6 +21,7 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from tgeval.eval.tuning import Tuning
 from tgeval import build_catalog, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import chronological_split
@@ -54,7 +55,8 @@ def _evaluate(model, data, split, num_nodes, *, catalog_kind, negatives, shortcu
     sampler = UniformSampler(Catalog("custom", torch.arange(num_nodes, device=data.src.device), None, num_nodes),
                              directed=directed) if negatives else None
     return evaluate(model, data, split.test, Protocol(num_negatives=5, batch_size=37, directed=directed),
-                    sampler=sampler, catalog=catalog.to(data.src.device), use_shortcut=shortcut, candidate_budget=500)
+                    sampler=sampler, catalog=catalog.to(data.src.device),
+                    tuning=Tuning(use_shortcut=shortcut, candidate_budget=500))
 
 
 def _inside_batch(event) -> bool:

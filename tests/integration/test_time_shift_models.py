@@ -22,7 +22,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.models import registry
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import small_neural_model
 from tests.strategies import segment_from, streams
 
@@ -122,8 +122,9 @@ def trained(name, data, offset, epochs=1):
     model = make(name, num_nodes=30, seed=7)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     catalog = Catalog("custom", torch.arange(30), None, 30)
-    losses = [train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer,
-                          batch_size=25, seed=5, epoch=epoch)["loss"] for epoch in range(epochs)]
+    recipe = Recipe(UniformSampler(catalog), "bce", batch_size=25, seed=5)
+    losses = [train_epoch(model, data, split.train, recipe=recipe, optimizer=optimizer, epoch=epoch)["loss"]
+              for epoch in range(epochs)]
     return losses, {key: p.detach() for key, p in model.named_parameters()}
 
 

@@ -12,7 +12,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.loader import TimestampBatchLoader
 from tgeval.training.losses import bpr_loss
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import StatelessModel
 from tests.conftest import make_stream
 
@@ -101,7 +101,7 @@ def test_loss_decreases_over_epochs(data):
     model = DotModel()
     optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
     sampler = uniform(data)
-    stats = [train_epoch(model, data, sampler=sampler, loss="bce", optimizer=optimizer, batch_size=100, epoch=e)
+    stats = [train_epoch(model, data, recipe=Recipe(sampler, "bce", batch_size=100), optimizer=optimizer, epoch=e)
              for e in range(3)]
     losses = [s["loss"] for s in stats]
     assert losses[0] > losses[1] > losses[2]
@@ -119,8 +119,8 @@ def test_same_seed_same_parameters(data, loss):
         optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
         sampler = uniform(data)
         for epoch in range(2):
-            train_epoch(model, data, sampler=sampler, loss=loss, optimizer=optimizer, batch_size=150,
-                        num_negatives=3, seed=seed, epoch=epoch)
+            train_epoch(model, data, recipe=Recipe(sampler, loss, num_negatives=3, batch_size=150, seed=seed),
+                        optimizer=optimizer, epoch=epoch)
         return model.state_dict()
 
     first, second, other = run(7), run(7), run(8)
@@ -133,9 +133,10 @@ def test_negatives_fresh_per_epoch_and_independent_of_batch_size(data):
     def draws(batch_size, epoch):
         log = []
         model = DotModel()
-        train_epoch(model, data, sampler=RecordingSampler(build_catalog(data, "all"), log), loss="bpr",
-                    optimizer=torch.optim.SGD(model.parameters(), lr=0.1), batch_size=batch_size,
-                    num_negatives=2, epoch=epoch)
+        train_epoch(model, data,
+                    recipe=Recipe(RecordingSampler(build_catalog(data, "all"), log), "bpr", num_negatives=2,
+                                  batch_size=batch_size),
+                    optimizer=torch.optim.SGD(model.parameters(), lr=0.1), epoch=epoch)
         rows = [(pos, neg) for kind, *rest in log if kind == "sample" for pos, neg in [rest]]
         position = torch.cat([pos for pos, _ in rows])
         assert torch.equal(position, torch.arange(data.num_events))  # global event index
@@ -156,8 +157,8 @@ def test_order_and_state_reset_at_each_epoch_start(data):
     num_batches = len(TimestampBatchLoader(split.val.select(data), 50))
     for epoch in range(2):
         log.clear()
-        stats = train_epoch(model, data, split.val, sampler=sampler, loss=recording_loss(model, log),
-                            optimizer=optimizer, batch_size=50, epoch=epoch)
+        stats = train_epoch(model, data, split.val, recipe=Recipe(sampler, recording_loss(model, log), batch_size=50),
+                            optimizer=optimizer, epoch=epoch)
         assert stats["num_batches"] == num_batches and stats["num_events"] == end - start
         # state reset, then the events before the range replayed through update without gradients
         assert log[0] == ("reset",) and log[1] == ("sampler_reset",)
@@ -213,7 +214,7 @@ def test_memory_detached_between_batches(data, with_detach):
     model = MemoryModel(log, with_detach)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     for epoch in range(2):  # a graph crossing a batch would fail the next backward
-        stats = train_epoch(model, data, sampler=uniform(data), loss="bpr", optimizer=optimizer, batch_size=100,
+        stats = train_epoch(model, data, recipe=Recipe(uniform(data), "bpr", batch_size=100), optimizer=optimizer,
                             epoch=epoch)
         assert torch.isfinite(torch.tensor(stats["loss"]))
     assert model.memory.grad_fn is None and model.memory.abs().sum() > 0
@@ -238,22 +239,20 @@ def test_docstring_example_runs_and_matches_train_epoch():
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     sampler = UniformSampler(build_catalog(data, "train", train_end=data.num_events))
     for epoch in range(3):
-        train_epoch(model, data, sampler=sampler, loss="bce", optimizer=optimizer, batch_size=200, epoch=epoch)
+        train_epoch(model, data, recipe=Recipe(sampler, "bce", batch_size=200), optimizer=optimizer, epoch=epoch)
     torch.testing.assert_close(model.state_dict(), namespace["model"].state_dict())
 
 
 def test_bad_arguments_are_named(data):
     model = DotModel()
-    kwargs = dict(sampler=uniform(data), loss="bpr", optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    kwargs = dict(recipe=Recipe(uniform(data), "bpr"), optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
     cut = int(torch.nonzero(data.t[1:] == data.t[:-1])[0, 0]) + 1  # inside a timestamp group
     with pytest.raises(SplitError, match="cuts a timestamp group"):
         train_epoch(model, data, (0, cut), **kwargs)
     with pytest.raises(SplitError, match="non-empty"):
         train_epoch(model, data, (5, 5), **kwargs)
     with pytest.raises(ValueError, match="num_negatives"):
-        train_epoch(model, data, num_negatives=0, **kwargs)
-    with pytest.raises(ValueError, match="unknown loss"):
-        train_epoch(model, data, **{**kwargs, "loss": "hinge"})
+        Recipe(uniform(data), "bpr", num_negatives=0)  # the recipe checks itself (tests/unit/training/test_recipe.py)
     with pytest.raises(TemporalDataError, match="num_nodes"):
         train_epoch(DotModel(num_nodes=10), data, **kwargs)
     unsorted = make_stream([0, 1], [1, 2], [5, 3])
@@ -268,7 +267,5 @@ def test_training_refuses_whole_stream_samplers(data):
     split = chronological_split(data)
     catalog = build_catalog(data, "train", train_end=split.train.end)
     sampler = InductiveSampler(data, train_end=split.train.end, num_nodes=NUM_NODES, catalog=catalog)
-    model = DotModel(NUM_NODES)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     with pytest.raises(LeakageError, match="whole stream"):
-        train_epoch(model, data, split.train, sampler=sampler, loss="bce", optimizer=optimizer)
+        Recipe(sampler, "bce")  # when built, before any epoch

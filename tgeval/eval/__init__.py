@@ -1,4 +1,4 @@
-"""Evaluation: the leak-free replay engine (``evaluate``, ``replay``, ``warm_up``), all-entity
+"""Evaluation: the leak-free replay engine (``evaluate`` and its ``Tuning``, ``replay``, ``warm_up``), all-entity
 ranking, the rank metrics and their expectations under random tie-breaking, results and their
 summaries, the choice of a time window, and the statistics that compare runs.
 
@@ -19,6 +19,7 @@ _SOURCES = {
     **dict.fromkeys(("RankCounts", "all_entity_counts"), "tgeval.eval.ranking"),
     **dict.fromkeys(("STRATA", "Result", "summarize"), "tgeval.eval.result"),
     **dict.fromkeys(("default_windows", "segment_duration", "select_window"), "tgeval.eval.selection"),
+    "Tuning": "tgeval.eval.tuning",
     **dict.fromkeys(("DifferenceInterval", "block_bootstrap_difference", "kendall_tau", "seed_paired_t_interval"),
                     "tgeval.eval.stats"),
 }

@@ -52,9 +52,10 @@ from tgeval.distributed import check_same, rank_and_world, require_group, state_
 from tgeval.errors import (CatalogError, DeviceError, LeakageError, ModelCapabilityError, ModelOutputError,
                            ProtocolError, SplitError, UntrainedModelWarning)
 from tgeval.eval.metrics import count_above_equal
-from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_candidate_budget, check_no_nan,
+from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_no_nan,
                                  chunked_counts, plan_candidates, shortcut_counts)
 from tgeval.eval.result import Result, summarize
+from tgeval.eval.tuning import Tuning
 from tgeval.loader import same_batch_history
 from tgeval.models.base import TemporalLinkModel, check_model, check_node_ids, score_of
 from tgeval.protocol import Protocol
@@ -190,9 +191,9 @@ def _trained_events(model: TemporalLinkModel, data: TemporalData, segment: Segme
 
 def _checked_inputs(model: TemporalLinkModel, data: TemporalData, segment: Segment, *,
                     sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog],
-                    uncovered: str, candidate_budget: int, prefilter: Optional[int] = None) -> TemporalData:
-    """Validate the arguments of :func:`evaluate` (the protocol checks itself); return the validated stream."""
-    check_candidate_budget(candidate_budget)
+                    uncovered: str, prefilter: Optional[int] = None) -> TemporalData:
+    """Validate the arguments of :func:`evaluate` (the protocol and the tuning check themselves); return the
+    validated stream."""
     if sampler is None and catalog is None:
         raise ProtocolError("nothing to measure: pass a `sampler` (sampled metrics), a `catalog` (all-entity), or "
                             "both.")
@@ -611,11 +612,8 @@ def evaluate(
     *,
     sampler: Optional[NegativeSampler] = None,
     catalog: Optional[Catalog] = None,
-    candidate_budget: int = 2**22,
-    check_state: Union[bool, Literal["deep"]] = True,
-    use_shortcut: bool = True,
+    tuning: Tuning = Tuning(),
     distributed: bool = False,
-    records: Literal["all", "events", "none"] = "all",
     allow_trained_events: bool = False,
 ) -> Result:
     """Replay ``segment`` of ``data`` through ``model`` and measure link prediction.
@@ -636,12 +634,8 @@ def evaluate(
             (:class:`~tgeval.samplers.base.NegativesCheck`: shape, dtype, device, ids ``< model.num_nodes``, and
             the positives of their time per the sampler's ``collisions``, recorded as ``negatives_check``).
         catalog: candidates for exact all-entity ranking (``None``: no all-entity pass).
-        candidate_budget: most (event, candidate) scores held at once in all-entity ranking.
-        check_state: guard every scoring step with :func:`~tgeval.state.no_state_change`;
-            ``"deep"`` also compares full snapshots (or checksums) for models whose state is
-            registered buffers, plain tensors by checksum and arrays by their bytes. The checks of
-            ``update`` and ``reset_state`` (:func:`~tgeval.state.checked_update`) run either way.
-        use_shortcut: let models count catalog ranks exactly without scoring every item.
+        tuning: how the pass runs, never what it measures (:class:`~tgeval.eval.tuning.Tuning`: the
+            all-entity ``candidate_budget``, ``use_shortcut``, the ``records`` kept, the ``check_state`` guard).
         distributed: this process is one rank of the default ``torch.distributed`` group
             (``torchrun``); every rank must call ``evaluate`` with the same data, model state
             and options (checked). Every rank replays every event in the same order (the
@@ -652,12 +646,6 @@ def evaluate(
             in the same calls as in one process, so scores, ranks and metrics equal the
             single-process result bit for bit. Every rank returns the result; the manifest
             records the world size.
-        records: the per-event records the result keeps: ``"all"`` (every record, the negative ids
-            and scores ``[E, K]`` included), ``"events"`` (the columns of the per-event CSV,
-            :meth:`~tgeval.eval.result.Result.save_events`, ``[E]`` each) or ``"none"``. Under
-            ``"events"`` and ``"none"`` the negative ids are never held: each window's go into the
-            negatives checksum as they are drawn (the same value); the negative scores are kept
-            for the metrics only.
         allow_trained_events: evaluate a model loaded from a checkpoint on a segment that overlaps the time range
             of the events it was trained on (or whose checkpoint does not record them); refused otherwise. The
             manifest's ``checkpoint.overlap`` records the segment's events in that range and the choice.
@@ -670,8 +658,8 @@ def evaluate(
             that cuts a timestamp group, a ``Split`` (or anything else) where a ``Segment`` belongs.
         DataMismatchError: a segment, catalog or sampler built from other events than the
             ones ``data`` starts with (their recorded ``built_from``).
-        ProtocolError: neither a sampler nor a catalog, a pre-filter without a catalog, ``K < 1`` with a
-            sampler, or a ``candidate_budget`` below 1.
+        ProtocolError: neither a sampler nor a catalog, a pre-filter without a catalog, or ``K < 1`` with a
+            sampler (a :class:`~tgeval.eval.tuning.Tuning` checks itself when built).
         DeviceError: the model and the data on different devices.
         SamplerError: a draw of the sampler that fails its checks (:class:`~tgeval.samplers.base.NegativesCheck`).
         ModelOutputError: the model returned a NaN score (positive, negative or candidate).
@@ -679,7 +667,7 @@ def evaluate(
             under ``uncovered="error"``.
         ModelCapabilityError: a catalog for a model that cannot rank one, a pre-filter for a
             model without ``candidate_prior``.
-        LeakageError: the model changed its state while scoring (``check_state``), another thread is in
+        LeakageError: the model changed its state while scoring (``tuning.check_state``), another thread is in
             a pass on the same model object (:func:`~tgeval.state.exclusive`), or a checkpoint's model meets
             events it was trained on, or does not record them, without ``allow_trained_events``;
             :class:`~tgeval.errors.HiddenStateError` when its ``update`` or ``reset_state``
@@ -690,8 +678,8 @@ def evaluate(
     Warns:
         UntrainedModelWarning: the model has parameters and none changed since it was built.
     """
-    if records not in ("all", "events", "none"):
-        raise ProtocolError(f"records must be 'all', 'events' or 'none', got {records!r}.")
+    candidate_budget, use_shortcut, records, check_state = (tuning.candidate_budget, tuning.use_shortcut,
+                                                            tuning.records, tuning.check_state)
     with progress.timing() as clock:
         with progress.phase("prepare"):
             if distributed:
@@ -705,7 +693,7 @@ def evaluate(
             if not protocol.warm and model.training:
                 _warn_mode_switch(model)
             data = _checked_inputs(model, data, segment, sampler=sampler, num_negatives=num_negatives, catalog=catalog,
-                                   uncovered=uncovered, candidate_budget=candidate_budget, prefilter=protocol.prefilter)
+                                   uncovered=uncovered, prefilter=protocol.prefilter)
             overlap = _trained_events(model, data, segment, allow_trained_events)
             if model.as_built():
                 warnings.warn(f"{type(model).__name__} is evaluated with its parameters unchanged since it was built "

@@ -12,6 +12,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.errors import ProtocolError, SplitError
 from tgeval.eval.engine import evaluate
+from tgeval.eval.tuning import Tuning
 from tgeval.models.base import TemporalLinkModel
 from tgeval.protocol import Protocol
 from tgeval.state import restore_detached
@@ -67,7 +68,7 @@ def select_window(make_model: Callable[[Optional[float]], TemporalLinkModel], da
         model = make_model(window)
         restore_detached(model, start_state)
         result = evaluate(model, data, validation, Protocol(ties=ties, batch_size=batch_size, warm=False),
-                          catalog=catalog, check_state=False)
+                          catalog=catalog, tuning=Tuning(check_state=False))
         scores.append(result.metrics["all_entity"]["mrr"]["micro"])
     best = max(range(len(windows)), key=lambda i: -math.inf if math.isnan(scores[i]) else scores[i])
     record = {"rule": "max all-entity MRR (micro, online) on the validation segment",

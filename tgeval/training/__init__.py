@@ -1,5 +1,5 @@
-"""Training: one epoch over timestamp batches (:func:`train_epoch`), the run with validation,
-early stopping and resumable checkpoints (:func:`fit`), the checkpoint files
+"""Training: one epoch over timestamp batches (:func:`train_epoch`, its :class:`Recipe`), the run with
+validation, early stopping and resumable checkpoints (:func:`fit`), the checkpoint files
 (:func:`save_checkpoint`, :func:`load_checkpoint`, :class:`Checkpoint`) and the losses
 (``LOSSES``, :func:`get_loss`).
 
@@ -15,7 +15,7 @@ _SOURCES = {
     **dict.fromkeys(("Checkpoint", "load_checkpoint", "save_checkpoint"), "tgeval.training.checkpoint"),
     **dict.fromkeys(("Checkpointing", "EarlyStopping", "Validation", "fit"), "tgeval.training.fitting"),
     **dict.fromkeys(("LOSSES", "bce_loss", "bpr_loss", "get_loss", "sampled_softmax_loss"), "tgeval.training.losses"),
-    "train_epoch": "tgeval.training.train",
+    **dict.fromkeys(("Recipe", "train_epoch"), "tgeval.training.train"),
 }
 
 __all__ = list(_SOURCES)

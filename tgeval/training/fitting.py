@@ -4,10 +4,10 @@ r"""Training with validation, early stopping and resumable checkpoints (docs/pro
 :func:`~tgeval.eval.engine.evaluate`::
 
     for epoch in range(start, epochs):
-        train_epoch(model, data, split.train, ...)            # state reset, negatives keyed by seed + epoch
+        train_epoch(model, data, split.train, recipe=recipe, ...)  # state reset, negatives keyed by seed + epoch
         evaluate(model, data, split.val, Protocol(replay="online"))   # the validation metric of this epoch
         keep the parameters if the metric improved; write best.pt (on improvement) and last.pt
-        stop when it has not improved for `patience` epochs
+        stop when it has not improved for `validation.patience` epochs
     load the best epoch's parameters
 
 Resuming from ``last.pt`` restores parameters, optimizer, early-stopping bookkeeping,
@@ -44,8 +44,7 @@ from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.samplers.uniform import UniformSampler
 from tgeval.state import checked_reset, clone_state, exclusive, load_parameters, parameters_of
 from tgeval.training.checkpoint import load_checkpoint, model_name, resume_advice, rng_state, save_checkpoint
-from tgeval.training.losses import LossFn
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 
 __all__ = ["fit", "Validation", "Checkpointing", "EarlyStopping", "VAL_METRICS", "val_metrics", "val_names",
            "epoch_line", "validation_history", "check_new_run", "checkpoint_lock", "default_val_sampler"]
@@ -169,7 +168,8 @@ def validation_history(model: TemporalLinkModel, history: str) -> HistoryMode:
 @dataclass(frozen=True)
 class Validation:
     """How :func:`fit` validates after every epoch: an online replay of ``split.val`` with one protocol, the same
-    every epoch, whose ``metric`` chooses the best epoch.
+    every epoch, whose ``metric`` chooses the best epoch and stops the run after ``patience`` epochs without
+    improvement.
 
     Attributes:
         metric: a key of :data:`VAL_METRICS` (``"all_entity_mrr"`` needs ``catalog``).
@@ -184,11 +184,13 @@ class Validation:
             left, ``Protocol(warm=False)``: DyGLib's and PyG's validation). For memory models the two can disagree
             widely (docs/quality.md, *Why the rebuilt protocol is so noisy*). ``"training"`` needs a history-free
             ``sampler``: nothing warms a sampler's history up there.
+        patience: epochs without improvement of ``metric`` before the run stops (``None``: train all epochs).
 
     Raises:
         ProtocolError: at construction: an unknown ``metric`` or ``state``, an all-entity ``metric`` without
-            ``catalog``, ``negatives < 0``, ``negatives=0`` with a sampled ``metric`` or a ``sampler``, or
-            ``state="training"`` with a sampler that has history.
+            ``catalog``, ``negatives < 0``, ``negatives=0`` with a sampled ``metric`` or a ``sampler``,
+            ``state="training"`` with a sampler that has history, or a ``patience`` that is not ``None`` nor an
+            integer ``>= 1``.
     """
 
     metric: str = "ap"
@@ -196,9 +198,14 @@ class Validation:
     negatives: int = DEFAULT_VAL_NEGATIVES
     catalog: Optional[Catalog] = None
     state: ValState = "rebuilt"
+    patience: Optional[int] = None
 
     def __post_init__(self) -> None:
         metric, sampler = self.metric, self.sampler
+        patience = self.patience
+        if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
+            raise ProtocolError(f"Validation.patience must be None (train all epochs) or an integer >= 1, got "
+                                f"{patience!r}.")
         if metric not in VAL_METRICS:
             raise ProtocolError(f"unknown Validation.metric {metric!r}; choose one of {sorted(VAL_METRICS)}.")
         if VAL_METRICS[metric][0] == "all_entity" and self.catalog is None:
@@ -272,25 +279,26 @@ class Checkpointing:
                                 "is given: give the folder, or drop Checkpointing(overwrite=True).")
 
 
-def _spec(sampler: NegativeSampler, loss: Union[str, LossFn], optimizer: Optimizer, validation: Validation, *,
-          val_history: str, epochs: int, patience: Optional[int], batch_size: int, num_negatives: int, seed: int,
-          history: str, extra: dict) -> dict:
+def _spec(recipe: Recipe, optimizer: Optimizer, validation: Validation, *, val_history: str, epochs: int,
+          extra: dict) -> dict:
     """The training specification recorded with checkpoints and results (``validation`` resolved, its sampler
     given; ``val_history`` the history it scores with); a resume must find it unchanged but for ``epochs``."""
     group = optimizer.param_groups[0]
+    loss = recipe.loss
     return json_safe({
-        "sampler": split_counters(sampler.describe())[0],  # each epoch's counts are in its history record
+        "sampler": split_counters(recipe.sampler.describe())[0],  # each epoch's counts are in its history record
         "loss": loss if isinstance(loss, str) else getattr(loss, "__name__", type(loss).__name__),
-        "num_negatives": num_negatives,
+        "num_negatives": recipe.num_negatives,
         "optimizer": {"name": type(optimizer).__name__,
                       **{k: v for k, v in group.items() if k != "params" and isinstance(v, (int, float, tuple))}},
-        "batch_size": batch_size,
-        "history": history,
-        "seed": seed,
+        "batch_size": recipe.batch_size,
+        "history": recipe.history,
+        "seed": recipe.seed,
         "epochs": epochs,
-        "patience": patience,
+        "patience": validation.patience,
         "validation": validation.record(val_history),
         **extra,
+        **({"allow_whole_stream": True} if recipe.allow_whole_stream else {}),
     })
 
 
@@ -384,33 +392,27 @@ def fit(
     data: TemporalData,
     split: Split,
     *,
-    sampler: NegativeSampler,
-    loss: Union[str, LossFn],
+    recipe: Recipe,
     optimizer: Optimizer,
     epochs: int,
-    patience: Optional[int] = None,
-    batch_size: int = 200,
-    num_negatives: int = 1,
-    seed: int = 0,
-    history: HistoryMode = "batch",
     validation: Validation = Validation(),
     checkpoints: Optional[Checkpointing] = None,
     spec: Optional[dict] = None,
     on_epoch: Optional[Callable[[dict], None]] = None,
     verbose: bool = True,
     distributed: bool = False,
-    allow_whole_stream: bool = False,
 ) -> dict:
     r"""Train ``model`` on ``split.train``, validate on ``split.val`` after every epoch, keep the best epoch.
 
-    **Epoch** ``e``: :func:`~tgeval.training.train.train_epoch` over ``split.train`` (state reset at
-    the start, negatives keyed by ``seed + e``), then :func:`~tgeval.eval.engine.evaluate`
+    **Epoch** ``e``: :func:`~tgeval.training.train.train_epoch` over ``split.train`` with ``recipe`` (state reset
+    at the start, negatives keyed by ``recipe.seed + e``), then :func:`~tgeval.eval.engine.evaluate`
     over ``split.val`` with ``validation`` (:class:`Validation`: online protocol, ``validation.negatives``
-    negatives per positive from ``validation.sampler`` drawn with ``seed`` — the same negatives every epoch — and
+    negatives per positive from ``validation.sampler`` drawn with ``recipe.seed`` — the same negatives every epoch —
+    and
     an all-entity pass when ``validation.catalog`` is given), from the rebuilt state or, with
     ``Validation(state="training")``, from the state the epoch's training left. The epoch improves when
     its ``validation.metric`` is strictly larger than the best so far; its parameters are then kept
-    (in memory and in ``best.pt``). Training stops after ``patience`` epochs without
+    (in memory and in ``best.pt``). Training stops after ``validation.patience`` epochs without
     improvement (``None``: never early). Validation runs in eval mode (no dropout, also in the
     warm-up's updates).
     At the end the model holds the best epoch's parameters and a reset state, in eval mode
@@ -438,15 +440,14 @@ def fit(
             ``score`` (checkpoints need a registered one).
         data: the whole time-sorted stream.
         split: its chronological split (``train`` and ``val`` are used).
-        sampler, loss, optimizer, batch_size, num_negatives, seed, history: as in
-            :func:`~tgeval.training.train.train_epoch` (validation scores with ``evaluate``'s
-            default history, exact for models that allow it, or with ``"neighbors"`` when
-            training used it).
+        recipe: what each epoch trains on (:class:`~tgeval.training.train.Recipe`: sampler, loss, ``K``, batch
+            size, seed, history; validation scores with ``evaluate``'s default history, exact for models that allow
+            it, or with ``"neighbors"`` when training used it, in batches of ``recipe.batch_size``).
+        optimizer: as in :func:`~tgeval.training.train.train_epoch`.
         epochs: number of epochs (at most).
-        patience: epochs without improvement before stopping (``None``: train all epochs).
-        validation: the validation protocol and the metric that chooses the best epoch (default: AP
-            against :data:`~tgeval.protocol.DEFAULT_VAL_NEGATIVES` uniform negative per positive from the
-            training catalog, from the rebuilt state).
+        validation: the validation protocol, the metric that chooses the best epoch and the patience of early
+            stopping (default: AP against :data:`~tgeval.protocol.DEFAULT_VAL_NEGATIVES` uniform negative per
+            positive from the training catalog, from the rebuilt state, all epochs).
         checkpoints: the checkpoint folder and the run to resume (``None``: no files, a new run).
         spec: extra entries of the training specification (e.g. the CLI's sampler string).
         on_epoch: called with each epoch's history record, after its checkpoints are written, and
@@ -459,9 +460,6 @@ def fit(
             every rank takes the same early-stopping decisions; rank 0 alone writes the
             checkpoints and ``timings.json`` (the returned ``checkpoints`` is ``None`` on the others). A
             ``resume`` file is read by every rank.
-        allow_whole_stream: train with a sampler defined with the whole stream (inductive,
-            Birth–Death) on purpose (:func:`~tgeval.training.train.check_training_sampler`);
-            recorded in the training specification.
 
     Returns:
         dict: ``model`` (registry name or class name), ``training`` (the specification),
@@ -474,7 +472,8 @@ def fit(
         ``checkpoints`` (paths and sha256 of ``last`` / ``best``).
 
     Raises:
-        ProtocolError: ``epochs < 1`` or ``patience < 1`` (a :class:`Validation` checks itself when built).
+        ProtocolError: ``epochs < 1`` (a :class:`Validation` and a :class:`~tgeval.training.train.Recipe` check
+            themselves when built).
         ModelCapabilityError: ``validation.catalog`` for a model that cannot rank a whole catalog.
         CheckpointError: a checkpoint folder or ``resume`` with an unregistered model, or a
             ``resume`` file written for other data, another model or another specification.
@@ -486,8 +485,8 @@ def fit(
     if validation.catalog is not None and not model.capabilities.ranks_all_entities:
         raise ModelCapabilityError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog: validate "
                                    f"it with Validation(catalog=None) and a sampled Validation.metric.")
-    if epochs < 1 or (patience is not None and patience < 1):
-        raise ProtocolError(f"epochs and patience must be >= 1, got epochs={epochs}, patience={patience}.")
+    if epochs < 1:
+        raise ProtocolError(f"epochs must be >= 1, got {epochs}.")
     validation = validation.resolved(model, data, split)
     if distributed:
         require_group()
@@ -501,21 +500,18 @@ def fit(
         replaced = checkpoint_dir is not None and checkpoints.overwrite and not _continues(checkpoint_dir, resume)
         name = model_name(model) if checkpoint_dir is not None or resume is not None else type(model).__name__
         neural = cast(NeuralLinkModel, model)  # registered (checked above) wherever checkpoints are used
-        val_history = validation_history(model, history)
-        training = _spec(sampler, loss, optimizer, validation, val_history=val_history, epochs=epochs,
-                         patience=patience, batch_size=batch_size, num_negatives=num_negatives, seed=seed,
-                         history=history,
-                         extra={**(spec or {}), **({"allow_whole_stream": True} if allow_whole_stream else {})})
+        val_history = validation_history(model, recipe.history)
+        training = _spec(recipe, optimizer, validation, val_history=val_history, epochs=epochs, extra=spec or {})
         data_fingerprint = fingerprint(data)
 
         records: list[dict] = []
-        stopping = EarlyStopping(patience)
+        stopping = EarlyStopping(validation.patience)
         best_parameters: Optional[dict] = None
         start = 0
         if resume is not None:
             resume = _resume_file(resume)
             records, stopping, best_parameters, start = _resume(resume, neural, optimizer, training, data_fingerprint,
-                                                                patience)
+                                                                validation.patience)
         model.checkpoint_record = None  # a loaded checkpoint's record describes other parameters once trained
 
         folder = None if checkpoint_dir is None or not writes else Path(checkpoint_dir)
@@ -524,14 +520,14 @@ def fit(
             if stopping.stopped:
                 break
             model.train()  # the same mode every epoch, whatever the caller or a resume left
-            stats = train_epoch(model, data, split.train, sampler=sampler, loss=loss, optimizer=optimizer,
-                                batch_size=batch_size, num_negatives=num_negatives, seed=seed, epoch=epoch,
-                                history=history, distributed=distributed, allow_whole_stream=allow_whole_stream)
-            counts = split_counters(sampler.describe())[1]  # the epoch's training, before validation may reset it
+            stats = train_epoch(model, data, split.train, recipe=recipe, optimizer=optimizer, epoch=epoch,
+                                distributed=distributed)
+            # the epoch's training, before validation may reset it
+            counts = split_counters(recipe.sampler.describe())[1]
             trained_state = model.snapshot() if folder is not None else None  # history = the training segment only
             model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
             result = evaluate(model, data, split.val,
-                              validation.protocol(batch_size=batch_size, seed=seed, history=val_history),
+                              validation.protocol(batch_size=recipe.batch_size, seed=recipe.seed, history=val_history),
                               sampler=validation.sampler, catalog=validation.catalog, distributed=distributed)
             measured = val_metrics(result)
             improved = stopping.step(epoch, measured.get(validation.metric))

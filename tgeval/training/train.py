@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Union
 
 import torch
@@ -75,7 +76,7 @@ from tgeval.state import checked_update, exclusive
 from tgeval.walk import Walk
 from tgeval.training.losses import LossFn, check_built_in, get_loss, term_count
 
-__all__ = ["train_epoch", "check_training_sampler", "resolve_range"]
+__all__ = ["train_epoch", "Recipe", "check_training_sampler", "resolve_range"]
 
 
 def resolve_range(data: TemporalData, segment_or_range: Union[Segment, tuple[int, int], None]) -> tuple[int, int]:
@@ -98,8 +99,7 @@ def resolve_range(data: TemporalData, segment_or_range: Union[Segment, tuple[int
 def check_training_sampler(sampler: NegativeSampler, *, allow_whole_stream: bool = False) -> None:
     """Refuse a sampler defined with knowledge of the whole stream (``sampler.uses_whole_stream``:
     inductive, Birth–Death; a mixture holding one) for training: its negatives of a batch depend on
-    events after it. :func:`train_epoch` and :func:`~tgeval.training.fitting.fit` call it; call it
-    before a loop of your own.
+    events after it. A :class:`Recipe` calls it when built; call it before a loop of your own.
 
     Raises:
         LeakageError: for such a sampler, unless ``allow_whole_stream=True`` (``--allow-whole-stream``
@@ -111,21 +111,67 @@ def check_training_sampler(sampler: NegativeSampler, *, allow_whole_stream: bool
                            f"history-based sampler, or pass allow_whole_stream=True to do it on purpose.")
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """What an epoch of :func:`train_epoch` (and each epoch of :func:`~tgeval.training.fitting.fit`) trains on: the
+    negatives, the loss, the batches and the history an event is scored from.
+
+    Attributes:
+        sampler: training negatives (swap in one line; see :mod:`tgeval.samplers`).
+        loss: a name of :func:`~tgeval.training.losses.get_loss` (``"bce"``, ``"bpr"``,
+            ``"sampled_softmax"``) or a callable ``loss(pos, neg) -> scalar``.
+        num_negatives: ``K`` negatives per positive (``>= 1``).
+        batch_size: target events per timestamp batch (``>= 1``).
+        seed: base seed of the negatives (epoch ``e`` draws with ``seed + e``).
+        history: what an event of a batch is scored from: ``"batch"``, the state at the batch
+            start (PyG's and TGB's loops; the default, for every model), or ``"exact"``, also the
+            batch's events before its timestamp (:meth:`~tgeval.models.base.TemporalLinkModel.within_batch`;
+            models with ``exact_history`` only), as DyGLib's neighbour sampler gives them, or
+            ``"neighbors"``, those events in the neighbour lists of a memory model whose memory
+            stays as of the batch start (``batch_neighbors``: TGN with ``time_gap="query"``, as
+            DyGLib's TGN).
+        allow_whole_stream: train with a sampler defined with the whole stream (inductive, Birth–Death) on
+            purpose (:func:`check_training_sampler`).
+
+    Raises:
+        ProtocolError: at construction: an unknown loss name or a loss that is not callable, ``num_negatives`` or
+            ``batch_size`` not an integer ``>= 1``, a ``seed`` that is not an integer, an unknown ``history``.
+        LeakageError: at construction: a whole-stream sampler without ``allow_whole_stream=True``.
+    """
+
+    sampler: NegativeSampler
+    loss: Union[str, LossFn]
+    num_negatives: int = 1
+    batch_size: int = 200
+    seed: int = 0
+    history: HistoryMode = "batch"
+    allow_whole_stream: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.loss, str):
+            get_loss(self.loss)
+        elif not callable(self.loss):
+            raise ProtocolError(f"Recipe.loss must be a loss name or a callable loss(pos, neg), got {self.loss!r}.")
+        for name in ("num_negatives", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ProtocolError(f"Recipe.{name} must be an integer >= 1 for training, got {value!r}.")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ProtocolError(f"Recipe.seed must be an integer, got {self.seed!r}.")
+        if self.history not in HISTORY_MODES:
+            raise ProtocolError(f"Recipe.history must be one of {HISTORY_MODES}, got {self.history!r}.")
+        check_training_sampler(self.sampler, allow_whole_stream=self.allow_whole_stream)
+
+
 @exclusive
 def train_epoch(
     model: TemporalLinkModel,
     data: TemporalData,
     segment_or_range: Union[Segment, tuple[int, int], None] = None,
     *,
-    sampler: NegativeSampler,
-    loss: Union[str, LossFn],
+    recipe: Recipe,
     optimizer: Optimizer,
-    batch_size: int = 200,
-    num_negatives: int = 1,
-    seed: int = 0,
     epoch: int = 0,
-    allow_whole_stream: bool = False,
-    history: HistoryMode = "batch",
     distributed: bool = False,
     check_state: bool = True,
 ) -> dict:
@@ -137,10 +183,10 @@ def train_epoch(
     every epoch sees the stream from its beginning and no epoch starts with knowledge of
     the training range.
 
-    **Per batch** (whole timestamp groups, at most ``batch_size`` events unless one group
-    is larger): ``K = num_negatives`` negatives per positive from ``sampler``; one
+    **Per batch** (whole timestamp groups, at most ``recipe.batch_size`` events unless one group
+    is larger): ``K = recipe.num_negatives`` negatives per positive from ``recipe.sampler``; one
     ``model.score`` call for the ``B`` positives and ``B K`` negatives (with gradients);
-    ``loss(pos [B], neg [B, K])``; ``optimizer.zero_grad()``, ``backward()``,
+    ``recipe.loss(pos [B], neg [B, K])``; ``optimizer.zero_grad()``, ``backward()``,
     ``optimizer.step()``; then ``model.update(batch)`` and ``sampler.observe(batch)``.
 
     **Detach contract.** A model may define ``detach_state()`` (no arguments): then
@@ -153,14 +199,14 @@ def train_epoch(
     inside ``score`` (PyG's TGN pattern: messages stored, memory computed when scoring).
 
     **Whole-stream samplers** (``sampler.uses_whole_stream``: inductive, Birth–Death) know
-    events after the batch; training with them leaks and raises :class:`LeakageError`
+    events after the batch; training with them leaks: a :class:`Recipe` refuses them
     unless ``allow_whole_stream=True``.
 
     **Order and randomness.** Events are trained in canonical order ``(t, src, dst)``
     (``data`` must be time-sorted; the file order of simultaneous events does not matter,
     docs/protocol.md §2; ``data`` itself is not modified). Negatives are keyed by the generator's seed
     and each event's index in that order (``batch.position``), so they do not depend on
-    ``batch_size``. The seed is ``seed + epoch``: fresh negatives each epoch, identical
+    ``batch_size``. The seed is ``recipe.seed + epoch``: fresh negatives each epoch, identical
     across runs. Model randomness (dropout) follows torch's global generator, which
     this function does not touch.
 
@@ -169,22 +215,9 @@ def train_epoch(
         data: the time-sorted stream (history before the range + the range).
         segment_or_range: a :class:`~tgeval.data.split.Segment` (e.g. ``split.train``), a
             ``(start, end)`` pair of event offsets, or ``None`` for all of ``data``.
-        sampler: training negatives (swap in one line; see :mod:`tgeval.samplers`).
-        loss: a name of :func:`~tgeval.training.losses.get_loss` (``"bce"``, ``"bpr"``,
-            ``"sampled_softmax"``) or a callable ``loss(pos, neg) -> scalar``.
+        recipe: the sampler, loss, ``K``, batch size, seed and history of the epoch (:class:`Recipe`).
         optimizer: updates the model's parameters once per batch.
-        batch_size: target events per timestamp batch.
-        num_negatives: ``K`` negatives per positive (``>= 1``).
-        seed: base seed of the negatives.
-        epoch: epoch index, added to ``seed``.
-        allow_whole_stream: train with a whole-stream sampler anyway.
-        history: what an event of a batch is scored from: ``"batch"``, the state at the batch
-            start (PyG's and TGB's loops; the default, for every model), or ``"exact"``, also the
-            batch's events before its timestamp (:meth:`~tgeval.models.base.TemporalLinkModel.within_batch`;
-            models with ``exact_history`` only), as DyGLib's neighbour sampler gives them, or
-            ``"neighbors"``, those events in the neighbour lists of a memory model whose memory
-            stays as of the batch start (``batch_neighbors``: TGN with ``time_gap="query"``, as
-            DyGLib's TGN).
+        epoch: epoch index, added to ``recipe.seed``.
         distributed: this process is one rank of the default ``torch.distributed`` group.
             Every rank replays every batch and updates the state with it (the state is
             replicated) and draws the same negatives (keyed by position); rank ``r`` of ``W``
@@ -205,7 +238,7 @@ def train_epoch(
 
     Returns:
         dict: ``loss`` (mean batch loss weighted by batch size, a float), ``num_batches``,
-        ``num_events``, ``seconds``, ``events_per_second``, ``seed`` (``seed + epoch``,
+        ``num_events``, ``seconds``, ``events_per_second``, ``seed`` (``recipe.seed + epoch``,
         which keyed the negatives), and for a sampler with ``collisions = "mask"`` the
         ``num_masked_collisions`` of its draws (every draw is checked:
         :class:`~tgeval.samplers.base.NegativesCheck`).
@@ -213,24 +246,21 @@ def train_epoch(
     Raises:
         SplitError: for an empty range, one outside ``data``, or one cutting a timestamp group.
         TemporalDataError: if ``data`` is not time-sorted or holds ids ``>= model.num_nodes``.
-        ProtocolError: for ``num_negatives < 1``, an unknown ``history`` or an unknown loss name.
-        LeakageError: for a whole-stream sampler without ``allow_whole_stream=True``, a model
-            that changes its state while scoring (``check_state``), or a model in a pass of another
-            thread (:func:`~tgeval.state.exclusive`).
+        ProtocolError: a ``recipe.history`` the model cannot be trained with (a :class:`Recipe` checks itself
+            when built).
+        LeakageError: a model that changes its state while scoring (``check_state``), or a model in a pass of
+            another thread (:func:`~tgeval.state.exclusive`).
         HiddenStateError: ``update`` changed state that tgeval's state methods do not cover.
         DataMismatchError: a segment cut from other data.
         DistributedError: ``distributed=True`` without a process group, or with a loss that is not built in.
         SamplerError: a draw of the sampler that fails its checks (:class:`~tgeval.samplers.base.NegativesCheck`).
     """
+    sampler, loss, num_negatives, batch_size, seed, history = (recipe.sampler, recipe.loss, recipe.num_negatives,
+                                                               recipe.batch_size, recipe.seed, recipe.history)
     if distributed:
         require_group()
-    if num_negatives < 1:
-        raise ProtocolError(f"num_negatives must be >= 1 for training, got {num_negatives}.")
-    if history not in HISTORY_MODES:
-        raise ProtocolError(f"history must be one of {HISTORY_MODES}, got {history!r}.")
     check_model(model)
     model.check_history(history, "be trained")
-    check_training_sampler(sampler, allow_whole_stream=allow_whole_stream)
     loss_fn: LossFn = get_loss(loss) if isinstance(loss, str) else loss
     rank, world = rank_and_world() if distributed else (0, 1)
     if distributed:

@@ -8,6 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tgeval.eval.tuning import Tuning
 from tgeval import evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.errors import ModelConfigError
@@ -57,7 +58,7 @@ def reference(data, clock, half_life, local):
 def _run(name, data, segment, clock, half_life, batch_size, history="exact"):
     return evaluate(MODELS[name](N, half_life=half_life, clock=clock), data, segment,
                     Protocol(num_negatives=3, batch_size=batch_size, seed=1, history=history),
-                    sampler=UniformSampler(CATALOG, replace=True), catalog=CATALOG, candidate_budget=7)
+                    sampler=UniformSampler(CATALOG, replace=True), catalog=CATALOG, tuning=Tuning(candidate_budget=7))
 
 
 @given(num_events=st.integers(0, 60), clock=clocks)

@@ -4,6 +4,7 @@ its own row with TGB's tie rule, checked against a plain loop over each row (pad
 import pytest
 import torch
 
+from tgeval.eval.tuning import Tuning
 from tgeval import chronological_split, evaluate
 from tgeval.presets import TGB
 from tgeval.data.io.tgb_negatives import write_tgb_negatives
@@ -40,7 +41,7 @@ def test_each_event_is_ranked_against_its_own_row(tmp_path, seed):
     sampler = TGB.tgb_negatives(tmp_path / "ns.pkl", test, num_nodes=N)
     table = torch.randint(0, 3, (N, N), generator=g).double()  # three levels: many ties
     result = evaluate(TableModel(table), data, split.test, TGB.protocol(num_negatives=sampler.num_negatives),
-                      sampler=sampler, records="events")
+                      sampler=sampler, tuning=Tuning(records="events"))
     events = result.event_table()
     expected = [tgb_rank(table, u, v, rows[(u, v, s)])
                 for u, v, s in zip(events["src"].tolist(), events["dst"].tolist(), events["t"].tolist())]

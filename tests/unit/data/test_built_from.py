@@ -10,7 +10,7 @@ from tgeval.data.hashing import BuiltFrom, check_built_for, fingerprint
 from tgeval.models.heuristics import EdgeBank
 from tgeval.protocol import Protocol
 from tgeval.samplers import InductiveSampler, MixtureSampler, UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 from tests.conftest import make_stream
 from tests.helpers import small_neural_model
 
@@ -45,7 +45,7 @@ def test_a_segment_of_other_data_is_refused(two_streams):
         evaluate(EdgeBank(N), other, split.test, catalog=build_catalog(other, "all"))
     model = small_neural_model("tgn", N)
     with pytest.raises(DataMismatchError, match="segment was built from other data"):
-        train_epoch(model, other, split.train, sampler=UniformSampler(build_catalog(other, "all")), loss="bce",
+        train_epoch(model, other, split.train, recipe=Recipe(UniformSampler(build_catalog(other, "all")), "bce"),
                     optimizer=torch.optim.Adam(model.parameters()))
 
 

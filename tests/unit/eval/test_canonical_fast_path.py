@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tgeval.eval.tuning import Tuning
 from tgeval import Protocol, build_catalog, chronological_split, evaluate
 from tgeval.data.groups import canonical_order, is_canonical
 from tgeval.data.synthetic import generate_events
@@ -39,7 +40,7 @@ def run(data, sampler_name, monkeypatch, force_permuted=False):
     catalog = build_catalog(data, "train", train_end=split.train.end)
     sampler = UniformSampler(catalog) if sampler_name == "uniform" else HistoricalSampler(n, catalog=catalog)
     result = evaluate(EdgeBank(n), data, split.test, Protocol(num_negatives=3, batch_size=7), sampler=sampler,
-                      catalog=catalog, records="all")
+                      catalog=catalog, tuning=Tuning(records="all"))
     return result, len(calls)
 
 

@@ -1,4 +1,4 @@
-"""evaluate(records=...): the result keeps every record, the per-event columns or none, with the same
+"""evaluate(tuning=Tuning(records=...)): the result keeps every record, the per-event columns or none, with the same
 numbers; without the negative ids their checksum is taken window by window and equals the whole one."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tgeval.eval.tuning import Tuning
 from tgeval import Protocol, build_catalog, chronological_split, evaluate
 from tgeval.data.synthetic import generate_events
 from tgeval.eval import engine
@@ -43,8 +44,8 @@ def test_modes_give_the_same_numbers_and_checksum(name, tmp_path, monkeypatch):
     monkeypatch.setattr(engine, "WINDOW_QUERIES", 64)  # many windows: the checksum is fed in many parts
     sampler = SAMPLERS[name](tmp_path)
     k = sampler.num_negatives if hasattr(sampler, "stored_num_negatives") else 3
-    results = {mode: evaluate(EdgeBank(N), DATA, SPLIT.test, Protocol(num_negatives=k, batch_size=7),
-                              sampler=sampler, catalog=CATALOG, records=mode) for mode in ("all", "events", "none")}
+    results = {mode: evaluate(EdgeBank(N), DATA, SPLIT.test, Protocol(num_negatives=k, batch_size=7), sampler=sampler,
+                              catalog=CATALOG, tuning=Tuning(records=mode)) for mode in ("all", "events", "none")}
     full = results["all"].records
     whole = negatives_checksum(full["src"], full["dst"], full["t"], full["neg"], full.get("neg_src"),
                                full.get("neg_mask"))
@@ -63,14 +64,14 @@ def test_modes_give_the_same_numbers_and_checksum(name, tmp_path, monkeypatch):
 
 def test_an_unknown_mode_is_refused():
     with pytest.raises(ValueError, match="records must be"):
-        evaluate(EdgeBank(N), DATA, SPLIT.test, sampler=UniformSampler(CATALOG), records="some")
+        evaluate(EdgeBank(N), DATA, SPLIT.test, sampler=UniformSampler(CATALOG), tuning=Tuning(records="some"))
 
 
 def test_the_events_csv_is_the_same_in_any_chunks(tmp_path, monkeypatch):
     import tgeval.eval.result as result_module
 
     result = evaluate(EdgeBank(N), DATA, SPLIT.test, Protocol(num_negatives=2), sampler=UniformSampler(CATALOG),
-                      catalog=CATALOG, records="events")
+                      catalog=CATALOG, tuning=Tuning(records="events"))
     whole = result._events_csv()
     monkeypatch.setattr(result_module, "CSV_ROWS", 7)
     assert result._events_csv() == whole

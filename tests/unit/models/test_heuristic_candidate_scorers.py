@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch_geometric.data import TemporalData
 
+from tgeval.eval.tuning import Tuning
 from tgeval import evaluate
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.errors import SlowPathWarning
@@ -72,7 +73,7 @@ def test_fast_all_entity_ranks_equal_pair_by_pair(data, variant, start, batch_si
         history = None if replay == "fixed" else "batch"
     protocol = Protocol(num_negatives=2, batch_size=batch_size, seed=3, ties=ties, replay=replay, history=history)
     run = lambda model: evaluate(model, data, segment, protocol, sampler=SAMPLER,  # noqa: E731
-                                 catalog=catalog, candidate_budget=budget, use_shortcut=False)
+                                 catalog=catalog, tuning=Tuning(candidate_budget=budget, use_shortcut=False))
     with warnings.catch_warnings():
         warnings.simplefilter("error", SlowPathWarning)  # the fast path never falls back to pairs
         fast = run(make())
@@ -129,7 +130,7 @@ def test_counted_all_entity_ranks_equal_scored(data, variant, start, batch_size,
         history = None if replay == "fixed" else "batch"
     protocol = Protocol(num_negatives=2, batch_size=batch_size, seed=3, replay=replay, history=history)
     run = lambda model, shortcut: evaluate(model, data, segment, protocol, sampler=SAMPLER,  # noqa: E731
-                                           catalog=catalog, use_shortcut=shortcut)
+                                           catalog=catalog, tuning=Tuning(use_shortcut=shortcut))
     counted = variant in COUNTED and catalog.available_from is None and not (
         name == "edgebank-window" and history == "exact")
     fast = run(refusing_catalog_scoring(make()) if counted else make(), True)
@@ -155,6 +156,6 @@ def test_counted_ranks_on_dense_streams(data, variant, start, batch_size, histor
     protocol = Protocol(num_negatives=0, batch_size=batch_size, history=history)
     make = lambda: registry.build(name, num_nodes=N, **options)  # noqa: E731
     fast = evaluate(refusing_catalog_scoring(make()), data, segment, protocol, catalog=catalog)
-    slow = evaluate(make(), data, segment, protocol, catalog=catalog, use_shortcut=False)
+    slow = evaluate(make(), data, segment, protocol, catalog=catalog, tuning=Tuning(use_shortcut=False))
     for key in ("score", "above", "equal"):
         assert torch.equal(fast.records[key], slow.records[key]), (name, options, key)

@@ -7,6 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tgeval.eval.tuning import Tuning
 from tgeval import evaluate
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.errors import ModelCapabilityError, ModelConfigError
@@ -31,7 +32,8 @@ def test_counted_ranks_equal_scored_ranks(data, keys, start, batch_size, history
                else build_catalog(data, kind, num_nodes=N))
     protocol = Protocol(num_negatives=0, batch_size=batch_size, history=history)
     counted = evaluate(refusing_catalog_scoring(Lexicographic(N, keys)), data, segment, protocol, catalog=catalog)
-    scored = evaluate(Lexicographic(N, keys), data, segment, protocol, catalog=catalog, use_shortcut=False)
+    scored = evaluate(Lexicographic(N, keys), data, segment, protocol, catalog=catalog,
+                      tuning=Tuning(use_shortcut=False))
     for key in ("score", "above", "equal", "candidates"):
         assert torch.equal(counted.records[key], scored.records[key]), (keys, key)
 

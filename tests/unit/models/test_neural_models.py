@@ -23,7 +23,7 @@ from tgeval.models.neighbors import NeighborBuffer
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import small_neural_model
 
 N = 24
@@ -201,7 +201,7 @@ def trained(name, data, seed=0, epochs=1):
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     end = boundary(data, 120)
     for epoch in range(epochs):
-        train_epoch(model, data[:end], sampler=sampler, loss="bce", optimizer=optimizer, batch_size=20, epoch=epoch)
+        train_epoch(model, data[:end], recipe=Recipe(sampler, "bce", batch_size=20), optimizer=optimizer, epoch=epoch)
     feed(model, data[end:boundary(data, 150)])
     return model
 

@@ -9,6 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tgeval.eval.tuning import Tuning
 from tgeval import evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
@@ -92,7 +93,7 @@ def test_exact_scores_equal_a_per_timestamp_brute_force(data, name, start, batch
     reference = EXACT[name][2]
     segment = segment_from(data, min(start, data.num_events - 1))
     result = evaluate(_build(name), data, segment, Protocol(num_negatives=3, batch_size=batch_size, seed=seed),
-                      sampler=UniformSampler(CATALOG, replace=True), catalog=CATALOG, candidate_budget=7)
+                      sampler=UniformSampler(CATALOG, replace=True), catalog=CATALOG, tuning=Tuning(candidate_budget=7))
     assert result.manifest["history"]["mode"] == "exact"
     assert_matches_reference(result.records, data, reference, CATALOG.items, name)
 

@@ -8,7 +8,7 @@ from tgeval.eval.metrics import count_above_equal
 from tgeval.models import TGN, TGNConfig
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 
 
 def test_count_above_equal_with_tolerance_matches_a_loop():
@@ -49,7 +49,7 @@ def test_tgn_from_empty_history_ties_every_candidate_whatever_the_batch_size():
     catalog = build_catalog(data, "all", num_nodes=60)
     model = TGN(TGNConfig(60, memory_dim=16, time_dim=16, embedding_dim=16))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    train_epoch(model, data, split.train, sampler=UniformSampler(catalog), loss="bce", optimizer=optimizer)
+    train_epoch(model, data, split.train, recipe=Recipe(UniformSampler(catalog), "bce"), optimizer=optimizer)
     mrrs = []
     for batch_size in (7, 50, 400):
         model.reset_state()

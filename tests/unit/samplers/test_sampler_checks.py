@@ -16,7 +16,7 @@ from tgeval.models.heuristics import EdgeBank, PairMembership
 from tgeval.protocol import Protocol
 from tgeval.samplers import UniformSampler, save_negatives
 from tgeval.samplers.base import NegativeSampler, Negatives, _pair_collisions, destination_collisions
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 from tests.conftest import make_stream
 from tests.helpers import TableModel
 
@@ -97,12 +97,12 @@ def test_training_and_saved_files_go_through_the_same_checks(tmp_path):
     model = PairMembership(N, beta=0.0, bias=0.0)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     with pytest.raises(SamplerError, match="the positive itself"):
-        train_epoch(model, DATA, SPLIT.train, sampler=positive, loss="bce", optimizer=optimizer)
+        train_epoch(model, DATA, SPLIT.train, recipe=Recipe(positive, "bce"), optimizer=optimizer)
     with pytest.raises(SamplerError, match="the positive itself"):
         save_negatives(tmp_path / "n.pt", positive, DATA, SPLIT.test, 2)
     assert not (tmp_path / "n.pt").exists()
     masked = Returns(lambda b, k: torch.cat([b.dst[:, None], others(b, k - 1)], 1), collisions="mask")
-    stats = train_epoch(model, DATA, SPLIT.train, sampler=masked, loss="bce", optimizer=optimizer, num_negatives=2)
+    stats = train_epoch(model, DATA, SPLIT.train, recipe=Recipe(masked, "bce", num_negatives=2), optimizer=optimizer)
     assert stats["num_masked_collisions"] == SPLIT.train.num_events
     stored = save_negatives(tmp_path / "m.pt", masked, DATA, SPLIT.test, 2, num_nodes=N)
     assert stored.header["collisions"] == "mask" and stored.header["num_masked_collisions"] == SPLIT.test.num_events

@@ -14,7 +14,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, DyRep, EdgeBank, GraphMixer, message_dim, registry
 from tgeval.samplers import UniformSampler
 from tgeval.state import first_difference
-from tgeval.training.train import train_epoch
+from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import small_neural_model
 
 NUM_NODES = 40
@@ -32,7 +32,7 @@ def trained(cls, data, **extra):
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     split = chronological_split(data)
     sampler = UniformSampler(build_catalog(data, "train", train_end=split.train.end))
-    train_epoch(model, data, split.train, sampler=sampler, loss="bce", optimizer=optimizer, batch_size=100)
+    train_epoch(model, data, split.train, recipe=Recipe(sampler, "bce", batch_size=100), optimizer=optimizer)
     return model, optimizer, split
 
 
