@@ -40,5 +40,5 @@ setup(
         "dev": ["pytest>=7", "hypothesis>=6", "scikit-learn>=1.1", "nbclient>=0.7", "ipykernel>=6", "pandas>=1.3",
                 "networkx>=2.6", "py-tgb>=2.3", *DOCS],
     },
-    entry_points={"console_scripts": ["tgeval=tgeval.cli:main"]},
+    entry_points={"console_scripts": ["tgeval=tgeval.cli.program:main"]},
 )

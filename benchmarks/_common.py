@@ -40,7 +40,7 @@ import torch_geometric  # noqa: E402
 from torch_geometric.data import TemporalData  # noqa: E402
 
 import tgeval  # noqa: E402
-from tgeval.atomic import write_atomic  # noqa: E402
+from tgeval.core.atomic import write_atomic  # noqa: E402
 from tgeval.data.catalog import Catalog  # noqa: E402
 from tgeval.data.split import Segment, Split  # noqa: E402
 
@@ -197,7 +197,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title:
 
 def save_results(args, **extra) -> None:
     """Write every table printed so far, the command, versions and machine (module docstring) to ``args.out``
-    atomically (:func:`tgeval.atomic.write_atomic`), with ``extra``'s keys beside them (a long run's raw
+    atomically (:func:`tgeval.core.atomic.write_atomic`), with ``extra``'s keys beside them (a long run's raw
     measurements, saved after each step); nothing when ``args.out`` is ``None``."""
     if args.out is None:
         return

@@ -49,7 +49,7 @@ from tgeval import chronological_split, evaluate
 from tgeval.models.config import TGNConfig
 from tgeval.models.memory import LatestMeanAggregator
 from tgeval.models.tgn import TGN
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import Recipe, train_epoch
 

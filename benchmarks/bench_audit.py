@@ -14,7 +14,7 @@ from _common import (add_run_args, apply_common_args, load_setting, print_header
                      timed)
 
 import tgeval
-from tgeval.choices import AUDIT_CHECKS
+from tgeval.core.choices import AUDIT_CHECKS
 from tgeval.errors import UntrainedModelWarning
 from tgeval.models import registry
 

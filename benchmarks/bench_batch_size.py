@@ -27,7 +27,7 @@ from tgeval.data.datasets import load_dataset
 from tgeval.models.config import TGNConfig
 from tgeval.models.heuristics import EdgeBank
 from tgeval.models.tgn import TGN
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import Recipe, train_epoch
 

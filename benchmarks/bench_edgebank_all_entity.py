@@ -36,7 +36,7 @@ from _common import (add_common_args, best, head_segment, load_wikipedia, median
 from tgeval.eval.tuning import Tuning
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.models.heuristics import EdgeBank
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 
 BATCH_SIZE = 200
 

@@ -29,7 +29,7 @@ from _common import add_common_args, best, load_wikipedia, median, print_header,
 from tgeval.eval.tuning import Tuning
 from tgeval import TimestampBatchLoader, build_catalog, chronological_split, evaluate
 from tgeval.models.heuristics import EdgeBank
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import NegativeSampler, UniformSampler
 
 K = 20

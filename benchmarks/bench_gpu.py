@@ -48,15 +48,15 @@ from tgeval import build_catalog, chronological_split, evaluate, warm_up
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment, Split
 from tgeval.data.synthetic import generate_events
-from tgeval.device import HOST_READ
+from tgeval.core.device import HOST_READ
 from tgeval.errors import InputPathError
 from tgeval.eval.metrics import tie_band
-from tgeval.loader import timestamp_batch_boundaries
+from tgeval.stream.loader import timestamp_batch_boundaries
 from tgeval.models import (TGN, DyRep, DyRepConfig, EdgeBank, GraphMixer, GraphMixerConfig, Popularity,
                            PreferentialAttachment, TGNConfig)
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import Recipe, train_epoch
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 
 K = 20
 BATCH = 200

@@ -29,7 +29,7 @@ from _common import (add_common_args, apply_common_args, head_segment, load_sett
 from tgeval import Protocol, Segment, evaluate, no_state_change, replay
 from tgeval.models import TGN, TGNConfig
 from tgeval.samplers import UniformSampler
-from tgeval.state import _hidden
+from tgeval.stream.state import _hidden
 from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import readme_pyg_tgn
 

@@ -28,7 +28,7 @@ from reproduce_tgb import tgb_numbered
 from tgeval import evaluate
 from tgeval.models import registry
 from tgeval.models.clock import EventClock
-from tgeval.presets import TGB
+from tgeval.eval.presets import TGB
 
 
 def build(name: str, data, split, num_nodes: int):

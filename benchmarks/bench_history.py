@@ -36,7 +36,7 @@ from tgeval import Protocol, TimestampBatchLoader, build_catalog, chronological_
 from tgeval.data.datasets import load_dataset
 from tgeval.eval import engine
 from tgeval.eval.engine import warm_up
-from tgeval.walk import WARM_UP_EVENTS
+from tgeval.stream.walk import WARM_UP_EVENTS
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import UniformSampler
 

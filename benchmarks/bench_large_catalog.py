@@ -48,7 +48,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from tgeval import Protocol, evaluate, progress
+from tgeval import Protocol, evaluate
+from tgeval.core import progress
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.data.synthetic import generate_events

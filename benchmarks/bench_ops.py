@@ -8,7 +8,7 @@ and counts, per batch,
 * every aten event the profiler records (nested ones included), and
 * the sync-forcing ones: ``aten::nonzero``, ``aten::_unique2``, ``aten::masked_select`` and
   ``aten::_local_scalar_dense`` (``.item()``, ``int(tensor)``, ``bool(tensor)``), plus tgeval's
-  own explicit device-to-host reads (``tgeval.device.host_ints``, profiler range
+  own explicit device-to-host reads (``tgeval.core.device.host_ints``, profiler range
   ``tgeval.host_read``: one read of several sizes, e.g. the nodes of a batch and their pending
   messages), which on a CPU cost no aten event but on a GPU wait for the device like the others.
 
@@ -50,8 +50,8 @@ from _common import add_common_args, head_segment, inside_range, load_wikipedia,
 from torch.profiler import ProfilerActivity, profile
 
 from tgeval import Protocol, build_catalog, chronological_split, evaluate, warm_up
-from tgeval.device import HOST_READ
-from tgeval.loader import timestamp_batch_boundaries
+from tgeval.core.device import HOST_READ
+from tgeval.stream.loader import timestamp_batch_boundaries
 from tgeval.models import TGN, EdgeBank, TGNConfig
 from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.samplers import UniformSampler

@@ -25,9 +25,9 @@ from bench_tgn_train import BATCH_SIZE
 from models_table import prepared, trained
 
 from tgeval import evaluate
-from tgeval.atomic import write_atomic
+from tgeval.core.atomic import write_atomic
 from tgeval.eval.metrics import rank_from_counts
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ from tgeval.eval.tuning import Tuning
 from tgeval import Segment, TimestampBatchLoader, evaluate, no_state_change, replay
 from tgeval.models import TGN, TGNConfig
 from tgeval.models.base import TemporalLinkModel, pairwise_scorer
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tests.helpers import readme_pyg_tgn
 
 BATCH_SIZE = 200

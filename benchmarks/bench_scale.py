@@ -42,7 +42,7 @@ from _common import bytes_per_event, command_line, print_header, print_table
 from torch_geometric.data import TemporalData
 
 from tgeval.eval.tuning import Tuning
-from tgeval.atomic import write_atomic
+from tgeval.core.atomic import write_atomic
 from tgeval.data.groups import canonical_order
 
 NODES, DAYS = 18_143, 1_385

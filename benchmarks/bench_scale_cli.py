@@ -34,7 +34,7 @@ import _common  # noqa: F401  (puts the repository root on sys.path)
 from _common import bytes_per_event, command_env, command_line, print_header, print_table
 from bench_scale import NODES, flight_like
 
-from tgeval.atomic import write_atomic
+from tgeval.core.atomic import write_atomic
 
 # Runs the command given in argv from a small process and prints its peak resident memory (``os.wait4``'s
 # ``ru_maxrss``) last on stderr. A child spawned straight from this benchmark would report at least this

@@ -27,7 +27,7 @@ from _common import (add_common_args, apply_common_args, head_segment, load_sett
 
 from tgeval import Segment, evaluate, replay
 from tgeval.errors import SlowPathWarning
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tests.helpers import readme_pyg_tgn
 
 PygTGN, PygTGNConfig = readme_pyg_tgn()

@@ -53,7 +53,7 @@ from tgeval import (
 )
 from tgeval.models.config import TGNConfig
 from tgeval.models.tgn import TGN
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 
 BATCH_SIZE = 200
 TOLERANCE = 1e-5

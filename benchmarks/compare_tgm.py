@@ -27,7 +27,7 @@ from tgeval.eval.tuning import Tuning
 from tgeval import evaluate
 from tgeval.models.clock import EventClock
 from tgeval.models.poptrack import POPTRACK_DECAY, POPTRACK_TICK, PopTrack
-from tgeval.presets import TGB
+from tgeval.eval.presets import TGB
 
 
 def tgm_ranks(data, split, num_nodes: int, pages: torch.Tensor,

@@ -30,7 +30,7 @@ from reproduce_dyglib import build, dyglib_setting
 
 from tgeval import evaluate
 from tgeval.eval.engine import warm_up
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import Recipe, train_epoch
 

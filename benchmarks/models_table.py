@@ -38,7 +38,7 @@ from bench_tgn_train import BATCH_SIZE, LR, num_nodes_of
 from tgeval import build_catalog, chronological_split, evaluate, replay
 from tgeval.data.datasets import load_dataset
 from tgeval.models import registry
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import Recipe, train_epoch
 

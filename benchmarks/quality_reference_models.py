@@ -70,7 +70,7 @@ from tgeval.eval.result import json_safe
 from tgeval.models import TGN, EdgeBank, TGNConfig, registry
 from tgeval.models import Capabilities
 from tgeval.models.base import TemporalLinkModel
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import Recipe, train_epoch
 

@@ -87,12 +87,12 @@ from _common import print_header, print_table
 
 from tgeval.training.train import Recipe
 from tgeval import build_catalog, chronological_split, evaluate, load_checkpoint, replay
-from tgeval.atomic import write_atomic
-from tgeval.choices import VAL_STATES
+from tgeval.core.atomic import write_atomic
+from tgeval.core.choices import VAL_STATES
 from tgeval.data.catalog import Catalog
 from tgeval.data.datasets import load_dataset
 from tgeval.models import DyRep, DyRepConfig, GraphMixer, GraphMixerConfig, TGN, TGNConfig
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.fitting import Checkpointing, Validation, fit
 

@@ -45,7 +45,7 @@ from torch_geometric.loader import TemporalDataLoader
 from tgeval import evaluate
 from tgeval.data.split import Segment
 from tgeval.models import registry
-from tgeval.presets import TGB
+from tgeval.eval.presets import TGB
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import Recipe, train_epoch
 

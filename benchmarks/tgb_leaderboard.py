@@ -71,11 +71,11 @@ from torch_geometric.data import TemporalData
 
 from tgeval.training.train import Recipe
 from tgeval import build_catalog, evaluate
-from tgeval.atomic import write_atomic
+from tgeval.core.atomic import write_atomic
 from tgeval.models import registry
 from tgeval.models.neural import message_dim
-from tgeval.presets import TGB
-from tgeval.protocol import Protocol
+from tgeval.eval.presets import TGB
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.fitting import Checkpointing, Validation, fit
 

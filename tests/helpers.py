@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tgeval.models import registry
 from tgeval.models.base import TemporalLinkModel, pairwise_scorer
-from tgeval.state import _ADAPTERS, StateAdapter, register_state_adapter
+from tgeval.stream.state import _ADAPTERS, StateAdapter, register_state_adapter
 
 from tests.markdown_blocks import python_blocks
 
@@ -122,7 +122,7 @@ def sample_replay(sampler, data, k, seed, batch_size):
     import torch
 
     from tgeval.errors import SamplerError
-    from tgeval.loader import TimestampBatchLoader
+    from tgeval.stream.loader import TimestampBatchLoader
 
     data = data.clone()
     data.position = torch.arange(data.num_events)
@@ -143,7 +143,7 @@ def snap_text(data) -> str:
 
 @contextmanager
 def registered_adapter(cls, **functions):
-    """A :class:`~tgeval.state.StateAdapter` of ``functions`` (``view``, ``load``, ``reset``) registered for
+    """A :class:`~tgeval.stream.state.StateAdapter` of ``functions`` (``view``, ``load``, ``reset``) registered for
     ``cls`` while inside, so no test leaves it registered for the next."""
     register_state_adapter(cls, StateAdapter(**functions))
     try:

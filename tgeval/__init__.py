@@ -13,7 +13,7 @@ line's argument parsing load neither torch nor PyG; ``from tgeval import evaluat
 from __future__ import annotations
 
 from tgeval import errors
-from tgeval.lazy import lazy_exports
+from tgeval.core.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -22,16 +22,16 @@ _SOURCES = {
     **dict.fromkeys(("Catalog", "build_catalog"), "tgeval.data.catalog"),
     **dict.fromkeys(("Segment", "Split", "chronological_split"), "tgeval.data.split"),
     **dict.fromkeys(("sort_by_time", "validate"), "tgeval.data.validation"),
-    **dict.fromkeys(("deterministic", "device_of"), "tgeval.device"),
+    **dict.fromkeys(("deterministic", "device_of"), "tgeval.core.device"),
     **dict.fromkeys(errors.__all__, "tgeval.errors"),
     **dict.fromkeys(("evaluate", "replay", "warm_up"), "tgeval.eval.engine"),
     **dict.fromkeys(("audit", "AuditReport"), "tgeval.diagnostics.leak_audit"),
-    "Protocol": "tgeval.protocol",
+    "Protocol": "tgeval.eval.protocol",
     "Tuning": "tgeval.eval.tuning",
     "Result": "tgeval.eval.result",
-    "TimestampBatchLoader": "tgeval.loader",
-    "Walk": "tgeval.walk",
-    **dict.fromkeys(("Stateful", "no_state_change"), "tgeval.state"),
+    "TimestampBatchLoader": "tgeval.stream.loader",
+    "Walk": "tgeval.stream.walk",
+    **dict.fromkeys(("Stateful", "no_state_change"), "tgeval.stream.state"),
     **dict.fromkeys(("load_checkpoint", "save_checkpoint"), "tgeval.training.checkpoint"),
     **dict.fromkeys(("Checkpointing", "Validation", "fit"), "tgeval.training.fitting"),
     **dict.fromkeys(("Recipe", "train_epoch"), "tgeval.training.train"),

@@ -1,5 +1,5 @@
 import sys
 
-from tgeval.cli import main
+from tgeval.cli.program import main
 
 sys.exit(main())

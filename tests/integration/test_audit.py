@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import tgeval
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.leak_audit import CHECKS, audit
 from tgeval.models import registry
@@ -215,7 +215,7 @@ def test_the_command_exits_0_when_every_check_passes_and_1_when_one_fails(tmp_pa
 
 
 def test_the_html_report_shows_the_audits_beside_the_results(tmp_path):
-    from tgeval.report import build_report
+    from tgeval.diagnostics.report import build_report
 
     catalog = tgeval.build_catalog(DATA, "train", train_end=SPLIT.train.end)
     tgeval.evaluate(EdgeBank(N), DATA, SPLIT.test, tgeval.Protocol(num_negatives=0), catalog=catalog).save(

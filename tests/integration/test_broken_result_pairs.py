@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tgeval.atomic import file_sha256
-from tgeval.cli import main
+from tgeval.core.atomic import file_sha256
+from tgeval.cli.program import main
 from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.comparison import EventsFileError, load_events
 from tgeval.eval.result import Result
@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 KILLED = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
-    from tgeval import atomic
-    from tgeval.cli import main
+    from tgeval.core import atomic
+    from tgeval.cli.program import main
 
     def replace(source, target):
         if Path(target).name == "r.json":  # the CSV is in place; the JSON's rename would come now

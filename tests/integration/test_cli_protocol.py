@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from tgeval.cli import _subparser, build_parser, cli_message, main
+from tgeval.cli.program import _subparser, build_parser, cli_message, main
 from tgeval.data import read_events
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events

@@ -3,7 +3,7 @@ uncaught OverflowError or a library's message."""
 
 import pytest
 
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.data.synthetic import generate_events
 from tests.helpers import snap_text
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.data.synthetic import generate_events
 
 

@@ -8,7 +8,7 @@ import torch
 
 from tgeval.eval.tuning import Tuning
 from tgeval import build_catalog, chronological_split, evaluate
-from tgeval.cli import build_parser
+from tgeval.cli.program import build_parser
 from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.comparison import (
     EventSetMismatchError,
@@ -20,7 +20,7 @@ from tgeval.diagnostics.time_bins import time_profile
 from tgeval.eval.expected import k_sweep
 from tgeval.eval.metrics import rank_from_counts
 from tgeval.models.heuristics import EdgeBank, Popularity, PreferentialAttachment
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 
 KS = (1, 5, 20, 50, 100, None)

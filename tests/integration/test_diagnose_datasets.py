@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tgeval.data.datasets import load_dataset
-from tgeval.diagnostics.cli import diagnose
+from tgeval.cli.diagnose import diagnose
 
 from tests.conftest import require_dataset
 

@@ -22,7 +22,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from tgeval import Protocol, Tuning, evaluate
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events

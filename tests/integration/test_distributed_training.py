@@ -19,7 +19,7 @@ import torch.multiprocessing as mp
 
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
-from tgeval.distributed import sum_gradients
+from tgeval.core.distributed import sum_gradients
 from tgeval.errors import DistributedError
 from tgeval.samplers import UniformSampler
 from tgeval.data.catalog import build_catalog

@@ -17,9 +17,9 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.eval import engine
 from tgeval.eval.engine import warm_up
-from tgeval.loader import TimestampBatchLoader
+from tgeval.stream.loader import TimestampBatchLoader
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.conftest import make_stream
 from tests.helpers import assert_matches_reference, small_neural_model

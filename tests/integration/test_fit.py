@@ -11,12 +11,12 @@ from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, DyRep, GraphMixer, message_dim
 from tgeval.errors import ProtocolError
 from tgeval.eval.engine import evaluate
-from tgeval.atomic import json_safe
-from tgeval.loader import TimestampBatchLoader
-from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol
+from tgeval.core.atomic import json_safe
+from tgeval.stream.loader import TimestampBatchLoader
+from tgeval.eval.protocol import DEFAULT_VAL_NEGATIVES, Protocol
 from tgeval.samplers import HistoricalSampler, UniformSampler
 from tgeval.samplers.base import split_counters
-from tgeval.state import clone_state, first_difference
+from tgeval.stream.state import clone_state, first_difference
 from tgeval.training.checkpoint import CheckpointError, load_checkpoint
 from tgeval.training.fitting import TIMING_KEYS, Checkpointing, Validation, fit
 from tgeval.training.train import Recipe, train_epoch

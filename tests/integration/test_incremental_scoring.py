@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tgeval import TimestampBatchLoader
 from tgeval.data.synthetic import generate_events
 from tgeval.eval.metrics import tie_band
-from tgeval.state import first_difference
+from tgeval.stream.state import first_difference
 from tests.helpers import small_neural_model
 
 N = 20

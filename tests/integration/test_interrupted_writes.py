@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tgeval.atomic import file_sha256
+from tgeval.core.atomic import file_sha256
 from tgeval.diagnostics.comparison import load_events
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,12 +19,13 @@ REPO = Path(__file__).resolve().parents[2]
 WRITER = textwrap.dedent("""
     import os, signal, sys
     import torch
-    from tgeval import atomic, evaluate
-    from tgeval.cli import _terminate
+    from tgeval import evaluate
+    from tgeval.core import atomic
+    from tgeval.cli.program import _terminate
     from tgeval.data.catalog import Catalog
     from tgeval.data.split import Segment
     from tgeval.models.heuristics import EdgeBank
-    from tgeval.protocol import Protocol
+    from tgeval.eval.protocol import Protocol
     from tgeval.samplers import UniformSampler
     from tests.conftest import make_stream
 
@@ -79,8 +80,8 @@ def test_a_signal_at_each_write_step_leaves_one_whole_pair(tmp_path, step, signu
 SWAPPER = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
-    from tgeval import atomic
-    from tgeval.cli import _terminate
+    from tgeval.core import atomic
+    from tgeval.cli.program import _terminate
 
     folder, step, signum = Path(sys.argv[1]) / "results", int(sys.argv[2]), int(sys.argv[3])
     folder.mkdir()

@@ -23,7 +23,7 @@ from tgeval.diagnostics.intervention import (fit_directions, membership_interven
 from tgeval.errors import DiagnosticError
 from tgeval.models import EdgeBank
 from tgeval.models.neural import NeuralLinkModel
-from tgeval.state import first_difference
+from tgeval.stream.state import first_difference
 from tests.helpers import small_neural_model
 
 N, F, K = 300, 255, 20

@@ -24,7 +24,7 @@ from tgeval.errors import ModelCapabilityError, UntrainedModelWarning
 from tgeval.models import GraphMixer
 from tgeval.models.base import TemporalLinkModel
 from tgeval.samplers import UniformSampler
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.samplers.inductive import InductiveSampler
 from tgeval.training.fitting import Validation, fit
 from tgeval.training.train import Recipe, check_training_sampler, train_epoch

@@ -6,7 +6,7 @@ from sklearn.metrics import roc_auc_score
 
 from tgeval import evaluate
 from tgeval.data.split import Segment
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers.base import NegativeSampler, Negatives
 from tests.conftest import make_stream
 from tests.helpers import TableModel

@@ -18,12 +18,12 @@ from tgeval.data.split import Segment
 from tgeval.data.synthetic import generate_events
 from tgeval.data.validation import permute_events
 from tgeval.eval.engine import warm_up
-from tgeval.loader import TimestampBatchLoader
+from tgeval.stream.loader import TimestampBatchLoader
 from tgeval.models import TGN, TGNConfig, registry
 from tgeval.models.layers import GraphAttentionEmbedding
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.state import first_difference
+from tgeval.stream.state import first_difference
 from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import small_neural_model
 from tests.strategies import segment_from, shuffle_within_groups, streams

@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from tgeval.training.train import Recipe
-from tgeval.atomic import check_distinct, folder_lock, writing_outputs
-from tgeval.cli import main
+from tgeval.core.atomic import check_distinct, folder_lock, writing_outputs
+from tgeval.cli.program import main
 from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 HOLDER = textwrap.dedent("""
     import sys
-    from tgeval.atomic import folder_lock
+    from tgeval.core.atomic import folder_lock
 
     with folder_lock(sys.argv[1], what="folder", command=sys.argv[2]):
         print("held", flush=True)
@@ -184,8 +184,8 @@ def test_the_holder_of_a_folder_removes_the_work_folders_of_killed_writers(tmp_p
 
 KILLED_RUN = textwrap.dedent("""
     import os, signal, sys
-    from tgeval import commands
-    from tgeval.cli import main
+    from tgeval.cli import commands
+    from tgeval.cli.program import main
 
     def killed(*args, **kwargs):  # killed while the run writes its report: no handler runs
         os.kill(os.getpid(), signal.SIGKILL)

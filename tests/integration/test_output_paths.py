@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tgeval.atomic import check_distinct
-from tgeval.cli import main
+from tgeval.core.atomic import check_distinct
+from tgeval.cli.program import main
 from tgeval.data.synthetic import generate_events
 from tgeval.errors import OutputPathError
 from tests.helpers import snap_text
@@ -139,8 +139,8 @@ def test_run_overwrite_refuses_a_folder_that_is_no_run_or_holds_the_data(snap_fi
 
 STOPPED_RUN = textwrap.dedent("""
     import os, signal, sys
-    from tgeval import commands
-    from tgeval.cli import main
+    from tgeval.cli import commands
+    from tgeval.cli.program import main
 
     def stop(*args, **kwargs):  # a Ctrl-C while the new run's report is being written
         os.kill(os.getpid(), signal.SIGINT)
@@ -164,7 +164,7 @@ def test_a_run_stopped_midway_leaves_the_old_folder_whole(snap_file, tmp_path):
 
 def test_diagnose_declares_every_file_it_writes(snap_file, tmp_path):
     """``cli.DIAGNOSE_FILES`` (the outputs checked against the inputs) are the files diagnose writes."""
-    from tgeval.cli import DIAGNOSE_FILES
+    from tgeval.cli.program import DIAGNOSE_FILES
 
     assert main(["diagnose", str(snap_file), "--format", "snap", "--out", str(tmp_path / "d")]) == 0
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == sorted(DIAGNOSE_FILES)

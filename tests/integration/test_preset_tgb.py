@@ -15,14 +15,14 @@ from torch_geometric.data import TemporalData
 
 from tgeval.eval.tuning import Tuning
 from tgeval import evaluate
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.data.datasets import load_dataset
 from tgeval.data.synthetic import generate_events
 from tgeval.models.base import pairwise_scorer
 from tgeval.models.heuristics import EdgeBank
 from tgeval.models import registry
 from tgeval.models.clock import EventClock
-from tgeval.presets import EXACT_HISTORY_MODELS, TGB
+from tgeval.eval.presets import EXACT_HISTORY_MODELS, TGB
 from tgeval.samplers import write_tgb_negatives
 from tests.conftest import require_dataset
 from tests.helpers import StatelessModel, snap_text

@@ -17,7 +17,7 @@ from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, registry
 from tgeval.models.base import pairwise_scorer
 from tgeval.samplers import UniformSampler
-from tgeval.state import first_difference, state_parts
+from tgeval.stream.state import first_difference, state_parts
 from tgeval.training.checkpoint import load_checkpoint, save_checkpoint
 from tests.helpers import TableModel, readme_pyg_tgn, small_neural_model
 

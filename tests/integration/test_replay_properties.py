@@ -16,7 +16,7 @@ from tgeval.eval import engine
 from tgeval.models.clock import EventClock
 from tgeval.models.heuristics import (EdgeBank, GlobalPopularity, LocalPopularity, NodeMemory, PairMembership,
                                       Popularity, PreferentialAttachment)
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import HistoricalSampler, UniformSampler
 from tests.strategies import segment_from, shuffle_within_groups, streams
 

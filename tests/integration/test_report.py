@@ -17,12 +17,12 @@ import matplotlib.image
 import pytest
 import torch
 
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.data.synthetic import generate_events
 from tgeval.diagnostics.comparison import compare, load_events
 from tgeval.eval.result import Result
-from tgeval.choices import DEFAULT_BLOCK as BLOCK
-from tgeval.report import _interval, _k_sweep_figure, _strata_figure, _time_profile_figure, build_report
+from tgeval.core.choices import DEFAULT_BLOCK as BLOCK
+from tgeval.diagnostics.report import _interval, _k_sweep_figure, _strata_figure, _time_profile_figure, build_report
 from tests.helpers import snap_text
 from tests.plot_checks import assert_legends_outside
 

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.data.synthetic import generate_events
 from tests.helpers import snap_text
 

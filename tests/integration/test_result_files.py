@@ -11,7 +11,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.diagnostics.comparison import load_events
 from tgeval.models.heuristics import EdgeBank
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.conftest import make_stream
 

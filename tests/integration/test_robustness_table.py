@@ -31,7 +31,7 @@ import pytest
 import torch
 
 from tgeval import build_catalog, chronological_split
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.data import read_events
 from tgeval.data.synthetic import generate_events
 from tgeval.samplers import UniformSampler, save_negatives, write_tgb_negatives

@@ -17,7 +17,7 @@ from torch_geometric.data import Data
 
 from tests.conftest import require_dataset
 from tests.helpers import snap_text
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.data.datasets import load_dataset
 from tgeval.data.synthetic import generate_events
 from tgeval.errors import StaticGraphError

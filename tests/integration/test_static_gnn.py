@@ -8,7 +8,7 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.data.synthetic import generate_events
 from tgeval.errors import ModelConfigError, ProtocolError
 from tgeval.static import (GNNConfig, LinkGNN, StaticGraph, benchmark_of, random_edge_split, static_report,

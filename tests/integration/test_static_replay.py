@@ -7,7 +7,7 @@ import torch
 from tgeval import build_catalog, chronological_split, evaluate
 from tgeval.data.synthetic import generate_events
 from tgeval.models.fixed_scorer import FixedScorerModel
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.static import GNNConfig, static_graph, train_link_gnn
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.data.synthetic import generate_events
 from tgeval.static import (BENCHMARKS, StaticGraph, adjacency, build_benchmark, heart_negatives, heart_ranking,
                            lognormal_sigma, random_edge_split, rank_biased_overlap, run_static, shift_split,

@@ -26,10 +26,10 @@ from tgeval import build_catalog, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
-from tgeval.device import HOST_READ
+from tgeval.core.device import HOST_READ
 from tgeval.eval import engine
 from tgeval.models.heuristics import EdgeBank, NodeMemory, PairMembership, Popularity, PreferentialAttachment
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 
 SYNC_OPS = {"aten::nonzero", "aten::_unique2", "aten::unique_dim", "aten::unique_consecutive",

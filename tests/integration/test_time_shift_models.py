@@ -20,7 +20,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.models import registry
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import small_neural_model

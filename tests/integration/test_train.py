@@ -9,7 +9,7 @@ from tgeval import SplitError, TemporalDataError
 from tgeval.data.catalog import build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
-from tgeval.loader import TimestampBatchLoader
+from tgeval.stream.loader import TimestampBatchLoader
 from tgeval.training.losses import bpr_loss
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import Recipe, train_epoch

@@ -9,7 +9,7 @@ from tgeval import build_catalog, chronological_split, evaluate
 from tgeval.data.datasets import load_dataset
 from tgeval.eval.metrics import rank_from_counts
 from tgeval.models.heuristics import EdgeBank
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 
 from tests.conftest import require_dataset

@@ -11,7 +11,7 @@ from tgeval.data.split import Segment
 from tgeval.eval.ranking import all_entity_counts
 from tgeval.models.heuristics import EdgeBank, NodeMemory, Popularity
 from tgeval.data.validation import validate
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.conftest import make_stream
 from tests.helpers import TableModel, brute_force_counts

@@ -1,4 +1,4 @@
-"""The assumptions :mod:`tgeval.compat` makes about PyG's and torch's private names, one test each,
+"""The assumptions :mod:`tgeval.core.compat` makes about PyG's and torch's private names, one test each,
 checked on real objects of the installed versions: a release that breaks one fails the test that
 states it."""
 
@@ -9,10 +9,10 @@ import torch
 from torch import nn
 from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, LastNeighborLoader, TGNMemory
 
-from tgeval.compat import (TGN_MEMORY_SCRATCH, ApplyHookModule, HookedTGNMemory, forward_pre_hooks, is_view,
+from tgeval.core.compat import (TGN_MEMORY_SCRATCH, ApplyHookModule, HookedTGNMemory, forward_pre_hooks, is_view,
                            message_stores, move_loader_scratch, own_buffers, own_children, own_parameters, set_message_stores,
                            tensor_version, trains_own_buffers, view_base)
-from tgeval.state import first_difference
+from tgeval.stream.state import first_difference
 
 N, R, D = 6, 3, 4
 

@@ -1,4 +1,4 @@
-"""tgeval.device: the explicit host read, compaction to a known size, deterministic kernels."""
+"""tgeval.core.device: the explicit host read, compaction to a known size, deterministic kernels."""
 
 import pytest
 import torch
@@ -7,8 +7,8 @@ from torch.profiler import ProfilerActivity, profile
 from tgeval import build_catalog, deterministic, evaluate
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
-from tgeval.device import HOST_READ, host_ints, positions
-from tgeval.protocol import Protocol
+from tgeval.core.device import HOST_READ, host_ints, positions
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.helpers import small_neural_model
 

@@ -12,7 +12,7 @@ from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.split import chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.models.heuristics import EdgeBank
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import InductiveSampler, UniformSampler
 from tgeval.training.losses import bpr_loss
 

@@ -1,6 +1,6 @@
 """Inputs that are no regular file: every reader refuses a named pipe (which would block it until something
 writes), a device such as /dev/zero (which never ends), a link that loops or leads nowhere and an empty path,
-naming the input and what to give instead, before it opens the file (:func:`tgeval.atomic.check_input_file`)."""
+naming the input and what to give instead, before it opens the file (:func:`tgeval.core.atomic.check_input_file`)."""
 
 import os
 import signal
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tgeval.atomic import check_input_file
+from tgeval.core.atomic import check_input_file
 from tgeval.data import read_events
 from tgeval.errors import InputPathError
 from tgeval.data.io.tgb_negatives import load_tgb_pickle

@@ -4,7 +4,7 @@ from typing import Optional, Sequence, Union
 
 import pytest
 
-from tgeval.options import parse_value, typed_options
+from tgeval.core.options import parse_value, typed_options
 
 
 def configure(*, flag: bool = False, count: int = 1, rate: float = 0.5, name: str = "x",

@@ -2,7 +2,7 @@ import gzip
 
 import pytest
 
-from tgeval import progress
+from tgeval.core import progress
 from tgeval.data import read_events
 
 

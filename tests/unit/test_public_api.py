@@ -32,6 +32,9 @@ EXPORTS = {
                      "fit", "load_checkpoint", "no_state_change", "replay", "save_checkpoint", "sort_by_time",
                      "train_epoch", "validate", "warm_up"],
     },
+    "tgeval.cli": {"function": ["main"]},
+    "tgeval.core": {},
+    "tgeval.stream": {"class": ["Stateful", "Step", "TimestampBatchLoader", "Walk"], "function": ["no_state_change"]},
     "tgeval.data": {
         "constant": ["CATALOG_KINDS", "DATASET_FILES", "NEW_NODE", "NEW_PAIR", "REPEATED"],
         "class": ["Catalog", "Exclusions", "ReadInfo", "Segment", "Split"],

@@ -1,4 +1,4 @@
-"""The one registry mechanism (tgeval.registry) behind models, samplers and formats: options read from
+"""The one registry mechanism (tgeval.core.registry) behind models, samplers and formats: options read from
 signatures (from source for lazy targets, the same as inspecting them), typed errors listing the valid
 options, and the listing the docs render."""
 
@@ -11,7 +11,7 @@ import pytest
 from tgeval.data import formats
 from tgeval.errors import SamplerError
 from tgeval.models import registry as models
-from tgeval.registry import Entry, Option, Registry, load, signature_options
+from tgeval.core.registry import Entry, Option, Registry, load, signature_options
 from tgeval.samplers import UniformSampler
 from tgeval.samplers import registry as samplers
 from tests.helpers import fake_distribution
@@ -89,9 +89,9 @@ def test_a_sampler_context_names_attributes_of_the_context():
 
 def test_every_mapping_method_sees_the_entries_of_the_entry_point_group(tmp_path, monkeypatch):
     """``in``, ``len``, iteration and ``[name]`` import the group's modules first, as ``entry`` does."""
-    (tmp_path / "greetings_host.py").write_text("from tgeval.registry import Registry\nGREETINGS = None\n")
+    (tmp_path / "greetings_host.py").write_text("from tgeval.core.registry import Registry\nGREETINGS = None\n")
     fake_distribution(tmp_path, "plugin_greetings", "from greetings_host import GREETINGS\n"
-                      "from tgeval.registry import Entry\n"
+                      "from tgeval.core.registry import Entry\n"
                       "GREETINGS.add(Entry('plugin-hello', 'builtins:print', 'from another package'))\n",
                       "tgeval.test_greetings", "plugin-hello")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tgeval.atomic import write_atomic, write_atomic_group
+from tgeval.core.atomic import write_atomic, write_atomic_group
 
 REPO = Path(__file__).resolve().parents[2]
 
 KILLED = textwrap.dedent("""
     import os, signal, sys
-    from tgeval import atomic
+    from tgeval.core import atomic
 
     folder, step = sys.argv[1], int(sys.argv[2])
     calls = {"n": 0}

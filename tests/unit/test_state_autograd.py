@@ -1,5 +1,5 @@
 """No state that tgeval resets, restores or switches modes on keeps an autograd graph
-(:func:`tgeval.state.detach_history`): PyG's ``TGNMemory`` applies its pending messages with autograd when it
+(:func:`tgeval.stream.state.detach_history`): PyG's ``TGNMemory`` applies its pending messages with autograd when it
 enters eval mode and zeroes its memory in place on reset, both of which used to keep the graph, so the next
 epoch's ``backward`` ran through a freed one."""
 
@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from tgeval.errors import ModelCapabilityError
-from tgeval.state import checked_reset, detach_history, restore_detached
+from tgeval.stream.state import checked_reset, detach_history, restore_detached
 from tests.helpers import readme_pyg_tgn, registered_adapter
 
 PygTGN, PygTGNConfig = readme_pyg_tgn()

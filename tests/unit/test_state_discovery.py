@@ -1,4 +1,4 @@
-"""State discovery (:mod:`tgeval.state`): a model's state found without state code of its own,
+"""State discovery (:mod:`tgeval.stream.state`): a model's state found without state code of its own,
 adapters for classes tgeval does not own, and the checksums the deep guard compares."""
 
 import pytest
@@ -7,9 +7,9 @@ from torch import nn
 
 from tgeval import LeakageError, no_state_change
 from tgeval.models.base import TemporalLinkModel
-from tgeval.state import (checksum, first_difference, load_parameters, parameters_of, register_state_adapter,
+from tgeval.stream.state import (checksum, first_difference, load_parameters, parameters_of, register_state_adapter,
                           state_adapter, state_parts, state_buffer_names)
-from tgeval.state import _ADAPTERS
+from tgeval.stream.state import _ADAPTERS
 from tests.conftest import make_stream
 from tests.helpers import registered_adapter
 

@@ -1,4 +1,4 @@
-"""The fingerprints behind the guards (:mod:`tgeval.state`): any single in-place change of a value
+"""The fingerprints behind the guards (:mod:`tgeval.stream.state`): any single in-place change of a value
 reachable from a model's plain attributes changes them, and nothing else does."""
 
 from types import SimpleNamespace
@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 from torch import nn
 
-from tgeval.state import _Fingerprints
+from tgeval.stream.state import _Fingerprints
 
 scalars = st.one_of(st.integers(-3, 3), st.floats(allow_nan=False, width=32), st.text(max_size=3), st.none(),
                     st.booleans())
@@ -159,7 +159,7 @@ def test_default_guard_of_a_model_with_its_own_snapshot_and_a_plain_tensor():
     plain tensors the same way before and after: pure scoring passes, an in-place change is named."""
     from tgeval.errors import LeakageError
     from tgeval.models.base import TemporalLinkModel
-    from tgeval.state import no_state_change
+    from tgeval.stream.state import no_state_change
 
     class Own(TemporalLinkModel):
         def __init__(self):

@@ -17,8 +17,8 @@ from tgeval.eval.selection import select_window
 from tgeval.models.base import TemporalLinkModel, pairwise_scorer
 from tgeval.samplers import UniformSampler
 from tgeval.samplers.fixed import draw_negatives
-from tgeval.training.train import train_epoch
-from tgeval.walk import Walk
+from tgeval.training.train import Recipe, train_epoch
+from tgeval.stream.walk import Walk
 
 BATCH = 7
 pytestmark = pytest.mark.filterwarnings("ignore::tgeval.errors.UntrainedModelWarning")
@@ -103,7 +103,7 @@ def test_every_consumer_walks_the_same_batches_in_the_same_order():
     evaluate(model, data, segment, Protocol(num_negatives=2, batch_size=BATCH, history="batch"), sampler=sampler,
              catalog=catalog)
     model, sampler = models["train_epoch"], samplers["train_epoch"] = Recording(n), RecordingSampler(catalog)
-    train_epoch(model, data, segment, sampler=sampler, loss="bce", batch_size=BATCH,
+    train_epoch(model, data, segment, recipe=Recipe(sampler, "bce", batch_size=BATCH),
                 optimizer=torch.optim.SGD(model.parameters(), lr=0.0))
     models["membership"] = Recording(n)
     membership_factorial(models["membership"], data, segment, catalog, num_negatives=2, batch_size=BATCH)

@@ -7,7 +7,7 @@ so a file that changes while it is read never files one version's arrays under t
 reader's options and :data:`CACHE_VERSION`. The entry's name is the sha256 of that key, and the key is stored
 inside it and compared on every load with the file's sha256 then, so an edited file or other options never
 meet a stale entry.
-Entries are written atomically (:func:`tgeval.atomic.write_atomic`), so a reader sees a complete
+Entries are written atomically (:func:`tgeval.core.atomic.write_atomic`), so a reader sees a complete
 entry or none. An entry that cannot be read, fails the zip checksums (CRC-32 of every array) or
 holds another key is rebuilt, with a :class:`~tgeval.errors.CacheWarning`. A folder that refuses the new entry
 gives a :class:`~tgeval.errors.CacheWarning` too, and the result read from the text is returned: the cache only
@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional, TypeVar, Union
 
 import numpy as np
 
-from tgeval.atomic import write_atomic
+from tgeval.core.atomic import write_atomic
 from tgeval.errors import CacheWarning
 
 __all__ = ["CACHE_ENV", "CACHE_VERSION", "cache_folder", "entry_key", "load_entry", "store_entry"]
@@ -54,7 +54,7 @@ def cache_folder(cache_dir: Optional[Union[str, "os.PathLike[str]"]]) -> Optiona
 
 
 def entry_key(sha256: str, options: dict[str, Any]) -> str:
-    """The key of the file bytes of ``sha256`` (:func:`~tgeval.atomic.sha256_of`) read with ``options``
+    """The key of the file bytes of ``sha256`` (:func:`~tgeval.core.atomic.sha256_of`) read with ``options``
     (JSON-able): that sha256, the options and the cache version."""
     return json.dumps({"version": CACHE_VERSION, "sha256": sha256, "options": options}, sort_keys=True, default=str)
 

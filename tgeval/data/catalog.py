@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.choices import CATALOG_KINDS
+from tgeval.core.choices import CATALOG_KINDS
 from tgeval.data.hashing import BuiltFrom
 from tgeval.errors import CatalogError
 

@@ -9,7 +9,7 @@ use, so that this module loads without torch) and one line of help::
 Every reader takes the path and the shared keywords ``remap``, ``bipartite``, ``sort`` and
 ``directed`` (:func:`~tgeval.data.io.read_events`) and returns ``(data, info)``; its other
 keywords are the format's options (``--option KEY=VALUE``, typed by the reader's annotations),
-read from its signature (:mod:`tgeval.registry`). A reader of your own registers the same way.
+read from its signature (:mod:`tgeval.core.registry`). A reader of your own registers the same way.
 
 Example:
     >>> names()
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
-from tgeval.registry import Entry, Registry, Row
+from tgeval.core.registry import Entry, Registry, Row
 
 __all__ = ["FormatEntry", "SHARED_KEYWORDS", "register", "names", "entry", "describe"]
 
@@ -33,7 +33,7 @@ SHARED_KEYWORDS = ("path", "remap", "bipartite", "sort", "directed")
 
 @dataclass(frozen=True)
 class FormatEntry(Entry):
-    """A registered event-file format (:class:`~tgeval.registry.Entry`: ``name``, ``target``, ``help``;
+    """A registered event-file format (:class:`~tgeval.core.registry.Entry`: ``name``, ``target``, ``help``;
     ``options`` are its reader's own keywords)."""
 
     def reader(self) -> Callable[..., Any]:

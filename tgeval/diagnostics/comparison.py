@@ -29,8 +29,8 @@ from typing import Any, Mapping, Optional, Sequence
 import torch
 from torch import Tensor
 
-from tgeval.atomic import PathLike, check_input_file, file_sha256, json_safe, write_atomic
-from tgeval.choices import DEFAULT_BLOCK
+from tgeval.core.atomic import PathLike, check_input_file, file_sha256, json_safe, write_atomic
+from tgeval.core.choices import DEFAULT_BLOCK
 from tgeval.errors import EventSetMismatchError, EventsFileError, LeakageError, MetricInputError
 from tgeval.eval.expected import DEFAULT_SWEEP, k_sweep
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts

@@ -46,15 +46,15 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.choices import TiePolicy
-from tgeval.atomic import json_safe
+from tgeval.core.choices import TiePolicy
+from tgeval.core.atomic import json_safe
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.diagnostics.membership import MembershipReplay, membership_factorial
 from tgeval.errors import DiagnosticError, ProtocolError
 from tgeval.eval.metrics import auroc
 from tgeval.eval.engine import evaluate
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 
 __all__ = ["Direction", "InterventionResult", "pair_representations", "fit_directions", "project_out",
            "membership_intervention"]

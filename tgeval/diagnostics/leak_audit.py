@@ -28,8 +28,6 @@ within the model's ``tie_tolerance`` (relative) elsewhere and between differentl
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import json
 import math
 import time
@@ -41,20 +39,20 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.choices import AUDIT_CHECKS
+from tgeval.core.choices import AUDIT_CHECKS
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.hashing import fingerprint
 from tgeval.data.split import Segment, Split
 from tgeval.data.validation import per_event_keys, permute_events, validate
-from tgeval.errors import ModelCapabilityError, ProtocolError, SlowPathWarning, UntrainedModelWarning
+from tgeval.errors import ProtocolError, SlowPathWarning, UntrainedModelWarning
 from tgeval.eval.engine import evaluate
 from tgeval.models.base import TemporalLinkModel, checked_scores, score_of
-from tgeval.protocol import Protocol
-from tgeval.provenance import versions
-from tgeval.state import restore_detached
-from tgeval.walk import Step, Walk
+from tgeval.eval.protocol import Protocol
+from tgeval.core.provenance import versions
+from tgeval.stream.state import restore_detached
+from tgeval.stream.walk import Step, Walk
 
-__all__ = ["audit", "AuditReport", "CheckResult", "CHECKS", "model_builder", "audit_command"]
+__all__ = ["audit", "AuditReport", "CheckResult", "CHECKS"]
 
 #: every check, in the order they run and print
 CHECKS = AUDIT_CHECKS
@@ -465,55 +463,3 @@ def _number(value: Any) -> str:
 
 
 # -- the command line ------------------------------------------------------------------------------------
-def model_builder(model: str, checkpoint: Optional[str], num_nodes: int) -> Callable[[TemporalData], TemporalLinkModel]:
-    """``build(data)`` for ``tgeval audit --model``: a registered model's name (built with its default
-    configuration, or loaded from ``checkpoint``, whose model it must be), or ``module:callable``, a function of
-    the stream that returns the model (``checkpoint`` then not allowed).
-
-    Raises:
-        ModelCapabilityError: a name that is neither registered nor ``module:callable``, a callable that cannot be
-            imported, or a checkpoint of another model or with ``module:callable``.
-    """
-    from tgeval.models import registry
-    from tgeval.models.neural import message_dim
-    from tgeval.training.checkpoint import load_checkpoint
-
-    if ":" in model:
-        if checkpoint is not None:
-            raise ModelCapabilityError(f"--checkpoint loads a registered model; {model!r} builds its own: load the "
-                                       f"weights inside it, or give the checkpoint's model name as --model.")
-        module, _, name = model.partition(":")
-        try:
-            found = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError) as error:
-            raise ModelCapabilityError(f"--model {model!r}: cannot import {name!r} from module {module!r} "
-                                       f"({error}). Give module:callable of a module on the Python path.") from None
-        return found
-    if model not in registry.names():
-        raise ModelCapabilityError(f"--model {model!r} is neither a registered model ({', '.join(registry.names())}) "
-                                   f"nor module:callable, a function of the stream that returns the model.")
-    if checkpoint is not None:
-        name = load_checkpoint(checkpoint).name
-        if name != model:
-            raise ModelCapabilityError(f"--checkpoint {checkpoint} holds a {name!r} model, not {model!r}: give "
-                                       f"--model {name}.")
-        return lambda data: load_checkpoint(checkpoint).model
-    if registry.entry(model).kind == "heuristic":
-        return lambda data: registry.build(model, num_nodes=num_nodes)
-    return lambda data: registry.build(model, num_nodes=num_nodes, msg_dim=message_dim(data))
-
-
-def audit_command(args: argparse.Namespace) -> int:
-    """``tgeval audit``: one line per check; exit 0 when every check passes, 1 when one fails."""
-    from tgeval.atomic import write_atomic
-    from tgeval.cli import read_event_file
-    from tgeval.data.split import chronological_split
-
-    data, info = read_event_file(args)
-    split = chronological_split(data, args.split)
-    report = audit(model_builder(args.model, args.checkpoint, info.num_nodes), data, split,
-                   protocol=Protocol(batch_size=args.batch_size), checks=args.checks, seed=args.seed)
-    print(report)
-    if args.out is not None:
-        write_atomic(args.out, report.to_json() + "\n")
-    return 0 if report.passed else 1

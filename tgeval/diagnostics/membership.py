@@ -64,7 +64,7 @@ from tgeval.models.base import TemporalLinkModel, score_of
 from tgeval.samplers.base import NegativeSampler, NegativesCheck
 from tgeval.samplers.membership import BatchPools, SeenSampler, UnseenSampler, require_fixed_catalog
 from tgeval.samplers.uniform import UniformSampler
-from tgeval.walk import Step, Walk, eval_mode
+from tgeval.stream.walk import Step, Walk, eval_mode
 
 __all__ = ["MembershipReplay", "FactorialCell", "MembershipFactorial", "membership_factorial", "BetaStar", "beta_star",
            "fit_membership_beta", "pair_membership"]
@@ -128,7 +128,7 @@ class MembershipFactorial:
 
 
 def _walk(data: TemporalData, segment: Segment, num_nodes: int, batch_size: int) -> Walk:
-    """The walk of ``segment`` (:class:`~tgeval.walk.Walk`: validated, canonical order, ``e_id`` and ``position``),
+    """The walk of ``segment`` (:class:`~tgeval.stream.walk.Walk`: validated, canonical order, ``e_id`` and ``position``),
     its ids below ``num_nodes``."""
     data = validate(data)
     largest = int(torch.maximum(data.src.max(), data.dst.max())) if data.num_events else -1
@@ -164,7 +164,7 @@ def _seen_exhaustive(model: TemporalLinkModel, src: Tensor, t: Tensor, pos: Tens
 
 class MembershipReplay:
     """The replay behind the factorial (and the intervention's fitting pairs), the walk of
-    :func:`~tgeval.eval.engine.evaluate` (:class:`~tgeval.walk.Walk`): the stream validated and put in
+    :func:`~tgeval.eval.engine.evaluate` (:class:`~tgeval.stream.walk.Walk`): the stream validated and put in
     canonical order (``events``: the segment, with ``e_id``), the model warmed up in eval mode on the
     history before the segment, and :class:`SeenSampler` / :class:`UnseenSampler` (``seen``, ``unseen``)
     holding that history. :meth:`steps` yields the segment's timestamp batches in eval mode without
@@ -192,7 +192,7 @@ class MembershipReplay:
             self.walk.warm_up(model, [self.seen, self.unseen])
 
     def steps(self, check_state: bool = True) -> Iterator[Step]:
-        """The segment's steps (:meth:`~tgeval.walk.Walk.steps`; ``check_state``: guard of ``step.scoring()``)."""
+        """The segment's steps (:meth:`~tgeval.stream.walk.Walk.steps`; ``check_state``: guard of ``step.scoring()``)."""
         with eval_mode(self.model), torch.no_grad():
             yield from self.walk.steps(self.model, samplers=[self.seen, self.unseen], online=self.online,
                                        check_state=check_state)
@@ -221,7 +221,7 @@ def membership_factorial(model: TemporalLinkModel, data: TemporalData, segment: 
         protocol: ``"online"`` (update after each batch) or ``"fixed"``.
         candidate_budget: most (event, candidate) scores held at once.
         directed: pair definition.
-        check_state: guard scoring with :func:`~tgeval.state.no_state_change`.
+        check_state: guard scoring with :func:`~tgeval.stream.state.no_state_change`.
 
     Returns:
         MembershipFactorial: four cells; ``records`` hold, per event (replay order),

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import PathLike, write_atomic
+from tgeval.core.atomic import PathLike, write_atomic
 from tgeval.diagnostics.novelty import NoveltySeries
 from tgeval.errors import DiagnosticError, ProtocolError
 from tgeval.samplers.lifespans import CLASSES, Lifetimes, node_lifetimes, pair_lifetimes

@@ -49,7 +49,7 @@ from typing import Any, Mapping, Optional, Union
 import torch
 from torch import Tensor
 
-from tgeval.atomic import PathLike, write_atomic
+from tgeval.core.atomic import PathLike, write_atomic
 from tgeval.errors import EventSetMismatchError, EventsFileError, MetricInputError, ProtocolError
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.result import Result

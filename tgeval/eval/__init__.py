@@ -7,7 +7,7 @@ The names below are imported on first use (PEP 562), so ``import tgeval.eval`` l
 
 from __future__ import annotations
 
-from tgeval.lazy import lazy_exports
+from tgeval.core.lazy import lazy_exports
 
 #: public name -> the module that defines it
 _SOURCES = {

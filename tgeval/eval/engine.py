@@ -1,6 +1,6 @@
 r"""The replay engine: fixed-history and online evaluation over timestamp batches (docs/protocol.md §2, §7).
 
-Evaluation is a participant of the walk through time (:class:`~tgeval.walk.Walk`: canonical order,
+Evaluation is a participant of the walk through time (:class:`~tgeval.stream.walk.Walk`: canonical order,
 warm-up, timestamp batches, the update after each step); what it does at each step::
 
     for each window of consecutive timestamp batches (at most WINDOW_EVENTS events, WINDOW_QUERIES pairs):
@@ -42,13 +42,13 @@ from torch import Tensor, nn
 from torch.profiler import record_function
 from torch_geometric.data import TemporalData
 
-from tgeval import progress, provenance
+from tgeval.core import progress, provenance
 from tgeval.data.catalog import Catalog
 from tgeval.data.hashing import NegativesDigest, check_built_for, fingerprint
 from tgeval.data.split import Segment, Split, check_whole_groups
 from tgeval.data.strata import event_strata
 from tgeval.data.validation import validate
-from tgeval.distributed import check_same, rank_and_world, require_group, state_digest
+from tgeval.core.distributed import check_same, rank_and_world, require_group, state_digest
 from tgeval.errors import (CatalogError, DeviceError, LeakageError, ModelCapabilityError, ModelOutputError,
                            ProtocolError, SplitError, UntrainedModelWarning)
 from tgeval.eval.metrics import count_above_equal
@@ -56,16 +56,16 @@ from tgeval.eval.ranking import (PairwiseNotice, ShortcutPairs, check_no_nan,
                                  chunked_counts, plan_candidates, shortcut_counts)
 from tgeval.eval.result import Result, summarize
 from tgeval.eval.tuning import Tuning
-from tgeval.loader import same_batch_history
+from tgeval.stream.loader import same_batch_history
 from tgeval.models.base import TemporalLinkModel, check_model, check_node_ids, score_of
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, negatives_checksum, scored_pairs
-from tgeval.state import checked_reset, exclusive
-from tgeval.walk import Walk, eval_mode, feed, runs
+from tgeval.stream.state import checked_reset, exclusive
+from tgeval.stream.walk import Walk, eval_mode, feed, runs
 
 __all__ = ["evaluate", "warm_up", "replay"]
 
-#: events per call of :func:`~tgeval.loader.same_batch_history` in the manifest's ``history`` record
+#: events per call of :func:`~tgeval.stream.loader.same_batch_history` in the manifest's ``history`` record
 HISTORY_CHUNK_EVENTS = 2**16
 
 
@@ -392,7 +392,7 @@ class _Ranking:
         catalog: the candidates (on the stream's device).
         directed: whether pairs are ordered (which simultaneous positives are excluded).
         candidate_budget: most (event, candidate) scores held at once (:func:`chunked_counts`).
-        prefilter: ``L`` of the approximate pass (:class:`~tgeval.protocol.Protocol`), ``None``: exact.
+        prefilter: ``L`` of the approximate pass (:class:`~tgeval.eval.protocol.Protocol`), ``None``: exact.
         shortcut: count with the model's exact ``catalog_counts`` (exact passes of models that have one).
         shard: ``(rank, world)``: this process counts only its catalog shard (:func:`chunked_counts`), keeps a
             shortcut's counts on rank 0 only (zeros elsewhere), and the per-event counts are summed over the
@@ -457,7 +457,7 @@ class _Window:
 def _replay(model: TemporalLinkModel, walk: Walk, *, draws: _Draws, ranking: Optional[_Ranking],
             history: Optional[str], check_state: Union[bool, Literal["deep"]],
             keep_ids: bool = True) -> tuple[dict[str, Tensor], list[float], float, Optional[str]]:
-    """Score and record each step of ``walk`` (:class:`~tgeval.walk.Walk`, which updates after it): sampled
+    """Score and record each step of ``walk`` (:class:`~tgeval.stream.walk.Walk`, which updates after it): sampled
     negatives from ``draws``, an all-entity pass with ``ranking`` (``None``: none), online replay under a
     ``history`` (``None``: fixed replay, no update; under ``"exact"`` or ``"neighbors"`` each step is scored
     inside ``model.within_batch(step)``).
@@ -626,7 +626,7 @@ def evaluate(
             groups). Events are replayed in canonical order ``(t, src, dst)`` inside each
             group; batches carry ``e_id``, each event's index in ``data`` (for samplers with
             fixed negatives), and records keep it as ``event``.
-        protocol: every choice that changes a number (:class:`~tgeval.protocol.Protocol`: replay
+        protocol: every choice that changes a number (:class:`~tgeval.eval.protocol.Protocol`: replay
             online or fixed, history inside merged batches, ``K``, ties, Hits@k, uncovered
             positives, directed pairs, batch size, seed, warm start); recorded in the manifest
             as it is.
@@ -668,7 +668,7 @@ def evaluate(
         ModelCapabilityError: a catalog for a model that cannot rank one, a pre-filter for a
             model without ``candidate_prior``.
         LeakageError: the model changed its state while scoring (``tuning.check_state``), another thread is in
-            a pass on the same model object (:func:`~tgeval.state.exclusive`), or a checkpoint's model meets
+            a pass on the same model object (:func:`~tgeval.stream.state.exclusive`), or a checkpoint's model meets
             events it was trained on, or does not record them, without ``allow_trained_events``;
             :class:`~tgeval.errors.HiddenStateError` when its ``update`` or ``reset_state``
             changed state that its state methods do not cover (a class attribute included).

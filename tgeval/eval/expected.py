@@ -58,11 +58,11 @@ from typing import Any, Mapping, Optional, Sequence
 import torch
 from torch import Tensor
 
-from tgeval.choices import DEFAULT_SWEEP
+from tgeval.core.choices import DEFAULT_SWEEP
 from tgeval.errors import MetricInputError, ProtocolError
 from tgeval.eval.metrics import TiePolicy, check_ties, rank_from_counts
 from tgeval.eval.stats import kendall_tau
-from tgeval.rng import GOLDEN_GAMMA, as_int64, to_unit_interval, xorshift_multiply
+from tgeval.core.rng import GOLDEN_GAMMA, as_int64, to_unit_interval, xorshift_multiply
 
 __all__ = [
     "expected_reciprocal_rank",
@@ -375,7 +375,7 @@ def nested_draw_ranks(above: Tensor, equal: Tensor, num_candidates: Tensor, ks: 
     are nested across ``ks``. Only the class of each drawn candidate matters, so the
     permutation is never materialised. Uniforms come from a counter-based hash of ``(seed, event id, j)``:
     :math:`u_j = \mathrm{top}_{53}(x(k + (j + 1) c_2))` with key :math:`k = x(i \gamma + s c_1)`,
-    :math:`x` = :func:`~tgeval.rng.xorshift_multiply` and the odd constants of :mod:`tgeval.rng`, so an
+    :math:`x` = :func:`~tgeval.core.rng.xorshift_multiply` and the odd constants of :mod:`tgeval.core.rng`, so an
     event's draws do not depend on the other events in the call.
     ``K >= M`` or ``None`` draws everything (exact full rank). Cost :math:`O(E \max K)`.
 

@@ -41,8 +41,8 @@ from typing import Literal, NamedTuple, Optional, cast
 import torch
 from torch import Tensor
 
-from tgeval.choices import TIE_POLICIES, TiePolicy
-from tgeval.chunks import CHUNK_SCORES
+from tgeval.core.choices import TIE_POLICIES, TiePolicy
+from tgeval.core.chunks import CHUNK_SCORES
 from tgeval.errors import MetricInputError, ProtocolError, UndefinedMetricWarning
 
 __all__ = [
@@ -400,7 +400,7 @@ def _histograms(pos: Tensor, pos_group: Tensor, neg: Tensor, mask: Optional[Tens
     group, the bins are ``(group, level)`` (dense, if ``G (2U + 1) <= DENSE_BINS``) or the
     levels among the group's own distinct positive levels (a search over the ``Q <= P``
     distinct ``(group, level)`` keys; group ``g`` takes the ``2 Q_g + 2`` bins from
-    ``2 (Q_{<g} + g)``). Negatives go in row chunks of about :data:`~tgeval.chunks.CHUNK_SCORES` scores:
+    ``2 (Q_{<g} + g)``). Negatives go in row chunks of about :data:`~tgeval.core.chunks.CHUNK_SCORES` scores:
     no ``[R, K]`` temporary. NaN scores are counted, then binned as 0 (their groups are NaN).
     """
     device = pos.device

@@ -37,8 +37,8 @@ from torch import Tensor
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import build_exclusions
 from tgeval.data.sorted_keys import expand_ranges
-from tgeval.device import positions
-from tgeval.distributed import shard as shard_range
+from tgeval.core.device import positions
+from tgeval.core.distributed import shard as shard_range
 from tgeval.errors import ModelCapabilityError, ModelOutputError, ProtocolError, SlowPathWarning
 from tgeval.eval.metrics import tie_band
 from tgeval.models.base import TemporalLinkModel, checked_scores, score_of, scores_pair_by_pair
@@ -264,7 +264,7 @@ def chunked_counts(model: TemporalLinkModel, src: Tensor, t: Tensor, pos_score: 
     count never depends on how scores round in another call.
 
     ``shard = (rank, world)`` counts only the columns ``[lo, hi)`` =
-    :func:`~tgeval.distributed.shard` ``(w, rank, world)`` of the ``w`` items the events need
+    :func:`~tgeval.core.distributed.shard` ``(w, rank, world)`` of the ``w`` items the events need
     (the available prefix): a candidate, and so an excluded item, is counted or subtracted on
     the one rank whose range holds its column, hence
 

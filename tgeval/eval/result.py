@@ -17,10 +17,10 @@ from typing import Any, Mapping, Optional, Sequence
 import torch
 from torch import Tensor
 
-from tgeval.atomic import check_input_file, json_safe, sha256_of, write_atomic, write_atomic_group
+from tgeval.core.atomic import check_input_file, json_safe, sha256_of, write_atomic, write_atomic_group
 from tgeval.errors import EventsFileError, ResultFileError
-from tgeval.progress import Timeline
-from tgeval.protocol import metric_name
+from tgeval.core.progress import Timeline
+from tgeval.eval.protocol import metric_name
 from tgeval.eval.metrics import (
     TiePolicy,
     check_ties,
@@ -279,7 +279,7 @@ class Result:
 
     def metric_name(self, part: str, metric: str) -> str:
         """``metrics[part][metric]``'s name with the protocol it was measured under, from the manifest
-        (:func:`~tgeval.protocol.metric_name`): e.g. ``result.metric_name("sampled", "mrr")`` is
+        (:func:`~tgeval.eval.protocol.metric_name`): e.g. ``result.metric_name("sampled", "mrr")`` is
         ``"MRR (K=20, uniform)"``, ``result.metric_name("all_entity", "mrr")`` is
         ``"all-entity MRR (catalog train, 1,459 items)"``."""
         m = self.manifest
@@ -294,8 +294,8 @@ class Result:
         return summary(self)
 
     def to_dict(self) -> dict:
-        """JSON-safe ``manifest``, ``metrics`` and ``performance``; a :class:`~tgeval.progress.Timeline` in
-        ``performance`` (the command line's) is written as its :meth:`~tgeval.progress.Timeline.snapshot` now."""
+        """JSON-safe ``manifest``, ``metrics`` and ``performance``; a :class:`~tgeval.core.progress.Timeline` in
+        ``performance`` (the command line's) is written as its :meth:`~tgeval.core.progress.Timeline.snapshot` now."""
         performance = {key: value.snapshot() if isinstance(value, Timeline) else value
                        for key, value in self.performance.items()}
         return json_safe({"manifest": self.manifest, "metrics": self.metrics, "performance": performance})
@@ -306,7 +306,7 @@ class Result:
 
         The manifest then names the events file (``events_file``, relative to the JSON's folder)
         and its sha256 (``events_sha256``), and both files are written together
-        (:func:`~tgeval.atomic.write_atomic_group`): a reader finds the old pair or the new one,
+        (:func:`~tgeval.core.atomic.write_atomic_group`): a reader finds the old pair or the new one,
         and :func:`~tgeval.diagnostics.comparison.load_events` refuses a pair whose checksum
         does not match.
         """

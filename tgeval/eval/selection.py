@@ -7,16 +7,16 @@ from typing import Callable, Optional, Sequence, Union
 
 from torch_geometric.data import TemporalData
 
-from tgeval.choices import TiePolicy
+from tgeval.core.choices import TiePolicy
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.errors import ProtocolError, SplitError
 from tgeval.eval.engine import evaluate
 from tgeval.eval.tuning import Tuning
 from tgeval.models.base import TemporalLinkModel
-from tgeval.protocol import Protocol
-from tgeval.state import restore_detached
-from tgeval.walk import Walk, eval_mode
+from tgeval.eval.protocol import Protocol
+from tgeval.stream.state import restore_detached
+from tgeval.stream.walk import Walk, eval_mode
 
 __all__ = ["segment_duration", "default_windows", "select_window"]
 

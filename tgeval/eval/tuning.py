@@ -1,5 +1,5 @@
 """How :func:`~tgeval.eval.engine.evaluate` runs, apart from what it measures: the settings that change its speed,
-its memory and what it keeps, never a number (those are the :class:`~tgeval.protocol.Protocol`'s)."""
+its memory and what it keeps, never a number (those are the :class:`~tgeval.eval.protocol.Protocol`'s)."""
 
 from __future__ import annotations
 
@@ -30,10 +30,10 @@ class Tuning:
             :meth:`~tgeval.eval.result.Result.save_events`, ``[E]`` each) or ``"none"``. Under ``"events"`` and
             ``"none"`` the negative ids are never held: each window's go into the negatives checksum as they are
             drawn (the same value); the negative scores are kept for the metrics only.
-        check_state: guard every scoring step with :func:`~tgeval.state.no_state_change` (``True``); ``"deep"``
+        check_state: guard every scoring step with :func:`~tgeval.stream.state.no_state_change` (``True``); ``"deep"``
             also compares full snapshots (or checksums) for models whose state is registered buffers, plain
             tensors by checksum and arrays by their bytes; ``False``: no guard. The checks of ``update`` and
-            ``reset_state`` (:func:`~tgeval.state.checked_update`) run either way.
+            ``reset_state`` (:func:`~tgeval.stream.state.checked_update`) run either way.
 
     Raises:
         ProtocolError: at construction: a ``candidate_budget`` that is not an integer ``>= 1``, a ``records`` not in

@@ -18,12 +18,12 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
-from tgeval.compat import tensor_version
+from tgeval.core.compat import tensor_version
 from tgeval.data.catalog import Catalog
 from tgeval.errors import (ModelCapabilityError, ModelConfigError, ModelOutputError, ProtocolError,
                            TemporalDataError)
 from tgeval.models.capabilities import Capabilities
-from tgeval.state import State, detach_history, initial_buffers, reset_of, restore_into, snapshot_of
+from tgeval.stream.state import State, detach_history, initial_buffers, reset_of, restore_into, snapshot_of
 
 __all__ = ["TemporalLinkModel", "CandidateScorer", "pairwise_scorer", "embedding_scorer",
            "scores_pair_by_pair", "time_store", "check_node_ids", "check_model", "checked_scores", "score_of"]
@@ -39,7 +39,7 @@ class TemporalLinkModel(nn.Module):
 
     Subclasses implement :meth:`score` and :meth:`update`. The state methods
     (:meth:`snapshot`, :meth:`restore`, :meth:`reset_state`) default to **state discovery**
-    (:mod:`tgeval.state`): every registered buffer of every submodule, PyG's ``TGNMemory`` and
+    (:mod:`tgeval.stream.state`): every registered buffer of every submodule, PyG's ``TGNMemory`` and
     ``LastNeighborLoader`` (found among submodules and plain attributes), tgeval's stateful
     modules, and any class with a registered state adapter; the scoring guard watches the same
     parts. Override them only for state kept elsewhere. What else the engine may rely on is
@@ -209,7 +209,7 @@ class TemporalLinkModel(nn.Module):
 
     def train(self, mode: bool = True) -> "TemporalLinkModel":
         """Set the training mode (``eval()`` is ``train(False)``) without gradients, then
-        :func:`~tgeval.state.detach_history`: a module that computes on the switch leaves no autograd graph
+        :func:`~tgeval.stream.state.detach_history`: a module that computes on the switch leaves no autograd graph
         in the state (PyG's ``TGNMemory`` applies its pending messages when it enters eval mode)."""
         with torch.no_grad():
             super().train(mode)
@@ -230,7 +230,7 @@ class TemporalLinkModel(nn.Module):
         reset_of(self, initial)
 
     def snapshot(self) -> State:
-        """A deep copy of the state (default: of every discovered part, see :mod:`tgeval.state`)."""
+        """A deep copy of the state (default: of every discovered part, see :mod:`tgeval.stream.state`)."""
         return snapshot_of(self)
 
     def restore(self, state: State) -> None:

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
-from tgeval.compat import ApplyHookModule, tensor_version
+from tgeval.core.compat import ApplyHookModule, tensor_version
 from tgeval.data.catalog import Catalog
 from tgeval.data.sorted_keys import PAD, Occurrences, merge_slots
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
@@ -39,7 +39,7 @@ from tgeval.models.capabilities import Capabilities
 from tgeval.models.clock import Clock, EventClock, describe_clock, event_clock
 from tgeval.models.counting import (SourceOrder, bisect_counts, constant_thresholds, counter_at, counter_changes,
                                     distinct_pairs, key_changes, ordered_counts, source_pairs, table_counts)
-from tgeval.state import State, clone_state
+from tgeval.stream.state import State, clone_state
 
 __all__ = ["EdgeBank", "PairMembership", "NodeMemory", "PreferentialAttachment", "Popularity", "LocalRecency",
            "GlobalRecency", "LocalPopularity", "GlobalPopularity", "edgebank_window", "tgb_time_window",

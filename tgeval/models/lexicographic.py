@@ -30,7 +30,7 @@ from tgeval.models.base import CandidateScorer, time_store
 from tgeval.models.capabilities import Capabilities
 from tgeval.models.counting import SourceOrder, distinct_pairs, key_changes, ordered_counts, source_pairs
 from tgeval.models.heuristics import EdgeBank, _BufferState, _counted_pairs, _lowest
-from tgeval.state import State, clone_state
+from tgeval.stream.state import State, clone_state
 
 __all__ = ["Lexicographic", "LocalGlobal", "LocalRecencyPopularity", "GlobalRecencyPopularity", "KEYS"]
 

@@ -44,11 +44,11 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import scatter
 
-from tgeval.compat import HookedTGNMemory
-from tgeval.device import host_ints, positions
+from tgeval.core.compat import HookedTGNMemory
+from tgeval.core.device import host_ints, positions
 from tgeval.errors import ModelConfigError
 from tgeval.models.base import time_store
-from tgeval.state import State, clone_state
+from tgeval.stream.state import State, clone_state
 
 __all__ = ["LatestMeanAggregator", "TensorMemory"]
 

@@ -16,11 +16,11 @@ import torch
 from torch import Tensor
 from torch_geometric.nn.models.tgn import LastNeighborLoader
 
-from tgeval.compat import ApplyHookModule, move_loader_scratch
+from tgeval.core.compat import ApplyHookModule, move_loader_scratch
 from tgeval.data.sorted_keys import Occurrences
 from tgeval.errors import ModelConfigError
 from tgeval.models.base import time_store
-from tgeval.state import State, clone_state
+from tgeval.stream.state import State, clone_state
 
 __all__ = ["NeighborBuffer", "BatchInteractions"]
 

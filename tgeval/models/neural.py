@@ -33,15 +33,15 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import TemporalData
 
-from tgeval.compat import ApplyHookModule, tensor_version, view_base
-from tgeval.device import host_ints, positions
+from tgeval.core.compat import ApplyHookModule, tensor_version, view_base
+from tgeval.core.device import host_ints, positions
 from tgeval.errors import DataFormatError, ModelCapabilityError, ModelConfigError
 from tgeval.models.base import CandidateScorer, TemporalLinkModel
 from tgeval.models.capabilities import Capabilities
 from tgeval.models.layers import LinkDecoder
 from tgeval.models.memory import TensorMemory
 from tgeval.models.neighbors import BatchInteractions
-from tgeval.state import State
+from tgeval.stream.state import State
 
 __all__ = ["NeuralLinkModel", "message_dim"]
 
@@ -90,7 +90,7 @@ class NeuralLinkModel(TemporalLinkModel, ApplyHookModule):
     #: and the candidates' ``[C, H]`` decoder terms); ``False`` embeds afresh in every call
     incremental = True
     #: the embedding cache is derived from the state and parameters (and dropped when they change),
-    #: not state: the guards ignore it (:func:`~tgeval.state.scratch_names`)
+    #: not state: the guards ignore it (:func:`~tgeval.stream.state.scratch_names`)
     state_scratch = ("_cache",)
 
     def __init__(self, config: Any, embedding_dim: int) -> None:

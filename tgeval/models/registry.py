@@ -35,7 +35,7 @@ from typing import Any, Literal, Mapping, Optional, Union
 
 from tgeval.errors import ModelConfigError
 from tgeval.models.config import DyRepConfig, GraphMixerConfig, TGNConfig, hyperparameters
-from tgeval.registry import Entry, Option, Registry, Row
+from tgeval.core.registry import Entry, Option, Registry, Row
 
 __all__ = ["ModelEntry", "register", "unregister", "names", "entry", "name_of", "build", "options", "describe",
            "Kind"]
@@ -45,7 +45,7 @@ Kind = Literal["neural", "heuristic"]
 
 @dataclass(frozen=True)
 class ModelEntry(Entry):
-    """A registered model (:class:`~tgeval.registry.Entry`: ``name``, ``target``, ``help``).
+    """A registered model (:class:`~tgeval.core.registry.Entry`: ``name``, ``target``, ``help``).
 
     Attributes:
         config: the config dataclass of a neural model; ``None`` for a heuristic.

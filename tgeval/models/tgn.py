@@ -27,7 +27,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import IdentityMessage
 
-from tgeval.device import host_ints, positions
+from tgeval.core.device import host_ints, positions
 from tgeval.models.config import TGNConfig
 from tgeval.models.layers import GraphAttentionEmbedding
 from tgeval.models.memory import TensorMemory

@@ -25,7 +25,7 @@ successive-sampling law instead: every valid item gets the key :math:`E_v / w_v`
 (Efraimidis–Spirakis); with replacement, ``K`` inverse-CDF draws over the valid items. The
 law is therefore exact up to the probability of such a row (a total-variation bound).
 
-Randomness is counter-based (:func:`~tgeval.rng.counter_uniform`) on the
+Randomness is counter-based (:func:`~tgeval.core.rng.counter_uniform`) on the
 event's replay position, as in :class:`~tgeval.samplers.uniform.UniformSampler`: a row's
 draws depend only on the seed, its position, its pool and its exclusions.
 """
@@ -44,7 +44,7 @@ from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.data.sorted_keys import expand_ranges, merge_slots
 from tgeval.data.strata import pair_keys
 from tgeval.errors import SamplerError
-from tgeval.rng import counter_uniform
+from tgeval.core.rng import counter_uniform
 
 __all__ = ["KeyPool", "PoolDraw", "draw_from_pools", "rejection_rounds", "batch_exclusions", "add_pair_exclusions",
            "insert_keys", "history_keys", "check_ids", "batch_position", "first_distinct_mask",

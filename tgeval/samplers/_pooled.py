@@ -36,12 +36,12 @@ from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.data.hashing import BuiltFrom
 from tgeval.data.strata import MAX_PAIR_KEY_NODES
 from tgeval.errors import ProtocolError, SamplerError
-from tgeval.rng import derived_seed
+from tgeval.core.rng import derived_seed
 from tgeval.samplers._draw import (FALLBACKS, SHORT_RULES, KeyPool, batch_exclusions, batch_position, check_ids,
                                    draw_from_pools, every_valid_item, short_pool_error)
 from tgeval.samplers.base import NegativeSampler, Negatives, SampledNegatives, as_negatives
 from tgeval.samplers.uniform import UniformSampler
-from tgeval.state import State, clone_state
+from tgeval.stream.state import State, clone_state
 
 __all__ = ["PooledSampler"]
 

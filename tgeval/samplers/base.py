@@ -17,7 +17,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.hashing import tensor_checksum
 from tgeval.errors import SamplerError
-from tgeval.state import State
+from tgeval.stream.state import State
 
 __all__ = ["NegativeSampler", "Negatives", "SampledNegatives", "as_negatives", "concat_negatives",
            "negatives_checksum", "scored_pairs", "COUNTERS", "split_counters", "COLLISIONS", "NegativesCheck",
@@ -153,7 +153,7 @@ class NegativeSampler:
         """``K`` negatives for each of the batch's ``B`` positives: :class:`Negatives` with
         ``dst`` int64 ``[B, K]``, and ``src`` (corrupted sources / whole pairs) and ``mask``
         (padded slots, e.g. ragged files) when the sampler has them. Draws are keyed on
-        ``batch.position`` (attached by :class:`~tgeval.loader.TimestampBatchLoader`).
+        ``batch.position`` (attached by :class:`~tgeval.stream.loader.TimestampBatchLoader`).
 
         A negative is never the true destination, the source, or a simultaneous
         positive (another destination of the same source at the same timestamp) — except

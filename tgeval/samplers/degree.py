@@ -35,7 +35,7 @@ from tgeval.errors import SamplerError
 from tgeval.samplers._draw import KeyPool, add_pair_exclusions, history_keys, insert_keys
 from tgeval.samplers._pooled import PooledSampler
 from tgeval.samplers.popularity import weighted_pool
-from tgeval.state import State
+from tgeval.stream.state import State
 
 __all__ = ["DegreeSampler", "TimeDegreeSampler"]
 

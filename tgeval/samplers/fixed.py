@@ -53,8 +53,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import PathLike, check_input_file, refused_payload, write_atomic
-from tgeval.chunks import CHUNK_SCORES, count_true
+from tgeval.core.atomic import PathLike, check_input_file, refused_payload, write_atomic
+from tgeval.core.chunks import CHUNK_SCORES, count_true
 from tgeval.data.hashing import NegativesDigest, fingerprint, tensor_checksum
 from tgeval.data.groups import canonical_order
 from tgeval.data.io.tgb_negatives import read_tgb_rows
@@ -63,7 +63,7 @@ from tgeval.data.validation import validate
 from tgeval.errors import NegativesFileError, ProtocolError, SamplerError
 from tgeval.samplers.base import (NegativeSampler, Negatives, NegativesCheck, destination_collisions,
                                   negatives_checksum)
-from tgeval.walk import Walk
+from tgeval.stream.walk import Walk
 
 __all__ = ["StoredNegatives", "FixedNegativeSampler", "draw_negatives", "save_negatives", "load_negatives",
            "read_tgb_negatives", "FORMAT", "FORMAT_VERSION"]
@@ -131,7 +131,7 @@ def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segmen
                    seed: int = 0, batch_size: int = 200,
                    protocol: Literal["online", "fixed"] = "online", num_nodes: Optional[int] = None) -> StoredNegatives:
     """Draw ``sampler``'s negatives for ``segment`` exactly as :func:`tgeval.evaluate` would
-    (with the same :class:`~tgeval.protocol.Protocol`: ``warm=True``, the same ``seed``, ``batch_size``, ``replay``).
+    (with the same :class:`~tgeval.eval.protocol.Protocol`: ``warm=True``, the same ``seed``, ``batch_size``, ``replay``).
 
     The sampler is reset and warmed on ``data[:segment.start]``; its state afterwards is the
     state at the end of the segment.
@@ -492,7 +492,7 @@ def read_tgb_negatives(path: PathLike, data: TemporalData, *, collisions: Litera
 
     Rows are kept for the distinct ``(src, dst, t)`` of ``data``'s events (duplicate events
     share one row). A row shorter than the longest (or empty) is refused unless
-    ``short="allow"`` (as :meth:`TGB.tgb_negatives <tgeval.presets.Preset.tgb_negatives>` and
+    ``short="allow"`` (as :meth:`TGB.tgb_negatives <tgeval.eval.presets.Preset.tgb_negatives>` and
     ``--preset tgb`` read TGB's files, whose rows are shorter where TGB left out a simultaneous
     positive); then it is padded with a valid id (its first negative, else its destination) and
     masked, so each event is ranked against its own row: ``num_padded_rows`` /

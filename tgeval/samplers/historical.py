@@ -36,7 +36,7 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.samplers._draw import KeyPool, history_keys, insert_keys
 from tgeval.samplers._pooled import PooledSampler
-from tgeval.state import State
+from tgeval.stream.state import State
 
 __all__ = ["HistoricalSampler", "PairHistorySampler"]
 

@@ -10,7 +10,7 @@ simultaneous positives (which hold :math:`v^+`):
 * :class:`UnseenSampler` draws uniformly from :math:`U_u = C \setminus (H_u \cup \{u\} \cup P_{u,t})`.
 
 ``K`` distinct negatives are drawn without replacement (the shared pool kernel, counter-based
-randomness keyed by replay position: :mod:`tgeval.rng`). Unlike the other samplers, a pool
+randomness keyed by replay position: :mod:`tgeval.core.rng`). Unlike the other samplers, a pool
 with fewer than ``K`` valid items is never an error nor a fallback: it contributes all of them,
 and the padding slots are masked (:class:`~tgeval.samplers.base.Negatives`); an empty pool
 masks every slot. :meth:`~SeenSampler.draw` also returns each event's pool size, and
@@ -35,7 +35,7 @@ from tgeval.samplers._pooled import PooledSampler
 from tgeval.samplers.base import NegativeSampler, Negatives
 from tgeval.samplers.historical import PairHistorySampler
 from tgeval.samplers.source_history import SourceHistorySampler
-from tgeval.state import State
+from tgeval.stream.state import State
 
 __all__ = ["SeenSampler", "UnseenSampler", "PoolSample", "BatchPools", "require_fixed_catalog"]
 

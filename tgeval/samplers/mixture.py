@@ -22,10 +22,10 @@ from torch import Tensor
 from torch_geometric.data import TemporalData
 
 from tgeval.errors import ProtocolError, SamplerError
-from tgeval.rng import derived_seed
+from tgeval.core.rng import derived_seed
 from tgeval.samplers._draw import first_distinct_mask
 from tgeval.samplers.base import NegativeSampler, Negatives, collisions_of, concat_negatives
-from tgeval.state import State
+from tgeval.stream.state import State
 
 __all__ = ["MixtureSampler", "split_count"]
 

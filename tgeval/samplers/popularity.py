@@ -31,7 +31,7 @@ from tgeval.errors import SamplerError
 from tgeval.models.base import time_store
 from tgeval.samplers._draw import KeyPool
 from tgeval.samplers._pooled import PooledSampler
-from tgeval.state import State
+from tgeval.stream.state import State
 
 __all__ = ["PopularitySampler", "weighted_pool"]
 

@@ -3,7 +3,7 @@
 The registered names, their help and options are :func:`describe`'s rows (:func:`names`
 lists them). A CLI spec is ``NAME[:key=value,...]``; values ``true``/``false``/``yes``/``no``
 are booleans, ``none`` is ``None``, numbers are numbers, anything else a string. Options are
-the keyword arguments of the sampler's constructor (:mod:`tgeval.registry`); what comes from
+the keyword arguments of the sampler's constructor (:mod:`tgeval.core.registry`); what comes from
 the data (catalog, ``num_nodes``, the training graph, the segment) is filled in from a
 :class:`Context`, as each entry declares. A mixture spec names its components with their
 proportions: ``mixture:historical=0.5,uniform=0.5`` (components take their default options).
@@ -27,8 +27,8 @@ from torch_geometric.data import TemporalData
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Split
 from tgeval.errors import SamplerError
-from tgeval.options import parse_value, typed_options
-from tgeval.registry import Entry, Registry, Row, signature_options
+from tgeval.core.options import parse_value, typed_options
+from tgeval.core.registry import Entry, Registry, Row, signature_options
 from tgeval.samplers.base import NegativeSampler
 from tgeval.samplers.degree import DegreeSampler, TimeDegreeSampler
 from tgeval.samplers.fixed import FixedNegativeSampler, read_tgb_negatives
@@ -94,7 +94,7 @@ CONTEXT_KEYS = ("catalog", "num_nodes", "data", "split", "segment")
 
 @dataclass(frozen=True)
 class SamplerEntry(Entry):
-    """A registered sampler (:class:`~tgeval.registry.Entry`) and what it takes from the data.
+    """A registered sampler (:class:`~tgeval.core.registry.Entry`) and what it takes from the data.
 
     Attributes:
         context: ``{keyword: Context attribute}`` filled in from a :class:`Context`, e.g.

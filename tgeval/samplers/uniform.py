@@ -11,9 +11,9 @@ draws of an i.i.d. uniform sequence is exactly sequential sampling without repla
 so the rule does not bias the distribution. Rows that keep failing (pools barely larger
 than ``K``) are finished exactly by ranking random keys over the whole pool.
 
-Randomness is counter-based (:mod:`tgeval.rng`): an event's negatives are
+Randomness is counter-based (:mod:`tgeval.core.rng`): an event's negatives are
 a pure function of the generator's seed, the event's position (``batch.position``, attached
-by :class:`~tgeval.loader.TimestampBatchLoader`; a batch without it is refused) and its own
+by :class:`~tgeval.stream.loader.TimestampBatchLoader`; a batch without it is refused) and its own
 draws. They do not depend on
 the other events of the batch, on later events, on the batch size or on the device; the
 same seed gives the same negatives on every call (reseed, e.g. per epoch, for fresh ones).
@@ -32,7 +32,7 @@ from tgeval.data.exclusions import Exclusions, build_exclusions
 from tgeval.errors import ProtocolError, SamplerError
 from tgeval.samplers._draw import batch_position, rejection_rounds
 from tgeval.samplers.base import NegativeSampler, Negatives
-from tgeval.rng import counter_uniform
+from tgeval.core.rng import counter_uniform
 
 __all__ = ["UniformSampler"]
 

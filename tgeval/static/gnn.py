@@ -21,9 +21,9 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import GCNConv, SAGEConv
 
-from tgeval.choices import GNN_MODELS
+from tgeval.core.choices import GNN_MODELS
 from tgeval.errors import ModelConfigError
-from tgeval.rng import derived_seed
+from tgeval.core.rng import derived_seed
 from tgeval.static.graph import StaticGraph
 from tgeval.static.negatives import PairSampler, Weighting
 

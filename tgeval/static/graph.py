@@ -24,7 +24,7 @@ from torch_geometric.data import Data, TemporalData
 
 from tgeval.data.strata import MAX_PAIR_KEY_NODES, pair_keys
 from tgeval.errors import SplitError, StaticGraphError
-from tgeval.rng import counter_uniform
+from tgeval.core.rng import counter_uniform
 
 __all__ = ["StaticGraph", "EdgeSplit", "from_pyg", "static_graph", "random_edge_split", "edge_keys", "before"]
 
@@ -267,7 +267,7 @@ def random_edge_split(graph: StaticGraph, test_fraction: float = 0.25, *, seed: 
     r"""Hold out :math:`T = \mathrm{round}(\beta E)` edges chosen uniformly at random as test edges.
 
     The choice is counter-based: edge :math:`e` gets the key :math:`u_e` of
-    :func:`~tgeval.rng.counter_uniform` (seed, key of the edge), and the
+    :func:`~tgeval.core.rng.counter_uniform` (seed, key of the edge), and the
     :math:`T` smallest keys are the test edges, so the split depends only on the seed and the
     edge set (not on the device). Weights follow their edges.
 

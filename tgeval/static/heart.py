@@ -23,7 +23,7 @@ from typing import Sequence, Union
 import torch
 from torch import Tensor
 
-from tgeval.choices import HEART_HEURISTICS, HeartHeuristic
+from tgeval.core.choices import HEART_HEURISTICS, HeartHeuristic
 from tgeval.errors import ProtocolError, SamplerError
 from tgeval.eval.metrics import TiePolicy, count_above_equal, hits_at_k, rank_from_counts
 from tgeval.static.graph import StaticGraph

@@ -48,8 +48,8 @@ from typing import Callable, Optional, Union
 import torch
 from torch import Tensor
 
-from tgeval.choices import STATIC_HEURISTICS as HEURISTICS
-from tgeval.choices import StaticHeuristic as Heuristic
+from tgeval.core.choices import STATIC_HEURISTICS as HEURISTICS
+from tgeval.core.choices import StaticHeuristic as Heuristic
 from tgeval.data.sorted_keys import expand_ranges, is_member
 from tgeval.errors import ProtocolError, StaticGraphError
 from tgeval.static.graph import StaticGraph

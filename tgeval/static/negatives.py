@@ -25,7 +25,7 @@ formula above holds with :math:`(a, b)` ranging over source side :math:`\times` 
 (e.g. a test edge), and, without replacement, not drawn before (no duplicates). Invalid draws
 are rejected and redrawn: keeping the accepted draws of an i.i.d. sequence is exactly
 successive sampling without replacement. Randomness is counter-based
-(:func:`~tgeval.rng.counter_uniform`): slot :math:`i` of a request reads
+(:func:`~tgeval.core.rng.counter_uniform`): slot :math:`i` of a request reads
 draw round :math:`r` as a pure function of (seed, :math:`i`, :math:`r`), vectorised over the
 slots still open. If slots are still open after ``64`` rounds (a request close to the number
 of valid pairs), they are finished exactly over the enumerated valid pairs
@@ -44,9 +44,9 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from tgeval.choices import WEIGHTINGS, Weighting
+from tgeval.core.choices import WEIGHTINGS, Weighting
 from tgeval.errors import ProtocolError, SamplerError, StaticGraphError
-from tgeval.rng import counter_uniform
+from tgeval.core.rng import counter_uniform
 from tgeval.data.sorted_keys import is_member, merge_slots
 from tgeval.static.graph import StaticGraph, edge_keys
 

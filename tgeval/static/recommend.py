@@ -33,7 +33,7 @@ from typing import Mapping, Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from tgeval.rng import counter_uniform
+from tgeval.core.rng import counter_uniform
 from tgeval.data.sorted_keys import is_member
 from tgeval.errors import MetricInputError, ProtocolError, StaticGraphError
 from tgeval.static.graph import edge_keys

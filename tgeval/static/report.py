@@ -41,10 +41,10 @@ from typing import Any, Optional, Sequence, Union, cast
 import torch
 from torch import Tensor
 
-from tgeval.atomic import PathLike, write_atomic_group
+from tgeval.core.atomic import PathLike, write_atomic_group
 from tgeval.data.hashing import tensor_checksum
 from tgeval.eval.metrics import auroc, average_precision
-from tgeval.rng import derived_seed
+from tgeval.core.rng import derived_seed
 from tgeval.static.degree_bias import lognormal_sigma, pa_auroc_analytic
 from tgeval.data.sorted_keys import is_member
 from tgeval.static.graph import EdgeSplit, StaticGraph, edge_keys, random_edge_split

@@ -31,9 +31,9 @@ from typing import Optional, Sequence
 import torch
 from torch import Tensor
 
-from tgeval.choices import SHIFT_HEURISTICS, ShiftHeuristic
+from tgeval.core.choices import SHIFT_HEURISTICS, ShiftHeuristic
 from tgeval.errors import MetricInputError, ProtocolError, SplitError, StaticGraphError
-from tgeval.rng import counter_uniform
+from tgeval.core.rng import counter_uniform
 from tgeval.static.graph import StaticGraph
 from tgeval.static.heuristics import Adjacency, adjacency, heuristic_scores
 

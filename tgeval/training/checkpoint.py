@@ -1,7 +1,7 @@
 r"""Training checkpoints of the neural models: everything needed to resume or to evaluate.
 
 A checkpoint holds the model's registry name and the fields of its ``config``, its parameters
-(``state_dict`` without the state's buffers, :func:`~tgeval.state.parameters_of`), the
+(``state_dict`` without the state's buffers, :func:`~tgeval.stream.state.parameters_of`), the
 optimizer's state, the model's state snapshot (memory, pending messages, neighbour buffers), the
 random-number states (torch CPU, CUDA when present, Python ``random``, NumPy), the epoch, the
 early-stopping bookkeeping, the training history and specification, the fingerprint of the data
@@ -11,7 +11,7 @@ File layout: one header line ``TGEVAL-CHECKPOINT 2 sha256:<hex of the rest>`` fo
 the bytes of ``torch.save`` of a dict of tensors and plain values. The header's checksum
 detects truncated or modified files; the payload is read with ``torch.load(...,
 weights_only=True)``, so loading a checkpoint never runs pickled code. Files are written
-atomically (:func:`~tgeval.atomic.write_atomic`).
+atomically (:func:`~tgeval.core.atomic.write_atomic`).
 
 Example::
 
@@ -40,17 +40,17 @@ import torch
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import (CHECKPOINT_MAGIC, check_input_file, full_disk_refused, json_safe, refused_payload,
+from tgeval.core.atomic import (CHECKPOINT_MAGIC, check_input_file, full_disk_refused, json_safe, refused_payload,
                            sha256_of, write_atomic)
 from tgeval.data.hashing import fingerprint
 from tgeval.data.split import Segment
-from tgeval.distributed import rank_and_world
+from tgeval.core.distributed import rank_and_world
 from tgeval.errors import CheckpointError
 from tgeval.eval.result import Nullable, schema_mismatch
 from tgeval.models import registry
 from tgeval.models.neural import NeuralLinkModel
-from tgeval.provenance import versions
-from tgeval.state import State, load_parameters, parameters_of, restore_detached
+from tgeval.core.provenance import versions
+from tgeval.stream.state import State, load_parameters, parameters_of, restore_detached
 
 __all__ = ["Checkpoint", "save_checkpoint", "load_checkpoint", "model_name", "seed_all",
            "rng_state", "set_rng_state", "resume_advice"]
@@ -169,7 +169,7 @@ def save_checkpoint(
         early_stopping: bookkeeping of early stopping (JSON-like values).
         history: per-epoch records so far.
         training: the training specification (sampler, loss, ``K``, lr, batch size, seed, ...).
-        best_parameters: the best epoch's parameters (:func:`~tgeval.state.parameters_of`) when
+        best_parameters: the best epoch's parameters (:func:`~tgeval.stream.state.parameters_of`) when
             they are not ``model``'s own.
         state: the state snapshot to store (default ``model.snapshot()``); :func:`~tgeval.training.fitting.fit`
             stores the state at the end of the epoch's training, before any validation event.

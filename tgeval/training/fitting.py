@@ -28,21 +28,21 @@ from typing import Callable, ContextManager, Optional, Sequence, Union, cast
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import check_writable, folder_lock, full_disk_refused, json_safe, same_file, write_atomic
-from tgeval.choices import VAL_METRICS, VAL_STATES, HistoryMode, ValState
+from tgeval.core.atomic import check_writable, folder_lock, full_disk_refused, json_safe, same_file, write_atomic
+from tgeval.core.choices import VAL_METRICS, VAL_STATES, HistoryMode, ValState
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.hashing import fingerprint
 from tgeval.data.split import Split
-from tgeval.distributed import gather_objects, is_main, require_group
+from tgeval.core.distributed import gather_objects, is_main, require_group
 from tgeval.errors import CheckpointError, ModelCapabilityError, OutputPathError, ProtocolError
 from tgeval.eval.engine import evaluate
 from tgeval.eval.result import Result
 from tgeval.models.base import TemporalLinkModel
 from tgeval.models.neural import NeuralLinkModel
-from tgeval.protocol import DEFAULT_VAL_NEGATIVES, Protocol, metric_name
+from tgeval.eval.protocol import DEFAULT_VAL_NEGATIVES, Protocol, metric_name
 from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.samplers.uniform import UniformSampler
-from tgeval.state import checked_reset, clone_state, exclusive, load_parameters, parameters_of
+from tgeval.stream.state import checked_reset, clone_state, exclusive, load_parameters, parameters_of
 from tgeval.training.checkpoint import load_checkpoint, model_name, resume_advice, rng_state, save_checkpoint
 from tgeval.training.train import Recipe, train_epoch
 
@@ -89,7 +89,7 @@ def _continues(folder: Union[str, os.PathLike], resume: Union[str, os.PathLike, 
 
 
 def checkpoint_lock(checkpoints: "Checkpointing", *, command: Optional[str] = None) -> ContextManager:
-    """Hold the checkpoint folder of ``checkpoints`` for this writer (:func:`~tgeval.atomic.folder_lock`; a
+    """Hold the checkpoint folder of ``checkpoints`` for this writer (:func:`~tgeval.core.atomic.folder_lock`; a
     null context without a folder): a second run into it is refused at once, naming the holder."""
     if checkpoints.folder is None:
         return nullcontext()
@@ -127,7 +127,7 @@ def val_metrics(result: Result) -> dict[str, Optional[float]]:
 
 def val_names(sampler: Optional[NegativeSampler], num_negatives: int, catalog: Optional[Catalog]) -> dict[str, str]:
     """Each :data:`VAL_METRICS` measured with these validation negatives (none with ``sampler=None``) and
-    all-entity pass (with ``catalog``), named with its protocol (:func:`~tgeval.protocol.metric_name`), e.g.
+    all-entity pass (with ``catalog``), named with its protocol (:func:`~tgeval.eval.protocol.metric_name`), e.g.
     ``{"ap": "AP (K=1, uniform)"}``."""
     described = None if sampler is None else sampler.describe()
     return {name: metric_name(part, metric, num_negatives=num_negatives, sampler=described,
@@ -154,7 +154,7 @@ def epoch_line(record: dict, metrics: Optional[Sequence[str]] = None) -> str:
 
 def default_val_sampler(model: TemporalLinkModel, data: TemporalData, split: Split) -> UniformSampler:
     """The validation negatives of :func:`fit` and ``tgeval train`` unless chosen: uniform over the
-    training catalog (every destination of ``split.train``), :data:`~tgeval.protocol.DEFAULT_VAL_NEGATIVES` per
+    training catalog (every destination of ``split.train``), :data:`~tgeval.eval.protocol.DEFAULT_VAL_NEGATIVES` per
     positive."""
     return UniformSampler(build_catalog(data, "train", train_end=split.train.end, num_nodes=model.num_nodes))
 
@@ -175,7 +175,7 @@ class Validation:
         metric: a key of :data:`VAL_METRICS` (``"all_entity_mrr"`` needs ``catalog``).
         sampler: validation negatives (``None``: uniform over the training catalog, :func:`default_val_sampler`;
             with ``negatives``, the validation protocol of ``tgeval train``).
-        negatives: ``K`` of validation (default :data:`~tgeval.protocol.DEFAULT_VAL_NEGATIVES`); ``0``: no sampled
+        negatives: ``K`` of validation (default :data:`~tgeval.eval.protocol.DEFAULT_VAL_NEGATIVES`); ``0``: no sampled
             negatives (no sampler is used), validation by the all-entity pass alone (needs ``catalog`` and an
             all-entity ``metric``).
         catalog: catalog of an all-entity validation pass (``None``: none).
@@ -446,7 +446,7 @@ def fit(
         optimizer: as in :func:`~tgeval.training.train.train_epoch`.
         epochs: number of epochs (at most).
         validation: the validation protocol, the metric that chooses the best epoch and the patience of early
-            stopping (default: AP against :data:`~tgeval.protocol.DEFAULT_VAL_NEGATIVES` uniform negative per
+            stopping (default: AP against :data:`~tgeval.eval.protocol.DEFAULT_VAL_NEGATIVES` uniform negative per
             positive from the training catalog, from the rebuilt state, all epochs).
         checkpoints: the checkpoint folder and the run to resume (``None``: no files, a new run).
         spec: extra entries of the training specification (e.g. the CLI's sampler string).
@@ -480,7 +480,7 @@ def fit(
         OutputPathError: the checkpoint folder cannot be written, holds another run (see
             :func:`check_new_run`) or is being written by another process (:func:`checkpoint_lock`, held for the
             whole run); checked before the first epoch.
-        LeakageError: another thread is in a pass on the same model object (:func:`~tgeval.state.exclusive`).
+        LeakageError: another thread is in a pass on the same model object (:func:`~tgeval.stream.state.exclusive`).
     """
     if validation.catalog is not None and not model.capabilities.ranks_all_entities:
         raise ModelCapabilityError(f"{type(model).__name__} ({model.describe()}) cannot rank a whole catalog: validate "
@@ -525,6 +525,9 @@ def fit(
             # the epoch's training, before validation may reset it
             counts = split_counters(recipe.sampler.describe())[1]
             trained_state = model.snapshot() if folder is not None else None  # history = the training segment only
+            # the epoch's parameters as a resume restores them (with the training state, not validation's): a model
+            # whose own state methods keep its state in buffers has them in parameters_of
+            trained = clone_state(parameters_of(model))
             model.eval()  # no dropout anywhere in validation, evaluate's warm-up (history through update) included
             result = evaluate(model, data, split.val,
                               validation.protocol(batch_size=recipe.batch_size, seed=recipe.seed, history=val_history),
@@ -532,7 +535,7 @@ def fit(
             measured = val_metrics(result)
             improved = stopping.step(epoch, measured.get(validation.metric))
             if improved:
-                best_parameters = clone_state(parameters_of(model))
+                best_parameters = trained
             record = {"epoch": epoch, **stats, "sampler": counts, "val": measured,
                       "val_seconds": result.performance["seconds"],
                       "val_events_per_second": result.performance["events_per_second"], "improved": improved}

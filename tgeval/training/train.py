@@ -9,7 +9,7 @@ whose :meth:`score` is differentiable. Per timestamp batch, in this order::
     model.detach_state()                          # if the model has it
 
 so no batch is ever scored by a state that has seen it. The walk through time is
-:class:`~tgeval.walk.Walk`'s, as in evaluation; the same pieces make a custom loop (here with a toy model: an embedding table and a
+:class:`~tgeval.stream.walk.Walk`'s, as in evaluation; the same pieces make a custom loop (here with a toy model: an embedding table and a
 dot-product score, stateless; with two or more CPU threads, run it inside
 ``tgeval.deterministic()`` as :func:`train_epoch` does, for bit-identical runs)::
 
@@ -20,7 +20,7 @@ dot-product score, stateless; with two or more CPU threads, run it inside
     from tgeval.training.train import check_training_sampler
     from tgeval.models.base import TemporalLinkModel
     from tgeval.samplers import UniformSampler
-    from tgeval.walk import Walk
+    from tgeval.stream.walk import Walk
 
     class DotModel(TemporalLinkModel):                 # any differentiable score works
         def __init__(self, num_nodes, dim=16):
@@ -63,17 +63,17 @@ from torch import Tensor
 from torch.optim import Optimizer
 from torch_geometric.data import TemporalData
 
-from tgeval.choices import HISTORY_MODES, HistoryMode
+from tgeval.core.choices import HISTORY_MODES, HistoryMode
 from tgeval.data.hashing import check_built_for, fingerprint
 from tgeval.data.split import Segment, check_whole_groups
-from tgeval.device import deterministic
-from tgeval.distributed import check_same, rank_and_world, require_group, shard, state_digest, sum_gradients
+from tgeval.core.device import deterministic
+from tgeval.core.distributed import check_same, rank_and_world, require_group, shard, state_digest, sum_gradients
 from tgeval.errors import LeakageError, ProtocolError
-from tgeval.loader import check_time_sorted
+from tgeval.stream.loader import check_time_sorted
 from tgeval.models.base import TemporalLinkModel, check_model, check_node_ids, score_of
 from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, scored_pairs
-from tgeval.state import checked_update, exclusive
-from tgeval.walk import Walk
+from tgeval.stream.state import checked_update, exclusive
+from tgeval.stream.walk import Walk
 from tgeval.training.losses import LossFn, check_built_in, get_loss, term_count
 
 __all__ = ["train_epoch", "Recipe", "check_training_sampler", "resolve_range"]
@@ -221,19 +221,19 @@ def train_epoch(
         distributed: this process is one rank of the default ``torch.distributed`` group.
             Every rank replays every batch and updates the state with it (the state is
             replicated) and draws the same negatives (keyed by position); rank ``r`` of ``W``
-            scores only its contiguous share :func:`~tgeval.distributed.shard` of the
+            scores only its contiguous share :func:`~tgeval.core.distributed.shard` of the
             batch's events with their negatives, and its loss is the sum of its terms over
             the whole batch's term count (:func:`~tgeval.training.losses.term_count`: built-in losses
             only), so the ranks' losses add up to the batch loss. One ``all_reduce`` per
-            batch sums the gradients (:func:`~tgeval.distributed.sum_gradients`) before
+            batch sums the gradients (:func:`~tgeval.core.distributed.sum_gradients`) before
             ``optimizer.step()``, so the parameters stay equal on every rank and equal one
             process's up to the order of sums. Dropout masks are drawn per rank: with
             dropout, a run is a different random run, not the same one.
-        check_state: run each batch's scoring under :func:`~tgeval.state.no_state_change` (identity
+        check_state: run each batch's scoring under :func:`~tgeval.stream.state.no_state_change` (identity
             and version checks only, no copy), so a model that changes its state while scoring
             stops with :class:`LeakageError` naming what changed, instead of training on a leak
             (or failing in ``backward`` with "Trying to backward through the graph a second
-            time"); and feed each batch through :func:`~tgeval.state.checked_update` (the
+            time"); and feed each batch through :func:`~tgeval.stream.state.checked_update` (the
             warm-up's reset and updates are checked either way).
 
     Returns:
@@ -249,7 +249,7 @@ def train_epoch(
         ProtocolError: a ``recipe.history`` the model cannot be trained with (a :class:`Recipe` checks itself
             when built).
         LeakageError: a model that changes its state while scoring (``check_state``), or a model in a pass of
-            another thread (:func:`~tgeval.state.exclusive`).
+            another thread (:func:`~tgeval.stream.state.exclusive`).
         HiddenStateError: ``update`` changed state that tgeval's state methods do not cover.
         DataMismatchError: a segment cut from other data.
         DistributedError: ``distributed=True`` without a process group, or with a loss that is not built in.
@@ -302,7 +302,8 @@ def train_epoch(
     # resume, bit-identical at any fixed thread count. On CUDA the choice is the user's (`deterministic`).
     try:
         with deterministic() if device.type == "cpu" else nullcontext():
-            for step in walk.steps(model, samplers=[sampler], within=history != "batch", check_state=check_state,
+            for step in walk.steps(model, samplers=[sampler], within=history != "batch",
+                                   check_state="identity" if check_state else False,
                                    what="computing a training batch's scores", update=update):
                 batch = step.batch
                 neg = check.draw(batch, num_negatives, generator)  # [B, K], checked

@@ -12,7 +12,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.synthetic import generate_events
 from tgeval.eval.ranking import all_entity_counts, chunked_counts, plan_candidates
 from tgeval.models.heuristics import EdgeBank
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.helpers import TableModel, brute_force_counts, small_neural_model
 from tests.strategies import streams

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tgeval import build_catalog
 from tgeval.data.catalog import Catalog
-from tgeval.distributed import shard, state_digest
+from tgeval.core.distributed import shard, state_digest
 from tgeval.eval import ranking
 from tgeval.eval.ranking import chunked_counts, plan_candidates
 from tests.conftest import make_stream

@@ -14,7 +14,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.errors import ModelConfigError
 from tgeval.models.clock import EventClock
 from tgeval.models.heuristics import GlobalPopularity, LocalPopularity, Popularity
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.helpers import brute_force_counts
 from tests.strategies import segment_from, streams

@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, LastNeighborLoader, TGNMemory, TimeEncoder
 
 from tgeval.data.synthetic import generate_events
-from tgeval.loader import TimestampBatchLoader
+from tgeval.stream.loader import TimestampBatchLoader
 from tgeval.models.graphmixer import GraphMixer
 from tgeval.models.config import GraphMixerConfig
 from tgeval.models.layers import BitDropout, FixedTimeEncoder, GraphAttentionEmbedding
 from tgeval.models.memory import LatestMeanAggregator, TensorMemory
 from tgeval.models.neighbors import NeighborBuffer
-from tgeval.state import first_difference
+from tgeval.stream.state import first_difference
 
 
 # -- LatestMeanAggregator ---------------------------------------------------------------

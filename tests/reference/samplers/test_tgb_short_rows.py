@@ -6,7 +6,7 @@ import torch
 
 from tgeval.eval.tuning import Tuning
 from tgeval import chronological_split, evaluate
-from tgeval.presets import TGB
+from tgeval.eval.presets import TGB
 from tgeval.data.io.tgb_negatives import write_tgb_negatives
 from tests.conftest import make_stream
 from tests.helpers import TableModel

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from tgeval.errors import SamplerError
-from tgeval.rng import counter_uniform
+from tgeval.core.rng import counter_uniform
 from tgeval.static import StaticGraph, adjacency, heuristic_scores, random_edge_split, top_c
 from tgeval.static.heart import heart_negatives, heart_ranking
 from tgeval.static.ppr import PageRankScorer

@@ -8,7 +8,7 @@ import torch
 from tgeval import Catalog, CatalogError, DataMismatchError, build_catalog, chronological_split, evaluate
 from tgeval.data.hashing import BuiltFrom, check_built_for, fingerprint
 from tgeval.models.heuristics import EdgeBank
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import InductiveSampler, MixtureSampler, UniformSampler
 from tgeval.training.train import Recipe, train_epoch
 from tests.conftest import make_stream

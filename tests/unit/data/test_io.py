@@ -492,7 +492,7 @@ def test_a_registered_format_reads_through_read_events_and_the_cli(tmp_path: Pat
     path = write(tmp_path, "a.txt", " ".join(f"{i % 5}=>{(i * 2 + 1) % 5}@{i}" for i in range(60)))
     data, _ = read_events(path, "arrows", separator="=>")
     assert data.num_events == 60 and data.src[:3].tolist() == [0, 1, 2] and data.dst[:3].tolist() == [1, 3, 0]
-    from tgeval.cli import main
+    from tgeval.cli.program import main
 
     assert main(["evaluate", str(path), "--format", "arrows", "--option", "separator==>", "--model", "edgebank",
                  "--negatives", "3"]) == 0

@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 from tgeval import SplitError, TemporalDataError, TimestampBatchLoader, chronological_split
 from tgeval.data.groups import canonical_order, group_ids, group_starts
-from tgeval.loader import timestamp_batch_boundaries
-from tgeval.protocol import Protocol
+from tgeval.stream.loader import timestamp_batch_boundaries
+from tgeval.eval.protocol import Protocol
 from tests.conftest import make_stream
 from tests.strategies import streams
 

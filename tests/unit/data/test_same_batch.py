@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tgeval.data.sorted_keys import PAD, Occurrences
-from tgeval.loader import same_batch_history, timestamp_batch_boundaries
+from tgeval.stream.loader import same_batch_history, timestamp_batch_boundaries
 from tests.strategies import streams
 
 

@@ -18,8 +18,8 @@ from tgeval.data.strata import NEW_NODE, NEW_PAIR, REPEATED
 from tgeval.errors import SplitError
 from tgeval.diagnostics import (SURPRISE_RATIOS, class_counts, lifetime_summary, novelty_series,
                                 segment_strata_shares, surprise_index, surprise_table)
-from tgeval.cli import build_parser
-from tgeval.diagnostics.cli import diagnose_command
+from tgeval.cli.program import build_parser
+from tgeval.cli.diagnose import diagnose_command
 from tgeval.diagnostics.plots import birth_death_panels, is_bipartite
 from tgeval.samplers.lifespans import node_lifetimes, pair_lifetimes
 
@@ -202,7 +202,7 @@ def test_diagnose_command_writes_json_and_plots(tmp_path, capsys, flag):
     path.write_text("".join(f"{u} {v} {s}\n" for u, v, s in zip(src, dst, t)))
     out = tmp_path / "diag"
     args = _parse(["diagnose", str(path), "--format", "snap", "--test-ratio", "0.2", flag, "--out", str(out)])
-    assert args.handler == ("tgeval.diagnostics.cli", "diagnose_command")
+    assert args.handler == ("tgeval.cli.diagnose", "diagnose_command")
     assert diagnose_command(args) == 0
     report = json.loads((out / "diagnose.json").read_text())
     for kind in ("nodes", "pairs"):
@@ -221,7 +221,7 @@ def test_diagnose_command_writes_json_and_plots(tmp_path, capsys, flag):
 
 
 def test_diagnose_without_a_valid_split_still_reports(tmp_path):
-    from tgeval.diagnostics.cli import diagnose, format_summary
+    from tgeval.cli.diagnose import diagnose, format_summary
     report = diagnose(make_stream([0, 1, 2], [1, 2, 0], [1, 1, 1]), tmp_path)  # one timestamp: no val/test split
     assert report["novelty"]["segments"] is None and "segments_error" in report["novelty"]
     assert report["lifetimes"]["nodes"] == {"historical": 0, "overlap": 0, "inductive": 3, "surprise": 1.0}
@@ -230,7 +230,7 @@ def test_diagnose_without_a_valid_split_still_reports(tmp_path):
 
 
 def test_diagnose_rejects_bad_test_ratio(tmp_path):
-    from tgeval.diagnostics.cli import diagnose
+    from tgeval.cli.diagnose import diagnose
     with pytest.raises(ValueError, match="test_ratio"):
         diagnose(make_stream([0, 1], [1, 2], [1, 2]), tmp_path, test_ratio=0.7)
 

@@ -11,7 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from tgeval.data.synthetic import generate_events
-from tgeval.diagnostics import cli as diagnostics_cli
+from tgeval.cli import diagnose as diagnostics_cli
 from tgeval.diagnostics.novelty import novelty_series
 from tgeval.diagnostics.plots import (birth_death_panels, duration_unit, plot_birth_death, plot_novelty, rank_axis,
                                      short_name, time_axis)

@@ -12,9 +12,9 @@ from tgeval import Protocol, build_catalog, chronological_split, evaluate
 from tgeval.data.groups import canonical_order, is_canonical
 from tgeval.data.synthetic import generate_events
 from tgeval.data.validation import permute_events
-from tgeval import walk
+from tgeval.stream import walk
 from tgeval.eval import engine
-from tgeval.loader import same_batch_history, timestamp_batch_boundaries
+from tgeval.stream.loader import same_batch_history, timestamp_batch_boundaries
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import HistoricalSampler, UniformSampler
 

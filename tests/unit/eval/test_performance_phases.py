@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import tgeval.eval.metrics as metrics
-from tgeval import Protocol, build_catalog, chronological_split, evaluate, progress
+from tgeval import Protocol, build_catalog, chronological_split, evaluate
+from tgeval.core import progress
 from tgeval.eval import engine
 from tgeval.eval.metrics import count_above_equal
 from tgeval.models.heuristics import EdgeBank

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from tgeval import Protocol, Result, build_catalog, chronological_split, evaluate
-from tgeval.atomic import write_atomic
+from tgeval.core.atomic import write_atomic
 from tgeval.eval.result import summarize
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers import UniformSampler

@@ -12,7 +12,7 @@ from tgeval.data.split import Segment
 from tgeval.errors import SlowPathWarning
 from tgeval.models.base import TemporalLinkModel, pairwise_scorer, scores_pair_by_pair
 from tgeval.models.heuristics import Popularity
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers.uniform import UniformSampler
 from tests.conftest import make_stream
 from tests.helpers import TableModel

@@ -11,7 +11,7 @@ from tgeval.data.sorted_keys import Occurrences
 from tgeval.data.synthetic import generate_events
 from tgeval.errors import ModelCapabilityError, ModelConfigError
 from tgeval.models import Capabilities, EdgeBank, Popularity, TemporalLinkModel
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.helpers import small_neural_model
 

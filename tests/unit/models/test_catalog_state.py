@@ -6,7 +6,7 @@ from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import build_exclusions
 from tgeval.data.hashing import fingerprint, tensor_checksum
 from tgeval.models.heuristics import EdgeBank
-from tgeval.state import first_difference
+from tgeval.stream.state import first_difference
 from tests.conftest import make_stream
 
 # t:   1  1  2  3  4

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tgeval.cli import main
+from tgeval.cli.program import main
 from tgeval.errors import ModelConfigError
 from tgeval.models import DyRepConfig, GraphMixerConfig, TGNConfig, registry
 from tgeval.models.config import MAX_LAYERS, MAX_NEIGHBORS, MAX_PARAMETERS, MAX_WIDTH

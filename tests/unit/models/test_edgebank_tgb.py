@@ -14,7 +14,7 @@ from tgeval import evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.models import registry
 from tgeval.models.heuristics import EdgeBank, tgb_time_window
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.conftest import make_stream
 from tests.helpers import brute_force_counts

@@ -13,7 +13,7 @@ from tgeval.data.split import Segment, chronological_split
 from tgeval.errors import ModelConfigError, SplitError
 from tgeval.eval.selection import default_windows, select_window
 from tgeval.models.heuristics import EdgeBank, Popularity
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tests.strategies import segment_from, streams
 
 N = 8

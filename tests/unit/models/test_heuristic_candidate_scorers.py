@@ -20,7 +20,7 @@ from tgeval.eval.metrics import rank_from_counts
 from tgeval.models.clock import EventClock
 from tgeval.models import registry
 from tgeval.models.base import pairwise_scorer, scores_pair_by_pair
-from tgeval.protocol import TIE_POLICIES, Protocol
+from tgeval.eval.protocol import TIE_POLICIES, Protocol
 from tgeval.samplers import UniformSampler
 from tests.helpers import refusing_catalog_scoring
 from tests.strategies import segment_from, streams

@@ -13,7 +13,7 @@ from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.errors import ModelCapabilityError, ModelConfigError
 from tgeval.models import lexicographic
 from tgeval.models.lexicographic import KEYS, Lexicographic
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tests.conftest import make_stream
 from tests.helpers import refusing_catalog_scoring
 from tests.strategies import segment_from, streams

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tgeval.cli import build_parser, hyperparameter_flags, main
+from tgeval.cli.program import build_parser, hyperparameter_flags, main
 from tgeval.errors import ModelConfigError
 from tgeval.models import DyRepConfig, EdgeBank, TGN, TGNConfig, registry
 from tests.helpers import fake_distribution

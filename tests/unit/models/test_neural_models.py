@@ -20,9 +20,9 @@ from tgeval.models import DyRep, GraphMixer, message_dim, registry
 from tgeval.models.base import pairwise_scorer
 from tgeval.models.layers import LinkDecoder
 from tgeval.models.neighbors import NeighborBuffer
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
-from tgeval.state import first_difference
+from tgeval.stream.state import first_difference
 from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import small_neural_model
 

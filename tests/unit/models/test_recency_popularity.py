@@ -14,11 +14,11 @@ from tgeval import evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.eval.engine import warm_up
-from tgeval.loader import TimestampBatchLoader
+from tgeval.stream.loader import TimestampBatchLoader
 from tgeval.models import registry
 from tgeval.models.clock import EventClock
 from tgeval.models.heuristics import (GlobalPopularity, GlobalRecency, LocalPopularity, LocalRecency, Popularity)
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tests.conftest import make_stream
 from tests.helpers import assert_matches_reference

@@ -6,7 +6,7 @@ from tgeval import build_catalog, chronological_split, evaluate
 from tgeval.data.synthetic import generate_events
 from tgeval.eval.metrics import count_above_equal
 from tgeval.models import TGN, TGNConfig
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler
 from tgeval.training.train import Recipe, train_epoch
 

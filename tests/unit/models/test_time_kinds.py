@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from tgeval.data.synthetic import generate_events
-from tgeval.loader import TimestampBatchLoader
+from tgeval.stream.loader import TimestampBatchLoader
 from tgeval.models.heuristics import EdgeBank, Popularity
 from tests.helpers import small_neural_model
 

@@ -11,7 +11,7 @@ from tgeval import TimestampBatchLoader, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
 from tgeval.data.synthetic import generate_events
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.training.checkpoint import load_checkpoint, save_checkpoint
 from tests.helpers import small_neural_model
 

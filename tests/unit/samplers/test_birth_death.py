@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from tgeval import SamplerError, evaluate
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import Segment
-from tgeval.loader import TimestampBatchLoader
+from tgeval.stream.loader import TimestampBatchLoader
 from tgeval.models.heuristics import EdgeBank
 from tgeval.samplers.base import Negatives
 from tgeval.samplers.lifespans import (BIRTH_DEATH_NAMES, BirthDeathEdgeSampler, BirthDeathNodeSampler, birth_death,
                                          factories, lifetime_classes, node_lifetimes, pair_lifetimes, split_time)
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tests.conftest import make_stream
 from tests.helpers import sample_replay
 from tests.strategies import streams

@@ -18,7 +18,7 @@ from tgeval.samplers import UniformSampler
 from tgeval.samplers.fixed import _MAGIC  # noqa: I001 (file layout, for the edit tests)
 from tgeval.data.io.tgb_negatives import write_tgb_negatives
 from tgeval.samplers.fixed import FixedNegativeSampler, load_negatives, read_tgb_negatives, save_negatives
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tests.conftest import make_stream
 from tests.helpers import TableModel
 

@@ -13,7 +13,7 @@ from tgeval import SamplerError, build_catalog, chronological_split, evaluate
 from tgeval.data.split import Segment
 from tgeval.data.synthetic import generate_events
 from tgeval.models.heuristics import EdgeBank, PairMembership
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.samplers import UniformSampler, save_negatives
 from tgeval.samplers.base import NegativeSampler, Negatives, _pair_collisions, destination_collisions
 from tgeval.training.train import Recipe, train_epoch

@@ -11,7 +11,7 @@ from torch_geometric.data import TemporalData
 from tgeval import SamplerError
 from tgeval.data.catalog import Catalog
 from tgeval.data.split import chronological_split
-from tgeval.loader import TimestampBatchLoader
+from tgeval.stream.loader import TimestampBatchLoader
 from tgeval.samplers.degree import DegreeSampler, TimeDegreeSampler
 from tgeval.samplers.historical import HistoricalSampler
 from tgeval.samplers.inductive import InductiveSampler

@@ -8,7 +8,7 @@ import torch
 from tgeval import NegativesFileError, SamplerError, chronological_split, evaluate
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.eval.metrics import count_above_equal
-from tgeval.protocol import Protocol
+from tgeval.eval.protocol import Protocol
 from tgeval.eval.display import protocol_line
 from tgeval.samplers import UniformSampler, from_spec
 from tgeval.data.io.tgb_negatives import write_tgb_negatives

@@ -13,7 +13,7 @@ from tgeval.data.split import Segment, chronological_split
 from tgeval.data.synthetic import generate_events
 from tgeval.models import TGN, DyRep, EdgeBank, GraphMixer, message_dim, registry
 from tgeval.samplers import UniformSampler
-from tgeval.state import first_difference
+from tgeval.stream.state import first_difference
 from tgeval.training.train import Recipe, train_epoch
 from tests.helpers import small_neural_model
 

@@ -66,7 +66,7 @@ TGB's negatives files (pickled dicts keyed by ``(src, dst, t)``) are read withou
 
 from __future__ import annotations
 
-from tgeval.lazy import lazy_exports
+from tgeval.core.lazy import lazy_exports
 
 #: public name -> the module that defines it
 _SOURCES = {
@@ -81,7 +81,7 @@ _SOURCES = {
     **dict.fromkeys(("TGB_PICKLE_GLOBALS", "TGBRows", "load_tgb_pickle", "read_tgb_rows", "write_tgb_negatives"),
                     "tgeval.data.io.tgb_negatives"),
     **dict.fromkeys(("SPARSE_ID_FACTOR", "SPARSE_ID_SLACK"), "tgeval.data.io._events"),
-    "PathLike": "tgeval.atomic",
+    "PathLike": "tgeval.core.atomic",
     "Column": "tgeval.data.io._columns",
 }
 

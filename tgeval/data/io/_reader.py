@@ -1,6 +1,6 @@
 """The documentation every reader shares: the path and the keywords ``remap``, ``bipartite``, ``sort`` and
 ``directed`` described once (:func:`documented`). Each reader still spells out its signature, which the format
-registry reads from the source (:mod:`tgeval.registry`) to list the options without importing torch."""
+registry reads from the source (:mod:`tgeval.core.registry`) to list the options without importing torch."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import BinaryIO, Iterator, Optional
 
-from tgeval import progress
-from tgeval.atomic import PathLike, check_input_file
+from tgeval.core import progress
+from tgeval.core.atomic import PathLike, check_input_file
 from tgeval.errors import DataFormatError
 
 
@@ -32,7 +32,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 def check_event_file(path: PathLike) -> None:
     """Raise :class:`~tgeval.errors.InputPathError` naming ``path`` and the fix when the event file does not exist
-    or is a folder (:func:`~tgeval.atomic.check_input_file`), before any reader opens it."""
+    or is a folder (:func:`~tgeval.core.atomic.check_input_file`), before any reader opens it."""
     check_input_file(path, what="event file")
 
 
@@ -171,7 +171,7 @@ def first_line(path: PathLike) -> str:
 def blocks(path: PathLike) -> Iterator[bytes]:
     """The file in blocks of whole lines (about :data:`BLOCK_BYTES`; the last may lack its line end),
     without the BOM, CRLF and CR made LF (as :func:`read_text`); the bytes read so far of the file go to
-    :func:`tgeval.progress.report`."""
+    :func:`tgeval.core.progress.report`."""
     rest, first = b"", True
     stored = _pinned_bytes(path, "blocks")
     size = os.path.getsize(path) if stored is None else len(stored)

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import file_sha256, sha256_of
-from tgeval.choices import DUPLICATE_RULES
+from tgeval.core.atomic import file_sha256, sha256_of
+from tgeval.core.choices import DUPLICATE_RULES
 from tgeval.data import cache, formats
 from tgeval.data.io._duplicates import first_occurrences
 from tgeval.data.io._text import PathLike, check_event_file, pinned

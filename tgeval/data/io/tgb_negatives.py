@@ -30,8 +30,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import PathLike, check_input_file, write_atomic
-from tgeval.chunks import CHUNK_SCORES
+from tgeval.core.atomic import PathLike, check_input_file, write_atomic
+from tgeval.core.chunks import CHUNK_SCORES
 from tgeval.errors import MetricInputError, NegativesFileError, SamplerError
 
 try:  # numpy 2 names its internals numpy._core

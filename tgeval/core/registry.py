@@ -88,7 +88,7 @@ def _inspected(function: Callable[..., Any], skip: Collection[str]) -> tuple[tup
 
 
 def _exported_from(node: ast.stmt, attribute: str) -> Optional[str]:
-    """The module a package's ``_SOURCES = {name: module, ...}`` (:mod:`tgeval.lazy`) names for ``attribute``."""
+    """The module a package's ``_SOURCES = {name: module, ...}`` (:mod:`tgeval.core.lazy`) names for ``attribute``."""
     target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
         node.target if isinstance(node, ast.AnnAssign) else None
     if not (isinstance(target, ast.Name) and target.id == "_SOURCES" and isinstance(node.value, ast.Dict)):
@@ -153,7 +153,7 @@ def signature_options(target: Target, skip: Iterable[str] = ()) -> tuple[tuple[O
     ``*args`` never count), and whether it also takes ``**kwargs`` (any keyword).
 
     Example:
-        >>> signature_options("tgeval.choices:flag")
+        >>> signature_options("tgeval.core.choices:flag")
         ((Option(name='key', annotation='str', default=None, required=True),), False)
     """
     return _options(target, tuple(sorted(skip)))

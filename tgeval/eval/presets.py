@@ -85,11 +85,11 @@ class Preset:
         return {key: (value, why) for key, (value, models, why) in self.per_model.items() if model in models}
 
     def protocol(self, model: Optional[str] = None, *, decayed_in_time: bool = False, **overrides: Any):
-        """The :class:`~tgeval.protocol.Protocol` of the preset (``num_negatives=0``: no sampled
+        """The :class:`~tgeval.eval.protocol.Protocol` of the preset (``num_negatives=0``: no sampled
         metrics, the candidates being the whole ``range`` catalog) for the registered model ``model``
         (its history: :meth:`model_settings`, ``decayed_in_time`` for a half-life in time), fields in
         ``overrides`` replaced."""
-        from tgeval.protocol import Protocol
+        from tgeval.eval.protocol import Protocol
 
         s = {**self.settings, **self.without_sampler,
              **{key: value for key, (value, _) in self.model_settings(model, decayed_in_time).items()}}

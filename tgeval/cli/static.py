@@ -1,7 +1,7 @@
 """``tgeval static`` and ``tgeval shift``: static link-prediction reports of an event file
 (:func:`~tgeval.static.report.run_static` on a random or a structural-shift split).
 
-Their parsers are in :mod:`tgeval.cli`; :func:`static_command` and :func:`shift_command` run them.
+Their parsers are in :mod:`tgeval.cli.program`; :func:`static_command` and :func:`shift_command` run them.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import check_writable
+from tgeval.core.atomic import check_writable
 from tgeval.data.hashing import fingerprint
-from tgeval.cli import read_event_file
+from tgeval.cli.program import read_event_file
 from tgeval.data.split import chronological_split
 from tgeval.static.graph import StaticGraph, before, random_edge_split, static_graph
 from tgeval.static.gnn import GNNConfig

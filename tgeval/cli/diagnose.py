@@ -1,7 +1,7 @@
 """``tgeval diagnose``: lifetimes, surprise, novelty and Birth–Death plots of an event file.
 
 :func:`diagnose` is the library entry point; :func:`diagnose_command` runs it for the
-arguments parsed by :mod:`tgeval.cli`.
+arguments parsed by :mod:`tgeval.cli.program`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any, Optional
 
 from torch_geometric.data import TemporalData
 
-from tgeval.atomic import PathLike, check_writable, json_safe, write_atomic
-from tgeval.cli import DIAGNOSE_FILES, read_event_file
+from tgeval.core.atomic import PathLike, check_writable, json_safe, write_atomic
+from tgeval.cli.program import DIAGNOSE_FILES, read_event_file
 from tgeval.data.split import chronological_split
 from tgeval.diagnostics.lifetimes import SURPRISE_RATIOS, lifetime_summary, surprise_table
 from tgeval.diagnostics.novelty import novelty_series, novelty_summary, segment_strata_shares

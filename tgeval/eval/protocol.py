@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from numbers import Integral
 from typing import Optional
 
-from tgeval.choices import (HISTORY_MODES, REPLAY_MODES, TIE_POLICIES, UNCOVERED_RULES, HistoryMode, ReplayMode,
+from tgeval.core.choices import (HISTORY_MODES, REPLAY_MODES, TIE_POLICIES, UNCOVERED_RULES, HistoryMode, ReplayMode,
                             TiePolicy, UncoveredRule)
 from tgeval.errors import ProtocolError
 

@@ -55,10 +55,10 @@ from torch.nn.utils.weight_norm import WeightNorm
 from torch_geometric.data.data import BaseData
 from torch_geometric.nn.models.tgn import LastNeighborLoader, TGNMemory
 
-from tgeval.compat import (TGN_MEMORY_SCRATCH, forward_pre_hooks, is_view, message_stores, own_buffers,
+from tgeval.core.compat import (TGN_MEMORY_SCRATCH, forward_pre_hooks, is_view, message_stores, own_buffers,
                            own_children, own_parameters, set_message_stores, tensor_version, trains_own_buffers)
 from tgeval.errors import HiddenStateError, LeakageError, ModelCapabilityError
-from tgeval.rng import GOLDEN_GAMMA, MIX_MULTIPLIERS
+from tgeval.core.rng import GOLDEN_GAMMA, MIX_MULTIPLIERS
 
 __all__ = ["State", "Stateful", "StateAdapter", "Part", "register_state_adapter", "state_adapter", "state_parts",
            "state_buffer_names", "parameters_of", "load_parameters", "snapshot_of", "restore_into",
@@ -141,7 +141,7 @@ class StateAdapter:
             state (written while scoring, never read across calls); the guard ignores them.
         fingerprint: ``fingerprint(obj)``, a cheap value that changes whenever the state does
             (the guard compares it with ``==`` before and after scoring, so it holds no tensor:
-            use ``(id(t), tgeval.compat.tensor_version(t))``); default: tensors of the view by identity and in-place
+            use ``(id(t), tgeval.core.compat.tensor_version(t))``); default: tensors of the view by identity and in-place
             version, containers element by element, Python values by value.
     """
 
@@ -914,7 +914,7 @@ def _check_hidden(model: Any, before: Optional[tuple[dict, _Fingerprints]], acti
         f"the next{fix} one of three ways: (1) keep it in a registered buffer, "
         f"`self.register_buffer({_attribute(where)!r}, tensor, persistent=False)` (modules in a plain "
         f"dict or list: nn.ModuleDict / nn.ModuleList); (2) keep it in an object of a class of your own and "
-        f"register a `tgeval.state.StateAdapter` for that class with `tgeval.state.register_state_adapter`; "
+        f"register a `tgeval.stream.state.StateAdapter` for that class with `tgeval.stream.state.register_state_adapter`; "
         f"(3) override snapshot(), restore() and reset_state() to cover it.{_scratch_hint(where)}")
 
 

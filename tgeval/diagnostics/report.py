@@ -33,8 +33,8 @@ from typing import Any, Optional, Sequence
 import torch
 from torch import Tensor
 
-from tgeval.atomic import PathLike, write_atomic
-from tgeval.choices import DEFAULT_BLOCK
+from tgeval.core.atomic import PathLike, write_atomic
+from tgeval.core.choices import DEFAULT_BLOCK
 from tgeval.diagnostics.comparison import compare, events_file_of, fitting_block, k_label, load_events
 from tgeval.diagnostics.plots import duration_unit, legend_outside, rank_axis, short_name, time_axis
 from tgeval.diagnostics.time_bins import time_profile
@@ -155,7 +155,7 @@ def _check_cell(check: Any) -> str:
 def _interval(table: dict[str, Tensor], uncovered: str) -> str:
     """95% time-block bootstrap interval of the mean all-entity reciprocal rank over the events the
     micro MRR averages (the interval of the difference against 0), as text, in blocks of ``tgeval compare``'s
-    default :data:`~tgeval.choices.DEFAULT_BLOCK` events; for that many events or
+    default :data:`~tgeval.core.choices.DEFAULT_BLOCK` events; for that many events or
     fewer (one block, a zero-width interval) the text says that there is none."""
     keep = table["covered"] if uncovered == "exclude" else torch.ones_like(table["rank"], dtype=torch.bool)
     t, rank = table["t"][keep], table["rank"][keep]
@@ -268,7 +268,7 @@ def _segment_heading(result: Result, with_data: bool, settings: Sequence[str]) -
 
 
 def _catalog_words(result: Result) -> str:
-    """The all-entity pass's catalog as :func:`~tgeval.protocol.metric_name` names it: ``catalog train, 1,459
+    """The all-entity pass's catalog as :func:`~tgeval.eval.protocol.metric_name` names it: ``catalog train, 1,459
     items``."""
     c = result.manifest["catalog"]
     return "no all-entity pass" if c is None else f"catalog {c['kind']}, {c['size']:,} items"
@@ -488,7 +488,7 @@ def write_report(folder: PathLike, out: PathLike, comparison: Optional[dict] = N
 def report_command(args: argparse.Namespace) -> int:
     """``tgeval report RESULTS_DIR --out report.html``; a result whose per-event file cannot be used is reported
     from its JSON alone, and said on stderr."""
-    from tgeval.atomic import check_writable
+    from tgeval.core.atomic import check_writable
 
     check_writable(args.out, what="--out")
     unused = write_report(args.results, args.out, allow_trained_events=args.allow_trained_events)

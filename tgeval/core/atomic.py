@@ -31,7 +31,7 @@ __all__ = ["write_atomic", "write_atomic_group", "check_writable", "check_input_
            "writing_outputs", "existing_output", "CHECKPOINT_MAGIC", "PathLike", "json_safe"]
 
 #: a file path: text or an ``os.PathLike`` (``pathlib.Path``)
-PathLike = Union[str, "os.PathLike[str]"]
+PathLike = Union[str, os.PathLike]
 
 
 def json_safe(value: Any) -> Any:

@@ -35,8 +35,8 @@ from torch_geometric.data import TemporalData
 from tgeval.data.groups import canonical_order, is_canonical
 from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validation import per_event_keys, permute_events, validate
-from tgeval.loader import timestamp_batch_boundaries
-from tgeval.state import checked_reset, checked_update, no_state_change
+from tgeval.stream.loader import timestamp_batch_boundaries
+from tgeval.stream.state import checked_reset, checked_update, no_state_change
 
 __all__ = ["Walk", "Step", "canonical_stream", "eval_mode", "runs", "feed"]
 
@@ -147,7 +147,7 @@ class Step:
         return self._batches["model"]
 
     def scoring(self) -> Any:
-        """The context every score of the step is computed in: the state guard (:func:`~tgeval.state.no_state_change`)
+        """The context every score of the step is computed in: the state guard (:func:`~tgeval.stream.state.no_state_change`)
         and, under exact or neighbour history, ``model.within_batch(step)``."""
         return self._scoring()
 
@@ -216,13 +216,15 @@ class Walk:
               merge: int = 0, within: bool = False, check_state: Union[bool, str] = True, what: str = "scoring",
               update: Optional[Callable[[TemporalData], None]] = None, stop: Optional[int] = None) -> Iterator[Step]:
         """The segment's steps in time order; after the consumer is done with a step, an ``online`` walk updates
-        ``model`` with it (``update(model_batch)``, default :func:`~tgeval.state.checked_update` without
+        ``model`` with it (``update(model_batch)``, default :func:`~tgeval.stream.state.checked_update` without
         gradients) and then ``samplers`` (``observe(batch)``).
 
         Args:
             merge: most events of a step of consecutive whole batches (``0``: one batch per step).
             within: score inside ``model.within_batch`` (exact or neighbour history).
-            check_state: the guard of :meth:`Step.scoring` (``"deep"``: also compare snapshots; ``False``: none).
+            check_state: the guard of :meth:`Step.scoring` (:func:`~tgeval.stream.state.no_state_change`): ``True``
+                its default (snapshots compared where identity and versions do not cover the state), ``"deep"``
+                snapshots compared always, ``"identity"`` identity and versions only (no copy), ``False`` none.
             what: what the guard names when the state changed.
             stop: walk only the first ``stop`` steps (``None``: all).
         """
@@ -243,10 +245,14 @@ class Walk:
                     sampler.observe(step.batch)
 
 
+#: ``deep`` of :func:`~tgeval.stream.state.no_state_change` for each ``check_state`` that guards
+_DEEP = {True: None, "deep": True, "identity": False}
+
+
 def _scoring(model: nn.Module, step: Step, within: bool, check_state: Union[bool, str], what: str) -> Callable:
     @contextmanager
     def scoring() -> Iterator[None]:
-        guard = no_state_change(model, what, deep=check_state == "deep" or None) if check_state else nullcontext()
+        guard = nullcontext() if not check_state else no_state_change(model, what, deep=_DEEP[check_state])
         with model.within_batch(step.model_batch) if within else nullcontext(), guard:
             yield
     return scoring

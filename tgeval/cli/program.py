@@ -1,8 +1,8 @@
 """Command line: ``tgeval evaluate``, ``train``, ``run``, ``diagnose``, ``compare``, ``static``, ``shift``, ``report``.
 
 This module holds the argument parsers and :func:`main`, and imports neither torch nor PyG:
-``tgeval --help`` and usage errors answer at once. Each command's module (``tgeval.commands``,
-``tgeval.diagnostics.cli``, ``tgeval.diagnostics.comparison``, ``tgeval.static.cli``, ``tgeval.report``) is
+``tgeval --help`` and usage errors answer at once. Each command's module (``tgeval.cli.commands``,
+``tgeval.cli.diagnose``, ``tgeval.diagnostics.comparison``, ``tgeval.cli.static``, ``tgeval.diagnostics.report``) is
 imported only when it runs.
 """
 
@@ -21,15 +21,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Literal, NamedTuple, Optional, Sequence, Union, get_args, get_origin
 
-from tgeval.atomic import check_distinct, check_input_file, writing_outputs
-from tgeval.choices import (AUDIT_CHECKS, CATALOG_KINDS, DEFAULT_BLOCK, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS,
+from tgeval.core.atomic import check_distinct, check_input_file, writing_outputs
+from tgeval.core.choices import (AUDIT_CHECKS, CATALOG_KINDS, DEFAULT_BLOCK, DEFAULT_SWEEP, DUPLICATE_RULES, GNN_MODELS,
                             HEART_HEURISTICS, HISTORY_MODES, REPLAY_MODES, SHIFT_HEURISTICS, STATIC_HEURISTICS,
                             TIE_POLICIES, UNCOVERED_RULES, VAL_METRICS, VAL_STATES, WEIGHTINGS, flag)
 from tgeval.data import formats
 from tgeval.errors import DeviceError, InputPathError, ProtocolError, TGEvalError
 from tgeval.models import registry
-from tgeval.presets import PRESETS, apply_preset, given_options
-from tgeval.protocol import DEFAULT_NEGATIVES, DEFAULT_VAL_NEGATIVES
+from tgeval.eval.presets import PRESETS, apply_preset, given_options
+from tgeval.eval.protocol import DEFAULT_NEGATIVES, DEFAULT_VAL_NEGATIVES
 
 __all__ = ["main", "build_parser", "hyperparameter_flags", "cli_message", "refuse_unused"]
 
@@ -171,8 +171,8 @@ def _add_event_file(parser: argparse.ArgumentParser, *, data_help: str = "event 
 
 def read_event_file(args: argparse.Namespace, *, show_progress: bool = True, **extra: Any) -> tuple[Any, Any]:
     """:func:`~tgeval.data.read_events` of ``args.data`` with the options :func:`_add_event_file` declares
-    (and ``extra``), its progress on stderr (:class:`~tgeval.progress.StderrProgress`)."""
-    from tgeval import progress
+    (and ``extra``), its progress on stderr (:class:`~tgeval.core.progress.StderrProgress`)."""
+    from tgeval.core import progress
     from tgeval.data.io import read_events
 
     with progress.reporting(progress.StderrProgress(f"reading {args.data.name}", enabled=show_progress)):
@@ -181,7 +181,7 @@ def read_event_file(args: argparse.Namespace, *, show_progress: bool = True, **e
 
 
 def _add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """``tgeval diagnose`` (:func:`tgeval.diagnostics.cli.diagnose_command`)."""
+    """``tgeval diagnose`` (:func:`tgeval.cli.diagnose.diagnose_command`)."""
     dg = subparsers.add_parser("diagnose", help="lifetimes, surprise index, novelty and Birth-Death plots of a file")
     _add_event_file(dg, bipartite_help="sources and destinations in disjoint id ranges (default: detected as "
                                        "max(src) < min(dst))")
@@ -205,12 +205,12 @@ def _add_diagnose_parser(subparsers: Any) -> argparse.ArgumentParser:
                     help="K seen and K unseen negatives per factorial cell (default 20)")
     iv.add_argument("--seed", type=_seed, default=None,
                     help="seed of the draws and of the control directions (default 0)")
-    dg.set_defaults(handler=("tgeval.diagnostics.cli", "diagnose_command"))
+    dg.set_defaults(handler=("tgeval.cli.diagnose", "diagnose_command"))
     return dg
 
 
 def _add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """``tgeval audit`` (:func:`tgeval.diagnostics.leak_audit.audit_command`)."""
+    """``tgeval audit`` (:func:`tgeval.cli.leaks.audit_command`)."""
     au = subparsers.add_parser("audit", help="a leak certificate for a model: does any score read the future, the "
                                              "other candidates, the order of simultaneous events, or hidden state?")
     _add_event_file(au)
@@ -226,7 +226,7 @@ def _add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
                     help="comma-separated checks (default all: " + ", ".join(AUDIT_CHECKS) + ")")
     au.add_argument("--seed", type=_seed, default=0, help="seed of the probes, the alterations and the builds")
     au.add_argument("--out", type=Path, default=None, help="write the audit as JSON (atomically)")
-    au.set_defaults(handler=("tgeval.diagnostics.leak_audit", "audit_command"))
+    au.set_defaults(handler=("tgeval.cli.leaks", "audit_command"))
     return au
 
 
@@ -252,7 +252,7 @@ def _static_models(text: str) -> tuple[str, ...]:
 
 def _static_end(text: str) -> str:
     """``--end``: ``all``, ``train`` or a finite number, kept as text (read exactly against the data by
-    ``tgeval.static.cli``: an integer beyond 2^53 stays that integer)."""
+    ``tgeval.cli.static``: an integer beyond 2^53 stays that integer)."""
     if text not in ("all", "train"):
         try:
             Fraction(text)  # finite numbers only: NaN and inf are no bound
@@ -326,12 +326,12 @@ def _caps(text: str) -> tuple[Optional[int], ...]:
 
 
 def _add_static_parsers(subparsers: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """``tgeval static`` and ``tgeval shift`` (:mod:`tgeval.static.cli`)."""
+    """``tgeval static`` and ``tgeval shift`` (:mod:`tgeval.cli.static`)."""
     st = subparsers.add_parser("static", help="static link prediction: degree bias, degree-corrected benchmark, "
                                               "recommendation check")
     _add_static_common(st, "folder for static.json and degree_ccdf.png")
     st.add_argument("--test-fraction", type=float, default=0.25, help="beta: fraction of edges held out as test")
-    st.set_defaults(handler=("tgeval.static.cli", "static_command"))
+    st.set_defaults(handler=("tgeval.cli.static", "static_command"))
     sh = subparsers.add_parser("shift", help="structural-shift split of a static graph's links, and its benchmarks")
     _add_static_common(sh, "folder for shift.json and degree_ccdf.png")
     sh.add_argument("--heuristic", choices=SHIFT_HEURISTICS, required=True,
@@ -342,7 +342,7 @@ def _add_static_parsers(subparsers: Any) -> tuple[argparse.ArgumentParser, argpa
     sh.add_argument("--caps", type=_caps, default=(None, None, None),
                     help="most links per split, TRAIN,VALID,TEST (e.g. none,none,5000)")
     sh.add_argument("--max-depth", type=_count, default=6, help="deepest breadth-first level for 'sp'")
-    sh.set_defaults(handler=("tgeval.static.cli", "shift_command"))
+    sh.set_defaults(handler=("tgeval.cli.static", "shift_command"))
     return st, sh
 
 
@@ -447,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "checkpoint does not record them (refused without it; recorded in the manifest)")
     ev.add_argument("--out", type=Path, help="result JSON")
     ev.add_argument("--save-events", type=Path, help="per-event CSV")
-    ev.set_defaults(handler=("tgeval.commands", "evaluate_command"))
+    ev.set_defaults(handler=("tgeval.cli.commands", "evaluate_command"))
 
     tr = sub.add_parser("train", help="fit a trainable model on the training segment, evaluate on validation")
     _add_event_file(tr)
@@ -495,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--overwrite", action="store_true",
                     help="replace the run in --checkpoint-dir (without it, a folder holding a run is refused)")
     tr.add_argument("--out", type=Path, help="validation result JSON (training record in manifest.training)")
-    tr.set_defaults(handler=("tgeval.commands", "train_command"))
+    tr.set_defaults(handler=("tgeval.cli.commands", "train_command"))
 
     _add_diagnose_parser(sub)
     _add_audit_parser(sub)
@@ -508,7 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--allow-trained-events", action="store_true",
                     help="report results of checkpoints evaluated on events they were trained on, marked (without "
                          "it they are listed as not reported)")
-    rp.set_defaults(handler=("tgeval.report", "report_command"))
+    rp.set_defaults(handler=("tgeval.diagnostics.report", "report_command"))
 
     run = sub.add_parser("run", help="compare the baselines on the default dataset")
     run.add_argument("--data", type=Path, default=None, help="event file (default: CollegeMsg, else synthetic)")
@@ -523,7 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "refused)")
     run.add_argument("--tgn-epochs", type=_count, default=1, help="epochs of the TGN trained beside the heuristics "
                      "(0: heuristics only)")
-    run.set_defaults(handler=("tgeval.commands", "run_command"))
+    run.set_defaults(handler=("tgeval.cli.commands", "run_command"))
     for command in (ev, tr):
         command.add_argument("--duplicates", choices=DUPLICATE_RULES, default="keep",
                              help="events equal in every field to an earlier one: keep (counted) or drop them")
@@ -563,8 +563,8 @@ class CommandPaths(NamedTuple):
 
 
 def command_paths(args: argparse.Namespace) -> CommandPaths:
-    """Every file a parsed command reads and writes, for :func:`tgeval.atomic.check_distinct` and
-    :func:`tgeval.atomic.writing_outputs`: ``train``'s checkpoint folder is its run's files (``--checkpoint-dir
+    """Every file a parsed command reads and writes, for :func:`tgeval.core.atomic.check_distinct` and
+    :func:`tgeval.core.atomic.writing_outputs`: ``train``'s checkpoint folder is its run's files (``--checkpoint-dir
     last.pt``, ...), ``diagnose``'s and ``static``'s folder the files they write, ``run``'s folder a folder swapped in
     whole. A checkpoint resumed from the checkpoint folder is no input of it: resuming continues that run."""
     inputs: Paths = {"the data file": getattr(args, "data", None)}
@@ -574,7 +574,7 @@ def command_paths(args: argparse.Namespace) -> CommandPaths:
         return CommandPaths({**inputs, "--model": model, **_sampler_files(args.sampler)},
                             {"--out": args.out, "--save-events": args.save_events}, {}, {"--out": "result"})
     if args.command == "train":
-        from tgeval.atomic import same_file
+        from tgeval.core.atomic import same_file
         from tgeval.training.fitting import RUN_FILES
 
         run = args.checkpoint_dir
@@ -613,11 +613,11 @@ def _input_hints() -> dict[str, str]:
 
 def check_inputs(inputs: Paths) -> None:
     """Raise :class:`~tgeval.errors.InputPathError` for an input of a command (keyed by how the user named it,
-    as for :func:`tgeval.atomic.check_distinct`; ``None`` skipped) that does not exist, is a folder or is no
+    as for :func:`tgeval.core.atomic.check_distinct`; ``None`` skipped) that does not exist, is a folder or is no
     regular file: called when a command meets a missing file or a folder where it reads one, or a reader refuses
     an input (after its options are checked), so the
     user reads which input it is, by the name they gave it, and what to give instead of Python's bare error or a
-    reader's :func:`~tgeval.atomic.check_input_file` ("event file ..."). ``train --resume`` is left to
+    reader's :func:`~tgeval.core.atomic.check_input_file` ("event file ..."). ``train --resume`` is left to
     :func:`tgeval.training.fitting.fit`, which resumes from the ``best.pt`` beside a missing ``last.pt``."""
     hints = _input_hints()
     for name, path in inputs.items():
@@ -775,7 +775,7 @@ _UNUSED = {"evaluate": _unused_evaluate, "train": _unused_train}
 
 def refuse_unused(args: argparse.Namespace, given: set[str]) -> None:
     """Raise :class:`~tgeval.errors.ProtocolError` for an option given on the command line (``given``, the
-    destinations set explicitly: :func:`~tgeval.presets.given_options`) that the command, with the model and
+    destinations set explicitly: :func:`~tgeval.eval.presets.given_options`) that the command, with the model and
     options chosen, would not use, naming what takes it: ``--window`` for a model without a window (``edgebank``
     included: ``edgebank-window`` has one), ``--half-life`` where no model takes it, ``--sampler`` / ``--seed``
     with ``--negatives 0``, the all-entity options with ``--no-all-entity``, ``tgeval train``'s neural options
@@ -810,7 +810,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             args.preset_record = apply_preset(args, given)
         refuse_unused(args, given)  # before any work: an option that would change nothing is a mistake
         if args.command not in SHARDED_COMMANDS:
-            from tgeval.distributed import refuse_launch
+            from tgeval.core.distributed import refuse_launch
 
             refuse_launch(args.command)  # before any work: its ranks would repeat it and race on its files
         _set_threads(getattr(args, "threads", None))
