@@ -55,7 +55,7 @@ from torch_geometric.data import TemporalData
 
 from tgeval.data.catalog import Catalog
 from tgeval.data.exclusions import build_exclusions
-from tgeval.data.split import Segment
+from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validation import validate
 from tgeval.errors import CatalogError, ProtocolError, SamplerError, TemporalDataError
 from tgeval.eval.metrics import check_ties, count_above_equal, rank_from_counts
@@ -135,6 +135,7 @@ def _walk(data: TemporalData, segment: Segment, num_nodes: int, batch_size: int)
     if largest >= num_nodes:
         raise TemporalDataError(f"node id {largest} is >= num_nodes={num_nodes}. "
                                 f"Use num_nodes >= {largest + 1} (e.g. `info.num_nodes`).")
+    check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
     return Walk(data, segment, batch_size=batch_size, validated=True)
 
 

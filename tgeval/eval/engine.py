@@ -61,7 +61,7 @@ from tgeval.models.base import TemporalLinkModel, check_model, check_node_ids, s
 from tgeval.eval.protocol import Protocol
 from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, negatives_checksum, scored_pairs
 from tgeval.stream.state import checked_reset, exclusive
-from tgeval.stream.walk import Walk, eval_mode, feed, runs
+from tgeval.stream.walk import STEP_RANGE, Walk, eval_mode, feed, runs
 
 __all__ = ["evaluate", "warm_up", "replay"]
 
@@ -508,7 +508,7 @@ def _replay(model: TemporalLinkModel, walk: Walk, *, draws: _Draws, ranking: Opt
                     if window.plan is not None:
                         records.write(window.offset, candidates=window.plan.num_candidates,
                                       filtered=window.plan.num_filtered, covered=window.plan.covered)
-                with record_function("tgeval.replay.step"):
+                with record_function(STEP_RANGE):
                     j = b - window.first
                     plan, data = window.plan, window.data
                     a, z = window.bounds[j], window.bounds[j + 1]

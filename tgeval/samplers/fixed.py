@@ -58,7 +58,7 @@ from tgeval.core.chunks import CHUNK_SCORES, count_true
 from tgeval.data.hashing import NegativesDigest, fingerprint, tensor_checksum
 from tgeval.data.groups import canonical_order
 from tgeval.data.io.tgb_negatives import read_tgb_rows
-from tgeval.data.split import Segment
+from tgeval.data.split import Segment, check_whole_groups
 from tgeval.data.validation import validate
 from tgeval.errors import NegativesFileError, ProtocolError, SamplerError
 from tgeval.samplers.base import (NegativeSampler, Negatives, NegativesCheck, destination_collisions,
@@ -161,6 +161,7 @@ def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segmen
         raise ProtocolError(f"protocol must be 'online' or 'fixed', got {protocol!r}.")
     data = validate(data)
     input_fingerprint = fingerprint(data)
+    check_whole_groups(data.t, segment.start, segment.end, what=f"{segment.name!r} segment")
     walk = Walk(data, segment, batch_size=batch_size, validated=True)  # the walk of tgeval.evaluate
     events = walk.events
     check = NegativesCheck(sampler, int(torch.maximum(data.src.max(), data.dst.max())) + 1 if num_nodes is None

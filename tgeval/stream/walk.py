@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import torch
 from torch import Tensor, nn
+from torch.profiler import record_function
 from torch_geometric.data import TemporalData
 
 from tgeval.data.groups import canonical_order, is_canonical
@@ -40,6 +41,8 @@ from tgeval.stream.state import checked_reset, checked_update, no_state_change
 
 __all__ = ["Walk", "Step", "canonical_stream", "eval_mode", "runs", "feed"]
 
+#: the profiler range of a step's work (the engine's scoring and the walk's update)
+STEP_RANGE = "tgeval.replay.step"
 #: per-event fields the walk adds: a model's batches do not carry them
 BOOKKEEPING = ("e_id", "position")
 #: smallest batch of a bulk warm-up (:meth:`Walk.warm_up` of a participant that does not depend on the
@@ -160,8 +163,9 @@ class Walk:
         segment: the walked events ``data[start:end]`` (whole timestamp groups): a
             :class:`~tgeval.data.split.Segment` or a ``(start, end)`` pair.
         batch_size: target events per timestamp batch (a larger group is one batch).
-        validated: ``data`` is :func:`~tgeval.data.validate`'s copy already (it is then given
-            ``e_id`` and ``position`` in place when in canonical order).
+        validated: ``data`` is :func:`~tgeval.data.validate`'s copy already and the segment was checked to hold
+            whole timestamp groups (:func:`~tgeval.data.split.check_whole_groups`); ``data`` is then given ``e_id``
+            and ``position`` in place when in canonical order.
 
     Attributes:
         stream: the canonical stream (``e_id``, ``position``); ``in_order``: whether ``data`` was canonical.
@@ -173,8 +177,9 @@ class Walk:
                  validated: bool = False) -> None:
         start, end, name = ((segment.start, segment.end, f"{segment.name!r} segment") if isinstance(segment, Segment)
                             else (*segment, "range"))
-        data = data if validated else validate(data)
-        check_whole_groups(data.t, start, end, what=name)
+        if not validated:
+            data = validate(data)
+            check_whole_groups(data.t, start, end, what=name)
         self.stream, self.in_order = canonical_stream(data)
         self.start, self.end, self.batch_size = start, end, batch_size
         self.history, self.events = self.stream[:start], self.stream[start:end]
@@ -235,14 +240,15 @@ class Walk:
             step = self._step(index, first, last, model, within, check_state, what)
             yield step
             if online:
-                if model is not None:
-                    if update is None:
-                        with torch.no_grad():
-                            checked_update(model, step.model_batch)
-                    else:
-                        update(step.model_batch)
-                for sampler in samplers:
-                    sampler.observe(step.batch)
+                with record_function(STEP_RANGE):  # the step's update, in the profiler range of its scoring
+                    if model is not None:
+                        if update is None:
+                            with torch.no_grad():
+                                checked_update(model, step.model_batch)
+                        else:
+                            update(step.model_batch)
+                    for sampler in samplers:
+                        sampler.observe(step.batch)
 
 
 #: ``deep`` of :func:`~tgeval.stream.state.no_state_change` for each ``check_state`` that guards
