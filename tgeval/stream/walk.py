@@ -192,11 +192,11 @@ class Walk:
     def num_batches(self) -> int:
         return len(self.boundaries) - 1
 
-    def warm_up(self, model: Optional[nn.Module] = None, samplers: Sequence[Any] = (), *, reset: bool = True) -> None:
-        """Reset ``model`` and ``samplers`` (``reset``) and feed them the history before the segment."""
-        if model is not None and reset:
+    def warm_up(self, model: Optional[nn.Module] = None, samplers: Sequence[Any] = ()) -> None:
+        """Reset ``model`` and ``samplers`` and feed them the history before the segment (:func:`feed`)."""
+        if model is not None:
             checked_reset(model)
-        for sampler in samplers if reset else ():
+        for sampler in samplers:
             sampler.reset_state()
         feed(self.history, model, samplers, self.batch_size)
 
