@@ -272,14 +272,18 @@ def feed(events: TemporalData, model: Optional[nn.Module], samplers: Sequence[An
     temporaries."""
     if events.num_events == 0:
         return
-    if "position" not in events:  # the caller's own events: positions from 0, as a walk's history has
-        events = events.clone()
-        events.position = torch.arange(events.num_events, device=events.src.device)
     keys = per_event_keys(events)
     model_keys = [key for key in keys if key not in BOOKKEEPING]
+
+    def observed(a: int, z: int) -> TemporalData:  # a sampler's batch: with positions (from 0 for the caller's own)
+        batch = _slice(events, keys, a, z)
+        if "position" not in keys:
+            batch.position = torch.arange(a, z, device=events.src.device)
+        return batch
+
     participants = [] if model is None else [
         (model.capabilities.exact_history, lambda a, z: checked_update(model, _slice(events, model_keys, a, z)))]
-    participants += [(sampler.observe_batch_invariant, lambda a, z, s=sampler: s.observe(_slice(events, keys, a, z)))
+    participants += [(sampler.observe_batch_invariant, lambda a, z, s=sampler: s.observe(observed(a, z)))
                      for sampler in samplers]
     batches = None
     with torch.no_grad():
