@@ -100,7 +100,8 @@ def static_command(args: argparse.Namespace) -> int:
 
 
 def shift_command(args: argparse.Namespace) -> int:
-    """Run :func:`~tgeval.static.report.run_static` on a structural-shift split for parsed ``tgeval shift`` arguments."""
+    """Run :func:`~tgeval.static.report.run_static` on a structural-shift split for parsed ``tgeval shift``
+    arguments."""
     graph, source = _graph(args)
     split = shift_split(graph, args.heuristic, args.thresholds, inverse=args.inverse, caps=args.caps, seed=args.seed,
                         max_depth=args.max_depth)

@@ -128,8 +128,8 @@ class MembershipFactorial:
 
 
 def _walk(data: TemporalData, segment: Segment, num_nodes: int, batch_size: int) -> Walk:
-    """The walk of ``segment`` (:class:`~tgeval.stream.walk.Walk`: validated, canonical order, ``e_id`` and ``position``),
-    its ids below ``num_nodes``."""
+    """The walk of ``segment`` (:class:`~tgeval.stream.walk.Walk`: validated, canonical order, ``e_id`` and
+    ``position``), its ids below ``num_nodes``."""
     data = validate(data)
     largest = int(torch.maximum(data.src.max(), data.dst.max())) if data.num_events else -1
     if largest >= num_nodes:
@@ -193,7 +193,8 @@ class MembershipReplay:
             self.walk.warm_up(model, [self.seen, self.unseen])
 
     def steps(self, check_state: bool = True) -> Iterator[Step]:
-        """The segment's steps (:meth:`~tgeval.stream.walk.Walk.steps`; ``check_state``: guard of ``step.scoring()``)."""
+        """The segment's steps (:meth:`~tgeval.stream.walk.Walk.steps`; ``check_state``: the guard of
+        ``step.scoring()``)."""
         with eval_mode(self.model), torch.no_grad():
             yield from self.walk.steps(self.model, samplers=[self.seen, self.unseen], online=self.online,
                                        check_state=check_state)

@@ -131,7 +131,8 @@ def draw_negatives(sampler: NegativeSampler, data: TemporalData, segment: Segmen
                    seed: int = 0, batch_size: int = 200,
                    protocol: Literal["online", "fixed"] = "online", num_nodes: Optional[int] = None) -> StoredNegatives:
     """Draw ``sampler``'s negatives for ``segment`` exactly as :func:`tgeval.evaluate` would
-    (with the same :class:`~tgeval.eval.protocol.Protocol`: ``warm=True``, the same ``seed``, ``batch_size``, ``replay``).
+    (with the same :class:`~tgeval.eval.protocol.Protocol`: ``warm=True``, the same ``seed``, ``batch_size``,
+    ``replay``).
 
     The sampler is reset and warmed on ``data[:segment.start]``; its state afterwards is the
     state at the end of the segment.

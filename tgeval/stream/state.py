@@ -141,8 +141,8 @@ class StateAdapter:
             state (written while scoring, never read across calls); the guard ignores them.
         fingerprint: ``fingerprint(obj)``, a cheap value that changes whenever the state does
             (the guard compares it with ``==`` before and after scoring, so it holds no tensor:
-            use ``(id(t), tgeval.core.compat.tensor_version(t))``); default: tensors of the view by identity and in-place
-            version, containers element by element, Python values by value.
+            use ``(id(t), tgeval.core.compat.tensor_version(t))``); default: tensors of the view by identity
+            and in-place version, containers element by element, Python values by value.
     """
 
     view: Callable[[Any], State]
@@ -914,7 +914,8 @@ def _check_hidden(model: Any, before: Optional[tuple[dict, _Fingerprints]], acti
         f"the next{fix} one of three ways: (1) keep it in a registered buffer, "
         f"`self.register_buffer({_attribute(where)!r}, tensor, persistent=False)` (modules in a plain "
         f"dict or list: nn.ModuleDict / nn.ModuleList); (2) keep it in an object of a class of your own and "
-        f"register a `tgeval.stream.state.StateAdapter` for that class with `tgeval.stream.state.register_state_adapter`; "
+        f"register a `tgeval.stream.state.StateAdapter` for that class with "
+        f"`tgeval.stream.state.register_state_adapter`; "
         f"(3) override snapshot(), restore() and reset_state() to cover it.{_scratch_hint(where)}")
 
 

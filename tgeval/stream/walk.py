@@ -150,8 +150,9 @@ class Step:
         return self._batches["model"]
 
     def scoring(self) -> Any:
-        """The context every score of the step is computed in: the state guard (:func:`~tgeval.stream.state.no_state_change`)
-        and, under exact or neighbour history, ``model.within_batch(step)``."""
+        """The context every score of the step is computed in: the state guard
+        (:func:`~tgeval.stream.state.no_state_change`) and, under exact or neighbour history,
+        ``model.within_batch(step)``."""
         return self._scoring()
 
 

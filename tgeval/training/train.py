@@ -9,9 +9,10 @@ whose :meth:`score` is differentiable. Per timestamp batch, in this order::
     model.detach_state()                          # if the model has it
 
 so no batch is ever scored by a state that has seen it. The walk through time is
-:class:`~tgeval.stream.walk.Walk`'s, as in evaluation; the same pieces make a custom loop (here with a toy model: an embedding table and a
-dot-product score, stateless; with two or more CPU threads, run it inside
-``tgeval.deterministic()`` as :func:`train_epoch` does, for bit-identical runs)::
+:class:`~tgeval.stream.walk.Walk`'s, as in evaluation; the same pieces make a custom loop (here
+with a toy model: an embedding table and a dot-product score, stateless; with two or more CPU
+threads, run it inside ``tgeval.deterministic()`` as :func:`train_epoch` does, for bit-identical
+runs)::
 
     import torch
     from tgeval.data.catalog import build_catalog
