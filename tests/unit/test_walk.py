@@ -169,3 +169,25 @@ def test_the_walk_updates_only_after_the_consumer_is_done():
     walk.warm_up(fixed)
     before = len(fixed.log)
     assert sum(1 for _ in walk.steps(fixed, online=False)) == walk.num_batches and len(fixed.log) == before
+
+
+def test_a_walk_is_freed_by_reference_counting():
+    """No step keeps its walk (and so the whole canonical stream) alive in a reference cycle: evaluate frees the
+    stream before its metrics without waiting for the cycle collector."""
+    import gc
+    import weakref
+
+    data, split, _ = _stream()
+    model = Recording(30)
+    gc.disable()
+    try:
+        walk = Walk(data, split.test, batch_size=BATCH)
+        walk.warm_up(model)
+        for step in walk.steps(model):
+            with step.scoring():
+                model.score(step.batch.src, step.batch.dst, step.batch.t)
+        freed = weakref.ref(walk)
+        del walk, step
+        assert freed() is None
+    finally:
+        gc.enable()

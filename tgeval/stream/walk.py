@@ -43,6 +43,8 @@ __all__ = ["Walk", "Step", "canonical_stream", "eval_mode", "runs", "feed"]
 
 #: the profiler range of a step's work (the engine's scoring and the walk's update)
 STEP_RANGE = "tgeval.replay.step"
+#: ``deep`` of :func:`~tgeval.stream.state.no_state_change` for each ``check_state`` that guards
+_DEEP = {True: None, "deep": True, "identity": False}
 #: per-event fields the walk adds: a model's batches do not carry them
 BOOKKEEPING = ("e_id", "position")
 #: smallest batch of a bulk warm-up (:meth:`Walk.warm_up` of a participant that does not depend on the
@@ -122,6 +124,7 @@ class Step:
         index: the step's number in the pass.
         batch: every per-event field of the step's events (``e_id``, ``position`` included): what samplers see.
         model_batch: the fields a model sees (without ``e_id`` and ``position``).
+        model, within, check_state, what: what :meth:`scoring` guards, and how (:meth:`Walk.steps`).
     """
 
     index: int
@@ -130,7 +133,10 @@ class Step:
     start: int
     end: int
     walk: "Walk" = field(repr=False)
-    _scoring: Callable[[], Any] = field(repr=False, default=nullcontext)
+    model: Optional[nn.Module] = field(repr=False, default=None)
+    within: bool = False
+    check_state: Union[bool, str] = True
+    what: str = "scoring"
     _batches: dict = field(repr=False, default_factory=dict)
 
     @property
@@ -149,11 +155,16 @@ class Step:
             self._batches["model"] = _slice(self.walk.events, self.walk.model_keys, self.start, self.end)
         return self._batches["model"]
 
-    def scoring(self) -> Any:
+    @contextmanager
+    def scoring(self) -> Iterator[None]:
         """The context every score of the step is computed in: the state guard
         (:func:`~tgeval.stream.state.no_state_change`) and, under exact or neighbour history,
         ``model.within_batch(step)``."""
-        return self._scoring()
+        model = self.model
+        guard = nullcontext() if model is None or not self.check_state else \
+            no_state_change(model, self.what, deep=_DEEP[self.check_state])
+        with model.within_batch(self.model_batch) if model is not None and self.within else nullcontext(), guard:
+            yield
 
 
 class Walk:
@@ -213,10 +224,8 @@ class Walk:
 
     def _step(self, index: int, first: int, last: int, model: Optional[nn.Module], within: bool,
               check_state: Union[bool, str], what: str) -> Step:
-        step = Step(index, first, last, self.boundaries[first], self.boundaries[last], self)
-        if model is not None:
-            step._scoring = _scoring(model, step, within, check_state, what)
-        return step
+        return Step(index, first, last, self.boundaries[first], self.boundaries[last], self, model, within,
+                    check_state, what)
 
     def steps(self, model: Optional[nn.Module] = None, *, samplers: Sequence[Any] = (), online: bool = True,
               merge: int = 0, within: bool = False, check_state: Union[bool, str] = True, what: str = "scoring",
@@ -250,19 +259,6 @@ class Walk:
                             update(step.model_batch)
                     for sampler in samplers:
                         sampler.observe(step.batch)
-
-
-#: ``deep`` of :func:`~tgeval.stream.state.no_state_change` for each ``check_state`` that guards
-_DEEP = {True: None, "deep": True, "identity": False}
-
-
-def _scoring(model: nn.Module, step: Step, within: bool, check_state: Union[bool, str], what: str) -> Callable:
-    @contextmanager
-    def scoring() -> Iterator[None]:
-        guard = nullcontext() if not check_state else no_state_change(model, what, deep=_DEEP[check_state])
-        with model.within_batch(step.model_batch) if within else nullcontext(), guard:
-            yield
-    return scoring
 
 
 def feed(events: TemporalData, model: Optional[nn.Module], samplers: Sequence[Any], batch_size: int) -> None:
