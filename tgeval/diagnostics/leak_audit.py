@@ -295,19 +295,18 @@ def _replay(model: TemporalLinkModel, walk: Walk, probes: _Probes, batches: int,
             if step.index == keep:
                 snapshot = model.snapshot()
             if hi > lo:
-                scores[lo:hi] = _score(model, step, probes, lo, hi)
+                scores[lo:hi] = _score(step, probes, lo, hi)
     return scores, snapshot
 
 
-def _score(model: TemporalLinkModel, step: Step, probes: _Probes, lo: int, hi: int,
-           candidates: Optional[Tensor] = None) -> Tensor:
-    """Probes ``[lo, hi)`` against ``candidates`` (default all) in one ``score`` call, in ``step.scoring()``:
-    ``[hi - lo, C]``."""
+def _score(step: Step, probes: _Probes, lo: int, hi: int, candidates: Optional[Tensor] = None) -> Tensor:
+    """Probes ``[lo, hi)`` against ``candidates`` (default all) in one ``score`` call of the step's model, in
+    ``step.scoring()``: ``[hi - lo, C]``."""
     candidates = probes.candidates if candidates is None else candidates
     c = candidates.numel()
     src, t = probes.src[lo:hi].repeat_interleave(c), probes.t[lo:hi].repeat_interleave(c)
     with step.scoring():
-        return _as_scores(score_of(model, src, candidates.repeat(hi - lo), t)).view(hi - lo, c)
+        return _as_scores(score_of(step.model, src, candidates.repeat(hi - lo), t)).view(hi - lo, c)
 
 
 def _as_scores(scores: Tensor) -> Tensor:
@@ -382,7 +381,7 @@ def _candidate_independence(model: TemporalLinkModel, walk: Walk, probes: _Probe
     c = candidates.numel()
 
     def scored(pieces: int, i: int = lo, j: int = hi) -> Tensor:
-        return torch.cat([_score(model, step, probes, i, j, candidates[k:k + pieces]) for k in range(0, c, pieces)],
+        return torch.cat([_score(step, probes, i, j, candidates[k:k + pieces]) for k in range(0, c, pieces)],
                          dim=1)
 
     alone = torch.cat([scored(1, i, i + 1) for i in range(lo, hi)])
@@ -419,8 +418,7 @@ def _state(model: TemporalLinkModel, second: TemporalLinkModel, walk: Walk, prob
     lo, hi = probes.slices[keep]
     if hi > lo:
         with torch.no_grad():
-            restored = _score(model, walk.step(keep, model, within=history != "batch", check_state=False), probes, lo,
-                              hi)
+            restored = _score(walk.step(keep, model, within=history != "batch", check_state=False), probes, lo, hi)
         _compare(reference[lo:hi], restored, torch.arange(lo, hi), candidates, tolerance,
                  "scored after restoring a snapshot")
     other, _ = _replay(second, walk, probes, len(probes.slices), history)

@@ -60,8 +60,8 @@ from tgeval.stream.loader import same_batch_history
 from tgeval.models.base import TemporalLinkModel, check_model, check_node_ids, score_of
 from tgeval.eval.protocol import Protocol
 from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, negatives_checksum, scored_pairs
-from tgeval.stream.state import checked_reset, exclusive
-from tgeval.stream.walk import STEP_RANGE, Walk, eval_mode, feed, runs
+from tgeval.stream.state import exclusive
+from tgeval.stream.walk import STEP_RANGE, Walk, eval_mode, event_slice, feed, restart, runs
 
 __all__ = ["evaluate", "warm_up", "replay"]
 
@@ -74,10 +74,7 @@ def warm_up(model: TemporalLinkModel, history: TemporalData, *, batch_size: int 
             sampler: Optional[NegativeSampler] = None) -> None:
     """Reset ``model`` (and ``sampler``) and feed ``history`` through ``update`` in timestamp batches."""
     check_model(model)
-    checked_reset(model)
-    if sampler is not None:
-        sampler.reset_state()
-    feed(history, model, [] if sampler is None else [sampler], batch_size)
+    restart(history, model, [] if sampler is None else [sampler], batch_size)
 
 
 def _warn_mode_switch(model: TemporalLinkModel) -> None:
@@ -342,10 +339,6 @@ WINDOW_QUERIES = 2**19
 EXACT_STEP_EVENTS = 2**12
 
 
-def _slice(data: TemporalData, keys: Sequence[str], a: int, b: int) -> TemporalData:
-    return TemporalData(**{key: data[key][a:b] for key in keys})
-
-
 def _queries(src: Tensor, dst: Tensor, t: Tensor, negatives: Optional[Negatives],
              pairs: Optional[ShortcutPairs]) -> tuple[Tensor, Tensor, Tensor]:
     """Flat ``(src, dst, t)`` of one score call for events ``[B]``: each event's positive then
@@ -417,7 +410,7 @@ class _Window:
         self.first, self.last = first, last
         self.offset = boundaries[first]
         self.bounds = [boundaries[b] - self.offset for b in range(first, last + 1)]
-        self.data = _slice(events, keys, self.offset, boundaries[last])
+        self.data = event_slice(events, keys, self.offset, boundaries[last])
         data = self.data
         self.plan = None if ranking is None else plan_candidates(data.src, data.dst, data.t, ranking.catalog,
                                                                  directed=ranking.directed)

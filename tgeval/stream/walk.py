@@ -39,7 +39,7 @@ from tgeval.data.validation import per_event_keys, permute_events, validate
 from tgeval.stream.loader import timestamp_batch_boundaries
 from tgeval.stream.state import checked_reset, checked_update, no_state_change
 
-__all__ = ["Walk", "Step", "canonical_stream", "eval_mode", "runs", "feed"]
+__all__ = ["Walk", "Step", "canonical_stream", "eval_mode", "runs", "feed", "restart", "event_slice"]
 
 #: the profiler range of a step's work (the engine's scoring and the walk's update)
 STEP_RANGE = "tgeval.replay.step"
@@ -99,7 +99,8 @@ def eval_mode(model: nn.Module) -> Iterator[None]:
         model.train(was_training)
 
 
-def _slice(data: TemporalData, keys: Sequence[str], start: int, end: int) -> TemporalData:
+def event_slice(data: TemporalData, keys: Sequence[str], start: int, end: int) -> TemporalData:
+    """Events ``[start, end)`` of ``data`` with the per-event fields ``keys`` only (views, no copy)."""
     return TemporalData(**{key: data[key][start:end] for key in keys})
 
 
@@ -146,13 +147,13 @@ class Step:
     @property
     def batch(self) -> TemporalData:
         if "all" not in self._batches:
-            self._batches["all"] = _slice(self.walk.events, self.walk.keys, self.start, self.end)
+            self._batches["all"] = event_slice(self.walk.events, self.walk.keys, self.start, self.end)
         return self._batches["all"]
 
     @property
     def model_batch(self) -> TemporalData:
         if "model" not in self._batches:
-            self._batches["model"] = _slice(self.walk.events, self.walk.model_keys, self.start, self.end)
+            self._batches["model"] = event_slice(self.walk.events, self.walk.model_keys, self.start, self.end)
         return self._batches["model"]
 
     @contextmanager
@@ -205,12 +206,8 @@ class Walk:
         return len(self.boundaries) - 1
 
     def warm_up(self, model: Optional[nn.Module] = None, samplers: Sequence[Any] = ()) -> None:
-        """Reset ``model`` and ``samplers`` and feed them the history before the segment (:func:`feed`)."""
-        if model is not None:
-            checked_reset(model)
-        for sampler in samplers:
-            sampler.reset_state()
-        feed(self.history, model, samplers, self.batch_size)
+        """Reset ``model`` and ``samplers`` and feed them the history before the segment (:func:`restart`)."""
+        restart(self.history, model, samplers, self.batch_size)
 
     def step_starts(self, merge: int = 0) -> list[int]:
         """The first batch of each step and then :attr:`num_batches`; ``merge``: most events of a step of
@@ -273,13 +270,13 @@ def feed(events: TemporalData, model: Optional[nn.Module], samplers: Sequence[An
     model_keys = [key for key in keys if key not in BOOKKEEPING]
 
     def observed(a: int, z: int) -> TemporalData:  # a sampler's batch: with positions (from 0 for the caller's own)
-        batch = _slice(events, keys, a, z)
+        batch = event_slice(events, keys, a, z)
         if "position" not in keys:
             batch.position = torch.arange(a, z, device=events.src.device)
         return batch
 
     participants = [] if model is None else [
-        (model.capabilities.exact_history, lambda a, z: checked_update(model, _slice(events, model_keys, a, z)))]
+        (model.capabilities.exact_history, lambda a, z: checked_update(model, event_slice(events, model_keys, a, z)))]
     participants += [(sampler.observe_batch_invariant, lambda a, z, s=sampler: s.observe(observed(a, z)))
                      for sampler in samplers]
     batches = None
@@ -291,3 +288,12 @@ def feed(events: TemporalData, model: Optional[nn.Module], samplers: Sequence[An
             for a, z in _bulk(events.t) if invariant else batches:
                 take(a, z)
 
+
+def restart(history: TemporalData, model: Optional[nn.Module], samplers: Sequence[Any], batch_size: int) -> None:
+    """Reset ``model`` (:func:`~tgeval.stream.state.checked_reset`) and ``samplers``, then :func:`feed` them
+    ``history``."""
+    if model is not None:
+        checked_reset(model)
+    for sampler in samplers:
+        sampler.reset_state()
+    feed(history, model, samplers, batch_size)

@@ -70,7 +70,6 @@ from tgeval.data.split import Segment, check_whole_groups
 from tgeval.core.device import deterministic
 from tgeval.core.distributed import check_same, rank_and_world, require_group, shard, state_digest, sum_gradients
 from tgeval.errors import LeakageError, ProtocolError
-from tgeval.stream.loader import check_time_sorted
 from tgeval.models.base import TemporalLinkModel, check_model, check_node_ids, score_of
 from tgeval.samplers.base import NegativeSampler, Negatives, NegativesCheck, scored_pairs
 from tgeval.stream.state import checked_update, exclusive
@@ -280,7 +279,6 @@ def train_epoch(
     check = NegativesCheck(sampler, model.num_nodes)
     # Canonical order (t, src, dst) inside timestamp groups, as in evaluation: file order of
     # simultaneous events changes neither the negatives (keyed by position) nor the batches.
-    check_time_sorted(data.t)
     walk = Walk(data, (start, end), batch_size=batch_size)
     detach = getattr(model, "detach_state", None)
 
